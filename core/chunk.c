@@ -1,0 +1,389 @@
+/*
+ * chunk.c - chunk files: opening, mapping for reads, appending, trimming.
+ *
+ * Writes go through pwrite(), not through the mapping: a full disk then
+ * fails the append with ENOSPC instead of raising SIGBUS on a store into a
+ * sparse page, and the file never has a sparse tail to trim. Reads go
+ * through a shared read-only mapping made on first use. The mapping of a
+ * chunk that is being appended to is reserved zr_chunk_map_step (1 GiB) at a
+ * time and grown with mremap(); see store_i.h (a) for why old mappings stay.
+ *
+ * Sections: naming and lookup, open/close, mapping, writer side.
+ */
+#include "store_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t zr_chunk_map_step = UINT64_C(1) << 30;
+
+struct retired_array {
+	void *p;
+	struct retired_array *next;
+};
+
+int zr_chunk_name(char *buf, size_t cap, uint32_t id)
+{
+	return snprintf(buf, cap, "%u.zr", id);
+}
+
+zr_chunk *zr_chunk_get(zr_dataset *ds, uint32_t chunk_id)
+{
+	uint32_t num = atomic_load_explicit(&ds->chunk_num, memory_order_acquire);
+	zr_chunk **arr;
+
+	if (chunk_id < ds->chunk_first || chunk_id - ds->chunk_first >= num)
+		return NULL;
+	arr = atomic_load_explicit(&ds->chunks, memory_order_acquire);
+	return arr[chunk_id - ds->chunk_first];
+}
+
+void zr_retire(zr_dataset *ds, zr_map *m)
+{
+	m->next = ds->retired;
+	ds->retired = m;
+}
+
+/* Make room for one more chunk pointer; caller holds grow_lock. */
+static int chunks_grow(zr_dataset *ds)
+{
+	zr_chunk **old = atomic_load_explicit(&ds->chunks, memory_order_relaxed);
+	uint32_t num = atomic_load_explicit(&ds->chunk_num, memory_order_relaxed);
+	uint32_t cap = ds->chunks_cap ? ds->chunks_cap * 2 : 64;
+	zr_chunk **arr;
+	struct retired_array *r;
+
+	if (num < ds->chunks_cap)
+		return 0;
+	arr = calloc(cap, sizeof *arr);
+	r = malloc(sizeof *r);
+	if (!arr || !r) {
+		free(arr);
+		free(r);
+		return zr_err(-ENOMEM, "out of memory");
+	}
+	if (old)
+		memcpy(arr, old, num * sizeof *arr);
+	/* readers may still hold the old array: keep it until close */
+	r->p = old;
+	r->next = ds->retired_arrays;
+	ds->retired_arrays = r;
+	ds->chunks_cap = cap;
+	atomic_store_explicit(&ds->chunks, arr, memory_order_release);
+	return 0;
+}
+
+static zr_chunk *chunk_new(uint32_t id, int fd)
+{
+	zr_chunk *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return NULL;
+	c->id = id;
+	c->fd = fd;
+	c->owner = -1;
+	atomic_init(&c->map, NULL);
+	atomic_init(&c->extent, 0);
+	return c;
+}
+
+int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m)
+{
+	bool rw = ds->flags & ZR_RDWR;
+
+	ds->chunk_first = m->chunk_first;
+	atomic_store(&ds->chunk_num, 0);
+	for (uint32_t i = 0; i < m->chunk_num; i++) {
+		uint32_t id = m->chunk_first + i;
+		const zr_unfull *u = NULL;
+		char name[32];
+		struct stat st;
+		zr_chunk *c;
+		int fd;
+
+		for (uint32_t j = 0; j < m->unfull_count; j++)
+			if (m->unfull[j].chunk_id == id)
+				u = &m->unfull[j];
+		zr_chunk_name(name, sizeof name, id);
+		fd = zr_sys.openat(ds->chunkdirfd, name, (rw && u) ? O_RDWR : O_RDONLY, 0);
+		if (fd < 0)
+			return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk/%s: %s",
+				      ds->path, name, strerror(errno));
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return zr_err(ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path,
+				      name);
+		}
+		if (u && (uint64_t)st.st_size < u->write_pos) {
+			close(fd);
+			return zr_err(ZR_ECORRUPT,
+				      "%s/chunk/%s: %lld bytes, but meta.json has data up to %llu",
+				      ds->path, name, (long long)st.st_size,
+				      (unsigned long long)u->write_pos);
+		}
+		FORWARD_IF_ERR(chunks_grow(ds));
+		c = chunk_new(id, fd);
+		if (!c) {
+			close(fd);
+			return zr_err(-ENOMEM, "out of memory");
+		}
+		/* an unfull chunk's committed data ends at write_pos; bytes after it
+		 * are an interrupted writer's and belong to no record */
+		atomic_store(&c->extent, u ? u->write_pos : (uint64_t)st.st_size);
+		c->write_pos = c->committed_pos = atomic_load(&c->extent);
+		c->records = c->committed_records = u ? u->records : m->chunk_size;
+		c->committed_unfull = u != NULL;
+		c->writable = rw && u;
+		atomic_load(&ds->chunks)[i] = c;
+		atomic_store_explicit(&ds->chunk_num, i + 1, memory_order_release);
+	}
+	return 0;
+}
+
+static void map_free(zr_map *m)
+{
+	if (m) {
+		if (!m->alias)
+			munmap(m->base, m->size);
+		free(m);
+	}
+}
+
+void zr_chunk_close_all(zr_dataset *ds)
+{
+	zr_chunk **arr = atomic_load(&ds->chunks);
+	uint32_t num = atomic_load(&ds->chunk_num);
+
+	for (uint32_t i = 0; arr && i < num; i++) {
+		zr_chunk *c = arr[i];
+		map_free(atomic_load(&c->map));
+		if (c->fd >= 0)
+			close(c->fd);
+		free(c);
+	}
+	free(arr);
+	while (ds->retired) {
+		zr_map *m = ds->retired;
+		ds->retired = m->next;
+		map_free(m);
+	}
+	while (ds->retired_arrays) {
+		struct retired_array *r = ds->retired_arrays;
+		ds->retired_arrays = r->next;
+		free(r->p);
+		free(r);
+	}
+	atomic_store(&ds->chunks, NULL);
+	atomic_store(&ds->chunk_num, 0);
+}
+
+/* Give up every chunk, keeping the mappings valid until close. */
+void zr_chunk_retire_all(zr_dataset *ds)
+{
+	zr_chunk **arr = atomic_load(&ds->chunks);
+	uint32_t num = atomic_load(&ds->chunk_num);
+	struct retired_array *r = malloc(sizeof *r);
+
+	for (uint32_t i = 0; arr && i < num; i++) {
+		zr_map *m = atomic_load(&arr[i]->map);
+		if (m)
+			zr_retire(ds, m);
+		if (arr[i]->fd >= 0)
+			close(arr[i]->fd);
+		free(arr[i]);
+	}
+	if (r) {
+		r->p = arr;
+		r->next = ds->retired_arrays;
+		ds->retired_arrays = r;
+	} else {
+		free(arr);
+	}
+	atomic_store(&ds->chunks, NULL);
+	atomic_store(&ds->chunk_num, 0);
+	ds->chunks_cap = 0;
+}
+
+/* ---- mapping ---- */
+
+static uint64_t map_size_for(const zr_chunk *c, uint64_t need)
+{
+	if (!c->writable)
+		return need;
+	return (need + zr_chunk_map_step - 1) / zr_chunk_map_step * zr_chunk_map_step;
+}
+
+/* Map (or grow the mapping of) @c to cover @need bytes; caller holds grow_lock. */
+static int map_cover(zr_dataset *ds, zr_chunk *c, uint64_t need)
+{
+	zr_map *cur = atomic_load_explicit(&c->map, memory_order_acquire), *m;
+	uint64_t size = map_size_for(c, need);
+	void *p;
+
+	if (cur && cur->size >= need)
+		return 0;
+	m = malloc(sizeof *m);
+	RETURN_IF(!m, -ENOMEM, "out of memory");
+	p = MAP_FAILED;
+	if (cur)
+		p = zr_sys.mremap(cur->base, cur->size, size, 0); /* in place, or not at all */
+	if (p == MAP_FAILED)
+		p = zr_sys.mmap(NULL, size, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		free(m);
+		return zr_err(-e, "%s/chunk/%u.zr: mmap of %llu bytes failed: %s", ds->path, c->id,
+			      (unsigned long long)size, strerror(e));
+	}
+	m->base = p;
+	m->size = size;
+	m->alias = false;
+	m->next = NULL;
+	if (cur) {
+		cur->alias = cur->base == m->base; /* grown in place: unmap once */
+		zr_retire(ds, cur);
+	}
+	atomic_store_explicit(&c->map, m, memory_order_release);
+	return 0;
+}
+
+int zr_chunk_map(zr_dataset *ds, zr_chunk *c, const uint8_t **base)
+{
+	zr_map *m = atomic_load_explicit(&c->map, memory_order_acquire);
+	uint64_t extent;
+	int rc = 0;
+
+	if (!m) {
+		pthread_mutex_lock(&ds->grow_lock);
+		extent = atomic_load_explicit(&c->extent, memory_order_acquire);
+		if (c->reserve_end > extent)
+			extent = c->reserve_end; /* bytes a writer is putting there now */
+		if (extent > 0)
+			rc = map_cover(ds, c, extent);
+		pthread_mutex_unlock(&ds->grow_lock);
+		FORWARD_IF_ERR(rc);
+		m = atomic_load_explicit(&c->map, memory_order_acquire);
+		RETURN_IF(!m, ZR_ECORRUPT, "%s/chunk/%u.zr: empty", ds->path, c->id);
+	}
+	*base = m->base;
+	return 0;
+}
+
+/* ---- writer side ---- */
+
+int zr_chunk_trim(zr_dataset *ds, zr_chunk *c, uint64_t len)
+{
+	if (zr_sys.ftruncate(c->fd, (off_t)len) < 0)
+		return zr_err(-errno, "%s/chunk/%u.zr: ftruncate failed: %s", ds->path, c->id,
+			      strerror(errno));
+	atomic_store_explicit(&c->extent, len, memory_order_release);
+	c->write_pos = len;
+	return 0;
+}
+
+int zr_chunk_acquire(zr_dataset *ds, zr_writer *w)
+{
+	zr_chunk *c = NULL;
+	uint32_t num, id;
+	char name[32];
+	int fd, rc = 0;
+
+	pthread_mutex_lock(&ds->grow_lock);
+	num = atomic_load(&ds->chunk_num);
+	for (uint32_t i = 0; i < num && !c; i++) {
+		zr_chunk *t = atomic_load(&ds->chunks)[i];
+		if (t->writable && t->owner < 0 && t->records < ds->chunk_size)
+			c = t;
+	}
+	if (c) {
+		struct stat st;
+		/* drop what an interrupted writer left after the committed data */
+		if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > c->write_pos)
+			rc = zr_chunk_trim(ds, c, c->write_pos);
+		if (rc == 0)
+			c->owner = w->slot;
+		goto out;
+	}
+	if (num >= UINT32_MAX - 1 - ds->chunk_first) {
+		rc = zr_err(-EFBIG, "%s: no chunk ids left", ds->path);
+		goto out;
+	}
+	id = ds->chunk_first + num;
+	zr_chunk_name(name, sizeof name, id);
+	if ((rc = chunks_grow(ds)) < 0)
+		goto out;
+	fd = zr_sys.openat(ds->chunkdirfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		rc = zr_err(-errno, "%s/chunk/%s: create failed: %s", ds->path, name,
+			    strerror(errno));
+		goto out;
+	}
+	c = chunk_new(id, fd);
+	if (!c) {
+		close(fd);
+		zr_sys.unlinkat(ds->chunkdirfd, name, 0);
+		rc = zr_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	c->writable = true;
+	c->created = true;
+	c->owner = w->slot;
+	atomic_load(&ds->chunks)[num] = c;
+	atomic_store_explicit(&ds->chunk_num, num + 1, memory_order_release);
+out:
+	if (rc == 0)
+		w->chunk = c;
+	pthread_mutex_unlock(&ds->grow_lock);
+	return rc;
+}
+
+void zr_chunk_release(zr_dataset *ds, zr_writer *w)
+{
+	if (!w->chunk)
+		return;
+	pthread_mutex_lock(&ds->grow_lock);
+	w->chunk->owner = -1;
+	w->chunk = NULL;
+	pthread_mutex_unlock(&ds->grow_lock);
+}
+
+int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, const void *p2,
+		    size_t n2, unsigned align, uint64_t *off_out)
+{
+	uint64_t off = (c->write_pos + align - 1) / align * align;
+	zr_map *m = atomic_load_explicit(&c->map, memory_order_acquire);
+	int rc;
+
+	/* A reader may map the chunk at any moment: decide under the lock whether
+	 * the mapping must grow, unless it visibly covers the new bytes already. */
+	if (!m || m->size < off + n1 + n2) {
+		rc = 0;
+		pthread_mutex_lock(&ds->grow_lock);
+		c->reserve_end = off + n1 + n2; /* a mapping made from now on covers it */
+		if (atomic_load_explicit(&c->map, memory_order_acquire))
+			rc = map_cover(ds, c, off + n1 + n2);
+		pthread_mutex_unlock(&ds->grow_lock);
+		FORWARD_IF_ERR(rc);
+	}
+	rc = zr_write_full(c->fd, p1, n1, off);
+	if (rc == 0 && n2)
+		rc = zr_write_full(c->fd, p2, n2, off + n1);
+	if (rc < 0) {
+		/* leave no partial record behind the committed data */
+		zr_sys.ftruncate(c->fd, (off_t)c->write_pos);
+		return zr_err(rc, "%s/chunk/%u.zr: write of %zu bytes at %llu failed: %s",
+			      ds->path, c->id, n1 + n2, (unsigned long long)off, strerror(-rc));
+	}
+	c->write_pos = off + n1 + n2;
+	c->dirty = true;
+	/* (b): the bytes are in the file before readers may reach them */
+	atomic_store_explicit(&c->extent, c->write_pos, memory_order_release);
+	*off_out = off;
+	return 0;
+}

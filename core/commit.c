@@ -1,0 +1,254 @@
+/*
+ * commit.c - making changes durable: the commit protocol and the journal.
+ *
+ * A commit, with every appender excluded by the write lock:
+ *   1. fdatasync the chunks written since the last commit (and fsync chunk/
+ *      if files were created), then the offset tables;
+ *   2. if committed entries changed (the overlay is not empty), write them to
+ *      `journal`, stamped with the generation being committed, and fsync it;
+ *   3. write meta.json.tmp, fsync, rename over meta.json, fsync the directory:
+ *      the commit point;
+ *   4. apply the journal to the tables, fdatasync them, unlink the journal.
+ * A crash before 3 leaves the old meta.json: the new bytes lie beyond what it
+ * references and a journal of the new generation is ignored. A crash after 3
+ * leaves a journal whose generation equals meta.json's: opening the dataset
+ * replays it (idempotent). So every instant has one complete committed state.
+ *
+ * Journal file: "ZRJOURN1", generation u64, count u64, count records of
+ * {field u32, 0 u32, id u64, entry 16 bytes}, then CRC-32 of all before it.
+ */
+#include "store_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define JOURNAL "journal"
+#define JOURNAL_MAGIC "ZRJOURN1"
+#define JOURNAL_HDR 24
+#define JOURNAL_REC 32
+
+void zr_meta_from_ds(zr_dataset *ds, zr_meta *m)
+{
+	uint32_t num = atomic_load(&ds->chunk_num);
+
+	memset(m, 0, sizeof *m);
+	m->generation = ds->generation;
+	m->length = atomic_load(&ds->length);
+	m->created = ds->created;
+	m->modified = ds->modified;
+	m->chunk_size = ds->chunk_size;
+	m->chunk_first = ds->chunk_first;
+	m->chunk_num = num;
+	m->unfull = calloc(num + 1, sizeof *m->unfull);
+	for (uint32_t i = 0; m->unfull && i < num; i++) {
+		zr_chunk *c = atomic_load(&ds->chunks)[i];
+		if (c->writable && c->records < ds->chunk_size)
+			m->unfull[m->unfull_count++] = (zr_unfull){c->id, c->write_pos, c->records};
+	}
+	m->nfields = ds->nfields;
+	m->fields = calloc(ds->nfields, sizeof *m->fields);
+	for (unsigned i = 0; m->fields && i < ds->nfields; i++)
+		m->fields[i] = ds->fields[i].def;
+	m->attrs = ds->attrs ? json_incref(ds->attrs) : NULL;
+}
+
+/* ---- journal ---- */
+
+static int journal_write(zr_dataset *ds, uint64_t generation)
+{
+	zr_overlay *o = &ds->overlay;
+	uint64_t count = 0, len = atomic_load(&ds->length);
+	size_t size;
+	uint8_t *buf, *p;
+	uint32_t crc;
+	int fd, rc;
+
+	for (uint64_t i = 0; i < o->cap; i++)
+		count += o->slots[i].key && (o->slots[i].key - 1) / ds->nfields < len;
+	size = JOURNAL_HDR + count * JOURNAL_REC + 4;
+	buf = calloc(1, size);
+	RETURN_IF(!buf, -ENOMEM, "out of memory");
+	memcpy(buf, JOURNAL_MAGIC, 8);
+	zr_put_le64(buf + 8, generation);
+	zr_put_le64(buf + 16, count);
+	p = buf + JOURNAL_HDR;
+	for (uint64_t i = 0; i < o->cap; i++) {
+		uint64_t key = o->slots[i].key;
+		if (!key || (key - 1) / ds->nfields >= len)
+			continue; /* beyond the committed length: nothing reads it */
+		zr_put_le64(p, (key - 1) % ds->nfields);
+		zr_put_le64(p + 8, (key - 1) / ds->nfields);
+		zr_entry_encode(p + 16, &o->slots[i].e);
+		p += JOURNAL_REC;
+	}
+	crc = (uint32_t)crc32(0, buf, (uInt)(size - 4));
+	for (int i = 0; i < 4; i++)
+		buf[size - 4 + i] = (uint8_t)(crc >> (8 * i));
+	fd = zr_sys.openat(ds->dirfd, JOURNAL, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		free(buf);
+		return zr_err(rc, "%s/" JOURNAL ": %s", ds->path, strerror(-rc));
+	}
+	rc = zr_write_full(fd, buf, size, 0);
+	if (rc == 0 && zr_sys.fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	free(buf);
+	RETURN_IF(rc < 0, rc, "%s/" JOURNAL ": write failed: %s", ds->path, strerror(-rc));
+	return 0;
+}
+
+/* Store every overlay entry into its table and make it durable. */
+static int journal_apply(zr_dataset *ds)
+{
+	zr_overlay *o = &ds->overlay;
+	uint64_t len = atomic_load(&ds->length);
+
+	for (uint64_t i = 0; i < o->cap; i++) {
+		uint64_t key = o->slots[i].key, id = (key - 1) / ds->nfields;
+		if (key && id < len)
+			zr_entry_store(zr_table_slot(&ds->fields[(key - 1) % ds->nfields], id),
+				       &o->slots[i].e);
+	}
+	for (unsigned f = 0; f < ds->nfields; f++)
+		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
+			return zr_err(-errno, "%s/%s.offset: fdatasync failed: %s", ds->path,
+				      ds->fields[f].def.name, strerror(errno));
+	zr_sys.unlinkat(ds->dirfd, JOURNAL, 0);
+	return 0;
+}
+
+int zr_journal_load(zr_dataset *ds, bool apply)
+{
+	uint64_t count, len = atomic_load(&ds->length);
+	struct stat st;
+	uint8_t *buf = NULL;
+	uint32_t crc;
+	int fd, rc = 0;
+
+	fd = zr_sys.openat(ds->dirfd, JOURNAL, O_RDONLY, 0);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : zr_err(-errno, "%s/" JOURNAL ": %s", ds->path,
+						    strerror(errno));
+	if (fstat(fd, &st) < 0 || st.st_size < JOURNAL_HDR + 4 ||
+	    (uint64_t)st.st_size > (uint64_t)JOURNAL_HDR + 4 + (len + 1) * ds->nfields * JOURNAL_REC)
+		goto stale; /* torn or foreign: cannot belong to this generation */
+	buf = malloc((size_t)st.st_size);
+	if (!buf) {
+		rc = zr_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (zr_read_full(fd, buf, (size_t)st.st_size, 0) < 0)
+		goto stale;
+	crc = (uint32_t)crc32(0, buf, (uInt)(st.st_size - 4));
+	count = zr_le64(buf + 16);
+	if (memcmp(buf, JOURNAL_MAGIC, 8) != 0 || zr_le64(buf + 8) != ds->generation ||
+	    count != (uint64_t)(st.st_size - JOURNAL_HDR - 4) / JOURNAL_REC ||
+	    crc != ((uint32_t)buf[st.st_size - 4] | (uint32_t)buf[st.st_size - 3] << 8 |
+		    (uint32_t)buf[st.st_size - 2] << 16 | (uint32_t)buf[st.st_size - 1] << 24))
+		goto stale; /* from a commit that did not reach meta.json */
+	for (uint64_t i = 0; i < count && rc == 0; i++) {
+		const uint8_t *p = buf + JOURNAL_HDR + i * JOURNAL_REC;
+		uint64_t field = zr_le64(p), id = zr_le64(p + 8);
+		zr_entry e;
+		if (field >= ds->nfields || id >= len) {
+			rc = zr_err(ZR_ECORRUPT, "%s/" JOURNAL ": record %llu names field %llu, id %llu",
+				    ds->path, (unsigned long long)i, (unsigned long long)field,
+				    (unsigned long long)id);
+			break;
+		}
+		zr_entry_decode(p + 16, &e);
+		rc = zr_overlay_set(ds, (unsigned)field, id, &e);
+	}
+	if (rc == 0 && apply) {
+		rc = journal_apply(ds);
+		zr_overlay_clear(ds);
+	}
+	goto out;
+stale:
+	if (apply)
+		zr_sys.unlinkat(ds->dirfd, JOURNAL, 0);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* ---- commit ---- */
+
+int zr_commit_locked(zr_dataset *ds)
+{
+	uint32_t num = atomic_load(&ds->chunk_num);
+	bool journal = atomic_load(&ds->overlay.count) > 0, created = false;
+	int64_t now = (int64_t)time(NULL);
+	zr_meta m;
+	int rc;
+
+	if (!atomic_load(&ds->dirty))
+		return 0;
+	for (uint32_t i = 0; i < num; i++) {
+		zr_chunk *c = atomic_load(&ds->chunks)[i];
+		if (c->dirty && zr_sys.fdatasync(c->fd) < 0)
+			return zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s", ds->path,
+				      c->id, strerror(errno));
+		created |= c->created;
+	}
+	if (created && zr_sys.fsync(ds->chunkdirfd) < 0)
+		return zr_err(-errno, "%s/chunk: fsync failed: %s", ds->path, strerror(errno));
+	for (unsigned f = 0; f < ds->nfields; f++)
+		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
+			return zr_err(-errno, "%s/%s.offset: fdatasync failed: %s", ds->path,
+				      ds->fields[f].def.name, strerror(errno));
+	if (journal)
+		FORWARD_IF_ERR(journal_write(ds, ds->generation + 1));
+
+	zr_meta_from_ds(ds, &m);
+	if (!m.unfull || !m.fields) {
+		zr_meta_free(&m);
+		return zr_err(-ENOMEM, "out of memory");
+	}
+	m.generation = ds->generation + 1;
+	m.modified = now;
+	rc = zr_meta_write(ds->dirfd, ds->path, &m);
+	zr_meta_free(&m);
+	FORWARD_IF_ERR(rc);
+
+	/* committed: the rest only makes the tables match the journal */
+	ds->generation++;
+	ds->modified = now;
+	ds->disk_length = atomic_load(&ds->length);
+	for (uint32_t i = 0; i < num; i++) {
+		zr_chunk *c = atomic_load(&ds->chunks)[i];
+		c->committed_pos = c->write_pos;
+		c->committed_records = c->records;
+		c->committed_unfull = c->writable && c->records < ds->chunk_size;
+		c->dirty = c->created = false;
+	}
+	atomic_store(&ds->dirty, false);
+	if (journal) {
+		/* on failure the journal stays and the next open replays it */
+		rc = journal_apply(ds);
+		zr_overlay_clear(ds);
+		(void)rc;
+	}
+	return 0;
+}
+
+int zr_commit(zr_dataset *ds)
+{
+	int rc;
+
+	RETURN_IF(!(ds->flags & ZR_RDWR), -EROFS, "%s: opened read-only", ds->path);
+	pthread_rwlock_wrlock(&ds->wlock);
+	rc = zr_commit_locked(ds);
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * gather.c - records by id, in the order asked: zr_gather() and friends.
+ *
+ * Raw records are returned as pointers into the mapped chunk files: no copy,
+ * no allocation but the batch's own array. Flate records are inflated into
+ * one arena per batch, sized from the logical lengths stored in front of
+ * each stream, so a batch costs at most two allocations whatever its size.
+ */
+#include "store_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct zr_batch {
+	size_t n;
+	zr_slice *recs;
+	uint8_t *arena;  /* inflated flate records, or NULL */
+};
+
+static int check_field(zr_dataset *ds, unsigned field)
+{
+	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u (the dataset has %u)", ds->path,
+		  field, ds->nfields);
+	return 0;
+}
+
+/* Entry and bytes of one requested record, with its logical length. */
+static int locate(zr_dataset *ds, unsigned field, uint64_t id, uint64_t len, zr_entry *e,
+		  const uint8_t **bytes, uint64_t *logical)
+{
+	RETURN_IF(id >= len, -ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
+		  (unsigned long long)id, (unsigned long long)len);
+	zr_entry_get(ds, field, id, e);
+	FORWARD_IF_ERR(zr_entry_locate(ds, field, id, e, bytes));
+	RETURN_IF(zr_logical_len(&ds->fields[field], e, *bytes, logical) < 0, ZR_ECORRUPT,
+		  "%s: field '%s' record %llu: flate header claims an impossible length",
+		  ds->path, ds->fields[field].def.name, (unsigned long long)id);
+	return 0;
+}
+
+int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_batch **out)
+{
+	bool flate;
+	uint64_t len = zr_length(ds), total = 0;
+	uint32_t *phys = NULL;
+	zr_batch *b;
+	int rc = 0;
+
+	*out = NULL;
+	FORWARD_IF_ERR(check_field(ds, field));
+	flate = ds->fields[field].def.spec.compress == ZR_FLATE;
+	b = calloc(1, sizeof *b + n * sizeof *b->recs + (flate ? n * sizeof *phys : 0));
+	RETURN_IF(!b, -ENOMEM, "out of memory (batch of %zu)", n);
+	b->n = n;
+	b->recs = (zr_slice *)(b + 1);
+	phys = (uint32_t *)(b->recs + n);
+	for (size_t i = 0; i < n; i++) {
+		zr_entry e;
+		const uint8_t *bytes;
+		uint64_t logical;
+		if ((rc = locate(ds, field, ids[i], len, &e, &bytes, &logical)) < 0)
+			goto fail;
+		b->recs[i].data = bytes;
+		b->recs[i].len = logical;
+		if (flate) {
+			phys[i] = e.len;
+			total += logical;
+		}
+	}
+	if (flate && total) {
+		uint8_t *p = b->arena = malloc(total);
+		if (!p) {
+			rc = zr_err(-ENOMEM, "out of memory (%llu bytes)", (unsigned long long)total);
+			goto fail;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (phys[i] == 0)
+				continue; /* missing or empty: nothing to inflate */
+			rc = zr_flate_decode(b->recs[i].data, phys[i], p, b->recs[i].len);
+			if (rc < 0) {
+				rc = zr_err(rc, "%s: field '%s' record %llu: the stream does not inflate to %llu bytes",
+					    ds->path, ds->fields[field].def.name,
+					    (unsigned long long)ids[i],
+					    (unsigned long long)b->recs[i].len);
+				goto fail;
+			}
+			b->recs[i].data = p;
+			p += b->recs[i].len;
+		}
+	}
+	*out = b;
+	return 0;
+fail:
+	zr_batch_release(b);
+	return rc;
+}
+
+const zr_slice *zr_batch_records(const zr_batch *b, size_t *n)
+{
+	*n = b->n;
+	return b->recs;
+}
+
+void zr_batch_release(zr_batch *b)
+{
+	if (b) {
+		free(b->arena);
+		free(b);
+	}
+}
+
+int zr_batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n,
+		   uint64_t *total)
+{
+	uint64_t len = zr_length(ds);
+
+	*total = 0;
+	FORWARD_IF_ERR(check_field(ds, field));
+	for (size_t i = 0; i < n; i++) {
+		zr_entry e;
+		const uint8_t *bytes;
+		uint64_t logical;
+		FORWARD_IF_ERR(locate(ds, field, ids[i], len, &e, &bytes, &logical));
+		*total += logical;
+	}
+	return 0;
+}

@@ -1,0 +1,349 @@
+/*
+ * zrecord.h - the zrecord dataset store (libzrecord).
+ *
+ * A dataset is a directory holding N records. Every record has the same set
+ * of fields (e.g. "image", "label"); each field of each record is a byte
+ * string, possibly missing. The bytes of all records live in append-only
+ * chunk files; each field has an offset table that maps a record id to the
+ * place of its bytes. The on-disk format is described in core/FORMAT.md.
+ *
+ * Conventions
+ * - Functions returning int return 0 (or a count) on success and a negative
+ *   error code on failure: -errno (e.g. -ENOENT, -EBUSY, -ENOSPC) or one of
+ *   the ZR_E* codes below. zr_strerror() describes any code; zr_errmsg()
+ *   gives the detail (which file, which id, what was wrong).
+ * - "Not found" is always -ENOENT: a field name that does not exist, a record
+ *   id >= zr_length(), a missing record where a present one is required.
+ * - Handles are opaque, created through an out-parameter and destroyed by a
+ *   function that accepts NULL.
+ * - Nothing is visible to other processes until zr_commit(). A crash at any
+ *   instant leaves the state of the last commit readable and verify-clean.
+ *
+ * Thread safety
+ * - A zr_dataset may be used by many threads at once. Reads (zr_stat,
+ *   zr_gather, zr_reader_*) run concurrently with each other and with
+ *   appends and commits. zr_modify, zr_delete and zr_commit serialise
+ *   internally; a read that races with a modify/delete of the same id sees
+ *   either version.
+ * - A zr_writer or zr_reader belongs to one thread at a time.
+ */
+#ifndef ZRECORD_H
+#define ZRECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ZR_BUILDING_LIBRARY)
+#define ZR_API __attribute__((visibility("default")))
+#else
+#define ZR_API
+#endif
+
+/** Version of the on-disk format this library reads and writes. */
+#define ZR_FORMAT_VERSION 1
+
+/* Project error codes, below errno's range (cf. LMDB's -30799...). */
+#define ZR_ECORRUPT (-30800) /**< on-disk data is inconsistent or damaged */
+#define ZR_EVERSION (-30801) /**< format version not supported */
+#define ZR_EINVAL_SPEC (-30802) /**< a field or option specification is malformed */
+
+#define ZR_NAME_MAX 64 /**< longest field name, in bytes */
+#define ZR_EXT_MAX 16 /**< longest file extension, in bytes */
+#define ZR_SHAPE_MAX 8 /**< most dimensions of a fixed shape */
+#define ZR_FIELDS_MAX 256 /**< most fields in one dataset */
+#define ZR_WRITERS_MAX 4 /**< most zr_writer handles open at once */
+#define ZR_RECORD_MAX 0xFFFFFFF0u /**< largest stored (physical) record */
+#define ZR_LENGTH_MAX (UINT64_C(1) << 40) /**< most records in one dataset */
+#define ZR_CHUNK_SIZE_DEFAULT 65536 /**< records per chunk by default */
+
+typedef struct zr_dataset zr_dataset;
+typedef struct zr_writer zr_writer;
+typedef struct zr_batch zr_batch;
+typedef struct zr_reader zr_reader;
+
+/** Element type of a field, for the layers above; the store keeps bytes. */
+typedef enum zr_dtype {
+	ZR_U8, ZR_U16, ZR_U32, ZR_U64,
+	ZR_I8, ZR_I16, ZR_I32, ZR_I64,
+	ZR_F16, ZR_F32, ZR_F64,
+	ZR_BYTES,
+	ZR_DTYPE_COUNT
+} zr_dtype;
+
+/** How a field's records are stored. */
+typedef enum zr_compress {
+	ZR_RAW,   /**< bytes as given; gather is zero-copy */
+	ZR_FLATE, /**< one zlib stream per record, logical length kept beside it */
+	ZR_COMPRESS_COUNT
+} zr_compress;
+
+/** Description of a field, as given to zr_create() and returned by zr_field(). */
+typedef struct zr_field_spec {
+	const char *name;    /**< 1..ZR_NAME_MAX bytes; no '/', no NUL, no leading '.' */
+	zr_dtype dtype;      /**< element type */
+	zr_compress compress;
+	int fixed;           /**< 1: every present record has shape[0..ndim) */
+	unsigned ndim;       /**< dimensions when fixed; 0 = one scalar element */
+	uint64_t shape[ZR_SHAPE_MAX];
+	const char *ext;     /**< file extension without the dot, or NULL */
+} zr_field_spec;
+
+/** Options for zr_create(); zero-initialise for defaults. */
+typedef struct zr_create_opts {
+	uint32_t chunk_size; /**< records per chunk; 0 = ZR_CHUNK_SIZE_DEFAULT */
+} zr_create_opts;
+
+/** Flags for zr_open(). */
+enum {
+	ZR_RDONLY = 0, /**< read committed state; never writes */
+	ZR_RDWR = 1,   /**< take the writer lock; fails with -EBUSY if held */
+};
+
+/** The bytes of one field of one record. data == NULL means missing. */
+typedef struct zr_value {
+	const void *data;
+	size_t len;
+} zr_value;
+
+/** A record as returned by zr_gather(). data == NULL means missing. */
+typedef struct zr_slice {
+	const void *data;
+	uint64_t len;
+} zr_slice;
+
+/** Where one record's bytes are, as returned by zr_stat(). */
+typedef struct zr_record_stat {
+	int present;          /**< 0 = missing */
+	uint64_t logical_len; /**< bytes a reader gets */
+	uint32_t physical_len; /**< bytes stored (0 for missing or empty) */
+	uint32_t chunk_id;
+	uint64_t offset;      /**< within the chunk file */
+} zr_record_stat;
+
+/** Dataset-wide figures, as computed by zr_info(). */
+typedef struct zr_info {
+	uint64_t length;        /**< committed + appended records */
+	uint64_t generation;    /**< commit counter */
+	uint32_t chunk_size;    /**< records per chunk */
+	uint32_t chunk_count;
+	uint64_t chunk_bytes;   /**< sum of chunk file extents */
+	uint64_t live_bytes;    /**< sum of physical lengths of live records */
+	uint64_t logical_bytes; /**< sum of logical lengths of live records */
+	uint64_t missing;       /**< missing (field, record) pairs */
+	double utilisation;     /**< live_bytes / chunk_bytes (1.0 when empty) */
+	int64_t mtime;          /**< time of the last commit, seconds since the epoch */
+} zr_info;
+
+/* ---- errors ------------------------------------------------------------ */
+
+/** Describe an error code (negative errno or ZR_E*). Static string. */
+ZR_API const char *zr_strerror(int code);
+
+/**
+ * Detail of the most recent failure in the calling thread, e.g.
+ * "data/label.offset: holds 10 entries, meta.json says 12". Owned by the
+ * library, valid until the next call into it from this thread.
+ * @param[in] ds the handle used, or NULL (e.g. after a failed zr_open()).
+ */
+ZR_API const char *zr_errmsg(const zr_dataset *ds);
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+/**
+ * Create an empty dataset in directory @p dir, which must not exist or be
+ * empty. meta.json is written last, so a crash leaves no half dataset.
+ * @return 0, -EEXIST (not empty), ZR_EINVAL_SPEC (bad field), -errno.
+ */
+ZR_API int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
+		     const zr_create_opts *opts);
+
+/**
+ * Open the dataset in @p dir. ZR_RDWR takes an exclusive lock on the
+ * directory; a second writer gets -EBUSY. A pending journal from an
+ * interrupted commit is replayed (ZR_RDWR) or overlaid in memory (ZR_RDONLY).
+ * @param[out] out the handle; release with zr_close().
+ * @return 0, -ENOENT, -EBUSY, ZR_ECORRUPT, ZR_EVERSION, -errno.
+ */
+ZR_API int zr_open(zr_dataset **out, const char *dir, unsigned flags);
+
+/**
+ * Close the handle. Changes since the last zr_commit() are discarded and the
+ * files are trimmed to the committed data. Invalidates every pointer
+ * obtained from the handle. Accepts NULL.
+ */
+ZR_API void zr_close(zr_dataset *ds);
+
+/* ---- shape --------------------------------------------------------------- */
+
+/** Number of visible records: committed plus appended since. */
+ZR_API uint64_t zr_length(const zr_dataset *ds);
+ZR_API unsigned zr_field_count(const zr_dataset *ds);
+/** Field @p i; the strings are owned by the handle. NULL if out of range. */
+ZR_API const zr_field_spec *zr_field(const zr_dataset *ds, unsigned i);
+/** Index of the field called @p name, or -ENOENT. */
+ZR_API int zr_field_find(const zr_dataset *ds, const char *name);
+/** Bytes of one present record of a fixed-shape field, 0 if variable. */
+ZR_API uint64_t zr_field_record_size(const zr_dataset *ds, unsigned field);
+/** Element size of a dtype in bytes (1 for ZR_BYTES). */
+ZR_API unsigned zr_dtype_size(zr_dtype t);
+ZR_API const char *zr_dtype_name(zr_dtype t);
+ZR_API const char *zr_compress_name(zr_compress c);
+/** Parse "u8".."f64"/"bytes" and "raw"/"flate". Return 0 or ZR_EINVAL_SPEC. */
+ZR_API int zr_dtype_parse(const char *s, zr_dtype *out);
+ZR_API int zr_compress_parse(const char *s, zr_compress *out);
+/** 0 if @p name is a valid field name, else ZR_EINVAL_SPEC. */
+ZR_API int zr_name_check(const char *name);
+/** The directory the handle was opened on. */
+ZR_API const char *zr_path(const zr_dataset *ds);
+
+/**
+ * Compute dataset-wide figures. Scans every offset table: O(N).
+ */
+ZR_API int zr_info_get(zr_dataset *ds, zr_info *out);
+
+/** Where record @p id of @p field is, and its logical length, in O(1). */
+ZR_API int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out);
+
+/* ---- writing ------------------------------------------------------------ */
+
+/**
+ * Append one record. @p values holds one zr_value per field, in field order;
+ * a value with data == NULL stores the field as missing.
+ * @param[out] id_out the new record's id, or NULL.
+ * @return 0, -EROFS (opened read-only), -EINVAL (wrong size for a fixed
+ *         shape, record too large), -ENOSPC, -errno.
+ */
+ZR_API int zr_append(zr_dataset *ds, const zr_value *values, uint64_t *id_out);
+
+/** Append @p n records; @p values is n * zr_field_count() values, row-major. */
+ZR_API int zr_append_many(zr_dataset *ds, const zr_value *values, size_t n,
+			  uint64_t *first_id_out);
+
+/**
+ * A writer appends into a chunk of its own, so that up to ZR_WRITERS_MAX
+ * threads can append in parallel. Close writers before zr_close().
+ * @return 0, -EROFS, -EMFILE (ZR_WRITERS_MAX writers open), -errno.
+ */
+ZR_API int zr_writer_open(zr_dataset *ds, zr_writer **out);
+ZR_API int zr_writer_append(zr_writer *w, const zr_value *values, uint64_t *id_out);
+/**
+ * Reserve ids [*first, *first + n) for zr_writer_put(): the length grows by
+ * @p n at once and the new records read as missing until written. With it,
+ * parallel writers produce a deterministic record order.
+ */
+ZR_API int zr_reserve(zr_dataset *ds, uint64_t n, uint64_t *first);
+/** Write record @p id, which must have been reserved since the last commit. */
+ZR_API int zr_writer_put(zr_writer *w, uint64_t id, const zr_value *values);
+/** Finish the writer's chunk (trimmed if full). Accepts NULL. */
+ZR_API void zr_writer_close(zr_writer *w);
+
+/**
+ * Replace field @p field of record @p id: the new bytes are appended and the
+ * entry redirected; the old bytes become dead space (see zr_rebalance()).
+ * v.data == NULL makes the field missing.
+ */
+ZR_API int zr_modify(zr_dataset *ds, unsigned field, uint64_t id, zr_value v);
+
+/**
+ * Delete record @p id: the last record (id N-1) moves into its place and the
+ * length becomes N-1. To delete a set of ids, delete them in descending
+ * order. @return 0, -ENOENT (id >= N), -EROFS, -errno.
+ */
+ZR_API int zr_delete(zr_dataset *ds, uint64_t id);
+
+/**
+ * Make every change so far durable and visible: flush chunks and tables,
+ * then atomically replace meta.json. Needs every zr_writer idle.
+ * @return 0, -ENOSPC, -EIO, -errno; on failure the previous commit stands.
+ */
+ZR_API int zr_commit(zr_dataset *ds);
+
+/* ---- reading ------------------------------------------------------------ */
+
+/**
+ * Gather the records @p ids[0..n) of @p field, in that order (ids may
+ * repeat). For a raw field the slices point straight into the mapped chunk
+ * files (zero-copy); for flate they point into one buffer owned by the batch.
+ * Missing records have data == NULL; empty ones data != NULL, len 0.
+ *
+ * Ownership: the batch and the memory its slices point to belong to the
+ * library. They stay valid until zr_batch_release(@p *out) or zr_close(),
+ * whichever comes first, and are read-only. A later modify/delete of the same
+ * ids does not change the bytes a live batch sees.
+ *
+ * @return 0, -ENOENT (an id >= length), ZR_ECORRUPT (entry outside its chunk,
+ *         stream that does not inflate: zr_errmsg() names field and id).
+ */
+ZR_API int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n,
+		     zr_batch **out);
+/** The records of a batch, @p n set to their count. Owned by the batch. */
+ZR_API const zr_slice *zr_batch_records(const zr_batch *b, size_t *n);
+/** Release a batch and what it allocated. Accepts NULL. */
+ZR_API void zr_batch_release(zr_batch *b);
+
+/**
+ * Sum of the logical lengths of records @p ids[0..n) of @p field (missing
+ * records count 0): the buffer size zr_reader_read() needs.
+ */
+ZR_API int zr_batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n,
+			  uint64_t *total);
+
+/**
+ * A reader copies batches into caller buffers with io_uring: the chunk
+ * ranges of a whole batch go to the kernel in one submission, which suits
+ * data that is not in the page cache. Falls back to pread where io_uring is
+ * unavailable. One reader per thread.
+ * @param depth most reads in flight (0 = 256).
+ */
+ZR_API int zr_reader_open(zr_dataset *ds, unsigned depth, zr_reader **out);
+
+/**
+ * Read records @p ids[0..n) of @p field into @p dst, concatenated in order
+ * (flate records inflated). @p offsets, if not NULL, receives n+1 offsets
+ * into @p dst (record i is dst[offsets[i] .. offsets[i+1])); missing records
+ * are empty there.
+ * @return 0, -ENOBUFS (@p cap too small: see zr_batch_bytes()), -ENOENT,
+ *         ZR_ECORRUPT, -EIO.
+ */
+ZR_API int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n,
+			  void *dst, size_t cap, uint64_t *offsets);
+/** 1 if the reader uses io_uring, 0 if it fell back to pread. */
+ZR_API int zr_reader_uses_uring(const zr_reader *r);
+ZR_API void zr_reader_close(zr_reader *r);
+
+/* ---- maintenance ---------------------------------------------------------- */
+
+/** One problem found by zr_verify(); field is NULL for dataset-wide ones. */
+typedef void (*zr_verify_cb)(void *ctx, const char *field, uint64_t id, const char *reason);
+
+/**
+ * Check every entry against its chunk and inflate every flate record,
+ * calling @p cb (may be NULL) for each problem.
+ * @return the number of problems (0 = clean), or a negative error code.
+ */
+ZR_API int64_t zr_verify(zr_dataset *ds, zr_verify_cb cb, void *ctx);
+
+/** Figures reported by zr_rebalance(). */
+typedef struct zr_rebalance_report {
+	double utilisation_before, utilisation_after;
+	uint64_t chunk_bytes_before, chunk_bytes_after;
+	uint32_t chunks_before, chunks_after;
+} zr_rebalance_report;
+
+/**
+ * Rewrite the live records, read in chunk-offset order, into fresh chunks,
+ * then switch to them atomically and delete the old chunks. Needs ZR_RDWR
+ * and no uncommitted changes (-EBUSY otherwise). An interrupted rebalance
+ * leaves either the old or the new dataset, both complete.
+ * @param chunk_size records per chunk of the result; 0 = keep.
+ */
+ZR_API int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZRECORD_H */

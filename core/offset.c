@@ -1,0 +1,231 @@
+/*
+ * offset.c - offset tables: one mapped file of 16-byte entries per field.
+ *
+ * Entry i of a field lives at byte 16*i of <field>.offset. A writer grows the
+ * table zr_table_step (1 Mi) entries at a time with fallocate(), so that the
+ * blocks behind a mapped store exist before the store: a full disk fails the
+ * growth with ENOSPC instead of raising SIGBUS later. The file is trimmed to
+ * the committed entries on close.
+ *
+ * An entry is written as two aligned 8-byte stores, the offset first and then
+ * chunk_id|len with release order; a reader loads chunk_id|len with acquire
+ * first. So a concurrent reader sees an old or a new entry, never a torn one.
+ *
+ * Sections: open/close, growth, entry access, entry validation.
+ */
+#include "store_i.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t zr_table_step = UINT64_C(1) << 20;
+
+static zr_map empty_map; /* the mapping of a table with no entries */
+
+static int table_map(zr_dataset *ds, zr_fstate *f, uint64_t entries)
+{
+	zr_map *cur = atomic_load_explicit(&f->map, memory_order_acquire), *m;
+	size_t size = entries * ZR_ENTRY_SIZE;
+	int prot = (ds->flags & ZR_RDWR) ? PROT_READ | PROT_WRITE : PROT_READ;
+	void *p = MAP_FAILED;
+
+	if (cur && cur->size >= size)
+		return 0;
+	m = calloc(1, sizeof *m);
+	RETURN_IF(!m, -ENOMEM, "out of memory");
+	if (cur && cur != &empty_map)
+		p = zr_sys.mremap(cur->base, cur->size, size, 0);
+	if (p == MAP_FAILED)
+		p = zr_sys.mmap(NULL, size, prot, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		free(m);
+		return zr_err(-e, "%s/%s.offset: mmap failed: %s", ds->path, f->def.name,
+			      strerror(e));
+	}
+	m->base = p;
+	m->size = size;
+	if (cur && cur != &empty_map) {
+		cur->alias = cur->base == m->base;
+		zr_retire(ds, cur);
+	}
+	atomic_store_explicit(&f->map, m, memory_order_release);
+	return 0;
+}
+
+int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
+{
+	bool rw = ds->flags & ZR_RDWR;
+	uint64_t need = atomic_load(&ds->length);
+	struct stat st;
+
+	f->fd = zr_sys.openat(ds->dirfd, name, (rw ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0),
+			      0644);
+	if (f->fd < 0)
+		return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/%s: %s", ds->path, name,
+			      strerror(errno));
+	atomic_init(&f->map, &empty_map);
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return zr_err(ZR_ECORRUPT, "%s/%s: not a regular file", ds->path, name);
+	RETURN_IF((uint64_t)st.st_size / ZR_ENTRY_SIZE < need, ZR_ECORRUPT,
+		  "%s/%s: holds %llu entries, meta.json says %llu records (truncated table)",
+		  ds->path, name, (unsigned long long)st.st_size / ZR_ENTRY_SIZE,
+		  (unsigned long long)need);
+	/* a reader maps what the committed state uses; a writer all the file has */
+	f->cap = rw ? (uint64_t)st.st_size / ZR_ENTRY_SIZE : need;
+	if (f->cap > 0)
+		FORWARD_IF_ERR(table_map(ds, f, f->cap));
+	return 0;
+}
+
+void zr_table_close(zr_fstate *f)
+{
+	zr_map *m = atomic_load(&f->map);
+
+	if (m && m != &empty_map) {
+		if (!m->alias)
+			munmap(m->base, m->size);
+		free(m);
+	}
+	atomic_store(&f->map, NULL);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* Give up the table, keeping its mapping valid until close. */
+void zr_table_retire(zr_dataset *ds, zr_fstate *f)
+{
+	zr_map *m = atomic_load(&f->map);
+
+	if (m && m != &empty_map)
+		zr_retire(ds, m);
+	atomic_store(&f->map, NULL);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* ---- growth (callers hold grow_lock) ---- */
+
+int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries)
+{
+	uint64_t cap;
+
+	if (entries <= f->cap)
+		return 0;
+	cap = (entries + zr_table_step - 1) / zr_table_step * zr_table_step;
+	if (zr_sys.fallocate(f->fd, 0, 0, (off_t)(cap * ZR_ENTRY_SIZE)) < 0) {
+		int e = errno;
+		/* filesystems without fallocate: grow sparse */
+		if ((e != EOPNOTSUPP && e != ENOSYS) ||
+		    zr_sys.ftruncate(f->fd, (off_t)(cap * ZR_ENTRY_SIZE)) < 0)
+			return zr_err(-(e == EOPNOTSUPP || e == ENOSYS ? errno : e),
+				      "%s/%s.offset: cannot grow to %llu entries: %s", ds->path,
+				      f->def.name, (unsigned long long)cap,
+				      strerror(e == EOPNOTSUPP || e == ENOSYS ? errno : e));
+	}
+	FORWARD_IF_ERR(table_map(ds, f, cap));
+	f->cap = cap;
+	return 0;
+}
+
+int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries)
+{
+	if (zr_sys.ftruncate(f->fd, (off_t)(entries * ZR_ENTRY_SIZE)) < 0)
+		return zr_err(-errno, "%s/%s.offset: ftruncate failed: %s", ds->path, f->def.name,
+			      strerror(errno));
+	f->cap = entries;
+	return 0;
+}
+
+/* ---- entry access ---- */
+
+static void entry_load(const uint8_t *slot, zr_entry *e)
+{
+	uint64_t hi = le64toh(__atomic_load_n((const uint64_t *)(slot + 8), __ATOMIC_ACQUIRE));
+	uint64_t lo = le64toh(__atomic_load_n((const uint64_t *)slot, __ATOMIC_RELAXED));
+
+	e->offset = lo;
+	e->chunk_id = (uint32_t)hi;
+	e->len = (uint32_t)(hi >> 32);
+}
+
+void zr_entry_store(uint8_t *slot, const zr_entry *e)
+{
+	uint64_t hi = (uint64_t)e->chunk_id | (uint64_t)e->len << 32;
+
+	__atomic_store_n((uint64_t *)slot, htole64(e->offset), __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(slot + 8), htole64(hi), __ATOMIC_RELEASE);
+}
+
+int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
+{
+	if (atomic_load_explicit(&ds->overlay.count, memory_order_acquire) &&
+	    zr_overlay_find(ds, field, id, e))
+		return 0;
+	entry_load(zr_table_slot(&ds->fields[field], id), e);
+	return 0;
+}
+
+int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
+{
+	/* (c): the committed state's entries change only through the journal */
+	if (id < ds->disk_length)
+		return zr_overlay_set(ds, field, id, e);
+	zr_entry_store(zr_table_slot(&ds->fields[field], id), e);
+	return 0;
+}
+
+/* ---- validation ---- */
+
+int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   zr_chunk **out)
+{
+	const char *name = ds->fields[field].def.name;
+	zr_chunk *c;
+	uint64_t extent;
+
+	*out = NULL;
+	if (e->len == 0)
+		return 0;
+	c = zr_chunk_get(ds, e->chunk_id);
+	RETURN_IF(!c, ZR_ECORRUPT, "%s: field '%s' record %llu: chunk %u does not exist",
+		  ds->path, name, (unsigned long long)id, e->chunk_id);
+	extent = atomic_load_explicit(&c->extent, memory_order_acquire);
+	RETURN_IF(e->offset > extent || e->len > extent - e->offset, ZR_ECORRUPT,
+		  "%s: field '%s' record %llu: bytes %llu..%llu lie outside chunk/%u.zr (%llu bytes)",
+		  ds->path, name, (unsigned long long)id, (unsigned long long)e->offset,
+		  (unsigned long long)(e->offset + e->len), e->chunk_id,
+		  (unsigned long long)extent);
+	*out = c;
+	return 0;
+}
+
+static const uint8_t empty_record[1];
+
+int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		    const uint8_t **bytes)
+{
+	const uint8_t *base;
+	zr_chunk *c;
+
+	*bytes = NULL;
+	if (zr_entry_missing(e))
+		return 0;
+	if (e->len == 0) {
+		*bytes = empty_record;
+		return 0;
+	}
+	FORWARD_IF_ERR(zr_entry_check(ds, field, id, e, &c));
+	FORWARD_IF_ERR(zr_chunk_map(ds, c, &base));
+	*bytes = base + e->offset;
+	return 0;
+}

@@ -1,0 +1,436 @@
+/*
+ * store.c - the dataset handle: create, open, close, and questions about it.
+ *
+ * Open reads meta.json, opens every table and chunk file (so that a later
+ * rebalance, which unlinks chunks, cannot pull files from under a reader),
+ * and validates sizes against meta.json. A writer takes flock(LOCK_EX) on
+ * the dataset directory itself, so no lock file is needed, and on open
+ * removes chunk files that no commit references (left by a crash). Close
+ * discards uncommitted changes and trims the files to the committed data.
+ *
+ * Sections: create, open, close, accessors, info and stat.
+ */
+#include "store_i.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+char *zr_pathcat(const zr_dataset *ds, const char *rel)
+{
+	size_t a = strlen(ds->path), b = strlen(rel);
+	char *s = malloc(a + b + 2);
+
+	if (s) {
+		memcpy(s, ds->path, a);
+		s[a] = '/';
+		memcpy(s + a + 1, rel, b + 1);
+	}
+	return s;
+}
+
+static int table_name(char *buf, size_t cap, const char *field)
+{
+	return snprintf(buf, cap, "%s.offset", field);
+}
+
+/* ---- create ---- */
+
+static int dir_is_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int empty = 1;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			empty = 0;
+	closedir(d);
+	return empty;
+}
+
+int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
+	      const zr_create_opts *opts)
+{
+	zr_meta m = {0};
+	int dirfd = -1, rc = 0;
+
+	RETURN_IF(nfields == 0 || nfields > ZR_FIELDS_MAX, ZR_EINVAL_SPEC,
+		  "%s: a dataset has 1..%d fields, not %u", dir, ZR_FIELDS_MAX, nfields);
+	for (unsigned i = 0; i < nfields; i++) {
+		FORWARD_IF_ERR(zr_field_check(&fields[i]));
+		for (unsigned j = 0; j < i; j++)
+			RETURN_IF(strcmp(fields[i].name, fields[j].name) == 0, ZR_EINVAL_SPEC,
+				  "field '%s' is given twice", fields[i].name);
+	}
+	if (mkdir(dir, 0755) < 0) {
+		RETURN_IF(errno != EEXIST, -errno, "%s: cannot create: %s", dir, strerror(errno));
+		rc = dir_is_empty(dir);
+		RETURN_IF(rc < 0, rc, "%s: %s", dir, strerror(-rc));
+		RETURN_IF(rc == 0, -EEXIST, "%s: exists and is not empty", dir);
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	RETURN_IF(dirfd < 0, -errno, "%s: %s", dir, strerror(errno));
+	if (mkdirat(dirfd, "chunk", 0755) < 0 && errno != EEXIST) {
+		rc = zr_err(-errno, "%s/chunk: cannot create: %s", dir, strerror(errno));
+		goto out;
+	}
+	for (unsigned i = 0; i < nfields; i++) {
+		char name[ZR_NAME_MAX + 16];
+		int fd;
+		table_name(name, sizeof name, fields[i].name);
+		fd = zr_sys.openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) {
+			rc = zr_err(-errno, "%s/%s: cannot create: %s", dir, name, strerror(errno));
+			goto out;
+		}
+		close(fd);
+	}
+	m.created = m.modified = (int64_t)time(NULL);
+	m.chunk_size = opts && opts->chunk_size ? opts->chunk_size : ZR_CHUNK_SIZE_DEFAULT;
+	m.nfields = nfields;
+	m.fields = calloc(nfields, sizeof *m.fields);
+	if (!m.fields) {
+		rc = zr_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (unsigned i = 0; i < nfields; i++) {
+		zr_fielddef *d = &m.fields[i];
+		d->spec = fields[i];
+		snprintf(d->name, sizeof d->name, "%s", fields[i].name);
+		d->spec.name = d->name;
+		if (fields[i].ext) {
+			snprintf(d->ext, sizeof d->ext, "%s", fields[i].ext);
+			d->spec.ext = d->ext;
+		}
+	}
+	rc = zr_meta_write(dirfd, dir, &m); /* the dataset exists from here on */
+out:
+	free(m.fields);
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
+/* ---- open ---- */
+
+/* Remove chunk files that no commit references: a crashed writer's. */
+static void remove_stale_chunks(zr_dataset *ds)
+{
+	int fd = dup(ds->chunkdirfd);
+	uint32_t first = ds->chunk_first, end = first + atomic_load(&ds->chunk_num);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		char *endp;
+		unsigned long id = strtoul(de->d_name, &endp, 10);
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || strcmp(endp, ".zr") != 0 ||
+		    id > UINT32_MAX)
+			continue;
+		if (id < first || id >= end)
+			zr_sys.unlinkat(ds->chunkdirfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int open_fields(zr_dataset *ds, const zr_meta *m, bool new_tables)
+{
+	ds->nfields = m->nfields;
+	ds->fields = calloc(m->nfields, sizeof *ds->fields);
+	ds->specs = calloc(m->nfields, sizeof *ds->specs);
+	RETURN_IF(!ds->fields || !ds->specs, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < m->nfields; i++)
+		ds->fields[i].fd = -1;
+	for (unsigned i = 0; i < m->nfields; i++) {
+		zr_fstate *f = &ds->fields[i];
+		char name[ZR_NAME_MAX + 16];
+		f->def = m->fields[i];
+		f->def.spec.name = f->def.name;
+		f->def.spec.ext = f->def.ext[0] ? f->def.ext : NULL;
+		ds->specs[i] = f->def.spec;
+		f->record_size = zr_spec_record_size(&f->def.spec);
+		/* raw records start at a multiple of their element size, so that a
+		 * zero-copy pointer can be read as the field's dtype */
+		f->align = f->def.spec.compress == ZR_RAW ? zr_dtype_size(f->def.spec.dtype) : 1;
+		/* a reader of a rebalance being switched uses the new tables wherever
+		 * they have not been renamed into place yet */
+		snprintf(name, sizeof name, "%s.offset.new", f->def.name);
+		if (!new_tables || faccessat(ds->dirfd, name, F_OK, 0) < 0)
+			table_name(name, sizeof name, f->def.name);
+		FORWARD_IF_ERR(zr_table_open(ds, f, name, false));
+	}
+	return 0;
+}
+
+/*
+ * A rebalance that reached its commit point but not its end: a writer
+ * finishes it; a reader takes the manifest as meta.json. Without one, a
+ * writer removes new tables of a rebalance that did not commit.
+ */
+static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
+{
+	zr_meta pm;
+	int rc = zr_rebalance_pending(ds->dirfd, ds->path, m->generation, &pm);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		if (ds->flags & ZR_RDWR)
+			rc = zr_rebalance_finish(ds->dirfd, ds->chunkdirfd, ds->path, &pm);
+		else
+			*new_tables = true;
+		zr_meta_free(m);
+		*m = pm;
+		return rc < 0 ? rc : 0;
+	}
+	for (unsigned i = 0; (ds->flags & ZR_RDWR) && i < m->nfields; i++) {
+		char name[ZR_NAME_MAX + 16];
+		snprintf(name, sizeof name, "%s.offset.new", m->fields[i].name);
+		zr_sys.unlinkat(ds->dirfd, name, 0);
+	}
+	return 0;
+}
+
+int zr_open(zr_dataset **out, const char *dir, unsigned flags)
+{
+	zr_dataset *ds;
+	zr_meta m = {0};
+	bool new_tables = false;
+	int rc;
+
+	*out = NULL;
+	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
+	ds = calloc(1, sizeof *ds);
+	RETURN_IF(!ds, -ENOMEM, "out of memory");
+	ds->flags = flags;
+	ds->dirfd = ds->chunkdirfd = -1;
+	pthread_rwlock_init(&ds->wlock, NULL);
+	pthread_mutex_init(&ds->grow_lock, NULL);
+	pthread_mutex_init(&ds->default_lock, NULL);
+	zr_overlay_init(&ds->overlay);
+	ds->path = strdup(dir);
+	if (!ds->path) {
+		rc = zr_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	ds->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ds->dirfd < 0) {
+		rc = zr_err(-errno, "%s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if ((flags & ZR_RDWR) && flock(ds->dirfd, LOCK_EX | LOCK_NB) < 0) {
+		rc = errno == EWOULDBLOCK
+			     ? zr_err(-EBUSY, "%s: another writer has the dataset open", dir)
+			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if ((rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
+	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
+		goto fail;
+	ds->generation = m.generation;
+	ds->created = m.created;
+	ds->modified = m.modified;
+	ds->chunk_size = m.chunk_size;
+	ds->attrs = m.attrs ? json_incref(m.attrs) : NULL;
+	atomic_init(&ds->length, m.length);
+	ds->disk_length = ds->open_length = m.length;
+	ds->chunkdirfd = zr_sys.openat(ds->dirfd, "chunk", O_RDONLY | O_DIRECTORY, 0);
+	if (ds->chunkdirfd < 0) {
+		rc = zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s", dir,
+			    strerror(errno));
+		goto fail;
+	}
+	if ((rc = open_fields(ds, &m, new_tables)) < 0 || (rc = zr_chunk_open_all(ds, &m)) < 0 ||
+	    (rc = zr_journal_load(ds, flags & ZR_RDWR)) < 0)
+		goto fail;
+	if (flags & ZR_RDWR)
+		remove_stale_chunks(ds);
+	zr_meta_free(&m);
+	*out = ds;
+	return 0;
+fail:
+	zr_meta_free(&m);
+	ds->flags &= ~(unsigned)ZR_RDWR; /* close must not trim anything */
+	zr_close(ds);
+	return rc;
+}
+
+/* Switch the handle to the state @m after a rebalance. Old mappings are
+ * retired, not unmapped, so pointers from earlier gathers stay valid. */
+int zr_reload(zr_dataset *ds, const zr_meta *m)
+{
+	for (unsigned f = 0; f < ds->nfields; f++)
+		zr_table_retire(ds, &ds->fields[f]);
+	zr_chunk_retire_all(ds);
+	free(ds->fields);
+	free(ds->specs);
+	ds->fields = NULL;
+	ds->specs = NULL;
+	ds->generation = m->generation;
+	ds->modified = m->modified;
+	ds->chunk_size = m->chunk_size;
+	FORWARD_IF_ERR(open_fields(ds, m, false));
+	FORWARD_IF_ERR(zr_chunk_open_all(ds, m));
+	remove_stale_chunks(ds);
+	return 0;
+}
+
+/* ---- close ---- */
+
+/* Put the files back to the committed state, trimmed. */
+static void revert_uncommitted(zr_dataset *ds)
+{
+	uint32_t num = atomic_load(&ds->chunk_num);
+
+	for (uint32_t i = 0; i < num; i++) {
+		zr_chunk *c = atomic_load(&ds->chunks)[i];
+		char name[32];
+		if (c->created) {
+			zr_chunk_name(name, sizeof name, c->id);
+			zr_sys.unlinkat(ds->chunkdirfd, name, 0);
+		} else if (c->committed_unfull && c->write_pos != c->committed_pos) {
+			zr_chunk_trim(ds, c, c->committed_pos);
+		}
+	}
+	/* never below the length at open: a reader that opened before us may
+	 * still map that much of the table */
+	uint64_t keep = ds->disk_length > ds->open_length ? ds->disk_length : ds->open_length;
+	for (unsigned f = 0; f < ds->nfields; f++)
+		if (ds->fields[f].fd >= 0 && ds->fields[f].cap != keep)
+			zr_table_trim(ds, &ds->fields[f], keep);
+}
+
+void zr_close(zr_dataset *ds)
+{
+	if (!ds)
+		return;
+	zr_writer_close(ds->default_writer);
+	for (int i = 0; i < ZR_WRITERS_MAX; i++)
+		zr_writer_close(ds->writers[i]);
+	if (ds->flags & ZR_RDWR)
+		revert_uncommitted(ds);
+	for (unsigned f = 0; ds->fields && f < ds->nfields; f++)
+		zr_table_close(&ds->fields[f]);
+	zr_chunk_close_all(ds);
+	zr_overlay_destroy(&ds->overlay);
+	if (ds->chunkdirfd >= 0)
+		close(ds->chunkdirfd);
+	if (ds->dirfd >= 0)
+		close(ds->dirfd); /* releases the writer lock */
+	json_decref(ds->attrs);
+	pthread_rwlock_destroy(&ds->wlock);
+	pthread_mutex_destroy(&ds->grow_lock);
+	pthread_mutex_destroy(&ds->default_lock);
+	free(ds->fields);
+	free(ds->specs);
+	free(ds->path);
+	free(ds);
+}
+
+/* ---- accessors ---- */
+
+uint64_t zr_length(const zr_dataset *ds)
+{
+	return atomic_load_explicit(&ds->length, memory_order_acquire);
+}
+
+unsigned zr_field_count(const zr_dataset *ds)
+{
+	return ds->nfields;
+}
+
+const zr_field_spec *zr_field(const zr_dataset *ds, unsigned i)
+{
+	return i < ds->nfields ? &ds->specs[i] : NULL;
+}
+
+int zr_field_find(const zr_dataset *ds, const char *name)
+{
+	for (unsigned i = 0; i < ds->nfields; i++)
+		if (strcmp(ds->fields[i].def.name, name) == 0)
+			return (int)i;
+	return zr_err(-ENOENT, "%s: no field '%s'", ds->path, name);
+}
+
+uint64_t zr_field_record_size(const zr_dataset *ds, unsigned field)
+{
+	return field < ds->nfields ? ds->fields[field].record_size : 0;
+}
+
+const char *zr_path(const zr_dataset *ds)
+{
+	return ds->path;
+}
+
+/* ---- info and stat ---- */
+
+int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
+{
+	const uint8_t *bytes;
+	zr_entry e;
+
+	memset(out, 0, sizeof *out);
+	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
+	RETURN_IF(id >= zr_length(ds), -ENOENT, "%s: record %llu does not exist (length %llu)",
+		  ds->path, (unsigned long long)id, (unsigned long long)zr_length(ds));
+	zr_entry_get(ds, field, id, &e);
+	if (zr_entry_missing(&e))
+		return 0;
+	FORWARD_IF_ERR(zr_entry_locate(ds, field, id, &e, &bytes));
+	out->present = 1;
+	out->physical_len = e.len;
+	out->chunk_id = e.chunk_id;
+	out->offset = e.offset;
+	if (zr_logical_len(&ds->fields[field], &e, bytes, &out->logical_len) < 0)
+		return zr_err(ZR_ECORRUPT, "%s: field '%s' record %llu: bad flate header",
+			      ds->path, ds->fields[field].def.name, (unsigned long long)id);
+	return 0;
+}
+
+int zr_info_get(zr_dataset *ds, zr_info *out)
+{
+	uint32_t num = atomic_load(&ds->chunk_num);
+	uint64_t len = zr_length(ds);
+
+	memset(out, 0, sizeof *out);
+	out->length = len;
+	out->generation = ds->generation;
+	out->chunk_size = ds->chunk_size;
+	out->chunk_count = num;
+	out->mtime = ds->modified;
+	for (uint32_t i = 0; i < num; i++)
+		out->chunk_bytes += atomic_load(&atomic_load(&ds->chunks)[i]->extent);
+	for (unsigned f = 0; f < ds->nfields; f++)
+		for (uint64_t id = 0; id < len; id++) {
+			zr_entry e;
+			const uint8_t *bytes;
+			uint64_t logical;
+			zr_entry_get(ds, f, id, &e);
+			if (zr_entry_missing(&e)) {
+				out->missing++;
+				continue;
+			}
+			out->live_bytes += e.len;
+			if (zr_entry_locate(ds, f, id, &e, &bytes) == 0 &&
+			    zr_logical_len(&ds->fields[f], &e, bytes, &logical) == 0)
+				out->logical_bytes += logical;
+		}
+	out->utilisation = out->chunk_bytes ? (double)out->live_bytes / (double)out->chunk_bytes
+					    : 1.0;
+	return 0;
+}

@@ -1,0 +1,280 @@
+/*
+ * store_i.h - internals of libzrecord shared between its source files.
+ *
+ * Concurrency model (the invariants every file relies on):
+ * (a) Mappings are never unmapped while the handle is open. A mapping that
+ *     must grow is extended in place with mremap() or replaced by a new,
+ *     larger one; the old one goes on ds->retired. So a pointer handed out by
+ *     zr_gather() stays valid until zr_close(), and a reader that loaded an
+ *     old zr_map pointer can still use it: both map the same page cache.
+ * (b) Publication order: bytes are written (pwrite) before the chunk extent
+ *     that covers them is raised; the table mapping covers an id before the
+ *     length that makes the id visible is raised (release/acquire). So a
+ *     reader that sees id < length finds its entry mapped and its bytes within
+ *     the chunk's extent.
+ * (c) Entries of ids below disk_length belong to the committed state on disk
+ *     and are never written in place before a commit: changes to them go to
+ *     the overlay, which zr_commit() journals and then applies.
+ */
+#ifndef ZR_STORE_I_H
+#define ZR_STORE_I_H
+
+#include "zrecord.h"
+
+#include <assert.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+_Static_assert(sizeof(size_t) == 8, "libzrecord needs a 64-bit address space");
+
+#define ZR_ENTRY_SIZE 16
+/* Growth steps: 1 Mi entries for tables, 1 GiB for chunk mappings. Variables
+ * so that tests can make them tiny and exercise growth with little data. */
+extern uint64_t zr_table_step;
+extern uint64_t zr_chunk_map_step;
+/* Tests set it to exercise the pread fallback of zr_reader. */
+extern bool zr_uring_disabled;
+#define ZR_CHUNK_EMPTY 0xFFFFFFFFu          /* chunk_id of a present, empty record */
+#define ZR_FLATE_HDR 8                      /* u64 logical length before the stream */
+#define ZR_META_MAX (16u << 20)             /* largest meta.json we parse */
+
+/* ---- errors (error.c) ---- */
+int zr_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define RETURN_IF(cond, code, ...)                                                                 \
+	do {                                                                                       \
+		if (cond)                                                                          \
+			return zr_err((code), __VA_ARGS__);                                        \
+	} while (0)
+#define FORWARD_IF_ERR(expr)                                                                       \
+	do {                                                                                       \
+		int zr_rc_ = (expr);                                                               \
+		if (zr_rc_ < 0)                                                                    \
+			return zr_rc_;                                                             \
+	} while (0)
+
+/* ---- system calls, replaceable for fault injection (sys.c) ---- */
+struct zr_sys {
+	int (*openat)(int dirfd, const char *path, int flags, mode_t mode);
+	ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+	int (*fsync)(int fd);
+	int (*fdatasync)(int fd);
+	int (*renameat)(int olddir, const char *oldp, int newdir, const char *newp);
+	int (*unlinkat)(int dirfd, const char *path, int flags);
+	int (*ftruncate)(int fd, off_t len);
+	int (*fallocate)(int fd, int mode, off_t off, off_t len);
+	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+	void *(*mremap)(void *old, size_t old_len, size_t new_len, int flags);
+};
+extern struct zr_sys zr_sys;
+/* Restore the real system calls (tests call it after injecting faults). */
+void zr_sys_reset(void);
+/* pwrite/pread all of it or fail with -errno (short writes retried). */
+int zr_write_full(int fd, const void *buf, size_t n, uint64_t off);
+int zr_read_full(int fd, void *buf, size_t n, uint64_t off);
+
+/* ---- entries ---- */
+typedef struct zr_entry {
+	uint64_t offset;   /* within the chunk */
+	uint32_t chunk_id;
+	uint32_t len;      /* physical length; 0 = missing unless chunk_id == ZR_CHUNK_EMPTY */
+} zr_entry;
+
+static inline bool zr_entry_missing(const zr_entry *e)
+{
+	return e->len == 0 && e->chunk_id != ZR_CHUNK_EMPTY;
+}
+static inline bool zr_entry_empty(const zr_entry *e)
+{
+	return e->len == 0 && e->chunk_id == ZR_CHUNK_EMPTY;
+}
+void zr_entry_decode(const uint8_t *p, zr_entry *e);
+void zr_entry_encode(uint8_t *p, const zr_entry *e);
+uint64_t zr_le64(const uint8_t *p);
+void zr_put_le64(uint8_t *p, uint64_t v);
+
+/* ---- mappings ---- */
+typedef struct zr_map {
+	uint8_t *base;
+	size_t size;          /* bytes mapped */
+	bool alias;           /* retired after growing in place: a newer map owns the bytes */
+	struct zr_map *next;  /* on ds->retired */
+} zr_map;
+
+/* ---- metadata (meta.c) ---- */
+typedef struct zr_unfull {
+	uint32_t chunk_id;
+	uint64_t write_pos;
+	uint32_t records;
+} zr_unfull;
+
+typedef struct zr_fielddef {
+	zr_field_spec spec;      /* name and ext point into the arrays below */
+	char name[ZR_NAME_MAX + 1];
+	char ext[ZR_EXT_MAX + 1];
+} zr_fielddef;
+
+typedef struct zr_meta {
+	uint64_t generation;
+	uint64_t length;
+	int64_t created, modified;
+	uint32_t chunk_size, chunk_first, chunk_num;
+	uint32_t unfull_count;
+	zr_unfull *unfull;
+	unsigned nfields;
+	zr_fielddef *fields;
+	json_t *attrs;           /* free-form user metadata, preserved; may be NULL */
+} zr_meta;
+
+int zr_meta_read(int dirfd, const char *dir, const char *name, zr_meta *m);
+int zr_meta_parse(const char *buf, size_t len, const char *where, zr_meta *m);
+char *zr_meta_dump(const zr_meta *m);
+int zr_meta_write(int dirfd, const char *dir, const zr_meta *m);
+void zr_meta_free(zr_meta *m);
+int zr_field_check(const zr_field_spec *f);
+uint64_t zr_spec_record_size(const zr_field_spec *f);
+
+/* ---- chunks (chunk.c) ---- */
+typedef struct zr_chunk {
+	uint32_t id;
+	int fd;
+	_Atomic(zr_map *) map;    /* NULL until first read */
+	_Atomic uint64_t extent;  /* bytes readers may touch: the data written */
+	/* writer side, under the owning writer (or ds->grow_lock when unowned) */
+	uint64_t write_pos;       /* next append offset == extent when owned */
+	uint64_t reserve_end;     /* under grow_lock: end of an append in progress */
+	uint32_t records;         /* appends made into this chunk */
+	int owner;                /* writer slot, -1 if none */
+	bool writable;            /* unfull and ours: may receive appends */
+	bool dirty;               /* written since the last commit */
+	/* as of the last commit, to trim back on close */
+	uint64_t committed_pos;
+	uint32_t committed_records;
+	bool committed_unfull;
+	bool created;             /* created since the last commit */
+} zr_chunk;
+
+/* ---- the overlay of uncommitted changes to committed entries (write.c) ---- */
+typedef struct zr_overlay_slot {
+	uint64_t key;             /* id * nfields + field, + 1; 0 = free */
+	zr_entry e;
+} zr_overlay_slot;
+
+typedef struct zr_overlay {
+	pthread_rwlock_t lock;
+	_Atomic uint64_t count;   /* read without the lock to skip it when empty */
+	uint64_t cap;             /* power of two */
+	zr_overlay_slot *slots;
+} zr_overlay;
+
+/* ---- fields ---- */
+typedef struct zr_fstate {
+	zr_fielddef def;
+	uint64_t record_size;     /* 0 = variable */
+	unsigned align;           /* appended records start at a multiple of this */
+	int fd;                   /* the offset table */
+	_Atomic(zr_map *) map;
+	uint64_t cap;             /* entries the file (and map) can hold */
+} zr_fstate;
+
+struct zr_dataset {
+	char *path;
+	int dirfd, chunkdirfd;
+	unsigned flags;
+	unsigned nfields;
+	zr_fstate *fields;
+	zr_field_spec *specs;     /* for zr_field(), pointing into fields[].def */
+	uint32_t chunk_size, chunk_first;
+	_Atomic uint32_t chunk_num;
+	_Atomic(zr_chunk **) chunks;  /* index = chunk_id - chunk_first */
+	uint32_t chunks_cap;
+	_Atomic uint64_t length;      /* visible records */
+	uint64_t disk_length;         /* records of the committed state */
+	uint64_t open_length;         /* records when the handle was opened */
+	uint64_t generation;
+	int64_t created, modified;
+	json_t *attrs;
+	atomic_bool dirty;            /* something changed since the last commit */
+
+	pthread_rwlock_t wlock;   /* appends shared; commit, delete exclusive */
+	pthread_mutex_t grow_lock; /* length reservation, table growth, chunk list, retired */
+	pthread_mutex_t default_lock; /* the default writer (zr_append, zr_modify) */
+	zr_overlay overlay;
+	zr_writer *writers[ZR_WRITERS_MAX];
+	zr_writer *default_writer;
+	zr_map *retired;
+	void *retired_arrays;     /* old chunk pointer arrays, freed on close */
+};
+
+struct zr_writer {
+	zr_dataset *ds;
+	int slot;
+	zr_chunk *chunk;          /* the chunk we append to, or NULL */
+	uint8_t *buf;             /* compression scratch */
+	size_t buf_cap;
+};
+
+/* chunk.c */
+zr_chunk *zr_chunk_get(zr_dataset *ds, uint32_t chunk_id);
+int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m);
+void zr_chunk_close_all(zr_dataset *ds);
+void zr_chunk_retire_all(zr_dataset *ds);
+int zr_chunk_map(zr_dataset *ds, zr_chunk *c, const uint8_t **base);
+int zr_chunk_acquire(zr_dataset *ds, zr_writer *w);
+void zr_chunk_release(zr_dataset *ds, zr_writer *w);
+int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, const void *p2,
+		    size_t n2, unsigned align, uint64_t *off_out);
+int zr_chunk_trim(zr_dataset *ds, zr_chunk *c, uint64_t len);
+void zr_retire(zr_dataset *ds, zr_map *m);
+int zr_chunk_name(char *buf, size_t cap, uint32_t id);
+
+/* offset.c */
+int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create);
+int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries);
+int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries);
+void zr_table_close(zr_fstate *f);
+void zr_table_retire(zr_dataset *ds, zr_fstate *f);
+void zr_entry_store(uint8_t *slot, const zr_entry *e);
+int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   zr_chunk **out);
+static inline uint8_t *zr_table_slot(zr_fstate *f, uint64_t id)
+{
+	zr_map *m = atomic_load_explicit(&f->map, memory_order_acquire);
+	return m->base + id * ZR_ENTRY_SIZE;
+}
+int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
+int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
+int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		    const uint8_t **bytes);
+
+/* codec.c */
+size_t zr_flate_bound(size_t n);
+int zr_flate_encode(const void *src, size_t n, uint8_t *dst, size_t cap, size_t *out_len);
+int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t logical_len);
+int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, uint64_t *out);
+
+/* write.c */
+void zr_overlay_init(zr_overlay *o);
+void zr_overlay_destroy(zr_overlay *o);
+bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
+int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
+void zr_overlay_clear(zr_dataset *ds);
+
+/* commit.c */
+int zr_journal_load(zr_dataset *ds, bool apply);
+void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
+int zr_commit_locked(zr_dataset *ds);
+
+/* store.c */
+char *zr_pathcat(const zr_dataset *ds, const char *rel);
+int zr_reload(zr_dataset *ds, const zr_meta *m);
+
+/* rebalance.c */
+int zr_rebalance_pending(int dirfd, const char *dir, uint64_t generation, zr_meta *m);
+int zr_rebalance_finish(int dirfd, int chunkdirfd, const char *dir, const zr_meta *m);
+
+#endif /* ZR_STORE_I_H */

@@ -1,0 +1,431 @@
+/*
+ * write.c - changing a dataset: append, modify, delete; writers; the overlay.
+ *
+ * Appends get their ids from zr_reserve(), which raises the visible length
+ * with the new entries zeroed (missing); zr_writer_put() then appends the
+ * bytes to the writer's own chunk and publishes the entries. Modify appends
+ * the new bytes the same way and redirects one entry; delete copies the last
+ * record's entries into the hole and shrinks the length.
+ *
+ * Entries of committed records (id < disk_length) are not written in place:
+ * they go to the overlay, a hash map consulted by readers while non-empty,
+ * which zr_commit() journals and then applies (store_i.h (c)).
+ *
+ * Sections: overlay, validation and encoding, writers, public calls.
+ */
+#include "store_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- overlay ---- */
+
+void zr_overlay_init(zr_overlay *o)
+{
+	pthread_rwlock_init(&o->lock, NULL);
+	atomic_init(&o->count, 0);
+	o->cap = 0;
+	o->slots = NULL;
+}
+
+void zr_overlay_destroy(zr_overlay *o)
+{
+	free(o->slots);
+	o->slots = NULL;
+	pthread_rwlock_destroy(&o->lock);
+}
+
+static uint64_t overlay_key(const zr_dataset *ds, unsigned field, uint64_t id)
+{
+	return id * ds->nfields + field + 1;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The slot holding @key, or the free slot where it would go. */
+static zr_overlay_slot *overlay_slot(zr_overlay *o, uint64_t key)
+{
+	uint64_t i = mix(key) & (o->cap - 1);
+
+	while (o->slots[i].key && o->slots[i].key != key)
+		i = (i + 1) & (o->cap - 1);
+	return &o->slots[i];
+}
+
+bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
+{
+	zr_overlay *o = &ds->overlay;
+	zr_overlay_slot *s;
+	bool found = false;
+
+	pthread_rwlock_rdlock(&o->lock);
+	if (o->cap) {
+		s = overlay_slot(o, overlay_key(ds, field, id));
+		if (s->key) {
+			*e = s->e;
+			found = true;
+		}
+	}
+	pthread_rwlock_unlock(&o->lock);
+	return found;
+}
+
+int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
+{
+	zr_overlay *o = &ds->overlay;
+	uint64_t key = overlay_key(ds, field, id);
+	zr_overlay_slot *s;
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&o->lock);
+	if ((atomic_load(&o->count) + 1) * 2 > o->cap) {
+		uint64_t cap = o->cap ? o->cap * 2 : 1024;
+		zr_overlay_slot *old = o->slots, *slots = calloc(cap, sizeof *slots);
+		uint64_t old_cap = o->cap;
+		if (!slots) {
+			rc = zr_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+		o->slots = slots;
+		o->cap = cap;
+		for (uint64_t i = 0; i < old_cap; i++)
+			if (old[i].key)
+				*overlay_slot(o, old[i].key) = old[i];
+		free(old);
+	}
+	s = overlay_slot(o, key);
+	if (!s->key) {
+		s->key = key;
+		atomic_fetch_add_explicit(&o->count, 1, memory_order_release);
+	}
+	s->e = *e;
+out:
+	pthread_rwlock_unlock(&o->lock);
+	return rc;
+}
+
+void zr_overlay_clear(zr_dataset *ds)
+{
+	zr_overlay *o = &ds->overlay;
+
+	pthread_rwlock_wrlock(&o->lock);
+	free(o->slots);
+	o->slots = NULL;
+	o->cap = 0;
+	atomic_store(&o->count, 0);
+	pthread_rwlock_unlock(&o->lock);
+}
+
+/* ---- validation and encoding ---- */
+
+static int check_writable(zr_dataset *ds)
+{
+	RETURN_IF(!(ds->flags & ZR_RDWR), -EROFS, "%s: opened read-only", ds->path);
+	return 0;
+}
+
+static int check_value(zr_dataset *ds, unsigned field, zr_value v)
+{
+	const zr_fstate *f = &ds->fields[field];
+
+	if (!v.data)
+		return 0;
+	RETURN_IF(f->record_size && v.len != f->record_size, -EINVAL,
+		  "field '%s': a record of this shape is %llu bytes, not %zu", f->def.name,
+		  (unsigned long long)f->record_size, v.len);
+	RETURN_IF(f->def.spec.compress == ZR_RAW && v.len > ZR_RECORD_MAX, -EINVAL,
+		  "field '%s': a raw record is at most %u bytes, not %zu", f->def.name,
+		  ZR_RECORD_MAX, v.len);
+	return 0;
+}
+
+/* Append one field value to the writer's chunk; the entry that points at it. */
+static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
+{
+	zr_dataset *ds = w->ds;
+	const zr_fstate *f = &ds->fields[field];
+	const void *p = v.data;
+	size_t n = v.len;
+	uint64_t off;
+
+	memset(e, 0, sizeof *e);
+	if (!v.data)
+		return 0; /* missing */
+	if (v.len == 0) {
+		e->chunk_id = ZR_CHUNK_EMPTY;
+		return 0;
+	}
+	if (f->def.spec.compress == ZR_FLATE) {
+		size_t bound = zr_flate_bound(v.len);
+		if (bound > w->buf_cap) {
+			uint8_t *b = realloc(w->buf, bound);
+			RETURN_IF(!b, -ENOMEM, "out of memory (%zu bytes)", bound);
+			w->buf = b;
+			w->buf_cap = bound;
+		}
+		FORWARD_IF_ERR(zr_flate_encode(v.data, v.len, w->buf, w->buf_cap, &n));
+		RETURN_IF(n > ZR_RECORD_MAX, -EFBIG,
+			  "field '%s': %zu bytes compress to %zu, more than a record may hold",
+			  f->def.name, v.len, n);
+		p = w->buf;
+	}
+	FORWARD_IF_ERR(zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off));
+	e->chunk_id = w->chunk->id;
+	e->offset = off;
+	e->len = (uint32_t)n;
+	return 0;
+}
+
+/* One more record in the writer's chunk; hand the chunk back when full. */
+static void count_record(zr_writer *w)
+{
+	zr_dataset *ds = w->ds;
+
+	if (++w->chunk->records >= ds->chunk_size) {
+		pthread_mutex_lock(&ds->grow_lock);
+		w->chunk->writable = false;
+		w->chunk->owner = -1;
+		w->chunk = NULL;
+		pthread_mutex_unlock(&ds->grow_lock);
+	}
+}
+
+/* ---- writers ---- */
+
+int zr_writer_open(zr_dataset *ds, zr_writer **out)
+{
+	zr_writer *w;
+	int slot = -1;
+
+	*out = NULL;
+	FORWARD_IF_ERR(check_writable(ds));
+	w = calloc(1, sizeof *w);
+	RETURN_IF(!w, -ENOMEM, "out of memory");
+	pthread_mutex_lock(&ds->grow_lock);
+	for (int i = 0; i < ZR_WRITERS_MAX && slot < 0; i++)
+		if (!ds->writers[i])
+			slot = i;
+	if (slot >= 0)
+		ds->writers[slot] = w;
+	pthread_mutex_unlock(&ds->grow_lock);
+	if (slot < 0) {
+		free(w);
+		return zr_err(-EMFILE, "%s: %d writers are open already", ds->path, ZR_WRITERS_MAX);
+	}
+	w->ds = ds;
+	w->slot = slot;
+	*out = w;
+	return 0;
+}
+
+void zr_writer_close(zr_writer *w)
+{
+	zr_dataset *ds;
+
+	if (!w)
+		return;
+	ds = w->ds;
+	zr_chunk_release(ds, w);
+	pthread_mutex_lock(&ds->grow_lock);
+	ds->writers[w->slot] = NULL;
+	pthread_mutex_unlock(&ds->grow_lock);
+	free(w->buf);
+	free(w);
+}
+
+static int reserve_locked(zr_dataset *ds, uint64_t n, uint64_t *first)
+{
+	uint64_t start, end;
+	int rc = 0;
+
+	pthread_mutex_lock(&ds->grow_lock);
+	start = atomic_load(&ds->length);
+	end = start + n;
+	if (n > ZR_LENGTH_MAX || end > ZR_LENGTH_MAX) {
+		rc = zr_err(-EFBIG, "%s: more than %llu records", ds->path,
+			    (unsigned long long)ZR_LENGTH_MAX);
+		goto out;
+	}
+	for (unsigned f = 0; f < ds->nfields && rc == 0; f++)
+		rc = zr_table_reserve(ds, &ds->fields[f], end);
+	if (rc < 0)
+		goto out;
+	/* the new ids read as missing until written; a stale entry left by a
+	 * delete or an interrupted writer must not show through */
+	for (unsigned f = 0; f < ds->nfields; f++) {
+		static const zr_entry zero;
+		uint64_t id = start;
+		for (; id < end && id < ds->disk_length && rc == 0; id++)
+			rc = zr_overlay_set(ds, f, id, &zero);
+		if (id < end)
+			memset(zr_table_slot(&ds->fields[f], id), 0, (end - id) * ZR_ENTRY_SIZE);
+	}
+	if (rc == 0) {
+		atomic_store(&ds->dirty, true);
+		atomic_store_explicit(&ds->length, end, memory_order_release); /* (b) */
+		*first = start;
+	}
+out:
+	pthread_mutex_unlock(&ds->grow_lock);
+	return rc;
+}
+
+int zr_reserve(zr_dataset *ds, uint64_t n, uint64_t *first)
+{
+	int rc;
+
+	FORWARD_IF_ERR(check_writable(ds));
+	pthread_rwlock_rdlock(&ds->wlock);
+	rc = reserve_locked(ds, n, first);
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
+}
+
+static int put_locked(zr_writer *w, uint64_t id, const zr_value *values)
+{
+	zr_dataset *ds = w->ds;
+	zr_entry entries[ZR_FIELDS_MAX];
+
+	RETURN_IF(id >= atomic_load(&ds->length), -ENOENT,
+		  "%s: record %llu has not been reserved (length %llu)", ds->path,
+		  (unsigned long long)id, (unsigned long long)atomic_load(&ds->length));
+	for (unsigned f = 0; f < ds->nfields; f++)
+		FORWARD_IF_ERR(check_value(ds, f, values[f]));
+	if (!w->chunk)
+		FORWARD_IF_ERR(zr_chunk_acquire(ds, w));
+	for (unsigned f = 0; f < ds->nfields; f++)
+		FORWARD_IF_ERR(store_value(w, f, values[f], &entries[f]));
+	count_record(w);
+	for (unsigned f = 0; f < ds->nfields; f++)
+		FORWARD_IF_ERR(zr_entry_put(ds, f, id, &entries[f]));
+	return 0;
+}
+
+int zr_writer_put(zr_writer *w, uint64_t id, const zr_value *values)
+{
+	int rc;
+
+	pthread_rwlock_rdlock(&w->ds->wlock);
+	rc = put_locked(w, id, values);
+	pthread_rwlock_unlock(&w->ds->wlock);
+	return rc;
+}
+
+int zr_writer_append(zr_writer *w, const zr_value *values, uint64_t *id_out)
+{
+	zr_dataset *ds = w->ds;
+	uint64_t id;
+	int rc;
+
+	for (unsigned f = 0; f < ds->nfields; f++)
+		FORWARD_IF_ERR(check_value(ds, f, values[f]));
+	pthread_rwlock_rdlock(&ds->wlock);
+	rc = reserve_locked(ds, 1, &id);
+	if (rc == 0)
+		rc = put_locked(w, id, values);
+	pthread_rwlock_unlock(&ds->wlock);
+	/* a failed put leaves the reserved id missing: it is visible, and the
+	 * caller decides whether to commit it or close without committing */
+	if (rc == 0 && id_out)
+		*id_out = id;
+	return rc;
+}
+
+/* ---- the default writer, behind zr_append and zr_modify ---- */
+
+static int default_writer(zr_dataset *ds, zr_writer **w)
+{
+	if (!ds->default_writer)
+		FORWARD_IF_ERR(zr_writer_open(ds, &ds->default_writer));
+	*w = ds->default_writer;
+	return 0;
+}
+
+int zr_append(zr_dataset *ds, const zr_value *values, uint64_t *id_out)
+{
+	return zr_append_many(ds, values, 1, id_out);
+}
+
+int zr_append_many(zr_dataset *ds, const zr_value *values, size_t n, uint64_t *first_id_out)
+{
+	zr_writer *w;
+	uint64_t id;
+	int rc;
+
+	FORWARD_IF_ERR(check_writable(ds));
+	pthread_mutex_lock(&ds->default_lock);
+	rc = default_writer(ds, &w);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		rc = zr_writer_append(w, values + i * ds->nfields, &id);
+		if (rc == 0 && i == 0 && first_id_out)
+			*first_id_out = id;
+	}
+	pthread_mutex_unlock(&ds->default_lock);
+	return rc;
+}
+
+int zr_modify(zr_dataset *ds, unsigned field, uint64_t id, zr_value v)
+{
+	zr_writer *w;
+	zr_entry e;
+	int rc;
+
+	FORWARD_IF_ERR(check_writable(ds));
+	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
+	FORWARD_IF_ERR(check_value(ds, field, v));
+	pthread_rwlock_rdlock(&ds->wlock);
+	pthread_mutex_lock(&ds->default_lock);
+	if (id >= atomic_load(&ds->length)) {
+		rc = zr_err(-ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
+			    (unsigned long long)id, (unsigned long long)atomic_load(&ds->length));
+		goto out;
+	}
+	if ((rc = default_writer(ds, &w)) < 0)
+		goto out;
+	if (!w->chunk && (rc = zr_chunk_acquire(ds, w)) < 0)
+		goto out;
+	if ((rc = store_value(w, field, v, &e)) < 0)
+		goto out;
+	count_record(w);
+	rc = zr_entry_put(ds, field, id, &e);
+	atomic_store(&ds->dirty, true);
+out:
+	pthread_mutex_unlock(&ds->default_lock);
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
+}
+
+int zr_delete(zr_dataset *ds, uint64_t id)
+{
+	uint64_t len, last;
+	int rc = 0;
+
+	FORWARD_IF_ERR(check_writable(ds));
+	pthread_rwlock_wrlock(&ds->wlock);
+	len = atomic_load(&ds->length);
+	if (id >= len) {
+		rc = zr_err(-ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
+			    (unsigned long long)id, (unsigned long long)len);
+		goto out;
+	}
+	last = len - 1;
+	for (unsigned f = 0; f < ds->nfields && id != last && rc == 0; f++) {
+		zr_entry e;
+		zr_entry_get(ds, f, last, &e);
+		rc = zr_entry_put(ds, f, id, &e);
+	}
+	if (rc < 0)
+		goto out;
+	atomic_store(&ds->length, last);
+	atomic_store(&ds->dirty, true);
+out:
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * Description: reading (core/gather.c, core/reader.c): gathers from many
+ * threads while a writer appends and the mappings grow under them; the
+ * io_uring batch reader (and its pread fallback) returns exactly what
+ * zr_gather returns; buffer and range errors.
+ */
+#include "helpers.h"
+#include "store_i.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+TestSuite(gather, .init = t_setup, .fini = t_cleanup);
+
+struct rd_ctx {
+	zr_dataset *ds;
+	atomic_bool stop;
+	_Atomic uint64_t *done; /* ids below it have been appended completely */
+	atomic_ulong checked;
+	int failed;
+	uint64_t seed;
+};
+
+static void *reader_thread(void *arg)
+{
+	struct rd_ctx *c = arg;
+	uint64_t s = c->seed, ids[32];
+
+	while (!atomic_load(&c->stop) && !c->failed) {
+		uint64_t done = atomic_load(c->done), len = zr_length(c->ds);
+		zr_batch *b;
+		size_t n;
+		if (len == 0)
+			continue;
+		for (int i = 0; i < 32; i++)
+			ids[i] = (s = t_mix(s)) % len;
+		if (zr_gather(c->ds, 0, ids, 32, &b) < 0) {
+			c->failed = 1;
+			break;
+		}
+		const zr_slice *r = zr_batch_records(b, &n);
+		/* an id reserved but not yet written reads as missing */
+		for (size_t i = 0; i < n; i++)
+			if (!r[i].data ? ids[i] < done
+				       : r[i].len != t_len(31, ids[i], 600) ||
+					 !t_check(r[i].data, r[i].len, 31, ids[i]))
+				c->failed = 2;
+		zr_batch_release(b);
+		atomic_fetch_add(&c->checked, n);
+	}
+	return NULL;
+}
+
+static void concurrent(zr_compress comp)
+{
+	/* tiny growth steps: the mappings move many times under the readers */
+	zr_table_step = 256;
+	zr_chunk_map_step = 1 << 16;
+	t_create1(t_ds, comp, 1500);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	_Atomic uint64_t done = 0;
+	struct rd_ctx c[3];
+	pthread_t th[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = (struct rd_ctx){.ds = ds, .done = &done, .seed = (uint64_t)i + 1};
+		pthread_create(&th[i], NULL, reader_thread, &c[i]);
+	}
+	for (uint64_t id = 0; id < 20000; id += 1000) {
+		t_append_range(ds, 31, id, id + 1000, 600);
+		atomic_store(&done, id + 1000);
+		if (id % 4000 == 0)
+			cr_assert_eq(zr_commit(ds), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		atomic_store(&c[i].stop, true);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(c[i].failed, 0, "reader %d saw a wrong record (%d)", i, c[i].failed);
+		cr_assert_gt(atomic_load(&c[i].checked), 1000, "reader %d barely ran", i);
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	t_check_range(ds, 31, 0, 20000, 600);
+	zr_close(ds);
+}
+
+Test(gather, concurrent_with_appends_raw, .timeout = 120)
+{
+	concurrent(ZR_RAW);
+}
+
+Test(gather, concurrent_with_appends_flate, .timeout = 120)
+{
+	concurrent(ZR_FLATE);
+}
+
+static void reader_matches_gather(zr_compress comp, bool uring)
+{
+	zr_uring_disabled = !uring;
+	zr_field_spec f[2] = {{.name = "d", .dtype = ZR_BYTES, .compress = comp},
+			      {.name = "m", .dtype = ZR_U8}};
+	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){.chunk_size = 300}), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint8_t buf[70000];
+	for (uint64_t id = 0; id < 1000; id++) {
+		size_t n = id % 97 == 0 ? 65537 : t_len(41, id, 3000);
+		t_fill(buf, n, 41, id);
+		zr_value v[2] = {{id % 13 == 5 ? NULL : buf, n}, {NULL, 0}};
+		cr_assert_eq(zr_append(ds, v, NULL), 0);
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+
+	ds = t_open(t_ds, ZR_RDONLY);
+	zr_reader *r;
+	cr_assert_eq(zr_reader_open(ds, 16, &r), 0); /* depth < batch: waves */
+	cr_assert_eq(zr_reader_uses_uring(r), uring);
+	uint64_t ids[700], offs[701], total;
+	for (int i = 0; i < 700; i++)
+		ids[i] = t_mix((uint64_t)i) % 1000;
+	cr_assert_eq(zr_batch_bytes(ds, 0, ids, 700, &total), 0);
+	uint8_t *dst = malloc(total + 1);
+	cr_assert_eq(zr_reader_read(r, 0, ids, 700, dst, total - 1, offs), -ENOBUFS);
+	cr_assert_eq(zr_reader_read(r, 0, ids, 700, dst, total, offs), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(offs[700], total);
+	zr_batch *b;
+	size_t n;
+	cr_assert_eq(zr_gather(ds, 0, ids, 700, &b), 0);
+	const zr_slice *s = zr_batch_records(b, &n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(offs[i + 1] - offs[i], s[i].len, "record %zu length", i);
+		cr_assert_eq(memcmp(dst + offs[i], s[i].data ? s[i].data : "", s[i].len), 0,
+			     "record %zu bytes", i);
+	}
+	zr_batch_release(b);
+	/* all missing: nothing to read */
+	uint64_t none[] = {0, 1, 2};
+	cr_assert_eq(zr_reader_read(r, 1, none, 3, dst, 0, offs), 0);
+	cr_assert_eq(offs[3], 0);
+	uint64_t out_of_range = 1000;
+	cr_assert_eq(zr_reader_read(r, 0, &out_of_range, 1, dst, total, NULL), -ENOENT);
+	zr_reader_close(r);
+	free(dst);
+	zr_close(ds);
+}
+
+Test(gather, reader_uring_raw)
+{
+	reader_matches_gather(ZR_RAW, true);
+}
+
+Test(gather, reader_uring_flate)
+{
+	reader_matches_gather(ZR_FLATE, true);
+}
+
+Test(gather, reader_pread_fallback_raw)
+{
+	reader_matches_gather(ZR_RAW, false);
+}
+
+Test(gather, reader_pread_fallback_flate)
+{
+	reader_matches_gather(ZR_FLATE, false);
+}

@@ -1,0 +1,312 @@
+/*
+ * Description: the dataset handle and appends (core/store.c, core/write.c,
+ * core/chunk.c, core/offset.c): create, open, close, append, round trips of
+ * raw and flate records of every size class, missing versus empty records,
+ * growth across many chunks and table steps, locking, trimming on close.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+TestSuite(store, .init = t_setup, .fini = t_cleanup);
+
+Test(store, create_rejects_bad_fields)
+{
+	static const char *const bad[] = {"", ".hidden", "-dash", "a/b", "x.npy", "sp ace",
+					  "0123456789012345678901234567890123456789012345678901234567890123456789"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		zr_field_spec f = {.name = bad[i], .dtype = ZR_U8};
+		cr_assert_eq(zr_create(t_ds, &f, 1, NULL), ZR_EINVAL_SPEC, "name '%s' accepted",
+			     bad[i]);
+	}
+	zr_field_spec two[2] = {{.name = "a", .dtype = ZR_U8}, {.name = "a", .dtype = ZR_U8}};
+	cr_assert_eq(zr_create(t_ds, two, 2, NULL), ZR_EINVAL_SPEC);
+	cr_assert_eq(zr_create(t_ds, two, 0, NULL), ZR_EINVAL_SPEC);
+	zr_field_spec ext = {.name = "a", .dtype = ZR_U8, .ext = "../x"};
+	cr_assert_eq(zr_create(t_ds, &ext, 1, NULL), ZR_EINVAL_SPEC);
+	zr_field_spec big = {.name = "a", .dtype = ZR_F64, .fixed = 1, .ndim = 2,
+			     .shape = {1u << 20, 1u << 20}};
+	cr_assert_eq(zr_create(t_ds, &big, 1, NULL), ZR_EINVAL_SPEC);
+	/* nothing was created by the failures */
+	cr_assert_eq(access(t_ds, F_OK), -1);
+}
+
+Test(store, create_refuses_non_empty_directory)
+{
+	zr_field_spec f = {.name = "a", .dtype = ZR_U8};
+	char p[400];
+	cr_assert_eq(mkdir(t_ds, 0755), 0);
+	snprintf(p, sizeof p, "%s/keep", t_ds);
+	fclose(fopen(p, "w"));
+	cr_assert_eq(zr_create(t_ds, &f, 1, NULL), -EEXIST);
+	cr_assert_eq(access(p, F_OK), 0, "existing file touched");
+}
+
+Test(store, open_of_a_non_dataset_says_so)
+{
+	zr_dataset *ds;
+	cr_assert_eq(zr_open(&ds, t_dir, ZR_RDONLY), -ENOENT);
+	cr_assert_null(ds);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "meta.json"), "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, "/nonexistent/zr", ZR_RDONLY), -ENOENT);
+}
+
+static void round_trip(zr_compress c)
+{
+	const uint64_t n = 3000;
+	t_create1(t_ds, c, 700); /* several chunks */
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	t_append_range(ds, 11, 0, n, 5000);
+	t_check_range(ds, 11, 0, n, 5000); /* visible before the commit */
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	zr_close(ds);
+
+	ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_length(ds), n);
+	t_check_range(ds, 11, 0, n, 5000);
+	/* a batch in any order, with repeats */
+	uint64_t ids[] = {2999, 0, 17, 17, 1500, 3};
+	zr_batch *b;
+	size_t m;
+	cr_assert_eq(zr_gather(ds, 0, ids, 6, &b), 0);
+	const zr_slice *s = zr_batch_records(b, &m);
+	cr_assert_eq(m, 6);
+	for (size_t i = 0; i < m; i++) {
+		cr_assert_eq(s[i].len, t_len(11, ids[i], 5000));
+		cr_assert(t_check(s[i].data, s[i].len, 11, ids[i]));
+	}
+	zr_batch_release(b);
+	zr_info in;
+	cr_assert_eq(zr_info_get(ds, &in), 0);
+	cr_assert_eq(in.chunk_count, 5);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_close(ds);
+}
+
+Test(store, round_trip_raw)
+{
+	round_trip(ZR_RAW);
+}
+
+Test(store, round_trip_flate)
+{
+	round_trip(ZR_FLATE);
+}
+
+Test(store, missing_and_empty_records_differ)
+{
+	zr_field_spec f[2] = {{.name = "a", .dtype = ZR_BYTES},
+			      {.name = "b", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
+	cr_assert_eq(zr_create(t_ds, f, 2, NULL), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	zr_value r0[2] = {{"", 0}, {NULL, 0}}; /* a empty, b missing */
+	zr_value r1[2] = {{NULL, 0}, {"", 0}}; /* a missing, b empty */
+	cr_assert_eq(zr_append(ds, r0, NULL), 0);
+	cr_assert_eq(zr_append(ds, r1, NULL), 0);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+
+	ds = t_open(t_ds, ZR_RDONLY);
+	for (unsigned field = 0; field < 2; field++)
+		for (uint64_t id = 0; id < 2; id++) {
+			zr_batch *b;
+			size_t n;
+			zr_record_stat st;
+			bool present = field == id; /* a of 0, b of 1 */
+			cr_assert_eq(zr_gather(ds, field, &id, 1, &b), 0);
+			const zr_slice *s = zr_batch_records(b, &n);
+			cr_assert_eq(s[0].data != NULL, present, "field %u id %llu", field,
+				     (unsigned long long)id);
+			cr_assert_eq(s[0].len, 0);
+			zr_batch_release(b);
+			cr_assert_eq(zr_stat(ds, field, id, &st), 0);
+			cr_assert_eq(st.present, present);
+			cr_assert_eq(st.logical_len, 0);
+		}
+	zr_info in;
+	cr_assert_eq(zr_info_get(ds, &in), 0);
+	cr_assert_eq(in.missing, 2);
+	zr_close(ds);
+}
+
+static void size_classes(zr_compress c)
+{
+	const size_t sizes[] = {0, 1, 17u << 20, 2, 4095, 4096, 4097};
+	const size_t count = sizeof sizes / sizeof sizes[0];
+	uint8_t *buf = malloc(17u << 20);
+	t_create1(t_ds, c, 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	for (size_t i = 0; i < count; i++) {
+		t_fill(buf, sizes[i], 5, i);
+		zr_value v = {buf, sizes[i]};
+		cr_assert_eq(zr_append(ds, &v, NULL), 0, "%s", zr_errmsg(ds));
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	for (uint64_t i = 0; i < count; i++) {
+		zr_batch *b;
+		size_t n;
+		zr_record_stat st;
+		cr_assert_eq(zr_gather(ds, 0, &i, 1, &b), 0);
+		const zr_slice *s = zr_batch_records(b, &n);
+		cr_assert_not_null(s[0].data);
+		cr_assert_eq(s[0].len, sizes[i], "size %zu", sizes[i]);
+		cr_assert(t_check(s[0].data, s[0].len, 5, i));
+		zr_batch_release(b);
+		cr_assert_eq(zr_stat(ds, 0, i, &st), 0);
+		cr_assert_eq(st.logical_len, sizes[i]);
+		if (c == ZR_FLATE && sizes[i] > 4096)
+			cr_assert_lt(st.physical_len, sizes[i], "flate did not compress");
+	}
+	zr_close(ds);
+	free(buf);
+}
+
+Test(store, sizes_0_1_and_17MiB_raw)
+{
+	size_classes(ZR_RAW);
+}
+
+Test(store, sizes_0_1_and_17MiB_flate)
+{
+	size_classes(ZR_FLATE);
+}
+
+Test(store, growth_across_chunks_and_table_steps, .timeout = 120)
+{
+	/* > 2 table steps (1 Mi entries each) and > 20 chunks */
+	const uint64_t n = (2u << 20) + 5000;
+	zr_field_spec f = {.name = "x", .dtype = ZR_U32, .fixed = 1, .ndim = 0};
+	zr_create_opts o = {.chunk_size = 100000};
+	cr_assert_eq(zr_create(t_ds, &f, 1, &o), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	zr_writer *w;
+	cr_assert_eq(zr_writer_open(ds, &w), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t v = i * 2654435761u;
+		zr_value val = {&v, 4};
+		cr_assert_eq(zr_writer_append(w, &val, NULL), 0, "%s", zr_errmsg(ds));
+		if (i == n / 2)
+			cr_assert_eq(zr_commit(ds), 0);
+	}
+	zr_writer_close(w);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	/* trimmed: the table holds exactly N entries, chunks exactly their data */
+	cr_assert_eq(t_file_size(t_ds, "x.offset"), (off_t)(n * 16));
+	cr_assert_eq(t_file_size(t_ds, "chunk/0.zr"), 400000);
+	ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_length(ds), n);
+	zr_info in;
+	cr_assert_eq(zr_info_get(ds, &in), 0);
+	cr_assert_eq(in.chunk_count, (n + 99999) / 100000);
+	cr_assert_eq(in.chunk_bytes, n * 4);
+	uint64_t ids[] = {0, 1, 99999, 100000, 1u << 20, (1u << 20) + 1, n - 1};
+	zr_batch *b;
+	size_t m;
+	cr_assert_eq(zr_gather(ds, 0, ids, 7, &b), 0);
+	const zr_slice *s = zr_batch_records(b, &m);
+	for (size_t i = 0; i < m; i++) {
+		cr_assert_eq(s[i].len, 4);
+		cr_assert_eq(*(const uint32_t *)s[i].data, (uint32_t)ids[i] * 2654435761u,
+			     "record %llu", (unsigned long long)ids[i]);
+	}
+	zr_batch_release(b);
+	zr_close(ds);
+}
+
+Test(store, fixed_shape_is_enforced_and_aligned)
+{
+	zr_field_spec f[2] = {{.name = "tag", .dtype = ZR_U8, .fixed = 1, .ndim = 1, .shape = {3}},
+			      {.name = "v", .dtype = ZR_F64, .fixed = 1, .ndim = 2, .shape = {2, 3}}};
+	cr_assert_eq(zr_create(t_ds, f, 2, NULL), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	double v[6] = {1, 2, 3, 4, 5, 6};
+	zr_value bad[2] = {{"ab", 2}, {v, 48}};
+	cr_assert_eq(zr_append(ds, bad, NULL), -EINVAL);
+	cr_assert_eq(zr_length(ds), 0, "a rejected record took an id");
+	zr_value ok[2] = {{"abc", 3}, {v, 48}};
+	cr_assert_eq(zr_append(ds, ok, NULL), 0);
+	cr_assert_eq(zr_append(ds, ok, NULL), 0);
+	cr_assert_eq(zr_field_record_size(ds, 1), 48);
+	uint64_t ids[] = {0, 1};
+	zr_batch *b;
+	size_t n;
+	cr_assert_eq(zr_gather(ds, 1, ids, 2, &b), 0);
+	const zr_slice *s = zr_batch_records(b, &n);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq((uintptr_t)s[i].data % 8, 0, "f64 record not 8-aligned");
+		cr_assert_eq(((const double *)s[i].data)[5], 6.0);
+	}
+	zr_batch_release(b);
+	zr_close(ds);
+}
+
+Test(store, second_writer_is_refused_and_readers_cannot_write)
+{
+	t_create1(t_ds, ZR_RAW, 0);
+	zr_dataset *w = t_open(t_ds, ZR_RDWR), *w2 = NULL, *r = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR), -EBUSY);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "another writer"));
+	zr_value v = {"x", 1};
+	cr_assert_eq(zr_append(r, &v, NULL), -EROFS);
+	cr_assert_eq(zr_commit(r), -EROFS);
+	cr_assert_eq(zr_delete(r, 0), -EROFS);
+	zr_close(w);
+	w2 = t_open(t_ds, ZR_RDWR); /* free again */
+	zr_close(w2);
+	zr_close(r);
+}
+
+Test(store, close_without_commit_discards_and_trims)
+{
+	t_create1(t_ds, ZR_RAW, 8);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	t_append_range(ds, 3, 0, 10, 100);
+	cr_assert_eq(zr_commit(ds), 0);
+	off_t c1 = t_file_size(t_ds, "chunk/1.zr");
+	t_append_range(ds, 3, 10, 30, 100); /* fills chunk 1, creates 2 and 3 */
+	cr_assert_geq(t_file_size(t_ds, "chunk/2.zr"), 0);
+	zr_close(ds);
+	cr_assert_eq(t_file_size(t_ds, "chunk/1.zr"), c1, "uncommitted bytes left in chunk 1");
+	cr_assert_eq(t_file_size(t_ds, "chunk/2.zr"), -1, "uncommitted chunk left behind");
+	cr_assert_eq(t_file_size(t_ds, "data.offset"), 10 * 16);
+	ds = t_open(t_ds, ZR_RDWR);
+	cr_assert_eq(zr_length(ds), 10);
+	t_check_range(ds, 3, 0, 10, 100);
+	/* appending continues in the unfull chunk 1 */
+	t_append_range(ds, 3, 10, 12, 100);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	cr_assert_eq(t_file_size(t_ds, "chunk/2.zr"), -1);
+	ds = t_open(t_ds, ZR_RDONLY);
+	t_check_range(ds, 3, 0, 12, 100);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_close(ds);
+}
+
+Test(store, field_lookup_and_errors)
+{
+	t_create1(t_ds, ZR_RAW, 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	cr_assert_eq(zr_field_find(ds, "data"), 0);
+	cr_assert_eq(zr_field_find(ds, "nope"), -ENOENT);
+	cr_assert_str_eq(zr_field(ds, 0)->name, "data");
+	cr_assert_null(zr_field(ds, 1));
+	zr_batch *b;
+	uint64_t id = 0;
+	cr_assert_eq(zr_gather(ds, 0, &id, 1, &b), -ENOENT);
+	cr_assert_null(b);
+	cr_assert_eq(zr_gather(ds, 1, &id, 0, &b), -ENOENT);
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, 0, 0, &st), -ENOENT);
+	cr_assert_str_eq(zr_strerror(ZR_ECORRUPT), "dataset is corrupt");
+	cr_assert_str_eq(zr_strerror(-ENOENT), "No such file or directory");
+	zr_close(ds);
+	zr_close(NULL);
+	zr_batch_release(NULL);
+	zr_writer_close(NULL);
+	zr_reader_close(NULL);
+}

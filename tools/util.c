@@ -1,0 +1,155 @@
+/*
+ * util.c - small helpers for the zr command: messages, number parsing, I/O.
+ */
+#include "zr_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void zr_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("zr: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int zr_fail(int rc, const char *what)
+{
+	const char *msg = zr_errmsg(NULL);
+
+	if (msg && msg[0])
+		zr_warn("%s%s%s", what ? what : "", what ? ": " : "", msg);
+	else
+		zr_warn("%s%s%s", what ? what : "", what ? ": " : "", zr_strerror(rc));
+	return 1;
+}
+
+int parse_u64(const char *s, uint64_t lo, uint64_t hi, const char *what, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	zr_warn("%s: '%s' is not a number in %llu..%llu", what, s ? s : "",
+		(unsigned long long)lo, (unsigned long long)hi);
+	return -1;
+}
+
+int parse_size(const char *s, uint64_t hi, const char *what, uint64_t *out)
+{
+	char buf[32];
+	size_t n = s ? strlen(s) : 0;
+	unsigned shift = 0;
+
+	if (n > 0 && n < sizeof buf) {
+		memcpy(buf, s, n + 1);
+		switch (buf[n - 1]) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		}
+		if (shift)
+			buf[n - 1] = 0;
+		if (parse_u64(buf, 0, hi >> shift, what, out) == 0) {
+			*out <<= shift;
+			return 0;
+		}
+		return -1;
+	}
+	return parse_u64(s, 0, hi, what, out);
+}
+
+bool is_help(const char *arg)
+{
+	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int read_file(const char *path, void **buf, size_t *len)
+{
+	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 1 << 16, n = 0;
+	char *p;
+
+	if (fd < 0) {
+		zr_warn("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	p = malloc(cap);
+	for (;;) {
+		ssize_t r;
+		if (!p) {
+			zr_warn("%s: out of memory", path);
+			break;
+		}
+		if (n == cap) {
+			char *q = realloc(p, cap *= 2);
+			if (!q) {
+				free(p);
+				p = NULL;
+				continue;
+			}
+			p = q;
+		}
+		r = read(fd, p + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			zr_warn("%s: read failed: %s", path, strerror(errno));
+			free(p);
+			p = NULL;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (fd > 0)
+		close(fd);
+	if (!p)
+		return -1;
+	*buf = p;
+	*len = n;
+	return 0;
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

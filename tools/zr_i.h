@@ -1,0 +1,47 @@
+/*
+ * zr_i.h - helpers shared by the subcommands of the zr command.
+ */
+#ifndef ZR_TOOL_I_H
+#define ZR_TOOL_I_H
+
+#include "zrecord.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit statuses: 0 success, 1 failure (or problems found), 2 usage error. */
+#define EXIT_USAGE 2
+
+typedef struct zr_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} zr_cmd;
+
+int cmd_create(int argc, char **argv);
+int cmd_put(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_rebalance(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Print "zr: " + message to stderr. */
+void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a library failure: the library's detail, or the code's text. */
+int zr_fail(int rc, const char *what);
+/* Parse a decimal unsigned number in [lo, hi]; 0 or -1 with a message. */
+int parse_u64(const char *s, uint64_t lo, uint64_t hi, const char *what, uint64_t *out);
+/* Parse a size with an optional K/M/G suffix (powers of 1024). */
+int parse_size(const char *s, uint64_t hi, const char *what, uint64_t *out);
+/* Is argv[i] asking for help? */
+bool is_help(const char *arg);
+/* Read a whole file ("-" = stdin) into a malloc'd buffer. */
+int read_file(const char *path, void **buf, size_t *len);
+/* Write all of buf to fd. */
+int write_all(int fd, const void *buf, size_t len);
+/* Monotonic seconds. */
+double now_sec(void);
+
+#endif
