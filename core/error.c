@@ -14,11 +14,14 @@ static _Thread_local char errmsg[1024];
 
 int zr_err(int code, const char *fmt, ...)
 {
+	char buf[sizeof errmsg];
 	va_list ap;
 
+	/* through a copy: callers may pass zr_errmsg() itself as an argument */
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
+	memcpy(errmsg, buf, sizeof buf);
 	return code;
 }
 

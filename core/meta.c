@@ -237,6 +237,11 @@ int zr_meta_parse(const char *buf, size_t len, const char *where, zr_meta *m)
 		rc = zr_err(ZR_ECORRUPT, "%s: not a JSON object", where);
 		goto out;
 	}
+	if (!json_is_string(json_object_get(root, "format")) ||
+	    strcmp(json_string_value(json_object_get(root, "format")), "zrecord") != 0) {
+		rc = zr_err(ZR_ECORRUPT, "%s: 'format' is not \"zrecord\"", where);
+		goto out;
+	}
 	if ((rc = get_uint(root, "version", UINT32_MAX, &v, where)) < 0)
 		goto out;
 	if (v != ZR_FORMAT_VERSION) {

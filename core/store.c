@@ -126,7 +126,9 @@ out:
 /* Remove chunk files that no commit references: a crashed writer's. */
 static void remove_stale_chunks(zr_dataset *ds)
 {
-	int fd = dup(ds->chunkdirfd);
+	/* a fresh descriptor: a dup() would share (and leave at the end) the
+	 * directory offset of chunkdirfd, so a second sweep would see nothing */
+	int fd = openat(ds->chunkdirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	uint32_t first = ds->chunk_first, end = first + atomic_load(&ds->chunk_num);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;

@@ -1,0 +1,272 @@
+/*
+ * Description: hostile datasets (core/store.c, offset.c, chunk.c, verify.c):
+ * truncated or damaged meta.json, offset tables and chunk files, entries that
+ * point outside their chunk or at chunks that do not exist, flipped bits in
+ * flate streams. Each gives a clear error naming the file (open) or the
+ * field and id (gather, verify), never a crash or an out-of-bounds read;
+ * a random bit-flip campaign checks the same for damage nobody planned.
+ */
+#include "helpers.h"
+#include "store_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+TestSuite(corrupt, .init = t_setup, .fini = t_cleanup);
+
+#define N 400
+
+/* Two fields: "r" raw and "z" flate, chunks of 100 records. */
+static void build(void)
+{
+	zr_field_spec f[2] = {{.name = "r", .dtype = ZR_BYTES, .compress = ZR_RAW},
+			      {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
+	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){.chunk_size = 100}), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint8_t buf[3000];
+	for (uint64_t id = 0; id < N; id++) {
+		size_t n = 1 + t_len(8, id, 2999);
+		t_fill(buf, n, 8, id);
+		zr_value v[2] = {{buf, n}, {buf, n}};
+		cr_assert_eq(zr_append(ds, v, NULL), 0);
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+}
+
+/* Path of @rel in the dataset; two calls may be live at once (rename). */
+static char *file(const char *rel)
+{
+	static char p[2][512];
+	static int k;
+	k ^= 1;
+	snprintf(p[k], sizeof p[k], "%s/%s", t_ds, rel);
+	return p[k];
+}
+
+static void truncate_to(const char *rel, off_t len)
+{
+	cr_assert_eq(truncate(file(rel), len), 0, "truncate %s", rel);
+}
+
+static void poke(const char *rel, off_t off, const void *bytes, size_t n)
+{
+	int fd = open(file(rel), O_WRONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, bytes, n, off), (ssize_t)n);
+	close(fd);
+}
+
+static void open_fails(int code, const char *says)
+{
+	zr_dataset *ds = (zr_dataset *)1;
+	int rc = zr_open(&ds, t_ds, ZR_RDONLY);
+	cr_assert_eq(rc, code, "open: %d, wanted %d (%s)", rc, code, zr_errmsg(NULL));
+	cr_assert_null(ds);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), says), "message '%s' lacks '%s'",
+			   zr_errmsg(NULL), says);
+}
+
+struct problems {
+	int n;
+	const char *field;
+	uint64_t id;
+	bool found; /* a problem was reported for field/id */
+};
+
+static void collect(void *ctx, const char *field, uint64_t id, const char *reason)
+{
+	struct problems *p = ctx;
+	p->n++;
+	if (field && strcmp(field, p->field) == 0 && id == p->id && reason[0])
+		p->found = true;
+}
+
+/* Gather of @id in @field fails with ZR_ECORRUPT; verify names field and id. */
+static void damaged_record(unsigned field, uint64_t id, const char *says)
+{
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	zr_batch *b;
+	int rc = zr_gather(ds, field, &id, 1, &b);
+	cr_assert_eq(rc, ZR_ECORRUPT, "gather: %d (%s)", rc, zr_errmsg(ds));
+	cr_assert_not_null(strstr(zr_errmsg(ds), says), "'%s' lacks '%s'", zr_errmsg(ds), says);
+	struct problems p = {.field = field ? "z" : "r", .id = id};
+	int64_t n = zr_verify(ds, collect, &p);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(n, p.n, "verify counts the problems it reports");
+	cr_assert(p.found, "verify did not report field %s id %llu", p.field,
+		  (unsigned long long)id);
+	/* the other records still read */
+	uint64_t other = (id + 1) % N;
+	cr_assert_eq(zr_gather(ds, field, &other, 1, &b), 0);
+	zr_batch_release(b);
+	zr_close(ds);
+}
+
+Test(corrupt, meta_json_truncated_or_garbage)
+{
+	build();
+	truncate_to("meta.json", 100);
+	open_fails(ZR_ECORRUPT, "meta.json");
+	truncate_to("meta.json", 0);
+	open_fails(ZR_ECORRUPT, "meta.json");
+	poke("meta.json", 0, "\x00\xff{]", 4);
+	open_fails(ZR_ECORRUPT, "meta.json");
+}
+
+Test(corrupt, meta_json_claims_more_than_the_files_hold)
+{
+	build();
+	FILE *f = fopen(file("meta.json"), "r");
+	char buf[4096];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *at = strstr(buf, "\"length\": 400");
+	cr_assert_not_null(at);
+	memcpy(at, "\"length\": 900", 13);
+	f = fopen(file("meta.json"), "w");
+	fwrite(buf, 1, n, f);
+	fclose(f);
+	open_fails(ZR_ECORRUPT, "r.offset");
+}
+
+Test(corrupt, table_truncated)
+{
+	build();
+	truncate_to("z.offset", 16 * N - 1);
+	open_fails(ZR_ECORRUPT, "z.offset");
+	truncate_to("z.offset", 0);
+	open_fails(ZR_ECORRUPT, "truncated table");
+}
+
+Test(corrupt, table_or_chunk_missing)
+{
+	build();
+	cr_assert_eq(rename(file("chunk/2.zr"), file("chunk/2.bak")), 0);
+	open_fails(ZR_ECORRUPT, "chunk/2.zr");
+	cr_assert_eq(rename(file("chunk/2.bak"), file("chunk/2.zr")), 0);
+	cr_assert_eq(unlink(file("r.offset")), 0);
+	open_fails(ZR_ECORRUPT, "r.offset");
+}
+
+Test(corrupt, a_directory_where_a_file_should_be)
+{
+	build();
+	cr_assert_eq(unlink(file("chunk/1.zr")), 0);
+	cr_assert_eq(mkdir(file("chunk/1.zr"), 0755), 0);
+	open_fails(ZR_ECORRUPT, "chunk/1.zr");
+}
+
+Test(corrupt, chunk_truncated)
+{
+	build();
+	/* chunk 3 holds ids 300..399; cut it in half */
+	struct stat st;
+	cr_assert_eq(stat(file("chunk/3.zr"), &st), 0);
+	truncate_to("chunk/3.zr", st.st_size / 2);
+	damaged_record(0, 399, "outside chunk/3.zr");
+}
+
+Test(corrupt, entry_points_outside_its_chunk)
+{
+	build();
+	zr_entry e = {.offset = 1ULL << 40, .chunk_id = 1, .len = 100};
+	uint8_t p[16];
+	zr_entry_encode(p, &e);
+	poke("r.offset", 16 * 150, p, 16);
+	damaged_record(0, 150, "outside chunk/1.zr");
+	/* offset + len overflowing 64 bits */
+	e = (zr_entry){.offset = UINT64_MAX - 10, .chunk_id = 1, .len = 100};
+	zr_entry_encode(p, &e);
+	poke("r.offset", 16 * 150, p, 16);
+	damaged_record(0, 150, "outside chunk/1.zr");
+}
+
+Test(corrupt, entry_names_a_chunk_that_does_not_exist)
+{
+	build();
+	zr_entry e = {.offset = 0, .chunk_id = 77, .len = 10};
+	uint8_t p[16];
+	zr_entry_encode(p, &e);
+	poke("z.offset", 16 * 20, p, 16);
+	damaged_record(1, 20, "chunk 77 does not exist");
+}
+
+Test(corrupt, flate_stream_bit_flip)
+{
+	build();
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, 1, 250, &st), 0);
+	zr_close(ds);
+	char rel[32];
+	snprintf(rel, sizeof rel, "chunk/%u.zr", st.chunk_id);
+	uint8_t b = 0x5a;
+	poke(rel, (off_t)(st.offset + st.physical_len / 2), &b, 1);
+	damaged_record(1, 250, "inflate");
+}
+
+Test(corrupt, flate_length_header_lies)
+{
+	build();
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, 1, 30, &st), 0);
+	zr_close(ds);
+	char rel[32];
+	snprintf(rel, sizeof rel, "chunk/%u.zr", st.chunk_id);
+	uint8_t hdr[8];
+	zr_put_le64(hdr, UINT64_C(1) << 39); /* absurd for its physical length */
+	poke(rel, (off_t)st.offset, hdr, 8);
+	damaged_record(1, 30, "impossible length");
+}
+
+/* Random damage: whatever happens, no crash, and errors come with messages. */
+Test(corrupt, random_bit_flips_never_crash, .timeout = 120)
+{
+	build();
+	char src[320];
+	snprintf(src, sizeof src, "%s/pristine", t_dir);
+	cr_assert_eq(rename(t_ds, src), 0);
+	const char *files[] = {"meta.json", "r.offset", "z.offset", "chunk/0.zr", "chunk/3.zr"};
+	uint64_t rng = 99;
+	int opened = 0, refused = 0;
+	for (int trial = 0; trial < 150; trial++) {
+		char cmd[1024];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", t_ds, src, t_ds);
+		cr_assert_eq(system(cmd), 0);
+		const char *rel = files[(rng = t_mix(rng)) % 5];
+		struct stat st;
+		cr_assert_eq(stat(file(rel), &st), 0);
+		for (int k = 0; k < 1 + (int)((rng = t_mix(rng)) % 4); k++) {
+			off_t off = (off_t)((rng = t_mix(rng)) % (uint64_t)st.st_size);
+			uint8_t b;
+			int fd = open(file(rel), O_RDWR);
+			cr_assert_eq(pread(fd, &b, 1, off), 1);
+			b ^= (uint8_t)(1u << ((rng = t_mix(rng)) % 8));
+			cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+			close(fd);
+		}
+		zr_dataset *ds;
+		int rc = zr_open(&ds, t_ds, ZR_RDONLY);
+		if (rc < 0) {
+			refused++;
+			cr_assert_neq(zr_errmsg(NULL)[0], 0);
+			continue;
+		}
+		opened++;
+		zr_verify(ds, NULL, NULL);
+		for (unsigned f = 0; f < 2; f++)
+			for (uint64_t id = 0; id < zr_length(ds); id += 7) {
+				zr_batch *b;
+				if (zr_gather(ds, f, &id, 1, &b) == 0)
+					zr_batch_release(b);
+				else
+					cr_assert_neq(zr_errmsg(ds)[0], 0);
+			}
+		zr_close(ds);
+	}
+	cr_log_info("bit flips: %d datasets refused at open, %d opened", refused, opened);
+	cr_assert_gt(opened + refused, 0);
+}
