@@ -110,6 +110,10 @@ int cmd_create(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	rc = zr_create(argv[optind], fields, n, &co);
+	if (rc == ZR_EINVAL_SPEC) {
+		zr_fail(rc, "create");
+		return EXIT_USAGE; /* the fields asked for are malformed */
+	}
 	if (rc < 0)
 		return zr_fail(rc, "create");
 	return 0;

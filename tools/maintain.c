@@ -31,8 +31,12 @@ static void on_problem(void *ctx, const char *field, uint64_t id, const char *re
 {
 	struct vctx *v = ctx;
 
-	if (!v->quiet)
-		printf("%s %llu: %s\n", field ? field : "-", (unsigned long long)id, reason);
+	if (v->quiet)
+		return;
+	if (field)
+		printf("field %s, record %llu: %s\n", field, (unsigned long long)id, reason);
+	else
+		printf("%s\n", reason);
 }
 
 int cmd_verify(int argc, char **argv)

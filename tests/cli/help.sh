@@ -1,0 +1,22 @@
+#!/bin/sh
+# zr --help and every command's --help succeed and say how to use them;
+# unknown commands and missing arguments are usage errors (exit 2).
+. "$(dirname "$0")/lib.sh"
+
+zr --help
+expect_rc 0
+expect_out_has 'usage: zr COMMAND*'
+expect_out_has '  create *'
+for c in create put cat info verify rebalance bench; do
+	zr "$c" --help
+	expect_rc 0
+	expect_out_has "usage: zr $c*"
+done
+zr
+expect_rc 2
+zr frobnicate
+expect_rc 2
+expect_err_has "zr: unknown command 'frobnicate'*"
+zr --version
+expect_rc 0
+expect_out_has 'zr *[0-9].[0-9]*'

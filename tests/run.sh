@@ -1,0 +1,29 @@
+#!/bin/sh
+# Set up and run the whole test suite, as CI does:
+#   1. install the Debian packages the build and the tests need (if missing);
+#   2. build with -Werror and run every test through CTest;
+#   3. build again with AddressSanitizer + UndefinedBehaviorSanitizer and
+#      run the suite once more.
+# Build trees: build/ci and build/asan (override with ZR_BUILD_ROOT).
+# Exit status 0 only when every test passed in both builds.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+root=${ZR_BUILD_ROOT:-$top/build}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+"$top/packaging/deps.sh"
+
+suite() { # NAME CMAKE-ARGS...
+	name=$1
+	shift
+	echo "==> $name build"
+	cmake -S "$top" -B "$root/$name" -DZR_WERROR=ON "$@" >/dev/null
+	cmake --build "$root/$name" -j "$jobs" >/dev/null
+	echo "==> $name tests"
+	(cd "$root/$name" && ctest --output-on-failure -j "$jobs")
+}
+
+suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	suite asan -DCMAKE_BUILD_TYPE=Debug -DZR_SANITIZE=ON
+echo "==> all tests passed (plain and ASan+UBSan builds)"
