@@ -119,46 +119,65 @@ uint32_t zs_batch_max(const zs_sampler *s)
 
 /* ---- orders ---- */
 
-/* Block order: position -> (block in permuted order, offset within it). The
- * one short block (the last) sits wherever the block permutation put it. */
-struct block_iter {
+/* Block order: the epoch's positions run through the blocks in permuted
+ * order; the one short block (the last, when block does not divide M) sits
+ * wherever the block permutation put it. */
+struct block_order {
 	zs_perm outer;
-	uint64_t short_at;   /* its place in the permuted order */
+	uint64_t short_at;   /* place of the short block in the permuted order */
 	uint64_t key_inner;
-	uint64_t cur;        /* block whose inner permutation is loaded, or UINT64_MAX */
-	zs_perm inner;
 };
 
-static void block_begin(const zs_sampler *s, uint64_t epoch, struct block_iter *it)
+static void block_begin(const zs_sampler *s, uint64_t epoch, struct block_order *bo)
 {
-	zs_perm_init(&it->outer, s->nblocks, zs_key(s->spec.seed, ZS_TAG_BLOCKS, epoch));
-	it->short_at = zs_perm_index(&it->outer, s->nblocks - 1);
-	it->key_inner = zs_key(s->spec.seed, ZS_TAG_IN_BLOCK, epoch);
-	it->cur = UINT64_MAX;
+	zs_perm_init(&bo->outer, s->nblocks, zs_key(s->spec.seed, ZS_TAG_BLOCKS, epoch));
+	bo->short_at = zs_perm_index(&bo->outer, s->nblocks - 1);
+	bo->key_inner = zs_key(s->spec.seed, ZS_TAG_IN_BLOCK, epoch);
 }
 
-static uint64_t block_at(const zs_sampler *s, struct block_iter *it, uint64_t pos)
+/* Position @pos -> place @j in the block order and offset @off in that block. */
+static void block_place(const zs_sampler *s, const struct block_order *bo, uint64_t pos,
+			uint64_t *j, uint64_t *off)
 {
-	uint64_t bsz = s->spec.block, edge = it->short_at * bsz, j, off, b;
+	uint64_t bsz = s->spec.block, edge = bo->short_at * bsz;
 
 	if (pos < edge) {
-		j = pos / bsz;
-		off = pos % bsz;
+		*j = pos / bsz;
+		*off = pos % bsz;
 	} else if (pos < edge + s->last_block) {
-		j = it->short_at;
-		off = pos - edge;
+		*j = bo->short_at;
+		*off = pos - edge;
 	} else {
 		uint64_t q = pos - edge - s->last_block;
-		j = it->short_at + 1 + q / bsz;
-		off = q % bsz;
+		*j = bo->short_at + 1 + q / bsz;
+		*off = q % bsz;
 	}
-	b = zs_perm_at(&it->outer, j);
-	if (b != it->cur) {
-		zs_perm_init(&it->inner, b == s->nblocks - 1 ? s->last_block : bsz,
-			     zs_hash2(it->key_inner, b));
-		it->cur = b;
+}
+
+/* ids of positions [first, first + size) (mod M), one block segment at a time. */
+static void block_ids(const zs_sampler *s, uint64_t epoch, uint64_t first, uint32_t size,
+		      uint64_t *ids)
+{
+	struct block_order bo;
+	uint64_t pos = first % s->m;
+
+	block_begin(s, epoch, &bo);
+	for (uint32_t done = 0; done < size;) {
+		uint64_t j, off, b, bsize, run;
+		zs_perm inner;
+		block_place(s, &bo, pos, &j, &off);
+		b = zs_perm_at(&bo.outer, j);
+		bsize = b == s->nblocks - 1 ? s->last_block : s->spec.block;
+		run = bsize - off;
+		if (run > size - done)
+			run = size - done;
+		if (run > s->m - pos)
+			run = s->m - pos; /* the epoch's order ends here (tail=pad wraps) */
+		zs_perm_init(&inner, bsize, zs_hash2(bo.key_inner, b));
+		zs_perm_span(&inner, off, (uint32_t)run, s->spec.lo + b * s->spec.block, ids + done);
+		done += (uint32_t)run;
+		pos = pos + run == s->m ? 0 : pos + run;
 	}
-	return b * bsz + zs_perm_at(&it->inner, off);
 }
 
 /* ---- batches ---- */
@@ -191,17 +210,12 @@ int64_t zs_batch(const zs_sampler *s, uint64_t epoch, uint64_t step, uint64_t *i
 	case ZS_SHUFFLE: {
 		zs_perm p;
 		zs_perm_init(&p, m, zs_key(sp->seed, ZS_TAG_SHUFFLE, epoch));
-		for (uint32_t j = 0; j < size; j++)
-			ids[j] = lo + zs_perm_at(&p, (first + j) % m);
+		zs_perm_span(&p, first, size, lo, ids);
 		break;
 	}
-	case ZS_BLOCK: {
-		struct block_iter it;
-		block_begin(s, epoch, &it);
-		for (uint32_t j = 0; j < size; j++)
-			ids[j] = lo + block_at(s, &it, (first + j) % m);
+	case ZS_BLOCK:
+		block_ids(s, epoch, first, size, ids);
 		break;
-	}
 	case ZS_RANDOM: {
 		uint64_t key = zs_key(sp->seed, ZS_TAG_RANDOM, epoch);
 		for (uint32_t j = 0; j < size; j++)

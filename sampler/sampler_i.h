@@ -55,6 +55,9 @@ struct zs_sampler {
 	uint64_t last_block; /* ids in the last block (1..block) */
 };
 
+/* out[j] = perm(first + j mod n) + add for j < count: zs_perm_at, faster. */
+void zs_perm_span(const zs_perm *p, uint64_t first, uint32_t count, uint64_t add, uint64_t *out);
+
 int zs_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* ZS_SAMPLER_I_H */

@@ -12,6 +12,8 @@
  * no credit for bytes nobody reads. Then a flate dataset of compressible
  * records gathered by 2 threads, against zlib's one-thread inflate of the
  * same streams from memory.
+ *
+ * zr bench sampler: see bench_sampler.c.
  */
 #include "zr_i.h"
 
@@ -26,9 +28,13 @@
 
 static const char help[] =
 	"usage: zr bench store [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
+	"       zr bench sampler [--runs R] [--max N]\n"
 	"\n"
-	"Benchmark the store against flat-file baselines in the same run and print\n"
-	"medians and ratios (see BENCHMARKS.md).\n"
+	"Run a benchmark against its baselines in the same run and print medians\n"
+	"and ratios (each ratio is the median of the per-run ratios; see\n"
+	"BENCHMARKS.md). 'zr bench sampler --help' describes the sampler's.\n"
+	"\n"
+	"store: append and gather against a flat file and a pread loop.\n"
 	"  --records N   records to write (default 50000)\n"
 	"  --size BYTES  bytes per record, K/M suffixes allowed (default 8K)\n"
 	"  --runs R      repetitions; medians are reported (default 5)\n"
@@ -39,22 +45,13 @@ struct cfg {
 	const char *dir;
 };
 
-static uint64_t splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 /* Record @i: random bytes, or (compressible) bytes from a 16-letter alphabet. */
 static void fill(uint8_t *p, size_t n, uint64_t i, bool compressible)
 {
 	uint64_t s = i * 0x100000001b3ULL + 7;
 
 	for (size_t k = 0; k < n; k += 8) {
-		uint64_t v = splitmix(&s);
+		uint64_t v = bench_splitmix(&s);
 		if (compressible)
 			v = (v & 0x0f0f0f0f0f0f0f0fULL) | 0x6060606060606060ULL;
 		memcpy(p + k, &v, n - k < 8 ? n - k : 8);
@@ -73,27 +70,6 @@ static uint64_t checksum(const uint8_t *p, size_t n)
 	for (; k < n; k++)
 		a += p[k];
 	return a;
-}
-
-static void shuffle(uint64_t *ids, uint64_t n, uint64_t seed)
-{
-	for (uint64_t i = n; i > 1; i--) {
-		uint64_t j = splitmix(&seed) % i, t = ids[i - 1];
-		ids[i - 1] = ids[j];
-		ids[j] = t;
-	}
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, uint64_t n)
-{
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
@@ -305,7 +281,7 @@ static int bench_store(const struct cfg *c)
 	snprintf(flat, sizeof flat, "%s/flat.bin", base);
 	for (uint64_t i = 0; i < c->records; i++)
 		ids[i] = i;
-	shuffle(ids, c->records, 1);
+	bench_shuffle(ids, c->records, 1);
 
 	printf("zr bench store: %llu records x %llu B (%.0f MB), %llu runs, scratch %s\n",
 	       (unsigned long long)c->records, (unsigned long long)c->size, mb,
@@ -350,15 +326,15 @@ static int bench_store(const struct cfg *c)
 	if (rc == 0) {
 		printf("\n%-34s %12s   %s\n", "workload (median)", "rate", "ratio to baseline");
 		printf("%-34s %9.0f MB/s   %.2fx flat-file write\n", "append + commit (zr, raw)",
-		       mb / median(app, c->runs), median(r1, c->runs));
-		printf("%-34s %9.0f MB/s\n", "flat-file write + fdatasync", mb / median(fw, c->runs));
+		       mb / bench_median(app, c->runs), bench_median(r1, c->runs));
+		printf("%-34s %9.0f MB/s\n", "flat-file write + fdatasync", mb / bench_median(fw, c->runs));
 		printf("%-34s %9.0f MB/s   %.2fx pread loop\n", "gather, shuffled, warm (zr, raw)",
-		       mb / median(ga, c->runs), median(r2, c->runs));
-		printf("%-34s %9.0f MB/s\n", "pread loop, same order", mb / median(pr, c->runs));
+		       mb / bench_median(ga, c->runs), bench_median(r2, c->runs));
+		printf("%-34s %9.0f MB/s\n", "pread loop, same order", mb / bench_median(pr, c->runs));
 		printf("%-34s %9.0f MB/s   %.2fx zlib 1 thread\n", "gather flate, 2 threads (zr)",
-		       mb / median(fl, c->runs), median(zl, c->runs) / median(fl, c->runs));
+		       mb / bench_median(fl, c->runs), bench_median(zl, c->runs) / bench_median(fl, c->runs));
 		printf("%-34s %9.0f MB/s\n", "zlib inflate, 1 thread, in memory",
-		       mb / median(zl, c->runs));
+		       mb / bench_median(zl, c->runs));
 	}
 	rm_rf(base);
 	free(v);
@@ -374,6 +350,8 @@ int cmd_bench(int argc, char **argv)
 		fputs(help, argc < 2 ? stderr : stdout);
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
+	if (strcmp(argv[1], "sampler") == 0)
+		return bench_sampler(argc - 1, argv + 1);
 	if (strcmp(argv[1], "store") != 0) {
 		zr_warn("bench: unknown benchmark '%s' (see 'zr bench --help')", argv[1]);
 		return EXIT_USAGE;

@@ -153,3 +153,34 @@ double now_sec(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+uint64_t bench_splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed)
+{
+	for (uint64_t i = n; i > 1; i--) {
+		uint64_t j = (uint64_t)(((unsigned __int128)bench_splitmix(&seed) * i) >> 64);
+		uint64_t t = ids[i - 1];
+		ids[i - 1] = ids[j];
+		ids[j] = t;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, uint64_t n)
+{
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

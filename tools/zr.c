@@ -13,6 +13,7 @@ static const zr_cmd cmds[] = {
 	{"info", cmd_info, "show a dataset's fields, size and utilisation"},
 	{"verify", cmd_verify, "check every record; exit 0 only when clean"},
 	{"rebalance", cmd_rebalance, "rewrite live records into fresh chunks"},
+	{"sample", cmd_sample, "print a sampler's batches of record ids"},
 	{"bench", cmd_bench, "run a reproducible benchmark"},
 };
 
@@ -20,7 +21,7 @@ static void usage(FILE *out)
 {
 	fputs("usage: zr COMMAND [ARGS...]\n"
 	      "\n"
-	      "Create, fill, inspect and check zrecord datasets.\n"
+	      "Create, fill, inspect and check zrecord datasets; compute sampler orders.\n"
 	      "\n"
 	      "Commands:\n",
 	      out);

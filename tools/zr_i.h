@@ -26,6 +26,8 @@ int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_rebalance(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
+int bench_sampler(int argc, char **argv);
 
 /* Print "zr: " + message to stderr. */
 void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -43,5 +45,10 @@ int read_file(const char *path, void **buf, size_t *len);
 int write_all(int fd, const void *buf, size_t len);
 /* Monotonic seconds. */
 double now_sec(void);
+
+/* Benchmarks: SplitMix64 stream, Fisher-Yates shuffle, median (sorts @v). */
+uint64_t bench_splitmix(uint64_t *s);
+void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
+double bench_median(double *v, uint64_t n);
 
 #endif

@@ -1,0 +1,127 @@
+/*
+ * sample.c - zr sample: print a sampler's batches, one per line.
+ */
+#include "zr_i.h"
+#include "zrsampler.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+	"usage: zr sample SPEC --n N [--epoch E] [--steps A:B]\n"
+	"\n"
+	"Print the record ids of batches A..B-1 (default: all) of epoch E (default 0)\n"
+	"of the order SPEC over N records, one batch per line, ids separated by\n"
+	"spaces. The first line, on stderr, is the canonical spec and the number of\n"
+	"steps per epoch.\n"
+	"\n"
+	"SPEC is ORDER[,KEY=VALUE...]: ORDER one of seq, window, random, shuffle,\n"
+	"block; KEYs seed, batch, rank, world, lo, hi, tail (drop|keep|pad),\n"
+	"window, stride (window order), block (block order). Example:\n"
+	"  zr sample shuffle,seed=42,batch=4,world=2,rank=1 --n 20 --steps 0:2\n";
+
+/* "A:B", "A:" or ":B", with 0 <= A <= B <= max. */
+static int parse_steps(const char *s, uint64_t max, uint64_t *a, uint64_t *b)
+{
+	const char *colon = strchr(s, ':');
+	char head[32];
+
+	if (!colon || (size_t)(colon - s) >= sizeof head) {
+		zr_warn("--steps: '%s' is not A:B", s);
+		return -1;
+	}
+	memcpy(head, s, (size_t)(colon - s));
+	head[colon - s] = 0;
+	*a = 0;
+	*b = max;
+	if (head[0] && parse_u64(head, 0, max, "--steps", a) < 0)
+		return -1;
+	if (colon[1] && parse_u64(colon + 1, *a, max, "--steps", b) < 0)
+		return -1;
+	if (*a > *b) {
+		zr_warn("--steps: %s is an empty range", s);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_sample(int argc, char **argv)
+{
+	const char *spec_text = NULL, *steps = NULL;
+	uint64_t n = 0, epoch = 0, a, b;
+	bool have_n = false;
+	char canon[ZS_SPEC_MAX + 1];
+	zs_spec spec;
+	zs_sampler *s;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (is_help(arg)) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (arg[0] != '-') {
+			if (spec_text) {
+				zr_warn("sample: unexpected '%s' (see 'zr sample --help')", arg);
+				return EXIT_USAGE;
+			}
+			spec_text = arg;
+			continue;
+		}
+		if (!val) {
+			zr_warn("sample: '%s' needs a value or is unknown", arg);
+			return EXIT_USAGE;
+		}
+		i++;
+		if (strcmp(arg, "--n") == 0) {
+			if (parse_u64(val, 1, ZS_INDEX_MAX, "--n", &n) < 0)
+				return EXIT_USAGE;
+			have_n = true;
+		} else if (strcmp(arg, "--epoch") == 0) {
+			if (parse_u64(val, 0, ZS_EPOCH_MAX, "--epoch", &epoch) < 0)
+				return EXIT_USAGE;
+		} else if (strcmp(arg, "--steps") == 0) {
+			steps = val;
+		} else {
+			zr_warn("sample: unknown option '%s'", arg);
+			return EXIT_USAGE;
+		}
+	}
+	if (!spec_text || !have_n) {
+		zr_warn("sample: expected SPEC and --n N (see 'zr sample --help')");
+		return EXIT_USAGE;
+	}
+	if (zs_spec_parse(spec_text, &spec) < 0) {
+		zr_warn("sample: spec '%s': %s", spec_text, zs_errmsg());
+		return EXIT_USAGE;
+	}
+	if (zs_sampler_create(&s, &spec, n) < 0) {
+		zr_warn("sample: %s", zs_errmsg());
+		return EXIT_USAGE;
+	}
+	if (steps ? parse_steps(steps, zs_steps(s), &a, &b) < 0 : (a = 0, b = zs_steps(s), 0)) {
+		zs_sampler_destroy(s);
+		return EXIT_USAGE;
+	}
+	zs_spec_format(&spec, canon, sizeof canon);
+	fprintf(stderr, "%s: %llu steps per epoch\n", canon, (unsigned long long)zs_steps(s));
+	uint64_t *ids = malloc((size_t)zs_batch_max(s) * sizeof *ids);
+	if (!ids) {
+		zr_warn("sample: out of memory");
+		zs_sampler_destroy(s);
+		return 1;
+	}
+	for (uint64_t k = a; k < b; k++) {
+		int64_t m = zs_batch(s, epoch, k, ids);
+		for (int64_t i = 0; i < m; i++)
+			printf(i ? " %llu" : "%llu", (unsigned long long)ids[i]);
+		putchar('\n');
+	}
+	free(ids);
+	zs_sampler_destroy(s);
+	if (fflush(stdout) != 0) {
+		zr_warn("sample: write to stdout failed");
+		return 1;
+	}
+	return 0;
+}
