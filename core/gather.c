@@ -9,6 +9,7 @@
 #include "store_i.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,4 +126,53 @@ int zr_batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n
 		*total += logical;
 	}
 	return 0;
+}
+
+/* Scratch for the stored bytes of flate records, one per thread. */
+static _Thread_local uint8_t *load_buf;
+static _Thread_local size_t load_cap;
+static pthread_key_t load_key;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load_key_init(void)
+{
+	pthread_key_create(&load_key, free);
+}
+
+int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, size_t cap)
+{
+	zr_record_stat st;
+	int rc;
+
+	FORWARD_IF_ERR(zr_stat(ds, field, id, &st));
+	RETURN_IF(!st.present, -ENOENT, "%s: field '%s' record %llu is missing", ds->path,
+		  ds->fields[field].def.name, (unsigned long long)id);
+	RETURN_IF(st.logical_len > cap, -ENOBUFS, "%s: record of %llu bytes, buffer of %zu",
+		  ds->path, (unsigned long long)st.logical_len, cap);
+	if (st.physical_len == 0)
+		return 0;
+	if (ds->fields[field].def.spec.compress == ZR_RAW) {
+		rc = zr_read_full(st.fd, dst, st.physical_len, st.offset);
+	} else {
+		if (st.physical_len > load_cap) {
+			uint8_t *b = realloc(load_buf, st.physical_len);
+			RETURN_IF(!b, -ENOMEM, "out of memory (%u bytes)", st.physical_len);
+			pthread_once(&load_once, load_key_init);
+			pthread_setspecific(load_key, b); /* freed when the thread exits */
+			load_buf = b;
+			load_cap = st.physical_len;
+		}
+		rc = zr_read_full(st.fd, load_buf, st.physical_len, st.offset);
+		if (rc == 0 && zr_flate_decode(load_buf, st.physical_len, dst, st.logical_len) < 0)
+			rc = ZR_ECORRUPT;
+	}
+	RETURN_IF(rc == ZR_ECORRUPT, ZR_ECORRUPT,
+		  "%s: field '%s' record %llu: the stream does not inflate to %llu bytes", ds->path,
+		  ds->fields[field].def.name, (unsigned long long)id,
+		  (unsigned long long)st.logical_len);
+	RETURN_IF(rc < 0, rc == -ENODATA ? -EIO : rc,
+		  "%s/chunk/%u.zr: reading record %llu of field '%s' failed: %s", ds->path,
+		  st.chunk_id, (unsigned long long)id, ds->fields[field].def.name,
+		  rc == -ENODATA ? "the file ends early" : strerror(-rc));
+	return (int64_t)st.logical_len;
 }

@@ -270,3 +270,19 @@ Test(corrupt, random_bit_flips_never_crash, .timeout = 120)
 	cr_log_info("bit flips: %d datasets refused at open, %d opened", refused, opened);
 	cr_assert_gt(opened + refused, 0);
 }
+
+Test(corrupt, chunk_truncated_under_an_open_reader_gives_eio)
+{
+	build();
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, 0, 399, &st), 0);
+	truncate_to("chunk/3.zr", 0);
+	uint8_t buf[3000];
+	for (unsigned f = 0; f < 2; f++) {
+		int64_t rc = zr_record_load(ds, f, 399, buf, sizeof buf);
+		cr_assert_eq(rc, -EIO, "field %u: %lld (%s)", f, (long long)rc, zr_errmsg(ds));
+		cr_assert_not_null(strstr(zr_errmsg(ds), "chunk/3.zr"), "%s", zr_errmsg(ds));
+	}
+	zr_close(ds);
+}

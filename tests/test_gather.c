@@ -134,6 +134,20 @@ static void reader_matches_gather(zr_compress comp, bool uring)
 		cr_assert_eq(memcmp(dst + offs[i], s[i].data ? s[i].data : "", s[i].len), 0,
 			     "record %zu bytes", i);
 	}
+	/* zr_record_load: the same bytes, read with pread, or -ENOENT if missing */
+	uint8_t *one = malloc(70000);
+	for (size_t i = 0; i < n; i++) {
+		int64_t got = zr_record_load(ds, 0, ids[i], one, 70000);
+		if (!s[i].data) {
+			cr_assert_eq(got, -ENOENT);
+			continue;
+		}
+		cr_assert_eq(got, (int64_t)s[i].len, "record %zu: %lld", i, (long long)got);
+		cr_assert_eq(memcmp(one, s[i].data, s[i].len), 0);
+		if (s[i].len > 1)
+			cr_assert_eq(zr_record_load(ds, 0, ids[i], one, s[i].len - 1), -ENOBUFS);
+	}
+	free(one);
 	zr_batch_release(b);
 	/* all missing: nothing to read */
 	uint64_t none[] = {0, 1, 2};

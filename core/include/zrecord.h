@@ -122,6 +122,8 @@ typedef struct zr_record_stat {
 	uint32_t physical_len; /**< bytes stored (0 for missing or empty) */
 	uint32_t chunk_id;
 	uint64_t offset;      /**< within the chunk file */
+	int fd;               /**< the chunk file, read-only; owned by the dataset and
+				   open until zr_close(); -1 when nothing is stored */
 } zr_record_stat;
 
 /** Dataset-wide figures, as computed by zr_info(). */
@@ -205,8 +207,25 @@ ZR_API const char *zr_path(const zr_dataset *ds);
  */
 ZR_API int zr_info_get(zr_dataset *ds, zr_info *out);
 
-/** Where record @p id of @p field is, and its logical length, in O(1). */
+/**
+ * Where record @p id of @p field is, and its logical length, in O(1): the
+ * stored bytes are out->physical_len bytes of out->fd at out->offset, so a
+ * caller may read or splice them itself (never write through the fd).
+ * @return 0 (out->present = 0 for a missing value), -ENOENT for a bad field
+ *         or id, ZR_ECORRUPT for an entry outside its chunk.
+ */
 ZR_API int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out);
+
+/**
+ * Copy the logical bytes of one record into @p dst, reading the chunk file
+ * with pread (not through the mapping: a chunk truncated under a reader
+ * gives an error, never SIGBUS) and inflating flate records. Thread-safe.
+ * @param cap bytes at @p dst; the record's logical length must fit
+ * @return the logical length, -ENOENT (missing value, bad field or id),
+ *         -ENOBUFS (cap too small), ZR_ECORRUPT or -EIO (damaged record)
+ */
+ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst,
+			      size_t cap);
 
 /* ---- writing ------------------------------------------------------------ */
 

@@ -1,0 +1,191 @@
+/*
+ * cache.c - a bounded cache of inflated flate records.
+ *
+ * The kernel asks for a file in pieces (up to 128 KiB, or max_read), and a
+ * flate record can only be inflated whole: without a cache, reading a 1 MiB
+ * record would inflate it eight times. Entries are keyed by (field, id),
+ * reference-counted while a reply is being sent, and evicted least recently
+ * used first once the bytes held exceed the bound (-o flate_cache=SIZE).
+ * Two threads missing the same record at once both inflate it; the second
+ * insert finds the first and drops its own copy.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct zrfs_cached {
+	uint64_t key;                    /* field << 40 | id, + 1 */
+	uint64_t len;
+	unsigned refs;                   /* replies using it, + 1 while cached */
+	struct zrfs_cached *hnext;       /* hash chain */
+	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
+	uint8_t data[];
+};
+
+struct zrfs_cache {
+	pthread_mutex_t lock;            /* everything below */
+	uint64_t bytes, limit;
+	size_t nbuckets;                 /* power of two */
+	struct zrfs_cached **buckets;
+	struct zrfs_cached *head, *tail;
+};
+
+int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
+{
+	struct zrfs_cache *c = calloc(1, sizeof *c);
+
+	if (!c)
+		return -ENOMEM;
+	c->nbuckets = 4096;
+	c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+	if (!c->buckets) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->limit = bytes;
+	pthread_mutex_init(&c->lock, NULL);
+	*out = c;
+	return 0;
+}
+
+void zrfs_cache_destroy(struct zrfs_cache *c)
+{
+	if (!c)
+		return;
+	while (c->head) {
+		struct zrfs_cached *e = c->head;
+		c->head = e->next;
+		free(e);
+	}
+	free(c->buckets);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static size_t bucket(const struct zrfs_cache *c, uint64_t key)
+{
+	return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (c->nbuckets - 1);
+}
+
+static void lru_unlink(struct zrfs_cache *c, struct zrfs_cached *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push(struct zrfs_cache *c, struct zrfs_cached *e)
+{
+	e->next = c->head;
+	e->prev = NULL;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key)
+{
+	for (struct zrfs_cached *e = c->buckets[bucket(c, key)]; e; e = e->hnext)
+		if (e->key == key)
+			return e;
+	return NULL;
+}
+
+static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
+{
+	struct zrfs_cached **p = &c->buckets[bucket(c, e->key)];
+
+	while (*p != e)
+		p = &(*p)->hnext;
+	*p = e->hnext;
+	lru_unlink(c, e);
+	c->bytes -= e->len;
+	if (--e->refs == 0)
+		free(e);
+}
+
+/* Evict from the old end until under the limit (entries in use just lose
+ * their cache reference and are freed by their last user). */
+static void shrink(struct zrfs_cache *c)
+{
+	while (c->bytes > c->limit && c->tail)
+		drop(c, c->tail);
+}
+
+int zrfs_cache_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
+		   const uint8_t **data, uint64_t *len)
+{
+	struct zrfs_cache *c = fs->cache;
+	uint64_t key = ((uint64_t)field << ZRFS_ID_BITS | id) + 1;
+	struct zrfs_cached *e, *had;
+	zr_record_stat st;
+	int64_t got;
+	int rc;
+
+	pthread_mutex_lock(&c->lock);
+	e = find(c, key);
+	if (e) {
+		e->refs++;
+		lru_unlink(c, e);
+		lru_push(c, e);
+		pthread_mutex_unlock(&c->lock);
+		goto found;
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	if ((rc = zr_stat(fs->ds, field, id, &st)) < 0)
+		return rc;
+	if (!st.present)
+		return -ENOENT;
+	e = malloc(sizeof *e + st.logical_len);
+	if (!e)
+		return -ENOMEM;
+	got = zr_record_load(fs->ds, field, id, e->data, st.logical_len);
+	if (got < 0) {
+		free(e);
+		return (int)got;
+	}
+	e->key = key;
+	e->len = (uint64_t)got;
+	e->refs = 2; /* the cache's and the caller's */
+	pthread_mutex_lock(&c->lock);
+	had = find(c, key);
+	if (had) {
+		free(e);
+		e = had;
+		e->refs++;
+	} else if (e->len <= c->limit) {
+		size_t b = bucket(c, key);
+		e->hnext = c->buckets[b];
+		c->buckets[b] = e;
+		lru_push(c, e);
+		c->bytes += e->len;
+		shrink(c);
+	} else {
+		e->refs = 1; /* larger than the whole cache: the caller's alone */
+	}
+	pthread_mutex_unlock(&c->lock);
+found:
+	*out = e;
+	*data = e->data;
+	*len = e->len;
+	return 0;
+}
+
+void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
+{
+	pthread_mutex_lock(&c->lock);
+	if (--e->refs == 0)
+		free(e);
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,109 @@
+/*
+ * zrfs_i.h - internals of the zrfs FUSE driver shared between its files.
+ *
+ * The driver is a thin adapter: it turns FUSE requests on a read-only tree
+ * into calls of libzrecord. The tree and its inode numbers:
+ *
+ *   /                      ZRFS_INO_ROOT (1)
+ *   /meta.json             ZRFS_INO_META
+ *   /<field>/              ZRFS_INO_DIR  + field
+ *   /<field>.npy           ZRFS_INO_NPY  + field      (fixed-shape fields)
+ *   /<field>/<id>[.ext]    ZRFS_INO_REC | field << 40 | id
+ *
+ * Inode numbers are a pure function of the path, so they are stable for as
+ * long as the dataset is mounted and need no table; the kernel can forget
+ * them (FORGET is a no-op).
+ */
+#ifndef ZRFS_I_H
+#define ZRFS_I_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "zrecord.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define ZRFS_INO_ROOT FUSE_ROOT_ID
+#define ZRFS_INO_META UINT64_C(2)
+#define ZRFS_INO_DIR UINT64_C(0x1000)
+#define ZRFS_INO_NPY UINT64_C(0x2000)
+#define ZRFS_INO_REC (UINT64_C(1) << 56)
+#define ZRFS_ID_BITS 40
+
+/* The .npy header of a fixed-shape field; data follows at hdr_len. */
+struct zrfs_npy {
+	char hdr[256];
+	size_t hdr_len;      /* a multiple of 64, as NumPy pads it */
+	uint64_t size;       /* hdr_len + N * record size */
+};
+
+struct zrfs_field {
+	const zr_field_spec *spec;
+	size_t name_len;
+	size_t ext_len;      /* 0: record files have no extension */
+	uint64_t record_size; /* fixed-shape fields; 0 = variable */
+	bool flate;
+	bool has_npy;
+	struct zrfs_npy npy;
+};
+
+struct zrfs_opts {
+	double timeout;       /* entry and attribute timeouts, seconds */
+	uint64_t cache_bytes; /* bound of the inflated-record cache */
+	unsigned readahead_kb; /* 0: leave the kernel's default */
+	int rw;
+};
+
+struct zrfs_cache;
+
+struct zrfs {
+	zr_dataset *ds;
+	const char *dataset;  /* as given on the command line */
+	uint64_t n;           /* records */
+	unsigned nfields;
+	struct zrfs_field *fields;
+	char *meta;           /* meta.json as served */
+	size_t meta_len;
+	struct timespec mtime;
+	uid_t uid;
+	gid_t gid;
+	struct zrfs_opts opts;
+	struct zrfs_cache *cache;
+	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
+};
+
+/* tree.c: names, inodes, attributes, directories */
+extern const struct fuse_lowlevel_ops zrfs_ops;
+int zrfs_errno(int rc);
+void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc);
+void zrfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void zrfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zrfs_ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void zrfs_ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi);
+int zrfs_record_name(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id);
+
+/* read.c: file contents */
+void zrfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void zrfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+
+/* npy.c */
+int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t record_size,
+		    struct zrfs_npy *out);
+
+/* cache.c: inflated flate records, bounded by bytes */
+struct zrfs_cached;
+int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes);
+void zrfs_cache_destroy(struct zrfs_cache *c);
+/* The inflated bytes of (field, id), loaded on a miss; release after use. */
+int zrfs_cache_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
+		   const uint8_t **data, uint64_t *len);
+void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
+
+#endif /* ZRFS_I_H */
