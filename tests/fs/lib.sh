@@ -1,0 +1,42 @@
+# lib.sh - helpers for the filesystem tests (sourced by each case).
+#
+# Each case gets a scratch directory with a dataset built by mkds, its
+# reference tree (what the mount must show) and a mount point; `mount_ds`
+# mounts it with zrfs, and the EXIT trap unmounts whatever was mounted and
+# removes the scratch directory, whether the case passed or failed.
+# ZRFS, MKDS: the binaries under test (set by CTest). PY: Debian's python3.
+set -u
+: "${ZRFS:?ZRFS must name the zrfs binary}"
+: "${MKDS:?MKDS must name the mkds helper}"
+PY=/usr/bin/python3
+T=$(mktemp -d /tmp/zrfs-test-XXXXXX)
+DS=$T/ds
+REF=$T/ref
+MNT=$T/mnt
+mkdir "$MNT"
+
+cleanup() {
+	if mountpoint -q "$MNT" 2>/dev/null; then
+		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# make_ds [mkds options]: build $DS and $REF.
+make_ds() { "$MKDS" "$DS" "$REF" "$@" >"$T/mkds.out" || fail "mkds failed"; }
+
+# mount_ds [zrfs options]: mount $DS on $MNT; returns once it is mounted.
+mount_ds() {
+	"$ZRFS" "$DS" "$MNT" "$@" || fail "zrfs $* exited $?"
+	mountpoint -q "$MNT" || fail "zrfs returned but $MNT is not mounted"
+}
+
+# same FILE1 FILE2: byte-identical or fail.
+same() { cmp -s "$1" "$2" || fail "$1 and $2 differ"; }

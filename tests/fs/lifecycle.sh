@@ -1,0 +1,37 @@
+#!/bin/sh
+# Options and errors: -o rw and bad datasets are refused before anything is
+# mounted; SIGTERM unmounts cleanly; unmounting under busy readers returns.
+. "$(dirname "$0")/lib.sh"
+make_ds --records 64
+
+"$ZRFS" --help | grep -q '^usage: zrfs DATASET MOUNTPOINT' || fail "--help"
+"$ZRFS" --version | grep -q '^zrfs ' || fail "--version"
+"$ZRFS" "$DS" 2>/dev/null
+[ $? -eq 2 ] || fail "a missing mount point is not a usage error"
+out=$("$ZRFS" "$DS" "$MNT" -o rw 2>&1)
+[ $? -eq 2 ] || fail "-o rw was not refused"
+case $out in *"read-write mounts are not supported"*) ;; *) fail "-o rw: $out" ;; esac
+out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1) && fail "a missing dataset mounted"
+case $out in *"$T/nonexistent"*) ;; *) fail "missing dataset: $out" ;; esac
+out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"
+mountpoint -q "$MNT" && fail "something got mounted"
+
+# SIGTERM: the daemon unmounts and exits 0
+"$ZRFS" "$DS" "$MNT" -f &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted"
+kill -TERM $pid
+wait $pid || fail "zrfs exited $? on SIGTERM"
+mountpoint -q "$MNT" && fail "still mounted after SIGTERM"
+
+# busy readers: unmounting returns, readers see errors and stop, daemon exits
+mount_ds
+dpid=$(pgrep -f "zrfs $DS $MNT") || fail "no daemon found"
+for i in 1 2 3 4; do
+	(while cat "$MNT"/img/* "$MNT"/txt/* >/dev/null 2>&1; do :; done) &
+done
+timeout 20 fusermount3 -uz "$MNT" || fail "unmount under load did not return"
+wait # the readers stop once the files are gone
+mountpoint -q "$MNT" && fail "still mounted"
+timeout 20 tail --pid="$dpid" -f /dev/null || fail "the daemon did not exit"
+true

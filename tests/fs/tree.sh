@@ -1,0 +1,34 @@
+#!/bin/sh
+# The mount shows every present record of every field with its exact bytes
+# and size; cp -r and rsync -a of a field directory reproduce the files;
+# names, sizes and inode numbers are stable; meta.json is the dataset's.
+. "$(dirname "$0")/lib.sh"
+make_ds
+mount_ds
+
+[ "$(ls "$MNT" | tr '\n' ' ')" = "img lab lab.npy meta.json txt vec vec.npy " ] ||
+	fail "root lists: $(ls "$MNT")"
+same "$DS/meta.json" "$MNT/meta.json"
+for f in img txt vec lab; do
+	diff -r "$REF/$f" "$MNT/$f" >/dev/null || fail "field $f differs from the reference"
+	# listings and sizes (ls -l) agree, name for name
+	(cd "$REF/$f" && ls -l --time-style=+ | awk 'NR > 1 {print $5, $NF}' | sort) >"$T/ref.ls"
+	(cd "$MNT/$f" && ls -l --time-style=+ | awk 'NR > 1 {print $5, $NF}' | sort) >"$T/mnt.ls"
+	same "$T/ref.ls" "$T/mnt.ls"
+done
+# missing records are absent, empty ones present with size 0
+[ ! -e "$MNT/img/3.jpg" ] || fail "missing record img/3 is listed"
+[ -f "$MNT/img/0.jpg" ] && [ ! -s "$MNT/img/0.jpg" ] || fail "empty record img/0"
+cp -r "$MNT/txt" "$T/copy"
+diff -r "$REF/txt" "$T/copy" >/dev/null || fail "cp -r of txt differs"
+rsync -a "$MNT/img/" "$T/rsynced/"
+diff -r "$REF/img" "$T/rsynced" >/dev/null || fail "rsync -a of img differs"
+# a second rsync finds nothing to do (sizes and times are stable)
+[ -z "$(rsync -ai "$MNT/img/" "$T/rsynced/")" ] || fail "second rsync copied again"
+ino1=$(stat -c %i "$MNT/txt/11.txt")
+echo 2 >/proc/sys/vm/drop_caches # forget the kernel's inodes and dentries
+ino2=$(stat -c %i "$MNT/txt/11.txt")
+[ "$ino1" = "$ino2" ] || fail "inode number changed: $ino1 -> $ino2"
+[ "$(stat -c %Y "$MNT/img/1.jpg")" = "$(stat -c %Y "$DS/meta.json")" ] ||
+	fail "record mtime is not the dataset's"
+[ "$(stat -c %a "$MNT/img/1.jpg")" = 444 ] || fail "record files are not read-only"
