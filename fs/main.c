@@ -42,6 +42,9 @@ static const char usage[] =
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
 	"                       user_allow_other in /etc/fuse.conf for non-root)\n"
+	"  splice               splice raw records from the chunk files into replies\n"
+	"                       instead of reading them into a buffer (zero-copy; on\n"
+	"                       the machines measured it was slower, see BENCHMARKS.md)\n"
 	"  max_threads=N        worker threads (default 10); clone_fd: one /dev/fuse\n"
 	"                       descriptor per thread\n"
 	"Other FUSE mount options are passed on (see mount.fuse3(8)).\n";
@@ -50,7 +53,7 @@ struct cli {
 	char *dataset;
 	int nonopts;
 	char *timeout, *cache, *readahead;
-	int rw;
+	int rw, splice;
 };
 
 enum { KEY_HELP, KEY_VERSION };
@@ -60,6 +63,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"flate_cache=%s", offsetof(struct cli, cache), 0},
 	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
 	{"rw", offsetof(struct cli, rw), 1},
+	{"splice", offsetof(struct cli, splice), 1},
 	{"ro", offsetof(struct cli, rw), 0},
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -205,8 +209,14 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 	struct zrfs *fs = userdata;
 
 	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+	if (!(conn->capable & FUSE_CAP_SPLICE_WRITE))
+		fs->opts.splice = 0;
+	if (fs->opts.splice)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	else
+		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* the dataset cannot change under the mount: never revalidate pages */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	conn->max_readahead = 1 << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -293,6 +303,7 @@ int main(int argc, char **argv)
 	    (cli.readahead && ((fs.opts.readahead_kb = (unsigned)v), 0)))
 		return 2;
 	fs.dataset = cli.dataset;
+	fs.opts.splice = cli.splice;
 	/* read-only, permissions checked by the kernel, named after the dataset */
 	if (fuse_opt_add_opt_escaped(&fsname, cli.dataset) < 0 ||
 	    (o = malloc(strlen(fsname) + 64)) == NULL)

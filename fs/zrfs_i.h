@@ -55,7 +55,7 @@ struct zrfs_opts {
 	double timeout;       /* entry and attribute timeouts, seconds */
 	uint64_t cache_bytes; /* bound of the inflated-record cache */
 	unsigned readahead_kb; /* 0: leave the kernel's default */
-	int rw;
+	int splice;           /* splice raw bytes into replies (-o splice) */
 };
 
 struct zrfs_cache;

@@ -29,10 +29,12 @@
 static const char help[] =
 	"usage: zr bench store [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"       zr bench sampler [--runs R] [--max N]\n"
+	"       zr bench fs [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"\n"
 	"Run a benchmark against its baselines in the same run and print medians\n"
 	"and ratios (each ratio is the median of the per-run ratios; see\n"
-	"BENCHMARKS.md). 'zr bench sampler --help' describes the sampler's.\n"
+	"BENCHMARKS.md). 'zr bench sampler --help' and 'zr bench fs --help'\n"
+	"describe theirs.\n"
 	"\n"
 	"store: append and gather against a flat file and a pread loop.\n"
 	"  --records N   records to write (default 50000)\n"
@@ -72,19 +74,6 @@ static uint64_t checksum(const uint8_t *p, size_t n)
 	return a;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 /* ---- the workloads ---- */
 
 static int make_dataset(const char *path, const struct cfg *c, zr_compress comp, bool compressible,
@@ -96,7 +85,7 @@ static int make_dataset(const char *path, const struct cfg *c, zr_compress comp,
 	double t0;
 	int rc;
 
-	rm_rf(path);
+	bench_rm_rf(path);
 	t0 = now_sec();
 	rc = zr_create(path, &f, 1, NULL);
 	if (rc == 0)
@@ -336,7 +325,7 @@ static int bench_store(const struct cfg *c)
 		printf("%-34s %9.0f MB/s\n", "zlib inflate, 1 thread, in memory",
 		       mb / bench_median(zl, c->runs));
 	}
-	rm_rf(base);
+	bench_rm_rf(base);
 	free(v);
 	free(ids);
 	return rc ? 1 : 0;
@@ -352,6 +341,8 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "sampler") == 0)
 		return bench_sampler(argc - 1, argv + 1);
+	if (strcmp(argv[1], "fs") == 0)
+		return bench_fs(argc - 1, argv + 1);
 	if (strcmp(argv[1], "store") != 0) {
 		zr_warn("bench: unknown benchmark '%s' (see 'zr bench --help')", argv[1]);
 		return EXIT_USAGE;

@@ -4,6 +4,7 @@
 #include "zr_i.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -183,4 +184,15 @@ double bench_median(double *v, uint64_t n)
 {
 	qsort(v, n, sizeof *v, cmp_double);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+void bench_rm_rf(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -1,0 +1,451 @@
+/*
+ * bench_fs.c - zr bench fs: reading records as files through zrfs, against
+ * the same files in a native directory and in a squashfs image mounted with
+ * squashfuse_ll.
+ *
+ * Set-up, once: a dataset of N records of S bytes (one raw field "data",
+ * u8 of shape S, so the mount also has data.npy), the same records as N
+ * files in a directory of the scratch filesystem, and that directory packed
+ * by `mksquashfs -noI -noD -noF -noX` (uncompressed). Then, per run and
+ * per thread count (1, 2): mount fresh, read every file once in one
+ * shuffled order (open, read to EOF, close; threads share the order), which
+ * is the first pass, then again, the second pass; the native directory is
+ * read twice too and its second (warm) pass is the baseline. Also per run:
+ * `cat data.npy` on a fresh mount against reading a native file of the same
+ * size from the page cache, and `ls -lR` of a fresh mount against the
+ * native directory. Every file read is checked for its size.
+ */
+#include "zr_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char help[] =
+	"usage: zr bench fs [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
+	"                   [--zrfs PATH]\n"
+	"\n"
+	"Read N record files (default 50000 x 8K) once in a shuffled order through\n"
+	"a fresh zrfs mount (first pass) and again (second pass), with 1 and 2\n"
+	"threads, against the same files in a native directory (warm) and in an\n"
+	"uncompressed squashfs image mounted with squashfuse_ll; also cat of the\n"
+	"mount's .npy view and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
+	"squashfuse_ll (packaging/deps.sh --bench installs them). Medians of R runs\n"
+	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n";
+
+struct fcfg {
+	uint64_t records, size, runs;
+	const char *dir, *zrfs;
+	char base[PATH_MAX - 64];
+	char ds[PATH_MAX], tree[PATH_MAX], img[PATH_MAX], flat[PATH_MAX];
+	char zmnt[PATH_MAX], smnt[PATH_MAX];
+};
+
+/* Run a program, quietly; its exit status, or -1. */
+static int run(char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int status;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static int mount_zrfs(struct fcfg *c)
+{
+	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, NULL};
+	if (run(argv) != 0) {
+		zr_warn("bench: %s %s %s failed", c->zrfs, c->ds, c->zmnt);
+		return -1;
+	}
+	return 0;
+}
+
+static int mount_squash(struct fcfg *c)
+{
+	char *argv[] = {"squashfuse_ll", c->img, c->smnt, NULL};
+	if (run(argv) != 0) {
+		zr_warn("bench: squashfuse_ll %s %s failed", c->img, c->smnt);
+		return -1;
+	}
+	return 0;
+}
+
+static void unmount(char *mnt)
+{
+	char *argv[] = {"fusermount3", "-u", mnt, NULL};
+	run(argv);
+}
+
+/* ---- the reader ---- */
+
+struct pass {
+	const char *root;     /* files are root/<id> */
+	const uint64_t *order;
+	uint64_t n, size;
+	atomic_ulong next;
+	atomic_int bad;
+};
+
+static void *reader(void *arg)
+{
+	struct pass *p = arg;
+	char path[PATH_MAX + 32], *buf = malloc(1 << 16);
+	uint64_t i;
+
+	while (buf && (i = atomic_fetch_add(&p->next, 1)) < p->n) {
+		uint64_t got = 0;
+		ssize_t r;
+		snprintf(path, sizeof path, "%s/%llu", p->root, (unsigned long long)p->order[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			atomic_store(&p->bad, 1);
+			break;
+		}
+		while ((r = read(fd, buf, 1 << 16)) > 0)
+			got += (uint64_t)r;
+		close(fd);
+		if (r < 0 || got != p->size)
+			atomic_store(&p->bad, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* One pass over every file with @threads threads: files per second. */
+static int read_pass(const char *root, const uint64_t *order, const struct fcfg *c, int threads,
+		     double *rate)
+{
+	struct pass p = {.root = root, .order = order, .n = c->records, .size = c->size};
+	pthread_t th[2];
+	double t0 = now_sec();
+
+	atomic_init(&p.next, 0);
+	atomic_init(&p.bad, 0);
+	for (int i = 0; i < threads; i++)
+		pthread_create(&th[i], NULL, reader, &p);
+	for (int i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	*rate = (double)c->records / (now_sec() - t0);
+	if (atomic_load(&p.bad)) {
+		zr_warn("bench: reading the files under %s failed or gave wrong sizes", root);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read a whole file in 1 MiB pieces, like cat: seconds. */
+static int cat_file(const char *path, uint64_t want, double *secs)
+{
+	char *buf = malloc(1 << 20);
+	uint64_t got = 0;
+	ssize_t r = 0;
+	double t0 = now_sec();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && buf && (r = read(fd, buf, 1 << 20)) > 0)
+		got += (uint64_t)r;
+	*secs = now_sec() - t0;
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	if (fd < 0 || r < 0 || got != want) {
+		zr_warn("bench: reading %s failed", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int ls_lr(const char *dir, double *secs)
+{
+	char *argv[] = {"ls", "-lR", (char *)dir, NULL};
+	double t0 = now_sec();
+	int rc = run(argv);
+
+	*secs = now_sec() - t0;
+	if (rc != 0)
+		zr_warn("bench: ls -lR %s failed", dir);
+	return rc == 0 ? 0 : -1;
+}
+
+/* ---- set-up ---- */
+
+static int make_inputs(struct fcfg *c)
+{
+	zr_field_spec f = {.name = "data", .dtype = ZR_U8, .compress = ZR_RAW, .fixed = 1,
+			   .ndim = 1, .shape = {(uint32_t)c->size}};
+	uint8_t *rec = malloc(c->size);
+	char path[PATH_MAX + 32];
+	zr_dataset *ds = NULL;
+	uint64_t s = 1;
+	int rc;
+
+	rc = zr_create(c->ds, &f, 1, NULL);
+	if (rc == 0)
+		rc = zr_open(&ds, c->ds, ZR_RDWR);
+	if (rc == 0 && mkdir(c->tree, 0755) < 0)
+		rc = -errno;
+	for (uint64_t i = 0; i < c->records && rc == 0 && rec; i++) {
+		for (uint64_t k = 0; k < c->size; k += 8) {
+			uint64_t v = bench_splitmix(&s);
+			memcpy(rec + k, &v, c->size - k < 8 ? c->size - k : 8);
+		}
+		rc = zr_append(ds, &(zr_value){rec, c->size}, NULL);
+		snprintf(path, sizeof path, "%s/%llu", c->tree, (unsigned long long)i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (rc == 0 && (fd < 0 || write_all(fd, rec, c->size) < 0))
+			rc = -EIO;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc == 0)
+		rc = zr_commit(ds);
+	zr_close(ds);
+	free(rec);
+	if (rc < 0)
+		return zr_fail(rc, "bench: creating the inputs");
+	char *mk[] = {"mksquashfs", c->tree, c->img, "-noI", "-noD", "-noF", "-noX",
+		      "-no-progress", "-quiet", NULL};
+	if (run(mk) != 0) {
+		zr_warn("bench: mksquashfs failed (is squashfs-tools installed?)");
+		return -1;
+	}
+	return 0;
+}
+
+static void find_zrfs(struct fcfg *c, char buf[PATH_MAX])
+{
+	char self[PATH_MAX - 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+	c->zrfs = "zrfs";
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(buf, PATH_MAX, "%s/../fs/zrfs", self); /* a build tree */
+	if (access(buf, X_OK) == 0) {
+		c->zrfs = buf;
+		return;
+	}
+	snprintf(buf, PATH_MAX, "%s/zrfs", self); /* installed side by side */
+	if (access(buf, X_OK) == 0)
+		c->zrfs = buf;
+}
+
+/* ---- the benchmark ---- */
+
+enum { Z1, Z2, ZS1, ZS2, S1, S2, SS1, SS2, N1, N2, NPY, NFLAT, LSZ, LSN, NV };
+
+static int one_run(struct fcfg *c, const uint64_t *order, double *v)
+{
+	char zdata[PATH_MAX + 8], npy[PATH_MAX + 16];
+	uint64_t npy_size = 0;
+	struct stat st;
+	double t;
+
+	snprintf(zdata, sizeof zdata, "%s/data", c->zmnt);
+	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
+	for (int th = 1; th <= 2; th++) {
+		/* native: the first pass warms, the second is the baseline */
+		if (read_pass(c->tree, order, c, th, &t) < 0 ||
+		    read_pass(c->tree, order, c, th, &v[th == 1 ? N1 : N2]) < 0)
+			return -1;
+		if (mount_zrfs(c) < 0)
+			return -1;
+		int rc = read_pass(zdata, order, c, th, &v[th == 1 ? Z1 : Z2]);
+		if (rc == 0)
+			rc = read_pass(zdata, order, c, th, &v[th == 1 ? ZS1 : ZS2]);
+		unmount(c->zmnt);
+		if (rc < 0 || mount_squash(c) < 0)
+			return -1;
+		rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? S1 : S2]);
+		if (rc == 0)
+			rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? SS1 : SS2]);
+		unmount(c->smnt);
+		if (rc < 0)
+			return -1;
+	}
+	/* cat of the .npy view on a fresh mount; a native file of its size, warm */
+	if (mount_zrfs(c) < 0)
+		return -1;
+	int rc = stat(npy, &st);
+	npy_size = (uint64_t)st.st_size;
+	if (rc == 0)
+		rc = cat_file(npy, npy_size, &v[NPY]);
+	if (rc == 0)
+		rc = ls_lr(c->zmnt, &v[LSZ]); /* the listing is still cold */
+	unmount(c->zmnt);
+	if (rc < 0 || cat_file(c->flat, npy_size, &t) < 0 || cat_file(c->flat, npy_size, &v[NFLAT]) < 0 ||
+	    ls_lr(c->tree, &t) < 0 || ls_lr(c->tree, &v[LSN]) < 0)
+		return -1;
+	/* a native tree one level deep, like the mount: <tree> holds the files */
+	return 0;
+}
+
+static int make_flat(const struct fcfg *c)
+{
+	char npy[PATH_MAX + 16];
+	struct stat st;
+	int rc = -1;
+
+	if (mount_zrfs((struct fcfg *)c) < 0)
+		return -1;
+	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
+	if (stat(npy, &st) == 0) {
+		int fd = open(c->flat, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		char *buf = calloc(1, 1 << 20);
+		rc = fd >= 0 && buf ? 0 : -1;
+		for (off_t done = 0; rc == 0 && done < st.st_size; done += 1 << 20) {
+			size_t n = st.st_size - done < (1 << 20) ? (size_t)(st.st_size - done) : 1 << 20;
+			rc = write_all(fd, buf, n);
+		}
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+	}
+	unmount((char *)c->zmnt);
+	return rc;
+}
+
+int bench_fs(int argc, char **argv)
+{
+	struct fcfg c = {.records = 50000, .size = 8192, .runs = 5, .dir = "/var/tmp"};
+	char zrfs_path[PATH_MAX];
+	double (*v)[NV];
+	uint64_t *order;
+	int rc = 0;
+
+	find_zrfs(&c, zrfs_path);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (is_help(a)) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (!val) {
+			zr_warn("bench: '%s' needs a value or is unknown", a);
+			return EXIT_USAGE;
+		}
+		i++;
+		if (strcmp(a, "--records") == 0) {
+			if (parse_u64(val, 1, 10000000, a, &c.records) < 0)
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--size") == 0) {
+			if (parse_size(val, 1 << 24, a, &c.size) < 0 || c.size == 0)
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--runs") == 0) {
+			if (parse_u64(val, 1, 100, a, &c.runs) < 0)
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--dir") == 0) {
+			c.dir = val;
+		} else if (strcmp(a, "--zrfs") == 0) {
+			c.zrfs = val;
+		} else {
+			zr_warn("bench: unknown option '%s'", a);
+			return EXIT_USAGE;
+		}
+	}
+	snprintf(c.base, sizeof c.base, "%s/zr-bench-fs-XXXXXX", c.dir);
+	if (!mkdtemp(c.base)) {
+		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));
+		return 1;
+	}
+	snprintf(c.ds, sizeof c.ds, "%s/ds", c.base);
+	snprintf(c.tree, sizeof c.tree, "%s/tree", c.base);
+	snprintf(c.img, sizeof c.img, "%s/tree.sqfs", c.base);
+	snprintf(c.flat, sizeof c.flat, "%s/flat.bin", c.base);
+	snprintf(c.zmnt, sizeof c.zmnt, "%s/zmnt", c.base);
+	snprintf(c.smnt, sizeof c.smnt, "%s/smnt", c.base);
+	mkdir(c.zmnt, 0755);
+	mkdir(c.smnt, 0755);
+	v = calloc(c.runs, sizeof *v);
+	order = malloc(c.records * sizeof *order);
+	printf("zr bench fs: %llu files x %llu B, %llu runs, zrfs %s, scratch %s\n",
+	       (unsigned long long)c.records, (unsigned long long)c.size,
+	       (unsigned long long)c.runs, c.zrfs, c.base);
+	fflush(stdout);
+	if (!v || !order || make_inputs(&c) < 0 || make_flat(&c) < 0)
+		rc = 1;
+	for (uint64_t i = 0; order && i < c.records; i++)
+		order[i] = i;
+	if (order)
+		bench_shuffle(order, c.records, 7);
+	for (uint64_t r = 0; r < c.runs && rc == 0; r++) {
+		if (one_run(&c, order, v[r]) < 0) {
+			rc = 1;
+			break;
+		}
+		printf("  run %llu: 1 thread: zrfs %.0f / %.0f, squashfuse_ll %.0f / %.0f, native %.0f "
+		       "files/s; 2 threads: zrfs %.0f / %.0f, squashfuse_ll %.0f / %.0f, native %.0f\n",
+		       (unsigned long long)r + 1, v[r][Z1], v[r][ZS1], v[r][S1], v[r][SS1], v[r][N1],
+		       v[r][Z2], v[r][ZS2], v[r][S2], v[r][SS2], v[r][N2]);
+		fflush(stdout);
+	}
+	if (rc == 0) {
+		double m[NV], ratio[6][100];
+		for (int k = 0; k < NV; k++) {
+			double col[100];
+			for (uint64_t r = 0; r < c.runs; r++)
+				col[r] = v[r][k];
+			m[k] = bench_median(col, c.runs);
+		}
+		for (uint64_t r = 0; r < c.runs; r++) {
+			ratio[0][r] = v[r][ZS1] / v[r][N1];
+			ratio[1][r] = v[r][ZS2] / v[r][N2];
+			ratio[2][r] = v[r][Z1] / v[r][N1];
+			ratio[3][r] = v[r][Z2] / v[r][N2];
+			ratio[4][r] = v[r][NFLAT] / v[r][NPY];
+			ratio[5][r] = v[r][LSZ] / v[r][LSN];
+		}
+		double mr[6];
+		for (int k = 0; k < 6; k++)
+			mr[k] = bench_median(ratio[k], c.runs);
+		printf("\n%-44s %12s %12s\n", "files/s (median)", "1 thread", "2 threads");
+		printf("%-44s %12.0f %12.0f\n", "native directory, warm", m[N1], m[N2]);
+		printf("%-44s %12.0f %12.0f\n", "squashfuse_ll, first pass", m[S1], m[S2]);
+		printf("%-44s %12.0f %12.0f\n", "squashfuse_ll, second pass", m[SS1], m[SS2]);
+		printf("%-44s %12.0f %12.0f\n", "zrfs, first pass", m[Z1], m[Z2]);
+		printf("%-44s %12.0f %12.0f\n", "zrfs, second pass", m[ZS1], m[ZS2]);
+		printf("\n%-44s %12s %12s   %s\n", "ratios (median of per-run ratios)", "1 thread",
+		       "2 threads", "target");
+		printf("%-44s %11.2fx %11.2fx   >= 1.0x\n", "zrfs second pass / native warm", mr[0],
+		       mr[1]);
+		printf("%-44s %11.2fx %11.2fx   >= 0.5x\n", "zrfs first pass / native warm", mr[2],
+		       mr[3]);
+		printf("%-44s %11.2fx %11.2fx   >= 2x\n", "zrfs first pass / squashfuse_ll second",
+		       m[Z1] / m[SS1], m[Z2] / m[SS2]);
+		printf("%-44s %11.2fx %12s   >= 0.9x\n", "cat data.npy / native file from page cache",
+		       mr[4], "");
+		printf("%-44s %11.2fx %12s   <= 1.5x\n", "ls -lR time: zrfs / native", mr[5], "");
+		printf("(cat: %.0f MB/s through zrfs, %.0f MB/s native; ls -lR: %.3f s zrfs, %.3f s "
+		       "native)\n",
+		       (double)c.records * (double)c.size / m[NPY] / 1e6,
+		       (double)c.records * (double)c.size / m[NFLAT] / 1e6, m[LSZ], m[LSN]);
+	}
+	unmount(c.zmnt);
+	unmount(c.smnt);
+	bench_rm_rf(c.base);
+	free(v);
+	free(order);
+	return rc;
+}
