@@ -275,7 +275,7 @@ static void log_func(enum fuse_log_level level, const char *fmt, va_list ap)
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fuse_cmdline_opts opts;
+	struct fuse_cmdline_opts opts = {0};
 	struct fuse_loop_config *cfg = NULL;
 	struct fuse_session *se = NULL;
 	struct cli cli = {0};
@@ -285,15 +285,16 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int rc = 1;
 
+	rc = 2; /* usage errors until the arguments are understood */
 	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0 || cli.nonopts != 2) {
 		fprintf(stderr, "%s", cli.nonopts > 2 ? "zrfs: too many arguments\n" : "");
 		fputs(usage, stderr);
-		return 2;
+		goto out;
 	}
 	if (cli.rw) {
 		fprintf(stderr, "zrfs: read-write mounts are not supported; mount without -o rw "
 				"(read-only is the default)\n");
-		return 2;
+		goto out;
 	}
 	if ((cli.timeout && parse_num("timeout", cli.timeout, 1u << 31, false, &v) < 0) ||
 	    (cli.timeout && ((fs.opts.timeout = (double)v), 0)) ||
@@ -301,20 +302,24 @@ int main(int argc, char **argv)
 				    &fs.opts.cache_bytes) < 0) ||
 	    (cli.readahead && parse_num("readahead_kb", cli.readahead, 1u << 20, false, &v) < 0) ||
 	    (cli.readahead && ((fs.opts.readahead_kb = (unsigned)v), 0)))
-		return 2;
+		goto out;
 	fs.dataset = cli.dataset;
 	fs.opts.splice = cli.splice;
 	/* read-only, permissions checked by the kernel, named after the dataset */
 	if (fuse_opt_add_opt_escaped(&fsname, cli.dataset) < 0 ||
-	    (o = malloc(strlen(fsname) + 64)) == NULL)
-		return 1;
+	    (o = malloc(strlen(fsname) + 64)) == NULL) {
+		rc = 1;
+		goto out;
+	}
 	sprintf(o, "-oro,default_permissions,subtype=zrfs,fsname=%s", fsname);
 	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0)
-		return 2;
+		goto out;
 	if (opts.show_help || opts.show_version || !opts.mountpoint) {
 		fputs(usage, opts.mountpoint ? stdout : stderr);
-		return opts.mountpoint ? 0 : 2;
+		rc = opts.mountpoint ? 0 : 2;
+		goto out;
 	}
+	rc = 1; /* from here on, failures are the dataset's or the mount's */
 	if (setup(&fs) < 0)
 		goto out;
 	fuse_set_log_func(log_func);

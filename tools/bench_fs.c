@@ -51,8 +51,9 @@ struct fcfg {
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
 };
 
-/* Run a program, quietly; its exit status, or -1. */
-static int run(char *const argv[])
+/* Run a program with its output (and with @quiet, its errors) discarded;
+ * its exit status, or -1. */
+static int run_quiet(char *const argv[], bool quiet)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
@@ -60,6 +61,8 @@ static int run(char *const argv[])
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
 	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
 		posix_spawn_file_actions_destroy(&fa);
 		return -1;
@@ -68,6 +71,11 @@ static int run(char *const argv[])
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+static int run(char *const argv[])
+{
+	return run_quiet(argv, false);
 }
 
 static int mount_zrfs(struct fcfg *c)
@@ -90,10 +98,11 @@ static int mount_squash(struct fcfg *c)
 	return 0;
 }
 
+/* Unmount if mounted (the final clean-up calls it either way). */
 static void unmount(char *mnt)
 {
 	char *argv[] = {"fusermount3", "-u", mnt, NULL};
-	run(argv);
+	run_quiet(argv, true);
 }
 
 /* ---- the reader ---- */

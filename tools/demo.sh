@@ -4,9 +4,11 @@
 #   2. build zr into build/demo;
 #   3. create demo-data/: 512 records of a tiny image dataset
 #      (image: 8x8 u8, label: i64 scalar, caption: text, flate-compressed);
-#   4. inspect it: info, verify, and one record of each field.
-# Run from anywhere; everything it writes stays under the source tree.
-# DEMO_DIR overrides where the dataset goes.
+#   4. inspect it: info, verify, and one record of each field;
+#   5. mount it with zrfs (read-only) and read it as plain files: ls, cat,
+#      numpy.load of the .npy views; then unmount.
+# Run from anywhere; the dataset stays under the source tree (DEMO_DIR
+# overrides where), the mount point is a temporary directory.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build/demo
@@ -17,6 +19,7 @@ echo "==> building"
 cmake -S "$top" -B "$build" -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
 zr=$build/tools/zr
+zrfs=$build/fs/zrfs
 
 echo "==> creating $data"
 rm -rf "$data"
@@ -25,7 +28,13 @@ rm -rf "$data"
 	--field label:i64:shape= \
 	--field caption:bytes:flate:ext=txt
 src=$(mktemp -d)
-trap 'rm -rf "$src"' EXIT
+mnt=$(mktemp -d)
+cleanup() {
+	mountpoint -q "$mnt" && fusermount3 -u "$mnt"
+	rm -rf "$src"
+	rmdir "$mnt"
+}
+trap cleanup EXIT
 /usr/bin/python3 - "$src" <<'PY'
 import os, struct, sys
 out = sys.argv[1]
@@ -55,3 +64,23 @@ printf 'label:   '
 "$zr" cat "$data" label 42 | od -An -t d8 | tr -d ' '
 echo 'image:'
 "$zr" cat "$data" image 42 | od -An -t u1 -w8
+
+echo "==> zrfs $data $mnt"
+"$zrfs" "$data" "$mnt"
+echo "\$ ls $mnt"
+ls "$mnt"
+echo "\$ ls $mnt/caption | head -3"
+ls "$mnt/caption" | head -3
+echo "\$ cat $mnt/caption/42.txt"
+cat "$mnt/caption/42.txt"
+echo "\$ python3: numpy.load of image.npy and label.npy"
+/usr/bin/python3 - "$mnt" <<'PY'
+import sys, numpy as np
+mnt = sys.argv[1]
+images = np.load(f"{mnt}/image.npy", mmap_mode="r")
+labels = np.load(f"{mnt}/label.npy")
+print(f"image.npy: {images.dtype} {images.shape}; label.npy: {labels.dtype} {labels.shape}")
+print(f"record 42: label {labels[42]}, first image row {list(images[42, 0])}")
+print("labels of records 0..7:", labels[:8].tolist())
+PY
+echo "==> unmounting"
