@@ -1,13 +1,15 @@
 /*
- * cache.c - a bounded cache of inflated flate records.
+ * cache.c - a bounded cache of file contents that are expensive to make:
+ * inflated flate records and assembled batch files.
  *
- * The kernel asks for a file in pieces (up to 128 KiB, or max_read), and a
- * flate record can only be inflated whole: without a cache, reading a 1 MiB
- * record would inflate it eight times. Entries are keyed by (field, id),
- * reference-counted while a reply is being sent, and evicted least recently
- * used first once the bytes held exceed the bound (-o flate_cache=SIZE).
- * Two threads missing the same record at once both inflate it; the second
- * insert finds the first and drops its own copy.
+ * The kernel asks for a file in pieces (up to max_read), and a flate record
+ * can only be inflated whole, a batch file only assembled whole: without a
+ * cache, reading a 1 MiB record would inflate it eight times. Entries are
+ * keyed by a 64-bit key chosen by the caller, made by the caller's loader on
+ * a miss, reference-counted while a reply is being sent, and evicted least
+ * recently used first once the bytes held exceed the bound. Two threads
+ * missing the same key at once both load it; the second insert finds the
+ * first and drops its own copy.
  */
 #include "zrfs_i.h"
 
@@ -21,7 +23,7 @@ struct zrfs_cached {
 	unsigned refs;                   /* replies using it, + 1 while cached */
 	struct zrfs_cached *hnext;       /* hash chain */
 	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
-	uint8_t data[];
+	uint8_t *data;                   /* from the loader; freed with the entry */
 };
 
 struct zrfs_cache {
@@ -57,6 +59,7 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 	while (c->head) {
 		struct zrfs_cached *e = c->head;
 		c->head = e->next;
+		free(e->data);
 		free(e);
 	}
 	free(c->buckets);
@@ -110,8 +113,10 @@ static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
 	*p = e->hnext;
 	lru_unlink(c, e);
 	c->bytes -= e->len;
-	if (--e->refs == 0)
+	if (--e->refs == 0) {
+		free(e->data);
 		free(e);
+	}
 }
 
 /* Evict from the old end until under the limit (entries in use just lose
@@ -122,14 +127,10 @@ static void shrink(struct zrfs_cache *c)
 		drop(c, c->tail);
 }
 
-int zrfs_cache_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
-		   const uint8_t **data, uint64_t *len)
+int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
+		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len)
 {
-	struct zrfs_cache *c = fs->cache;
-	uint64_t key = ((uint64_t)field << ZRFS_ID_BITS | id) + 1;
 	struct zrfs_cached *e, *had;
-	zr_record_stat st;
-	int64_t got;
 	int rc;
 
 	pthread_mutex_lock(&c->lock);
@@ -143,24 +144,19 @@ int zrfs_cache_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cac
 	}
 	pthread_mutex_unlock(&c->lock);
 
-	if ((rc = zr_stat(fs->ds, field, id, &st)) < 0)
-		return rc;
-	if (!st.present)
-		return -ENOENT;
-	e = malloc(sizeof *e + st.logical_len);
+	e = calloc(1, sizeof *e);
 	if (!e)
 		return -ENOMEM;
-	got = zr_record_load(fs->ds, field, id, e->data, st.logical_len);
-	if (got < 0) {
+	if ((rc = load(ctx, &e->data, &e->len)) < 0) {
 		free(e);
-		return (int)got;
+		return rc;
 	}
 	e->key = key;
-	e->len = (uint64_t)got;
 	e->refs = 2; /* the cache's and the caller's */
 	pthread_mutex_lock(&c->lock);
 	had = find(c, key);
 	if (had) {
+		free(e->data);
 		free(e);
 		e = had;
 		e->refs++;
@@ -182,10 +178,22 @@ found:
 	return 0;
 }
 
+bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key)
+{
+	bool has;
+
+	pthread_mutex_lock(&c->lock);
+	has = find(c, key) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return has;
+}
+
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	pthread_mutex_lock(&c->lock);
-	if (--e->refs == 0)
+	if (--e->refs == 0) {
+		free(e->data);
 		free(e);
+	}
 	pthread_mutex_unlock(&c->lock);
 }

@@ -25,7 +25,9 @@ static const char usage[] =
 	"\n"
 	"Mount the zrecord dataset DATASET on MOUNTPOINT, read-only: one directory\n"
 	"per field holding one file per record, FIELD.npy for fixed-shape fields,\n"
-	"and meta.json. Unmount with 'fusermount3 -u MOUNTPOINT'.\n"
+	"meta.json, and .batches/SPEC/epoch-E/K/ holding batch K of epoch E of a\n"
+	"sampler order (ids, FIELD, FIELD.offsets, FIELD.npy, info.json).\n"
+	"Unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 	"\n"
 	"  -f                   stay in the foreground\n"
 	"  -d                   debug: log every request (implies -f)\n"
@@ -36,8 +38,11 @@ static const char usage[] =
 	"  ro                   read-only (the default; 'rw' is refused)\n"
 	"  timeout=SECS         how long the kernel may cache names and attributes\n"
 	"                       (default 31536000: the dataset cannot change)\n"
-	"  flate_cache=SIZE     bytes of inflated flate records kept (default 64M;\n"
-	"                       K, M, G suffixes)\n"
+	"  cache=SIZE           bytes of inflated flate records and assembled batch\n"
+	"                       files kept (default 256M; K, M, G suffixes)\n"
+	"  batches=SPEC[:SPEC]  sampler specs listed under /.batches (any valid spec\n"
+	"                       works there on lookup; a default is always listed)\n"
+	"  prefetch=N           batch steps assembled ahead of the reader (default 2)\n"
 	"  readahead_kb=KB      kernel read-ahead of the mount (default 1024; 0 keeps\n"
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
@@ -52,15 +57,18 @@ static const char usage[] =
 struct cli {
 	char *dataset;
 	int nonopts;
-	char *timeout, *cache, *readahead;
+	char *timeout, *cache, *readahead, *batches, *prefetch;
 	int rw, splice;
 };
+
 
 enum { KEY_HELP, KEY_VERSION };
 
 static const struct fuse_opt cli_spec[] = {
 	{"timeout=%s", offsetof(struct cli, timeout), 0},
-	{"flate_cache=%s", offsetof(struct cli, cache), 0},
+	{"cache=%s", offsetof(struct cli, cache), 0},
+	{"batches=%s", offsetof(struct cli, batches), 0},
+	{"prefetch=%s", offsetof(struct cli, prefetch), 0},
 	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
@@ -84,6 +92,27 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_VERSION:
 		printf("zrfs %s (libfuse %s)\n", ZRFS_VERSION, fuse_pkgversion());
 		exit(0);
+	case FUSE_OPT_KEY_OPT:
+		/* "-o batches=shuffle,seed=1,batch=8": the option splitter cut the
+		 * spec at its commas; glue the spec's KEY=VALUE pieces back on */
+		if (c->batches && strchr(arg, '=')) {
+			static const char *const keys[] = {"seed", "batch", "rank", "world",
+							   "lo", "hi", "tail", "window",
+							   "stride", "block"};
+			size_t klen = (size_t)(strchr(arg, '=') - arg);
+			for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+				if (strlen(keys[i]) != klen || strncmp(arg, keys[i], klen) != 0)
+					continue;
+				char *joined = malloc(strlen(c->batches) + strlen(arg) + 2);
+				if (!joined)
+					return -1;
+				sprintf(joined, "%s,%s", c->batches, arg);
+				free(c->batches);
+				c->batches = joined;
+				return 0;
+			}
+		}
+		return 1;
 	case FUSE_OPT_KEY_NONOPT:
 		if (c->nonopts++ == 0) {
 			c->dataset = strdup(arg);
@@ -279,8 +308,8 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *cfg = NULL;
 	struct fuse_session *se = NULL;
 	struct cli cli = {0};
-	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 64 << 20,
-				   .readahead_kb = 1024}};
+	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
+				   .readahead_kb = 1024, .prefetch = 2}};
 	char *fsname = NULL, *o = NULL;
 	uint64_t v;
 	int rc = 1;
@@ -298,8 +327,10 @@ int main(int argc, char **argv)
 	}
 	if ((cli.timeout && parse_num("timeout", cli.timeout, 1u << 31, false, &v) < 0) ||
 	    (cli.timeout && ((fs.opts.timeout = (double)v), 0)) ||
-	    (cli.cache && parse_num("flate_cache", cli.cache, UINT64_C(1) << 40, true,
+	    (cli.cache && parse_num("cache", cli.cache, UINT64_C(1) << 40, true,
 				    &fs.opts.cache_bytes) < 0) ||
+	    (cli.prefetch && parse_num("prefetch", cli.prefetch, 64, false, &v) < 0) ||
+	    (cli.prefetch && ((fs.opts.prefetch = (unsigned)v), 0)) ||
 	    (cli.readahead && parse_num("readahead_kb", cli.readahead, 1u << 20, false, &v) < 0) ||
 	    (cli.readahead && ((fs.opts.readahead_kb = (unsigned)v), 0)))
 		goto out;
@@ -322,6 +353,10 @@ int main(int argc, char **argv)
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
 	if (setup(&fs) < 0)
 		goto out;
+	if (zrfs_batches_create(&fs, cli.batches) < 0) {
+		rc = 2;
+		goto out;
+	}
 	fuse_set_log_func(log_func);
 	se = fuse_session_new(&args, &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (!se)
@@ -352,6 +387,7 @@ out:
 	if (se)
 		fuse_session_destroy(se);
 	fuse_loop_cfg_destroy(cfg);
+	zrfs_batches_destroy(&fs);
 	zrfs_cache_destroy(fs.cache);
 	zr_close(fs.ds);
 	free(fs.fields);
@@ -361,6 +397,8 @@ out:
 	free(cli.timeout);
 	free(cli.cache);
 	free(cli.readahead);
+	free(cli.batches);
+	free(cli.prefetch);
 	free(fsname);
 	free(o);
 	fuse_opt_free_args(&args);

@@ -93,6 +93,45 @@ static void reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv
 	fuse_reply_buf(req, buf, total);
 }
 
+struct flate_job {
+	struct zrfs *fs;
+	unsigned field;
+	uint64_t id;
+};
+
+static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
+{
+	struct flate_job *j = ctx;
+	zr_record_stat st;
+	int64_t got;
+	int rc;
+
+	if ((rc = zr_stat(j->fs->ds, j->field, j->id, &st)) < 0)
+		return rc;
+	if (!st.present)
+		return -ENOENT;
+	*data = malloc(st.logical_len ? st.logical_len : 1);
+	if (!*data)
+		return -ENOMEM;
+	got = zr_record_load(j->fs->ds, j->field, j->id, *data, st.logical_len);
+	if (got < 0) {
+		free(*data);
+		return (int)got;
+	}
+	*len = (uint64_t)got;
+	return 0;
+}
+
+int zrfs_flate_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
+		   const uint8_t **data, uint64_t *len)
+{
+	struct flate_job j = {fs, field, id};
+
+	/* keys of records: field << 40 | id, below 2^48; batch files use bit 63 */
+	return zrfs_cache_get(fs->cache, (uint64_t)field << ZRFS_ID_BITS | id, load_flate, &j, out,
+			      data, len);
+}
+
 void zrfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
@@ -130,7 +169,7 @@ static void read_record(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_
 		struct zrfs_cached *e;
 		const uint8_t *data;
 		uint64_t len;
-		rc = zrfs_cache_get(fs, field, id, &e, &data, &len);
+		rc = zrfs_flate_get(fs, field, id, &e, &data, &len);
 		if (rc < 0) {
 			zrfs_log_record_error(fs, field, id, rc);
 			fuse_reply_err(req, zrfs_errno(rc));
@@ -202,7 +241,7 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 				struct zrfs_cached *e;
 				const uint8_t *data;
 				uint64_t dlen;
-				rc = zrfs_cache_get(fs, field, id, &e, &data, &dlen);
+				rc = zrfs_flate_get(fs, field, id, &e, &data, &dlen);
 				if (rc == -ENOENT) {
 					rc = 0;
 					mem = zeros;
@@ -273,7 +312,9 @@ void zrfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zrfs *fs = fuse_req_userdata(req);
 
 	(void)fi;
-	if (ino == ZRFS_INO_META) {
+	if (zrfs_batches_owns(ino)) {
+		zrfs_batches_read(req, fs, ino, size, off);
+	} else if (ino == ZRFS_INO_META) {
 		reply_slice(req, fs->meta, fs->meta_len, size, off);
 	} else if (ino >= ZRFS_INO_NPY && ino < ZRFS_INO_NPY + fs->nfields &&
 		   fs->fields[ino - ZRFS_INO_NPY].has_npy) {

@@ -99,7 +99,7 @@ int zrfs_record_name(const struct zrfs_field *f, const char *name, uint64_t n, u
 
 /* ---- attributes ---- */
 
-static void base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct stat *st)
+void zrfs_base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct stat *st)
 {
 	memset(st, 0, sizeof *st);
 	st->st_ino = ino;
@@ -111,7 +111,7 @@ static void base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct
 	st->st_atim = st->st_mtim = st->st_ctim = fs->mtime;
 }
 
-static void file_size(struct stat *st, uint64_t size)
+void zrfs_file_size(struct stat *st, uint64_t size)
 {
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
@@ -125,22 +125,24 @@ static int attr_of(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 	zr_record_stat rs;
 	int rc;
 
+	if (zrfs_batches_owns(ino))
+		return zrfs_batches_attr(fs, ino, st);
 	switch (decode(fs, ino, &field, &id)) {
 	case K_ROOT:
-		base_attr(fs, ino, S_IFDIR | 0555, st);
+		zrfs_base_attr(fs, ino, S_IFDIR | 0555, st);
 		st->st_nlink = 2 + fs->nfields;
 		return 0;
 	case K_META:
-		base_attr(fs, ino, S_IFREG | 0444, st);
-		file_size(st, fs->meta_len);
+		zrfs_base_attr(fs, ino, S_IFREG | 0444, st);
+		zrfs_file_size(st, fs->meta_len);
 		return 0;
 	case K_DIR:
-		base_attr(fs, ino, S_IFDIR | 0555, st);
+		zrfs_base_attr(fs, ino, S_IFDIR | 0555, st);
 		st->st_nlink = 2;
 		return 0;
 	case K_NPY:
-		base_attr(fs, ino, S_IFREG | 0444, st);
-		file_size(st, fs->fields[field].npy.size);
+		zrfs_base_attr(fs, ino, S_IFREG | 0444, st);
+		zrfs_file_size(st, fs->fields[field].npy.size);
 		return 0;
 	case K_REC:
 		rc = zr_stat(fs->ds, field, id, &rs);
@@ -150,8 +152,8 @@ static int attr_of(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 		}
 		if (!rs.present)
 			return -ENOENT;
-		base_attr(fs, ino, S_IFREG | 0444, st);
-		file_size(st, rs.logical_len);
+		zrfs_base_attr(fs, ino, S_IFREG | 0444, st);
+		zrfs_file_size(st, rs.logical_len);
 		return 0;
 	case K_NONE:
 		break;
@@ -187,6 +189,8 @@ static fuse_ino_t lookup_root(struct zrfs *fs, const char *name)
 
 	if (strcmp(name, "meta.json") == 0)
 		return ZRFS_INO_META;
+	if (strcmp(name, ZRFS_BATCHES_NAME) == 0)
+		return ZRFS_INO_BATCHES;
 	for (unsigned f = 0; f < fs->nfields; f++) {
 		const struct zrfs_field *fd = &fs->fields[f];
 		if (len == fd->name_len && memcmp(name, fd->spec->name, len) == 0)
@@ -205,6 +209,15 @@ void zrfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	unsigned field = 0;
 	uint64_t id;
 
+	if (zrfs_batches_owns(parent)) {
+		fuse_ino_t ino = 0;
+		int rc = zrfs_batches_lookup(fs, parent, name, &ino);
+		if (rc < 0 && rc != -ENOENT)
+			fuse_reply_err(req, -rc);
+		else
+			reply_entry(req, fs, rc < 0 ? 0 : ino);
+		return;
+	}
 	switch (decode(fs, parent, &field, &id)) {
 	case K_ROOT:
 		reply_entry(req, fs, lookup_root(fs, name));
@@ -240,20 +253,13 @@ void zrfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* ---- listings ---- */
 
 /* Listing positions: 0 ".", 1 "..", then per directory:
- *   root:  2 meta.json, 3 + 2f field f, 4 + 2f field f's .npy
+ *   root:  2 meta.json, 3 + 2f field f, 4 + 2f field f's .npy, then .batches
  *   field: 2 + id record id
  * An entry at position p is added with offset p + 1 (where to resume). */
 
-struct listing {
-	fuse_req_t req;
-	bool plus;
-	char *buf;
-	size_t size, used;
-};
 
-/* Add one entry; false when the buffer is full. */
-static bool add(struct listing *l, struct zrfs *fs, const char *name, fuse_ino_t ino,
-		mode_t type, off_t next)
+bool zrfs_list_add(struct zrfs_listing *l, struct zrfs *fs, const char *name, fuse_ino_t ino,
+		   mode_t type, off_t next)
 {
 	size_t n;
 
@@ -264,7 +270,7 @@ static bool add(struct listing *l, struct zrfs *fs, const char *name, fuse_ino_t
 		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 		if (attr_of(fs, ino, &e.attr) < 0) {
 			/* listed, but every access goes through lookup and fails there */
-			base_attr(fs, ino, type, &e.attr);
+			zrfs_base_attr(fs, ino, type, &e.attr);
 			e.entry_timeout = e.attr_timeout = 0;
 		}
 		n = fuse_add_direntry_plus(l->req, l->buf + l->used, l->size - l->used, name, &e,
@@ -282,38 +288,41 @@ static bool add(struct listing *l, struct zrfs *fs, const char *name, fuse_ino_t
 	return true;
 }
 
-static void list_root(struct listing *l, struct zrfs *fs, off_t off)
+static void list_root(struct zrfs_listing *l, struct zrfs *fs, off_t off)
 {
 	char name[ZR_NAME_MAX + 8];
 
-	for (uint64_t p = (uint64_t)off; p < 3 + 2 * (uint64_t)fs->nfields; p++) {
+	for (uint64_t p = (uint64_t)off; p < 4 + 2 * (uint64_t)fs->nfields; p++) {
 		bool ok = true;
-		if (p == 0)
-			ok = add(l, fs, ".", ZRFS_INO_ROOT, S_IFDIR, 1);
+		if (p == 3 + 2 * (uint64_t)fs->nfields)
+			ok = zrfs_list_add(l, fs, ZRFS_BATCHES_NAME, ZRFS_INO_BATCHES, S_IFDIR,
+					   (off_t)p + 1);
+		else if (p == 0)
+			ok = zrfs_list_add(l, fs, ".", ZRFS_INO_ROOT, S_IFDIR, 1);
 		else if (p == 1)
-			ok = add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2);
+			ok = zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2);
 		else if (p == 2)
-			ok = add(l, fs, "meta.json", ZRFS_INO_META, S_IFREG, 3);
+			ok = zrfs_list_add(l, fs, "meta.json", ZRFS_INO_META, S_IFREG, 3);
 		else if ((p - 3) % 2 == 0)
-			ok = add(l, fs, fs->fields[(p - 3) / 2].spec->name, ZRFS_INO_DIR + (p - 3) / 2,
+			ok = zrfs_list_add(l, fs, fs->fields[(p - 3) / 2].spec->name, ZRFS_INO_DIR + (p - 3) / 2,
 				 S_IFDIR, (off_t)p + 1);
 		else if (fs->fields[(p - 3) / 2].has_npy) {
 			snprintf(name, sizeof name, "%s.npy", fs->fields[(p - 3) / 2].spec->name);
-			ok = add(l, fs, name, ZRFS_INO_NPY + (p - 3) / 2, S_IFREG, (off_t)p + 1);
+			ok = zrfs_list_add(l, fs, name, ZRFS_INO_NPY + (p - 3) / 2, S_IFREG, (off_t)p + 1);
 		}
 		if (!ok)
 			break;
 	}
 }
 
-static void list_field(struct listing *l, struct zrfs *fs, unsigned field, off_t off)
+static void list_field(struct zrfs_listing *l, struct zrfs *fs, unsigned field, off_t off)
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	char name[32 + ZR_EXT_MAX];
 
-	if (off == 0 && !add(l, fs, ".", ZRFS_INO_DIR + field, S_IFDIR, 1))
+	if (off == 0 && !zrfs_list_add(l, fs, ".", ZRFS_INO_DIR + field, S_IFDIR, 1))
 		return;
-	if (off <= 1 && !add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2))
+	if (off <= 1 && !zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2))
 		return;
 	for (uint64_t id = off > 2 ? (uint64_t)off - 2 : 0; id < fs->n; id++) {
 		zr_record_stat rs;
@@ -323,7 +332,7 @@ static void list_field(struct listing *l, struct zrfs *fs, unsigned field, off_t
 			snprintf(name, sizeof name, "%llu.%s", (unsigned long long)id, f->spec->ext);
 		else
 			snprintf(name, sizeof name, "%llu", (unsigned long long)id);
-		if (!add(l, fs, name, rec_ino(field, id), S_IFREG, (off_t)id + 3))
+		if (!zrfs_list_add(l, fs, name, rec_ino(field, id), S_IFREG, (off_t)id + 3))
 			break;
 	}
 }
@@ -331,11 +340,25 @@ static void list_field(struct listing *l, struct zrfs *fs, unsigned field, off_t
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	struct listing l = {req, plus, NULL, size, 0};
+	struct zrfs_listing l = {req, plus, NULL, size, 0};
 	unsigned field = 0;
 	uint64_t id;
 	enum kind k = decode(fs, ino, &field, &id);
 
+	if (zrfs_batches_owns(ino)) {
+		l.buf = malloc(size);
+		if (!l.buf) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		int rc = zrfs_batches_list(&l, fs, ino, off);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		else
+			fuse_reply_buf(req, l.buf, l.used);
+		free(l.buf);
+		return;
+	}
 	if (k != K_ROOT && k != K_DIR) {
 		fuse_reply_err(req, k == K_NONE ? ENOENT : ENOTDIR);
 		return;

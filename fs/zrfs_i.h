@@ -29,6 +29,8 @@
 
 #define ZRFS_INO_ROOT FUSE_ROOT_ID
 #define ZRFS_INO_META UINT64_C(2)
+#define ZRFS_INO_BATCHES UINT64_C(3)
+#define ZRFS_BATCHES_NAME ".batches"
 #define ZRFS_INO_DIR UINT64_C(0x1000)
 #define ZRFS_INO_NPY UINT64_C(0x2000)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
@@ -56,6 +58,7 @@ struct zrfs_opts {
 	uint64_t cache_bytes; /* bound of the inflated-record cache */
 	unsigned readahead_kb; /* 0: leave the kernel's default */
 	int splice;           /* splice raw bytes into replies (-o splice) */
+	unsigned prefetch;    /* batch files assembled ahead of the reader */
 };
 
 struct zrfs_cache;
@@ -73,10 +76,24 @@ struct zrfs {
 	gid_t gid;
 	struct zrfs_opts opts;
 	struct zrfs_cache *cache;
+	struct zrfs_batches *batches;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 };
 
+/* A directory listing being filled (tree.c). */
+struct zrfs_listing {
+	fuse_req_t req;
+	bool plus;
+	char *buf;
+	size_t size, used;
+};
+
 /* tree.c: names, inodes, attributes, directories */
+void zrfs_base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct stat *st);
+void zrfs_file_size(struct stat *st, uint64_t size);
+/* Add one entry; false when the buffer is full. */
+bool zrfs_list_add(struct zrfs_listing *l, struct zrfs *fs, const char *name, fuse_ino_t ino,
+		   mode_t type, off_t next);
 extern const struct fuse_lowlevel_ops zrfs_ops;
 int zrfs_errno(int rc);
 void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc);
@@ -93,17 +110,34 @@ void zrfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void zrfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		  struct fuse_file_info *fi);
 
+/* batches.c: /.batches, sampler-ordered batch files */
+struct zrfs_batches;
+int zrfs_batches_create(struct zrfs *fs, const char *specs);
+void zrfs_batches_destroy(struct zrfs *fs);
+bool zrfs_batches_owns(fuse_ino_t ino);
+int zrfs_batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
+int zrfs_batches_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st);
+int zrfs_batches_list(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off);
+void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off);
+
 /* npy.c */
 int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t record_size,
 		    struct zrfs_npy *out);
 
-/* cache.c: inflated flate records, bounded by bytes */
+/* cache.c: contents expensive to make, bounded by bytes */
 struct zrfs_cached;
+/* Make the contents of a missing entry: *data malloc()ed (may be NULL when
+ * *len is 0); 0 or -errno. */
+typedef int (*zrfs_loader)(void *ctx, uint8_t **data, uint64_t *len);
 int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes);
 void zrfs_cache_destroy(struct zrfs_cache *c);
-/* The inflated bytes of (field, id), loaded on a miss; release after use. */
-int zrfs_cache_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
-		   const uint8_t **data, uint64_t *len);
+/* The contents under @key, made by @load on a miss; release after use. */
+int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
+		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len);
+bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key);
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
+/* read.c: the inflated bytes of a flate record, through the cache */
+int zrfs_flate_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
+		   const uint8_t **data, uint64_t *len);
 
 #endif /* ZRFS_I_H */

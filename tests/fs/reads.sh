@@ -3,7 +3,7 @@
 # records (spliced) and flate records (inflated, cached), from 4 threads.
 . "$(dirname "$0")/lib.sh"
 make_ds
-mount_ds -o flate_cache=1M
+mount_ds -o cache=1M
 "$PY" - "$MNT" "$REF" <<'PY' || fail "random reads"
 import os, random, sys, threading
 mnt, ref = sys.argv[1:]

@@ -1,0 +1,99 @@
+#!/bin/sh
+# /.batches: batch files hold exactly the sampler's ids and those records'
+# bytes (raw and flate, fixed and variable sizes); .npy batches load with
+# numpy; reads at odd offsets work; ranks cover an epoch exactly once; tails
+# follow the policy; hostile spec names are ENOENT and the daemon serves on.
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+make_ds --records 300
+mount_ds -o batches=shuffle,seed=42,batch=16,world=2,rank=0:block,seed=3,batch=10,tail=keep,block=32
+B="$MNT/.batches"
+[ "$(ls "$B" | tr '\n' ' ')" = "block,seed=3,batch=10,tail=keep,block=32 shuffle,batch=256,tail=keep shuffle,seed=42,batch=16,world=2,rank=0 " ] ||
+	fail ".batches lists: $(ls "$B")"
+# the spec the issue names works as written, unlisted
+[ -s "$B/shuffle,seed=42,batch=256/epoch-0/0/ids" ] || fail "shuffle,seed=42,batch=256 missing"
+
+# ids are the sampler's, for several specs, epochs and ranks
+for spec in shuffle,seed=42,batch=16,world=2,rank=1 block,seed=3,batch=10,tail=keep,block=32 \
+	seq,batch=7,tail=pad window,window=5,stride=3 random,seed=9,batch=20; do
+	for e in 0 3; do
+		"$ZR" sample "$spec" --n 300 --epoch $e 2>/dev/null >"$T/want" || fail "zr sample $spec"
+		steps=$(wc -l <"$T/want")
+		[ "$(ls "$B/$spec/epoch-$e" | wc -l)" -eq "$steps" ] || fail "$spec epoch $e: step count"
+		k=0
+		while read -r line; do
+			got=$(od -An -v -tu8 "$B/$spec/epoch-$e/$k/ids" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+			[ "$got" = "$line" ] || fail "$spec epoch $e step $k: ids '$got', want '$line'"
+			k=$((k + 1))
+		done <"$T/want"
+	done
+done
+
+"$PY" - "$B" "$REF" <<'PY' || fail "batch contents"
+import json, os, random, sys
+import numpy as np
+B, ref = sys.argv[1:]
+names = {"img": ".jpg", "txt": ".txt", "vec": "", "lab": ""}
+def record(field, i):
+    p = f"{ref}/{field}/{i}{names[field]}"
+    return open(p, "rb").read() if os.path.exists(p) else b""
+rnd = random.Random(5)
+for spec in ("shuffle,seed=42,batch=16,world=2,rank=0", "block,seed=3,batch=10,tail=keep,block=32"):
+    seen = []
+    for rank in (0, 1):
+        s = spec.replace("rank=0", f"rank={rank}") if "world" in spec else spec
+        if rank and "world" not in spec:
+            break
+        ep = f"{B}/{s}/epoch-1"
+        for k in sorted(os.listdir(ep), key=int):
+            d = f"{ep}/{k}"
+            ids = np.fromfile(f"{d}/ids", dtype="<u8").tolist()
+            seen += ids
+            info = json.load(open(f"{d}/info.json"))
+            assert info["step"] == int(k) and info["epoch"] == 1 and info["batch_size"] == len(ids)
+            for field in names:
+                want = [record(field, i) for i in ids]
+                data = open(f"{d}/{field}", "rb").read()
+                assert data == b"".join(want), (d, field)
+                offs = np.fromfile(f"{d}/{field}.offsets", dtype="<u8")
+                assert offs.tolist() == np.cumsum([0] + [len(w) for w in want]).tolist()
+                # odd offsets and sizes
+                fd = os.open(f"{d}/{field}", os.O_RDONLY)
+                for _ in range(5):
+                    off, n = rnd.randrange(0, len(data) + 3), rnd.choice((1, 3, 4097, 1 << 20))
+                    assert os.pread(fd, n, off) == data[off:off + n]
+                os.close(fd)
+            vec = np.load(f"{d}/vec.npy")
+            assert vec.shape == (len(ids), 4, 3) and vec.dtype == np.float32
+            for row, i in zip(vec, ids):
+                w = record("vec", i)
+                assert (row.tobytes() == w) if w else not row.any()
+            lab = np.load(f"{d}/lab.npy")
+            assert lab.tolist() == [int(i % 10) - 3 for i in ids]
+    if "world" in spec:  # drop tail: 300 // 32 steps of 16 per rank
+        assert sorted(seen) == sorted(set(seen)) and len(seen) == 300 // 32 * 32, len(seen)
+    else:  # keep tail: every id once, last batch short
+        assert sorted(seen) == list(range(300)), "block epoch is not a permutation"
+        last = sorted(os.listdir(f"{B}/{spec}/epoch-1"), key=int)[-1]
+        assert os.path.getsize(f"{B}/{spec}/epoch-1/{last}/ids") == 8 * (300 % 10 or 10)
+
+# hostile names: ENOENT, and the mount keeps serving
+bad = ["..", "shuffle,seed=-1", "shuffle,batch=0", "Shuffle", "shuffle,rank=2", "x" * 300,
+       "seq,batch=1000", "shuffle,hi=301", "shuffle,seed=01", "shuffle,,seed=1", "seq,lo=300"]
+r = random.Random(1)
+while len(bad) < 2000:
+    bad.append("".join(r.choice("shufleqbatchseed=,0123456789-") for _ in range(r.randrange(1, 40))))
+for name in bad:
+    try:
+        os.stat(f"{B}/{name}/epoch-0/0/ids")
+    except OSError as e:
+        continue
+    # a random name that happens to be a valid spec is fine: it must work
+    assert os.path.getsize(f"{B}/{name}/epoch-0/0/ids") > 0, name
+for name in ("epoch-01", "epoch--1", "epoch-x", "epoch-1099511627777", "epoch-"):
+    assert not os.path.exists(f"{B}/seq,batch=7/{name}"), name
+for name in ("43", "01", "-1", "x"):
+    assert not os.path.exists(f"{B}/seq,batch=7/epoch-0/{name}"), name
+assert not os.path.exists(f"{B}/seq,batch=7/epoch-0/0/nofield")
+assert open(f"{B}/seq,batch=7/epoch-0/0/ids", "rb").read() == np.arange(7, dtype="<u8").tobytes()
+PY
