@@ -30,10 +30,11 @@ static const char help[] =
 	"usage: zr bench store [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"       zr bench sampler [--runs R] [--max N]\n"
 	"       zr bench fs [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
+	"       zr bench batches [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"\n"
 	"Run a benchmark against its baselines in the same run and print medians\n"
 	"and ratios (each ratio is the median of the per-run ratios; see\n"
-	"BENCHMARKS.md). 'zr bench sampler --help' and 'zr bench fs --help'\n"
+	"BENCHMARKS.md). 'zr bench sampler|fs|batches --help'\n"
 	"describe theirs.\n"
 	"\n"
 	"store: append and gather against a flat file and a pread loop.\n"
@@ -343,6 +344,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_sampler(argc - 1, argv + 1);
 	if (strcmp(argv[1], "fs") == 0)
 		return bench_fs(argc - 1, argv + 1);
+	if (strcmp(argv[1], "batches") == 0)
+		return bench_batches(argc - 1, argv + 1);
 	if (strcmp(argv[1], "store") != 0) {
 		zr_warn("bench: unknown benchmark '%s' (see 'zr bench --help')", argv[1]);
 		return EXIT_USAGE;

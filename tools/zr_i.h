@@ -52,5 +52,6 @@ void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
 double bench_median(double *v, uint64_t n);
 void bench_rm_rf(const char *path);
 int bench_fs(int argc, char **argv);
+int bench_batches(int argc, char **argv);
 
 #endif
