@@ -707,8 +707,6 @@ int zrfs_batches_create(struct zrfs *fs, const char *specs)
 	if (rc == 0 && fs->n > 0)
 		spec_index(fs, DEFAULT_SPEC, true);
 	free(list);
-	if (rc == 0 && fs->opts.prefetch > 0)
-		b->running = pthread_create(&b->thread, NULL, prefetcher, fs) == 0;
 	return rc;
 nomem:
 	free(list);
@@ -721,6 +719,16 @@ nomem:
 	fs->batches = NULL;
 	fprintf(stderr, "zrfs: out of memory\n");
 	return -ENOMEM;
+}
+
+/* Start the prefetch thread: after fuse_daemonize(), whose fork() would
+ * leave it behind in the parent (and its condition variable waited on). */
+void zrfs_batches_start(struct zrfs *fs)
+{
+	struct zrfs_batches *b = fs->batches;
+
+	if (b && fs->opts.prefetch > 0 && !b->running)
+		b->running = pthread_create(&b->thread, NULL, prefetcher, fs) == 0;
 }
 
 void zrfs_batches_destroy(struct zrfs *fs)

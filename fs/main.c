@@ -372,6 +372,7 @@ int main(int argc, char **argv)
 	if (to_syslog)
 		openlog("zrfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(opts.foreground); /* returns in the child; the parent exits 0 */
+	zrfs_batches_start(&fs);
 	if (opts.singlethread) {
 		rc = fuse_session_loop(se) < 0;
 	} else {

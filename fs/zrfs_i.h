@@ -113,6 +113,7 @@ void zrfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* batches.c: /.batches, sampler-ordered batch files */
 struct zrfs_batches;
 int zrfs_batches_create(struct zrfs *fs, const char *specs);
+void zrfs_batches_start(struct zrfs *fs);
 void zrfs_batches_destroy(struct zrfs *fs);
 bool zrfs_batches_owns(fuse_ino_t ino);
 int zrfs_batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
