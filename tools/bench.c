@@ -350,32 +350,10 @@ int cmd_bench(int argc, char **argv)
 		zr_warn("bench: unknown benchmark '%s' (see 'zr bench --help')", argv[1]);
 		return EXIT_USAGE;
 	}
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(a)) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (!val) {
-			zr_warn("bench: '%s' needs a value or is unknown", a);
-			return EXIT_USAGE;
-		}
-		i++;
-		if (strcmp(a, "--records") == 0) {
-			if (parse_u64(val, 1, 1u << 30, a, &c.records) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--size") == 0) {
-			if (parse_size(val, 1u << 30, a, &c.size) < 0 || c.size == 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--runs") == 0) {
-			if (parse_u64(val, 1, 100, a, &c.runs) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--dir") == 0) {
-			c.dir = val;
-		} else {
-			zr_warn("bench: unknown option '%s'", a);
-			return EXIT_USAGE;
-		}
-	}
+	struct bench_args ba = {c.records, c.size, c.runs, c.dir, NULL, 1, false};
+	int rc = bench_args_parse(argc - 1, argv + 1, help, &ba);
+	if (rc != 0)
+		return rc > 0 ? 0 : EXIT_USAGE;
+	c = (struct cfg){ba.records, ba.size, ba.runs, ba.dir};
 	return bench_store(&c);
 }

@@ -357,35 +357,15 @@ int bench_fs(int argc, char **argv)
 	int rc = 0;
 
 	find_zrfs(&c, zrfs_path);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(a)) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (!val) {
-			zr_warn("bench: '%s' needs a value or is unknown", a);
-			return EXIT_USAGE;
-		}
-		i++;
-		if (strcmp(a, "--records") == 0) {
-			if (parse_u64(val, 1, 10000000, a, &c.records) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--size") == 0) {
-			if (parse_size(val, 1 << 24, a, &c.size) < 0 || c.size == 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--runs") == 0) {
-			if (parse_u64(val, 1, 100, a, &c.runs) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--dir") == 0) {
-			c.dir = val;
-		} else if (strcmp(a, "--zrfs") == 0) {
-			c.zrfs = val;
-		} else {
-			zr_warn("bench: unknown option '%s'", a);
-			return EXIT_USAGE;
-		}
-	}
+	struct bench_args ba = {c.records, c.size, c.runs, c.dir, c.zrfs, 1, true};
+	int prc = bench_args_parse(argc, argv, help, &ba);
+	if (prc != 0)
+		return prc > 0 ? 0 : EXIT_USAGE;
+	c.records = ba.records;
+	c.size = ba.size;
+	c.runs = ba.runs;
+	c.dir = ba.dir;
+	c.zrfs = ba.zrfs;
 	snprintf(c.base, sizeof c.base, "%s/zr-bench-fs-XXXXXX", c.dir);
 	if (!mkdtemp(c.base)) {
 		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));
@@ -655,35 +635,15 @@ int bench_batches(int argc, char **argv)
 	int rc = 0;
 
 	find_zrfs(&c, zrfs_path);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(a)) {
-			fputs(help_batches, stdout);
-			return 0;
-		}
-		if (!val) {
-			zr_warn("bench: '%s' needs a value or is unknown", a);
-			return EXIT_USAGE;
-		}
-		i++;
-		if (strcmp(a, "--records") == 0) {
-			if (parse_u64(val, 256, 10000000, a, &c.records) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--size") == 0) {
-			if (parse_size(val, 1 << 24, a, &c.size) < 0 || c.size == 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--runs") == 0) {
-			if (parse_u64(val, 1, 100, a, &c.runs) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--dir") == 0) {
-			c.dir = val;
-		} else if (strcmp(a, "--zrfs") == 0) {
-			c.zrfs = val;
-		} else {
-			zr_warn("bench: unknown option '%s'", a);
-			return EXIT_USAGE;
-		}
-	}
+	struct bench_args ba = {c.records, c.size, c.runs, c.dir, c.zrfs, 256, true};
+	int prc = bench_args_parse(argc, argv, help_batches, &ba);
+	if (prc != 0)
+		return prc > 0 ? 0 : EXIT_USAGE;
+	c.records = ba.records;
+	c.size = ba.size;
+	c.runs = ba.runs;
+	c.dir = ba.dir;
+	c.zrfs = ba.zrfs;
 	snprintf(c.base, sizeof c.base, "%s/zr-bench-batches-XXXXXX", c.dir);
 	if (!mkdtemp(c.base)) {
 		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));

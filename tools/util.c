@@ -196,3 +196,37 @@ void bench_rm_rf(const char *path)
 {
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (is_help(o)) {
+			fputs(help, stdout);
+			return 1;
+		}
+		if (!val) {
+			zr_warn("bench: '%s' needs a value or is unknown", o);
+			return -1;
+		}
+		i++;
+		if (strcmp(o, "--records") == 0) {
+			if (parse_u64(val, a->records_min, 10000000, o, &a->records) < 0)
+				return -1;
+		} else if (strcmp(o, "--size") == 0) {
+			if (parse_size(val, 1 << 24, o, &a->size) < 0 || a->size == 0)
+				return -1;
+		} else if (strcmp(o, "--runs") == 0) {
+			if (parse_u64(val, 1, 100, o, &a->runs) < 0)
+				return -1;
+		} else if (strcmp(o, "--dir") == 0) {
+			a->dir = val;
+		} else if (strcmp(o, "--zrfs") == 0 && a->takes_zrfs) {
+			a->zrfs = val;
+		} else {
+			zr_warn("bench: unknown option '%s'", o);
+			return -1;
+		}
+	}
+	return 0;
+}

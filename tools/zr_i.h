@@ -51,6 +51,17 @@ uint64_t bench_splitmix(uint64_t *s);
 void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
 double bench_median(double *v, uint64_t n);
 void bench_rm_rf(const char *path);
+
+/* Options shared by the benchmarks that make a dataset. */
+struct bench_args {
+	uint64_t records, size, runs;
+	const char *dir, *zrfs;
+	uint64_t records_min;
+	bool takes_zrfs;      /* --zrfs PATH is an option */
+};
+/* Parse --records, --size, --runs, --dir (and --zrfs): 0, 1 (help printed),
+ * or -1 (usage error, reported). */
+int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
 int bench_fs(int argc, char **argv);
 int bench_batches(int argc, char **argv);
 
