@@ -16,12 +16,17 @@
  * lookup; listing /.batches shows the mount's -o batches= specs and a
  * default. A malformed or out-of-range name is ENOENT with a log line.
  *
- * A batch field is assembled once, with the core's io_uring batch reader
- * (one submission for all the batch's records, flate records inflated),
- * into the shared bounded cache (cache.c), as B + 1 offsets followed by
- * the bytes; <field>, <field>.offsets and <field>.npy are all served from
- * that one blob. Reading step k of a spec queues steps k+1 .. k+prefetch of
- * the same field for a background thread, so a cold epoch streams.
+ * A raw field's batch is never assembled: its files are sized from the
+ * offset tables and each read is answered with the pieces of the chunk
+ * files it covers, read with one io_uring submission into the reply buffer
+ * (one copy). A flate field's batch is assembled once with the core's
+ * io_uring batch reader (one submission, records inflated) into the shared
+ * bounded cache (cache.c), as B + 1 offsets followed by the bytes, from
+ * which <field>, <field>.offsets and <field>.npy are served. Reading step k
+ * of a spec queues steps k+1 .. k+prefetch of the same field for a
+ * background thread: flate batches are assembled ahead, raw ones have their
+ * records read ahead by the kernel (POSIX_FADV_WILLNEED), so a cold epoch
+ * streams.
  *
  * Inode numbers: the spec directory is ZRFS_INO_SPEC + its index in the
  * table of spec names seen; (spec, epoch) pairs get a slot in a second
@@ -33,6 +38,7 @@
 #include "zrsampler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +299,129 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 	return rc;
 }
 
+/* ---- raw fields: served as pieces of the chunk files, never assembled ---- */
+
+/* Where each record of a raw batch field lies, and the prefix offsets. */
+struct raw_batch {
+	int64_t n;
+	uint64_t *ids;
+	zr_record_stat *st;
+	uint64_t *offs;       /* n + 1 */
+};
+
+static void raw_free(struct raw_batch *r)
+{
+	free(r->ids);
+	free(r->st);
+	free(r->offs);
+}
+
+static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, struct raw_batch *r)
+{
+	uint32_t max = zs_batch_max(w->s);
+	int rc = 0;
+
+	r->ids = malloc((size_t)max * sizeof *r->ids);
+	r->st = malloc((size_t)max * sizeof *r->st);
+	r->offs = malloc(((size_t)max + 1) * sizeof *r->offs);
+	if (!r->ids || !r->st || !r->offs) {
+		raw_free(r);
+		return -ENOMEM;
+	}
+	r->n = zs_batch(w->s, w->epoch, w->step, r->ids);
+	r->offs[0] = 0;
+	for (int64_t i = 0; i < r->n && rc == 0; i++) {
+		rc = zr_stat(fs->ds, field, r->ids[i], &r->st[i]);
+		if (rc < 0)
+			zrfs_log_record_error(fs, field, r->ids[i], rc);
+		r->offs[i + 1] = r->offs[i] + (r->st[i].present ? r->st[i].physical_len : 0);
+	}
+	if (rc < 0 || r->n < 0) {
+		raw_free(r);
+		return rc < 0 ? rc : -ENOENT;
+	}
+	return 0;
+}
+
+/* Add @len bytes at @pos of @fd (or of @mem) to @bv, merging with the last
+ * piece when they are adjacent in the same file. */
+static void add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len)
+{
+	struct fuse_buf *last = bv->count ? &bv->buf[bv->count - 1] : NULL;
+
+	if (len == 0)
+		return;
+	if (fd >= 0 && last && (last->flags & FUSE_BUF_IS_FD) && last->fd == fd &&
+	    last->pos + (off_t)last->size == pos) {
+		last->size += len;
+		return;
+	}
+	struct fuse_buf *b = &bv->buf[bv->count++];
+	memset(b, 0, sizeof *b);
+	b->size = len;
+	if (fd >= 0) {
+		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+		b->fd = fd;
+		b->pos = pos;
+	} else {
+		b->mem = (void *)mem;
+	}
+}
+
+static const uint8_t zero_record[1 << 16];
+
+/* Reply with [off, off + size) of a raw field's batch data (part 0) or of its
+ * .npy view (part 2, missing or odd-sized records as zeros). */
+static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, unsigned field,
+		     unsigned part, size_t size, off_t off)
+{
+	const struct zrfs_field *fd = &fs->fields[field];
+	struct raw_batch r = {0};
+	struct zrfs_npy h = {.hdr_len = 0};
+	uint64_t pos = (uint64_t)off, end, total;
+	int rc = raw_layout(fs, w, field, &r);
+
+	if (rc < 0) {
+		fuse_reply_err(req, zrfs_errno(rc));
+		return;
+	}
+	if (part == 2)
+		zrfs_npy_header(fd->spec, (uint64_t)r.n, fd->record_size, &h);
+	total = part == 2 ? h.size : r.offs[r.n];
+	end = pos + size < total ? pos + size : total;
+	/* pieces: header, then per record at most 1 + record_size / 64K (zeros) */
+	size_t cap = 2 + (size_t)r.n * (2 + (part == 2 ? fd->record_size / sizeof zero_record : 0));
+	struct fuse_bufvec *bv = calloc(1, sizeof *bv + cap * sizeof bv->buf[0]);
+	if (!bv) {
+		raw_free(&r);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (pos < h.hdr_len) {
+		add_piece(bv, -1, 0, h.hdr + pos, (h.hdr_len < end ? h.hdr_len : end) - pos);
+		pos = h.hdr_len < end ? h.hdr_len : end;
+	}
+	for (int64_t i = 0; i < r.n && pos < end; i++) {
+		uint64_t start = part == 2 ? h.hdr_len + (uint64_t)i * fd->record_size : r.offs[i];
+		uint64_t stop = part == 2 ? start + fd->record_size : r.offs[i + 1];
+		if (stop <= pos)
+			continue;
+		uint64_t in = pos - start, n = (stop < end ? stop : end) - pos;
+		const zr_record_stat *st = &r.st[i];
+		if (part == 0 || (st->present && st->physical_len == fd->record_size)) {
+			add_piece(bv, st->fd, (off_t)(st->offset + in), NULL, n);
+		} else {
+			for (uint64_t z = 0; z < n; z += sizeof zero_record)
+				add_piece(bv, -1, 0, zero_record,
+					  n - z < sizeof zero_record ? n - z : sizeof zero_record);
+		}
+		pos += n;
+	}
+	zrfs_reply_bufvec(req, fs, bv);
+	free(bv);
+	raw_free(&r);
+}
+
 static uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
 {
 	return KEY_BATCH | (uint64_t)slot << 40 | step << 8 | field;
@@ -348,8 +477,20 @@ static void *prefetcher(void *arg)
 		const uint8_t *data;
 		uint64_t len;
 		w.s = slot_sampler(b, j.slot, &w.epoch, &w.spec);
-		if (get_blob(fs, &w, j.field, false, &e, &data, &len) == 0)
+		if (!fs->fields[j.field].flate) {
+			/* raw: start the disk on the records; the kernel caches them */
+			struct raw_batch r = {0};
+			if (raw_layout(fs, &w, j.field, &r) == 0) {
+				for (int64_t i = 0; i < r.n; i++)
+					if (r.st[i].present && r.st[i].physical_len)
+						posix_fadvise(r.st[i].fd, (off_t)r.st[i].offset,
+							      (off_t)r.st[i].physical_len,
+							      POSIX_FADV_WILLNEED);
+				raw_free(&r);
+			}
+		} else if (get_blob(fs, &w, j.field, false, &e, &data, &len) == 0) {
 			zrfs_cache_release(fs->cache, e);
+		}
 		pthread_mutex_lock(&b->lock);
 	}
 	pthread_mutex_unlock(&b->lock);
@@ -372,7 +513,7 @@ static int info_json(struct zrfs *fs, const struct where *w, char *buf, size_t c
 			zs_batch_size(w->s, w->step), (unsigned long long)fs->n);
 }
 
-/* Size of a step file; assembles the batch for <field>. */
+/* Size of a step file; assembles the batch for a flate <field>. */
 static int step_file_size(struct zrfs *fs, const struct where *w, uint64_t *size)
 {
 	uint32_t bsz = zs_batch_size(w->s, w->step);
@@ -391,6 +532,13 @@ static int step_file_size(struct zrfs *fs, const struct where *w, uint64_t *size
 			if (zrfs_npy_header(fs->fields[f].spec, bsz, fs->fields[f].record_size, &h) < 0)
 				return -EIO;
 			*size = h.size;
+		} else if (!fs->fields[f].flate) {
+			struct raw_batch r = {0};
+			int rc = raw_layout(fs, w, f, &r);
+			if (rc < 0)
+				return -zrfs_errno(rc);
+			*size = r.offs[r.n];
+			raw_free(&r);
 		} else {
 			struct zrfs_cached *e;
 			const uint8_t *data;
@@ -628,6 +776,31 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 	}
 	unsigned f = (w.kind - K_FIELD0) / 3, part = (w.kind - K_FIELD0) % 3;
 	uint64_t head = ((uint64_t)bsz + 1) * 8;
+	if (!fs->fields[f].flate) {
+		if (fs->opts.prefetch > 0 && off == 0)
+			enqueue_ahead(fs, &w, f);
+		if (part != 1) {
+			read_raw(req, fs, &w, f, part, size, off);
+			return;
+		}
+		struct raw_batch r = {0};
+		uint8_t *le;
+		if ((rc = raw_layout(fs, &w, f, &r)) < 0) {
+			fuse_reply_err(req, zrfs_errno(rc));
+			return;
+		}
+		le = malloc(head);
+		for (int64_t i = 0; le && i <= r.n; i++)
+			for (int k = 0; k < 8; k++)
+				le[i * 8 + k] = (uint8_t)(r.offs[i] >> (8 * k));
+		if (le)
+			reply_part(req, le, head, size, off);
+		else
+			fuse_reply_err(req, ENOMEM);
+		free(le);
+		raw_free(&r);
+		return;
+	}
 	if ((rc = get_blob(fs, &w, f, fs->opts.prefetch > 0, &e, &data, &len)) < 0) {
 		fuse_reply_err(req, zrfs_errno(rc));
 		return;

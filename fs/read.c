@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <liburing.h>
+
+#define RING_DEPTH 64
 
 /* Zeros for missing records in a .npy view; a reply is at most 1 MiB. */
 static const uint8_t zeros[1 << 20];
@@ -53,11 +56,113 @@ static char *reply_buffer(size_t n)
 	return tl_buf;
 }
 
+/* The per-thread io_uring for reads of many pieces; NULL if unavailable. */
+static _Thread_local struct io_uring *tl_ring;
+static _Thread_local bool tl_ring_failed;
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void ring_free(void *r)
+{
+	io_uring_queue_exit(r);
+	free(r);
+}
+
+static void ring_key_init(void)
+{
+	pthread_key_create(&ring_key, ring_free);
+}
+
+static struct io_uring *thread_ring(void)
+{
+	if (!tl_ring && !tl_ring_failed) {
+		struct io_uring *r = malloc(sizeof *r);
+		if (!r || io_uring_queue_init(RING_DEPTH, r, 0) < 0) {
+			free(r);
+			tl_ring_failed = true; /* no io_uring here: pread it is */
+			return NULL;
+		}
+		pthread_once(&ring_once, ring_key_init);
+		pthread_setspecific(ring_key, r);
+		tl_ring = r;
+	}
+	return tl_ring;
+}
+
+/* pread all of one piece; -EIO if the file ends early. */
+static int read_piece(int fd, char *dst, size_t n, off_t pos)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = pread(fd, dst + got, n - got, pos + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* Read the fd pieces of @bv into @buf with one io_uring submission per
+ * RING_DEPTH pieces: for data not in the page cache the disk sees them all
+ * at once. Short completions are finished with pread. */
+static int read_pieces_uring(struct io_uring *ring, const struct fuse_bufvec *bv, char *buf)
+{
+	size_t at = 0, i = 0;
+	int rc = 0;
+
+	while (i < bv->count && rc == 0) {
+		struct piece {
+			const struct fuse_buf *b;
+			char *dst;
+		} q[RING_DEPTH];
+		unsigned queued = 0;
+		for (; i < bv->count && queued < RING_DEPTH; i++) {
+			const struct fuse_buf *b = &bv->buf[i];
+			if (b->flags & FUSE_BUF_IS_FD) {
+				struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+				io_uring_prep_read(sqe, b->fd, buf + at, (unsigned)b->size, (uint64_t)b->pos);
+				io_uring_sqe_set_data64(sqe, queued);
+				q[queued++] = (struct piece){b, buf + at};
+			} else {
+				memcpy(buf + at, b->mem, b->size);
+			}
+			at += b->size;
+		}
+		if (queued && (rc = io_uring_submit_and_wait(ring, queued)) >= 0)
+			rc = 0;
+		for (unsigned done = 0; done < queued; done++) {
+			struct io_uring_cqe *cqe;
+			int wrc = io_uring_wait_cqe(ring, &cqe);
+			if (wrc < 0) {
+				rc = rc ? rc : wrc;
+				break;
+			}
+			unsigned k = (unsigned)io_uring_cqe_get_data64(cqe);
+			int res = cqe->res;
+			io_uring_cqe_seen(ring, cqe);
+			if (res < 0 && res != -EAGAIN && res != -EINTR) {
+				rc = rc ? rc : res;
+				continue;
+			}
+			size_t got = res > 0 ? (size_t)res : 0;
+			if (got < q[k].b->size && rc == 0) /* short: finish with pread */
+				rc = read_piece(q[k].b->fd, q[k].dst + got, q[k].b->size - got,
+						q[k].b->pos + (off_t)got);
+		}
+	}
+	return rc;
+}
+
 /* Send @bv: spliced (-o splice), or gathered into one buffer and written. */
 static void reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv)
 {
-	size_t total = fuse_buf_size(bv), at = 0;
+	size_t total = fuse_buf_size(bv), at = 0, nfd = 0;
+	struct io_uring *ring;
 	char *buf;
+	int rc = 0;
 
 	if (fs->opts.splice) {
 		/* answers the request whatever happens (with the error if reading fails) */
@@ -68,29 +173,32 @@ static void reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	for (size_t i = 0; i < bv->count; i++) {
-		const struct fuse_buf *b = &bv->buf[i];
-		if (!(b->flags & FUSE_BUF_IS_FD)) {
-			memcpy(buf + at, b->mem, b->size);
-		} else {
-			size_t got = 0;
-			while (got < b->size) {
-				ssize_t r = pread(b->fd, buf + at + got, b->size - got, b->pos + (off_t)got);
-				if (r < 0 && errno == EINTR)
-					continue;
-				if (r <= 0) { /* a chunk shorter than its entries say */
-					fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early or "
-						 "cannot be read (%s)\n", fs->dataset,
-						 r < 0 ? strerror(errno) : "short file");
-					fuse_reply_err(req, EIO);
-					return;
-				}
-				got += (size_t)r;
-			}
+	for (size_t i = 0; i < bv->count; i++)
+		nfd += (bv->buf[i].flags & FUSE_BUF_IS_FD) != 0;
+	if (nfd > 1 && (ring = thread_ring()) != NULL) {
+		rc = read_pieces_uring(ring, bv, buf);
+	} else {
+		for (size_t i = 0; i < bv->count && rc == 0; i++) {
+			const struct fuse_buf *b = &bv->buf[i];
+			if (!(b->flags & FUSE_BUF_IS_FD))
+				memcpy(buf + at, b->mem, b->size);
+			else
+				rc = read_piece(b->fd, buf + at, b->size, b->pos);
+			at += b->size;
 		}
-		at += b->size;
+	}
+	if (rc < 0) { /* a chunk shorter than its entries say, or unreadable */
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early or cannot be read (%s)\n",
+			 fs->dataset, strerror(rc == -EIO ? EIO : -rc));
+		fuse_reply_err(req, EIO);
+		return;
 	}
 	fuse_reply_buf(req, buf, total);
+}
+
+void zrfs_reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv)
+{
+	reply_bufvec(req, fs, bv);
 }
 
 struct flate_job {
