@@ -72,6 +72,14 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 			RETURN_IF(strcmp(fields[i].name, fields[j].name) == 0, ZR_EINVAL_SPEC,
 				  "field '%s' is given twice", fields[i].name);
 	}
+	if (opts && opts->attrs) { /* checked before anything is created */
+		json_error_t jerr;
+		json_t *a = json_loads(opts->attrs, JSON_REJECT_DUPLICATES, &jerr);
+		bool ok = json_is_object(a);
+		json_decref(a);
+		RETURN_IF(!ok, ZR_EINVAL_SPEC, "attrs: not a JSON object (%s)",
+			  a ? "another JSON value" : jerr.text);
+	}
 	if (mkdir(dir, 0755) < 0) {
 		RETURN_IF(errno != EEXIST, -errno, "%s: cannot create: %s", dir, strerror(errno));
 		rc = dir_is_empty(dir);
@@ -97,6 +105,7 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 	}
 	m.created = m.modified = (int64_t)time(NULL);
 	m.chunk_size = opts && opts->chunk_size ? opts->chunk_size : ZR_CHUNK_SIZE_DEFAULT;
+
 	m.nfields = nfields;
 	m.fields = calloc(nfields, sizeof *m.fields);
 	if (!m.fields) {
@@ -113,9 +122,12 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 			d->spec.ext = d->ext;
 		}
 	}
+	if (opts && opts->attrs)
+		m.attrs = json_loads(opts->attrs, JSON_REJECT_DUPLICATES, NULL);
 	rc = zr_meta_write(dirfd, dir, &m); /* the dataset exists from here on */
 out:
 	free(m.fields);
+	json_decref(m.attrs);
 	if (dirfd >= 0)
 		close(dirfd);
 	return rc;
@@ -377,6 +389,13 @@ uint64_t zr_field_record_size(const zr_dataset *ds, unsigned field)
 const char *zr_path(const zr_dataset *ds)
 {
 	return ds->path;
+}
+
+char *zr_attrs(const zr_dataset *ds)
+{
+	if (!ds->attrs)
+		return strdup("{}");
+	return json_dumps(ds->attrs, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
 /* ---- info and stat ---- */

@@ -8,6 +8,7 @@
 
 static const zr_cmd cmds[] = {
 	{"create", cmd_create, "create an empty dataset"},
+	{"import", cmd_import, "make a dataset from a directory, .npy arrays or a flat file"},
 	{"put", cmd_put, "append one record from files"},
 	{"cat", cmd_cat, "write one record's bytes to stdout"},
 	{"info", cmd_info, "show a dataset's fields, size and utilisation"},

@@ -21,6 +21,7 @@ typedef struct zr_cmd {
 
 int cmd_create(int argc, char **argv);
 int cmd_put(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

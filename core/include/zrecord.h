@@ -95,6 +95,7 @@ typedef struct zr_field_spec {
 /** Options for zr_create(); zero-initialise for defaults. */
 typedef struct zr_create_opts {
 	uint32_t chunk_size; /**< records per chunk; 0 = ZR_CHUNK_SIZE_DEFAULT */
+	const char *attrs;   /**< free-form metadata kept in meta.json: a JSON object, or NULL */
 } zr_create_opts;
 
 /** Flags for zr_open(). */
@@ -199,6 +200,13 @@ ZR_API int zr_dtype_parse(const char *s, zr_dtype *out);
 ZR_API int zr_compress_parse(const char *s, zr_compress *out);
 /** 0 if @p name is a valid field name, else ZR_EINVAL_SPEC. */
 ZR_API int zr_name_check(const char *name);
+/**
+ * The dataset's free-form metadata (zr_create_opts.attrs) as JSON text,
+ * "{}" if there is none. The caller frees it with free(); NULL if out of
+ * memory.
+ */
+ZR_API char *zr_attrs(const zr_dataset *ds);
+
 /** The directory the handle was opened on. */
 ZR_API const char *zr_path(const zr_dataset *ds);
 

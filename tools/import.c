@@ -1,0 +1,695 @@
+/*
+ * import.c - zr import: directory trees, .npy arrays and flat files become
+ * datasets.
+ *
+ * Every importer first lists its records (which file, which bytes), checks
+ * everything it can before writing (dtypes agree, sizes divide, names are
+ * valid), creates DEST, reserves all ids at once and lets 1..4 writer
+ * threads fill them, each appending to its own chunk, then commits once. On
+ * any error the import stops, nothing is committed, and a DEST the import
+ * created is removed again: DEST is left as it was.
+ *
+ * Record order is documented and reproducible: a directory's files in
+ * byte-wise order of their paths relative to SRC; the rows of each .npy
+ * file in order, files in the order given; a flat file from its start.
+ *
+ * Sections: the plan, writers and progress, dir, npy, flat, the command.
+ */
+#include "zr_i.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char help[] =
+	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
+	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
+	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
+	"   options for all: [--compress raw|flate] [--chunk-size N] [--writers 1..4]\n"
+	"\n"
+	"Create the dataset DEST (which must not exist, or be empty) from:\n"
+	"  dir   every regular file under SRC, one record each, in byte-wise order\n"
+	"        of their paths; the field (default 'data', dtype bytes) takes the\n"
+	"        files' extension when they all share one. --label-from-parent\n"
+	"        FIELD adds an i64 label per record from its class directory\n"
+	"        (SRC/CLASS/...): classes numbered 0.. in sorted order, their names\n"
+	"        kept in meta.json under attrs.classes.FIELD.\n"
+	"  npy   the rows of each array, in order; dtype and row shape are kept, so\n"
+	"        the mount's FIELD.npy reproduces the array.\n"
+	"  flat  consecutive records of BYTES bytes (u8 of that shape); the file's\n"
+	"        size must be a multiple of BYTES.\n"
+	"\n"
+	"  --compress raw|flate  how the field is stored (default raw)\n"
+	"  --chunk-size N        records per chunk file (default 65536)\n"
+	"  --writers N           parallel writer threads, 1..4 (default 4)\n"
+	"\n"
+	"A progress line (records/s, MB/s, ETA) is shown on a terminal. On any\n"
+	"error nothing is committed and DEST is removed: it is left as it was.\n";
+
+/* ---- the plan: where each record's bytes come from ---- */
+
+struct src {
+	const char *path; /* file to read */
+	uint64_t off, len;
+	int64_t label;    /* --label-from-parent */
+};
+
+struct plan {
+	struct src *srcs;
+	uint64_t n, cap, bytes;
+	char **names;     /* dir: owned paths */
+	bool labels;
+	char err[PATH_MAX + 256];
+	pthread_mutex_t err_lock;
+	atomic_bool failed;
+	atomic_ullong done, done_bytes;
+};
+
+static int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, int64_t label)
+{
+	if (p->n == p->cap) {
+		uint64_t cap = p->cap ? p->cap * 2 : 1024;
+		struct src *s = realloc(p->srcs, cap * sizeof *s);
+		if (!s)
+			return -ENOMEM;
+		p->srcs = s;
+		p->cap = cap;
+	}
+	p->srcs[p->n++] = (struct src){path, off, len, label};
+	p->bytes += len;
+	return 0;
+}
+
+static void plan_fail(struct plan *p, const char *fmt, const char *what, const char *why)
+{
+	pthread_mutex_lock(&p->err_lock);
+	if (!atomic_load(&p->failed)) {
+		snprintf(p->err, sizeof p->err, fmt, what, why);
+		atomic_store(&p->failed, true);
+	}
+	pthread_mutex_unlock(&p->err_lock);
+}
+
+/* ---- writers and progress ---- */
+
+struct wctx {
+	struct plan *p;
+	zr_dataset *ds;
+	uint64_t first;        /* id of record 0 */
+	unsigned nfields;
+	atomic_ullong next;    /* next block of records to take */
+};
+
+#define BLOCK 64
+
+static void *writer(void *arg)
+{
+	struct wctx *c = arg;
+	struct plan *p = c->p;
+	zr_writer *w = NULL;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint64_t b;
+	int rc = zr_writer_open(c->ds, &w);
+
+	if (rc < 0) {
+		plan_fail(p, "%s: %s", zr_path(c->ds), zr_errmsg(c->ds));
+		return NULL;
+	}
+	while (!atomic_load(&p->failed) && (b = atomic_fetch_add(&c->next, BLOCK)) < p->n) {
+		for (uint64_t i = b; i < b + BLOCK && i < p->n && !atomic_load(&p->failed); i++) {
+			const struct src *s = &p->srcs[i];
+			if (s->len > cap) {
+				uint8_t *nb = realloc(buf, s->len);
+				if (!nb) {
+					plan_fail(p, "%s: %s", s->path, "out of memory");
+					break;
+				}
+				buf = nb;
+				cap = s->len;
+			}
+			int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+			uint64_t got = 0;
+			while (fd >= 0 && got < s->len) {
+				ssize_t r = pread(fd, buf + got, s->len - got, (off_t)(s->off + got));
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r <= 0)
+					break;
+				got += (uint64_t)r;
+			}
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			if (got != s->len) {
+				plan_fail(p, "%s: %s", s->path,
+					  fd < 0 || e ? strerror(e) : "shorter than when it was listed");
+				break;
+			}
+			int64_t label = s->label;
+			zr_value v[2] = {{buf ? buf : (uint8_t *)"", s->len}, {&label, sizeof label}};
+			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
+				plan_fail(p, "%s: %s", s->path, zr_errmsg(c->ds));
+				break;
+			}
+			atomic_fetch_add(&p->done, 1);
+			atomic_fetch_add(&p->done_bytes, s->len);
+		}
+	}
+	zr_writer_close(w);
+	free(buf);
+	return NULL;
+}
+
+static void progress(const struct plan *p, double t0, bool final)
+{
+	double t = now_sec() - t0;
+	uint64_t d = atomic_load(&p->done), db = atomic_load(&p->done_bytes);
+	double rate = t > 0 ? (double)d / t : 0, eta = rate > 0 ? (double)(p->n - d) / rate : 0;
+
+	fprintf(stderr, "\r%llu/%llu records  %.0f records/s  %.1f MB/s  ETA %.0f s   %s",
+		(unsigned long long)d, (unsigned long long)p->n, rate,
+		t > 0 ? (double)db / t / 1e6 : 0, eta, final ? "\n" : "");
+}
+
+struct runner {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int left;
+	struct wctx *c;
+};
+
+static void *run_writer(void *arg)
+{
+	struct runner *r = arg;
+
+	writer(r->c);
+	pthread_mutex_lock(&r->lock);
+	r->left--;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* Fill ids [first, first + n) with @writers threads; a progress line on a tty. */
+static void write_all_records(struct plan *p, zr_dataset *ds, uint64_t first, unsigned writers)
+{
+	struct wctx c = {.p = p, .ds = ds, .first = first};
+	struct runner r = {.left = (int)writers, .c = &c};
+	pthread_t th[4];
+	bool tty = isatty(2);
+	double t0 = now_sec();
+
+	atomic_init(&c.next, 0);
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+	for (unsigned i = 0; i < writers; i++)
+		pthread_create(&th[i], NULL, run_writer, &r);
+	pthread_mutex_lock(&r.lock);
+	while (r.left > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&r.cond, &r.lock, &ts); /* wakes to redraw the line */
+		if (tty)
+			progress(p, t0, false);
+	}
+	pthread_mutex_unlock(&r.lock);
+	for (unsigned i = 0; i < writers; i++)
+		pthread_join(th[i], NULL);
+	if (tty)
+		progress(p, t0, true);
+	pthread_mutex_destroy(&r.lock);
+	pthread_cond_destroy(&r.cond);
+}
+
+/* ---- dir ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct strs {
+	char **v;
+	size_t n, cap;
+};
+
+static int strs_add(struct strs *s, char *x)
+{
+	if (!x)
+		return -ENOMEM;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		char **v = realloc(s->v, cap * sizeof *v);
+		if (!v) {
+			free(x);
+			return -ENOMEM;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	return 0;
+}
+
+/* Every regular file under @dir (symlinks to files followed, to directories
+ * not), as paths. */
+static int walk(const char *dir, struct strs *out, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		char *path;
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			rc = -1;
+			break;
+		}
+		if (lstat(path, &st) < 0 || (S_ISLNK(st.st_mode) && stat(path, &st) < 0)) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			free(path);
+			rc = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			struct stat lst;
+			/* a link to a directory is not followed: no loops */
+			if (lstat(path, &lst) == 0 && !S_ISLNK(lst.st_mode))
+				rc = walk(path, out, err, errlen);
+			free(path);
+		} else if (S_ISREG(st.st_mode)) {
+			rc = strs_add(out, path) < 0 ? -1 : 0;
+		} else {
+			free(path); /* sockets, devices, fifos: not records */
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+static const char *extension(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot && dot != base ? dot + 1 : NULL;
+}
+
+static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *files,
+		    struct strs *classes, char *ext, size_t extcap)
+{
+	size_t srclen = strlen(src);
+	const char *common = NULL;
+	bool uniform = true;
+
+	if (walk(src, files, p->err, sizeof p->err) < 0)
+		return -1;
+	qsort(files->v, files->n, sizeof *files->v, cmp_str);
+	for (size_t i = 0; i < files->n; i++) {
+		const char *rel = files->v[i] + srclen + 1, *slash = strchr(rel, '/');
+		const char *e = extension(rel);
+		struct stat st;
+		int64_t label = 0;
+		if (labels) {
+			if (!slash) {
+				snprintf(p->err, sizeof p->err,
+					 "%s: not in a class directory (--label-from-parent wants SRC/CLASS/FILE)",
+					 files->v[i]);
+				return -1;
+			}
+			size_t clen = (size_t)(slash - rel);
+			if (classes->n == 0 || strncmp(classes->v[classes->n - 1], rel, clen) != 0 ||
+			    classes->v[classes->n - 1][clen] != 0) {
+				if (strs_add(classes, strndup(rel, clen)) < 0)
+					return -1;
+			}
+			label = (int64_t)classes->n - 1;
+		}
+		if (stat(files->v[i], &st) < 0) {
+			snprintf(p->err, sizeof p->err, "%s: %s", files->v[i], strerror(errno));
+			return -1;
+		}
+		if ((uint64_t)st.st_size > ZR_RECORD_MAX) {
+			snprintf(p->err, sizeof p->err, "%s: %lld bytes, more than a record holds",
+				 files->v[i], (long long)st.st_size);
+			return -1;
+		}
+		if (uniform && (!e || (common && strcmp(e, common) != 0)))
+			uniform = false;
+		common = e;
+		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, label) < 0)
+			return -1;
+	}
+	ext[0] = 0;
+	if (uniform && common && strlen(common) < extcap)
+		snprintf(ext, extcap, "%s", common);
+	return 0;
+}
+
+/* ---- npy ---- */
+
+struct npy {
+	zr_dtype dtype;
+	unsigned ndim;          /* of a row */
+	uint32_t shape[ZR_SHAPE_MAX];
+	uint64_t rows, row_bytes, data_off;
+};
+
+/* The header of a .npy file (format 1.0, 2.0 or 3.0), checked. */
+static int npy_read(const char *path, struct npy *out, char *err, size_t errlen)
+{
+	static const struct {
+		const char *descr;
+		zr_dtype t;
+	} types[] = {
+		{"|u1", ZR_U8},  {"<u2", ZR_U16}, {"<u4", ZR_U32}, {"<u8", ZR_U64}, {"|i1", ZR_I8},
+		{"<i2", ZR_I16}, {"<i4", ZR_I32}, {"<i8", ZR_I64}, {"<f2", ZR_F16}, {"<f4", ZR_F32},
+		{"<f8", ZR_F64}, {"|b1", ZR_U8},
+	};
+	char head[12], *hdr = NULL, *p;
+	uint64_t hlen, dims[ZR_SHAPE_MAX + 1];
+	unsigned nd = 0;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (read(fd, head, sizeof head) != (ssize_t)sizeof head ||
+	    memcmp(head, "\x93NUMPY", 6) != 0 || head[6] < 1 || head[6] > 3) {
+		snprintf(err, errlen, "%s: not a .npy file (format 1.0-3.0)", path);
+		goto out;
+	}
+	hlen = head[6] == 1 ? (uint64_t)(uint8_t)head[8] | (uint64_t)(uint8_t)head[9] << 8
+			    : (uint64_t)(uint8_t)head[8] | (uint64_t)(uint8_t)head[9] << 8 |
+				      (uint64_t)(uint8_t)head[10] << 16 | (uint64_t)(uint8_t)head[11] << 24;
+	out->data_off = (head[6] == 1 ? 10 : 12) + hlen;
+	if (hlen > (1 << 20) || out->data_off > (uint64_t)st.st_size || !(hdr = calloc(1, hlen + 1)) ||
+	    pread(fd, hdr, hlen, head[6] == 1 ? 10 : 12) != (ssize_t)hlen) {
+		snprintf(err, errlen, "%s: truncated .npy header", path);
+		goto out;
+	}
+	if (!(p = strstr(hdr, "'descr':")) || !(p = strchr(p + 8, '\''))) {
+		snprintf(err, errlen, "%s: no 'descr' in the header", path);
+		goto out;
+	}
+	size_t i;
+	for (i = 0; i < sizeof types / sizeof *types; i++)
+		if (strncmp(p + 1, types[i].descr, 3) == 0 && p[4] == '\'')
+			break;
+	if (i == sizeof types / sizeof *types) {
+		char *q = strchr(p + 1, '\'');
+		snprintf(err, errlen, "%s: dtype %.*s is not supported (little-endian integers and "
+				      "floats of 1-8 bytes, bool)", path,
+			 q ? (int)(q - p - 1) : 8, p + 1);
+		goto out;
+	}
+	out->dtype = types[i].t;
+	if (!strstr(hdr, "'fortran_order': False")) {
+		snprintf(err, errlen, "%s: Fortran-ordered arrays are not supported", path);
+		goto out;
+	}
+	if (!(p = strstr(hdr, "'shape':")) || !(p = strchr(p, '('))) {
+		snprintf(err, errlen, "%s: no 'shape' in the header", path);
+		goto out;
+	}
+	for (p++;;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ')')
+			break;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p || errno || nd > ZR_SHAPE_MAX) {
+			snprintf(err, errlen, "%s: bad or too deep shape in the header", path);
+			goto out;
+		}
+		dims[nd++] = v;
+		p = end;
+	}
+	if (nd == 0) {
+		snprintf(err, errlen, "%s: a 0-d array has no rows", path);
+		goto out;
+	}
+	out->rows = dims[0];
+	out->ndim = nd - 1;
+	out->row_bytes = zr_dtype_size(out->dtype);
+	for (unsigned k = 1; k < nd; k++) {
+		if (dims[k] == 0 || dims[k] > UINT32_MAX ||
+		    out->row_bytes > ZR_RECORD_MAX / dims[k]) {
+			snprintf(err, errlen, "%s: rows of this shape are too large for a record", path);
+			goto out;
+		}
+		out->shape[k - 1] = (uint32_t)dims[k];
+		out->row_bytes *= dims[k];
+	}
+	if ((uint64_t)st.st_size - out->data_off < out->rows * out->row_bytes) {
+		snprintf(err, errlen, "%s: truncated: %llu rows of %llu bytes need %llu bytes of data",
+			 path, (unsigned long long)out->rows, (unsigned long long)out->row_bytes,
+			 (unsigned long long)(out->rows * out->row_bytes));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(hdr);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+struct opts {
+	const char *field, *label_field;
+	zr_compress compress;
+	uint64_t chunk_size, writers, record_size;
+};
+
+static int remove_created(const char *dest)
+{
+	bench_rm_rf(dest);
+	return 1;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	struct opts o = {.field = "data", .compress = ZR_RAW, .writers = 4};
+	struct plan p = {0};
+	struct strs files = {0}, classes = {0};
+	const char *kind, *pos[64];
+	int npos = 0, status = 1;
+	char ext[ZR_EXT_MAX + 1] = "", *attrs = NULL;
+	zr_field_spec f[2] = {{0}};
+	zr_dataset *ds = NULL;
+	bool created = false;
+	uint64_t first;
+
+	if (argc < 2 || is_help(argv[1])) {
+		fputs(help, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	kind = argv[1];
+	if (strcmp(kind, "dir") != 0 && strcmp(kind, "npy") != 0 && strcmp(kind, "flat") != 0) {
+		zr_warn("import: unknown source kind '%s' (dir, npy, flat; see 'zr import --help')",
+			kind);
+		return EXIT_USAGE;
+	}
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (is_help(a)) {
+			fputs(help, stdout);
+			return 0;
+		}
+		if (a[0] != '-' || strcmp(a, "-") == 0) {
+			if (npos == (int)(sizeof pos / sizeof *pos)) {
+				zr_warn("import: too many files");
+				return EXIT_USAGE;
+			}
+			pos[npos++] = a;
+			continue;
+		}
+		if (!val) {
+			zr_warn("import: '%s' needs a value or is unknown", a);
+			return EXIT_USAGE;
+		}
+		i++;
+		if (strcmp(a, "--field") == 0) {
+			o.field = val;
+		} else if (strcmp(a, "--label-from-parent") == 0 && strcmp(kind, "dir") == 0) {
+			o.label_field = val;
+		} else if (strcmp(a, "--compress") == 0) {
+			if (zr_compress_parse(val, &o.compress) < 0) {
+				zr_warn("import: --compress: %s", zr_errmsg(NULL));
+				return EXIT_USAGE;
+			}
+		} else if (strcmp(a, "--chunk-size") == 0) {
+			if (parse_u64(val, 1, UINT32_MAX, a, &o.chunk_size) < 0)
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--writers") == 0) {
+			if (parse_u64(val, 1, 4, a, &o.writers) < 0)
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--record-size") == 0 && strcmp(kind, "flat") == 0) {
+			if (parse_size(val, ZR_RECORD_MAX, a, &o.record_size) < 0 ||
+			    o.record_size == 0)
+				return EXIT_USAGE;
+		} else {
+			zr_warn("import %s: unknown option '%s' (see 'zr import --help')", kind, a);
+			return EXIT_USAGE;
+		}
+	}
+	if (npos < 2 || (strcmp(kind, "npy") != 0 && npos != 2) ||
+	    (strcmp(kind, "flat") == 0 && o.record_size == 0)) {
+		zr_warn("import %s: expected %s (see 'zr import --help')", kind,
+			strcmp(kind, "npy") == 0	 ? "FILE.npy... DEST"
+			: strcmp(kind, "flat") == 0 ? "FILE DEST --record-size BYTES"
+						    : "SRC DEST");
+		return EXIT_USAGE;
+	}
+	const char *dest = pos[npos - 1];
+	if (zr_name_check(o.field) < 0 || (o.label_field && zr_name_check(o.label_field) < 0) ||
+	    (o.label_field && strcmp(o.label_field, o.field) == 0)) {
+		zr_warn("import: %s", o.label_field && strcmp(o.label_field, o.field) == 0
+					      ? "the label field needs a name of its own"
+					      : zr_errmsg(NULL));
+		return EXIT_USAGE;
+	}
+	pthread_mutex_init(&p.err_lock, NULL);
+	f[0] = (zr_field_spec){.name = o.field, .dtype = ZR_BYTES, .compress = o.compress};
+
+	/* the plan: everything checked before DEST is touched */
+	int rc = 0;
+	if (strcmp(kind, "dir") == 0) {
+		rc = plan_dir(&p, pos[0], o.label_field != NULL, &files, &classes, ext, sizeof ext);
+		if (rc == 0 && ext[0] && zr_name_check(ext) == 0)
+			f[0].ext = ext;
+	} else if (strcmp(kind, "npy") == 0) {
+		struct npy first_npy = {0}, n;
+		for (int i = 0; i < npos - 1 && rc == 0; i++) {
+			rc = npy_read(pos[i], &n, p.err, sizeof p.err);
+			if (rc == 0 && i > 0 &&
+			    (n.dtype != first_npy.dtype || n.ndim != first_npy.ndim ||
+			     memcmp(n.shape, first_npy.shape, n.ndim * sizeof *n.shape) != 0)) {
+				snprintf(p.err, sizeof p.err,
+					 "%s: dtype or row shape differs from %s's", pos[i], pos[0]);
+				rc = -1;
+			}
+			if (i == 0)
+				first_npy = n;
+			for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
+				rc = plan_add(&p, pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
+		}
+		f[0].dtype = first_npy.dtype;
+		f[0].fixed = 1;
+		f[0].ndim = first_npy.ndim;
+		for (unsigned k = 0; k < first_npy.ndim; k++)
+			f[0].shape[k] = first_npy.shape[k];
+	} else {
+		struct stat st;
+		if (stat(pos[0], &st) < 0 || !S_ISREG(st.st_mode)) {
+			snprintf(p.err, sizeof p.err, "%s: %s", pos[0],
+				 errno ? strerror(errno) : "not a regular file");
+			rc = -1;
+		} else if ((uint64_t)st.st_size % o.record_size) {
+			snprintf(p.err, sizeof p.err,
+				 "%s: %lld bytes is not a multiple of the record size %llu (%llu left over)",
+				 pos[0], (long long)st.st_size, (unsigned long long)o.record_size,
+				 (unsigned long long)((uint64_t)st.st_size % o.record_size));
+			rc = -1;
+		}
+		for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += o.record_size)
+			rc = plan_add(&p, pos[0], off, o.record_size, 0);
+		f[0].dtype = ZR_U8;
+		f[0].fixed = 1;
+		f[0].ndim = 1;
+		f[0].shape[0] = (uint32_t)o.record_size;
+	}
+	if (rc < 0) {
+		zr_warn("import: %s", p.err[0] ? p.err : "out of memory");
+		goto out;
+	}
+	if (o.label_field) {
+		{
+			/* {"classes": {"FIELD": ["a", "b", ...]}}, names JSON-escaped */
+			size_t cap = 64 + strlen(o.label_field);
+			for (size_t i = 0; i < classes.n; i++)
+				cap += 6 * strlen(classes.v[i]) + 4;
+			attrs = malloc(cap);
+			if (!attrs)
+				goto out;
+			size_t at = (size_t)sprintf(attrs, "{\"classes\": {\"%s\": [", o.label_field);
+			for (size_t i = 0; i < classes.n; i++) {
+				attrs[at++] = i ? ',' : ' ';
+				attrs[at++] = '"';
+				for (const unsigned char *c = (const unsigned char *)classes.v[i]; *c; c++)
+					at += (size_t)(*c == '"' || *c == '\\'
+							       ? sprintf(attrs + at, "\\%c", *c)
+						       : *c < 0x20 ? sprintf(attrs + at, "\\u%04x", *c)
+								   : sprintf(attrs + at, "%c", *c));
+				attrs[at++] = '"';
+			}
+			sprintf(attrs + at, "]}}");
+		}
+		f[1] = (zr_field_spec){.name = o.label_field, .dtype = ZR_I64, .fixed = 1};
+	}
+
+	/* write */
+	rc = zr_create(dest, f, o.label_field ? 2 : 1,
+		       &(zr_create_opts){.chunk_size = (uint32_t)o.chunk_size, .attrs = attrs});
+	if (rc < 0) {
+		zr_warn("import: %s", zr_errmsg(NULL));
+		status = rc == ZR_EINVAL_SPEC ? EXIT_USAGE : 1;
+		goto out;
+	}
+	created = true;
+	if ((rc = zr_open(&ds, dest, ZR_RDWR)) < 0 || (rc = zr_reserve(ds, p.n, &first)) < 0) {
+		zr_warn("import: %s", zr_errmsg(ds));
+		goto out;
+	}
+	write_all_records(&p, ds, first, (unsigned)o.writers);
+	if (atomic_load(&p.failed)) {
+		zr_warn("import: %s", p.err);
+		goto out;
+	}
+	if ((rc = zr_commit(ds)) < 0) {
+		zr_warn("import: %s", zr_errmsg(ds));
+		goto out;
+	}
+	printf("%s: %llu records, %.1f MB\n", dest, (unsigned long long)p.n, (double)p.bytes / 1e6);
+	status = 0;
+out:
+	zr_close(ds); /* without a commit, nothing of this import stays */
+	if (status != 0 && created)
+		remove_created(dest);
+	for (size_t i = 0; i < files.n; i++)
+		free(files.v[i]);
+	for (size_t i = 0; i < classes.n; i++)
+		free(classes.v[i]);
+	free(files.v);
+	free(classes.v);
+	free(p.srcs);
+	free(attrs);
+	pthread_mutex_destroy(&p.err_lock);
+	return status;
+}
