@@ -1,0 +1,107 @@
+#!/bin/sh
+# zr import: directory trees (classes, unicode names, empty and 17 MB
+# files), .npy arrays (several files, checked against numpy), flat files;
+# bad inputs are refused naming the input and leave DEST as it was; a kill
+# during an import leaves nothing half-written.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+
+mkdir -p src/cat src/dog "src/ünï cödé/deeper"
+for i in 1 2 3; do gen "src/cat/$i.jpg" $((i * 1000)); gen "src/dog/$i.jpg" $((i * 777)); done
+: >src/dog/empty.jpg
+gen "src/ünï cödé/deeper/big.jpg" 17000000
+zr import dir src ds --label-from-parent label --writers 3
+expect_rc 0
+expect_out 'ds: 8 records, 17.0 MB'
+zr info --json ds
+cp "$T/.out" info.json
+run "$PY" - <<'PY'
+import json
+d = json.load(open("info.json"))
+assert d["length"] == 8
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None)]
+PY
+expect_rc 0
+grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
+# records in byte-wise path order, labels by sorted class
+i=0
+for f in cat/1.jpg cat/2.jpg cat/3.jpg dog/1.jpg dog/2.jpg dog/3.jpg dog/empty.jpg "ünï cödé/deeper/big.jpg"; do
+	run sh -c "\"$ZR\" cat ds data $i > out.bin"
+	expect_rc 0
+	cmp -s out.bin "src/$f" || fail "record $i is not src/$f"
+	i=$((i + 1))
+done
+zr cat ds label 6
+[ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 1 ] || fail "dog/empty.jpg is not class 1"
+zr verify --quiet ds
+expect_rc 0
+
+# .npy: rows of several arrays, dtype and shape kept
+run "$PY" -c 'import numpy as np
+np.save("a.npy", np.arange(60, dtype="<f4").reshape(5, 3, 4))
+np.save("b.npy", -np.arange(24, dtype="<f4").reshape(2, 3, 4))
+np.save("c.npy", np.arange(10, dtype="<i8"))
+np.save("f.npy", np.asfortranarray(np.ones((3, 2))))'
+expect_rc 0
+zr import npy a.npy b.npy arr --field x --compress flate
+expect_rc 0
+expect_out 'arr: 7 records, 0.0 MB'
+zr info arr
+expect_out_has '             x *f32 *flate *(3,4) *-'
+zr cat arr x 6
+cp "$T/.out" row6
+run "$PY" -c 'import numpy as np, sys
+assert np.frombuffer(open("row6", "rb").read(), "<f4").tolist() == (-np.arange(24, dtype="<f4").reshape(2, 3, 4))[1].ravel().tolist()'
+expect_rc 0
+
+# bad inputs: a message naming the input, DEST left as it was (absent)
+zr import npy a.npy c.npy bad1 --field x
+expect_rc 1
+expect_err_has '*c.npy: dtype or row shape differs from a.npy*'
+head -c 100 a.npy >trunc.npy
+zr import npy trunc.npy bad2
+expect_rc 1
+expect_err_has '*trunc.npy: truncated*'
+zr import npy f.npy bad3
+expect_rc 1
+expect_err_has '*f.npy: Fortran-ordered*'
+zr import flat a.npy bad4 --record-size 7
+expect_rc 1
+expect_err_has '*a.npy: * is not a multiple of the record size 7*'
+zr import dir nonexistent bad5
+expect_rc 1
+expect_err_has '*nonexistent: No such file or directory'
+mkdir flatsrc && touch flatsrc/top.jpg
+zr import dir flatsrc bad6 --label-from-parent label
+expect_rc 1
+expect_err_has '*top.jpg: not in a class directory*'
+for d in bad1 bad2 bad3 bad4 bad5 bad6; do [ ! -e "$d" ] || fail "$d was left behind"; done
+zr import dir src ds
+expect_rc 1
+expect_err_has '*ds: exists and is not empty'
+zr verify --quiet ds
+expect_rc 0
+zr import flat a.npy fl --record-size 8 --writers 9
+expect_rc 2
+
+# flat files
+head -c 4096 /dev/urandom >tokens.bin
+zr import flat tokens.bin toks --record-size 512 --writers 1
+expect_rc 0
+zr cat toks data 7
+tail -c 512 tokens.bin | cmp -s - "$T/.out" || fail "flat record 7"
+
+# killed mid-import: whatever is left verifies clean (or is absent)
+mkdir -p many/x
+i=0
+while [ $i -lt 3000 ]; do printf '%05d' $i >many/x/$i; i=$((i + 1)); done
+"$ZR" import dir many killed --writers 2 >/dev/null 2>&1 &
+pid=$!
+timeout 20 sh -c 'until [ -e killed/meta.json ] || ! kill -0 '$pid' 2>/dev/null; do :; done'
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+if [ -e killed/meta.json ]; then
+	zr verify --quiet killed
+	expect_rc 0
+fi
+true
