@@ -31,10 +31,11 @@ static const char help[] =
 	"       zr bench sampler [--runs R] [--max N]\n"
 	"       zr bench fs [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"       zr bench batches [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
+	"       zr bench import [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
 	"\n"
 	"Run a benchmark against its baselines in the same run and print medians\n"
 	"and ratios (each ratio is the median of the per-run ratios; see\n"
-	"BENCHMARKS.md). 'zr bench sampler|fs|batches --help'\n"
+	"BENCHMARKS.md). 'zr bench sampler|fs|batches|import --help'\n"
 	"describe theirs.\n"
 	"\n"
 	"store: append and gather against a flat file and a pread loop.\n"
@@ -346,6 +347,8 @@ int cmd_bench(int argc, char **argv)
 		return bench_fs(argc - 1, argv + 1);
 	if (strcmp(argv[1], "batches") == 0)
 		return bench_batches(argc - 1, argv + 1);
+	if (strcmp(argv[1], "import") == 0)
+		return bench_import(argc - 1, argv + 1);
 	if (strcmp(argv[1], "store") != 0) {
 		zr_warn("bench: unknown benchmark '%s' (see 'zr bench --help')", argv[1]);
 		return EXIT_USAGE;

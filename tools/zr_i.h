@@ -65,5 +65,6 @@ struct bench_args {
 int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
 int bench_fs(int argc, char **argv);
 int bench_batches(int argc, char **argv);
+int bench_import(int argc, char **argv);
 
 #endif
