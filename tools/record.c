@@ -21,6 +21,47 @@ static const char cat_help[] =
 	"Write the bytes of field FIELD of record ID to standard output (inflated\n"
 	"if the field is compressed). Fails if the record is missing.\n";
 
+/* Parse --FIELD=FILE arguments argv[from..argc) into @values (one per
+ * field, data NULL where not given), reading the files into @bufs.
+ * 0, or an exit status (message printed). */
+int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
+		    zr_value *values, void **bufs)
+{
+	bool stdin_used = false;
+
+	for (int i = from; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		int f;
+		size_t len;
+		if (strncmp(argv[i], "--", 2) != 0 || !eq) {
+			zr_warn("%s: '%s' is not --FIELD=FILE", what, argv[i]);
+			return EXIT_USAGE;
+		}
+		*eq = 0;
+		f = zr_field_find(ds, argv[i] + 2);
+		if (f < 0) {
+			zr_warn("%s: %s has no field '%s'", what, zr_path(ds), argv[i] + 2);
+			return EXIT_USAGE;
+		}
+		if (values[f].data) {
+			zr_warn("%s: field '%s' is given twice", what, argv[i] + 2);
+			return EXIT_USAGE;
+		}
+		if (strcmp(eq + 1, "-") == 0) {
+			if (stdin_used) {
+				zr_warn("%s: only one field can read standard input", what);
+				return EXIT_USAGE;
+			}
+			stdin_used = true;
+		}
+		if (read_file(eq + 1, &bufs[f], &len) < 0)
+			return 1;
+		values[f].data = bufs[f] ? bufs[f] : "";
+		values[f].len = len;
+	}
+	return 0;
+}
+
 int cmd_put(int argc, char **argv)
 {
 	zr_value *values = NULL;
@@ -28,7 +69,6 @@ int cmd_put(int argc, char **argv)
 	zr_dataset *ds = NULL;
 	uint64_t id;
 	int rc, status = 1;
-	bool stdin_used = false;
 
 	if (argc >= 2 && is_help(argv[1])) {
 		fputs(put_help, stdout);
@@ -42,42 +82,11 @@ int cmd_put(int argc, char **argv)
 	if (rc < 0)
 		return zr_fail(rc, "put");
 	values = calloc(zr_field_count(ds), sizeof *values);
-	if (!values)
+	if (!values || (status = read_field_args(ds, argc, argv, 2, "put", values, bufs)) != 0) {
+		status = status ? status : 1;
 		goto out;
-	for (int i = 2; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		int f;
-		size_t len;
-		if (strncmp(argv[i], "--", 2) != 0 || !eq) {
-			zr_warn("put: '%s' is not --FIELD=FILE", argv[i]);
-			status = EXIT_USAGE;
-			goto out;
-		}
-		*eq = 0;
-		f = zr_field_find(ds, argv[i] + 2);
-		if (f < 0) {
-			zr_warn("put: %s has no field '%s'", argv[1], argv[i] + 2);
-			status = EXIT_USAGE;
-			goto out;
-		}
-		if (values[f].data) {
-			zr_warn("put: field '%s' is given twice", argv[i] + 2);
-			status = EXIT_USAGE;
-			goto out;
-		}
-		if (strcmp(eq + 1, "-") == 0) {
-			if (stdin_used) {
-				zr_warn("put: only one field can read standard input");
-				status = EXIT_USAGE;
-				goto out;
-			}
-			stdin_used = true;
-		}
-		if (read_file(eq + 1, &bufs[f], &len) < 0)
-			goto out;
-		values[f].data = bufs[f];
-		values[f].len = len;
 	}
+	status = 1;
 	rc = zr_append(ds, values, &id);
 	if (rc == 0)
 		rc = zr_commit(ds);

@@ -22,6 +22,13 @@ typedef struct zr_cmd {
 int cmd_create(int argc, char **argv);
 int cmd_put(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
+		    zr_value *values, void **bufs);
 int cmd_cat(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

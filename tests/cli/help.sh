@@ -7,7 +7,7 @@ zr --help
 expect_rc 0
 expect_out_has 'usage: zr COMMAND*'
 expect_out_has '  create *'
-for c in create import put cat info verify rebalance sample bench; do
+for c in create import put set rm cat export ls stat info verify rebalance sample bench; do
 	zr "$c" --help
 	expect_rc 0
 	expect_out_has "usage: zr $c*"

@@ -1,0 +1,146 @@
+/*
+ * edit.c - zr set and zr rm: change or delete committed records.
+ */
+#include "zr_i.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char set_help[] =
+	"usage: zr set DIR ID --FIELD=FILE [--FIELD=FILE...]\n"
+	"\n"
+	"Replace the given fields of record ID with the bytes of FILE ('-' reads\n"
+	"stdin); other fields keep their values. Commits. The old bytes become dead\n"
+	"space until 'zr rebalance'.\n";
+
+static const char rm_help[] =
+	"usage: zr rm DIR ID [ID...]\n"
+	"\n"
+	"Delete records. Ids stay dense: the last record takes each deleted id\n"
+	"(so it is renumbered, and a line says so). IDs name records as they are\n"
+	"before the command; they are deleted from the highest down. Commits once.\n";
+
+int cmd_set(int argc, char **argv)
+{
+	void *bufs[ZR_FIELDS_MAX] = {0};
+	zr_value *values = NULL;
+	zr_dataset *ds = NULL;
+	uint64_t id;
+	int rc, status = 1;
+
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(set_help, stdout);
+		return 0;
+	}
+	if (argc < 4) {
+		zr_warn("set: expected DIR ID and at least one --FIELD=FILE (see 'zr set --help')");
+		return EXIT_USAGE;
+	}
+	if (parse_u64(argv[2], 0, UINT64_MAX, "set: ID", &id) < 0)
+		return EXIT_USAGE;
+	if ((rc = zr_open(&ds, argv[1], ZR_RDWR)) < 0)
+		return zr_fail(rc, "set");
+	values = calloc(zr_field_count(ds), sizeof *values);
+	if (!values || (status = read_field_args(ds, argc, argv, 3, "set", values, bufs)) != 0) {
+		status = status ? status : 1;
+		goto out;
+	}
+	status = 1;
+	for (unsigned f = 0; f < zr_field_count(ds); f++)
+		if (values[f].data && (rc = zr_modify(ds, f, id, values[f])) < 0) {
+			zr_fail(rc, "set"); /* nothing committed: the record is as it was */
+			goto out;
+		}
+	if ((rc = zr_commit(ds)) < 0) {
+		zr_fail(rc, "set");
+		goto out;
+	}
+	status = 0;
+out:
+	for (unsigned f = 0; f < ZR_FIELDS_MAX; f++)
+		free(bufs[f]);
+	free(values);
+	zr_close(ds);
+	return status;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
+int cmd_rm(int argc, char **argv)
+{
+	zr_dataset *ds = NULL;
+	uint64_t *ids;
+	size_t n = 0;
+	int rc, status = 1;
+
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(rm_help, stdout);
+		return 0;
+	}
+	if (argc < 3) {
+		zr_warn("rm: expected DIR and at least one ID (see 'zr rm --help')");
+		return EXIT_USAGE;
+	}
+	ids = malloc((size_t)(argc - 2) * sizeof *ids);
+	if (!ids)
+		return 1;
+	for (int i = 2; i < argc; i++)
+		if (parse_u64(argv[i], 0, UINT64_MAX, "rm: ID", &ids[n++]) < 0) {
+			free(ids);
+			return EXIT_USAGE;
+		}
+	qsort(ids, n, sizeof *ids, cmp_desc);
+	if ((rc = zr_open(&ds, argv[1], ZR_RDWR)) < 0) {
+		free(ids);
+		return zr_fail(rc, "rm");
+	}
+	/* ids are deleted from the highest down, so a deleted id never names a
+	 * record moved by this command; the moved ones are reported by the id
+	 * they had before it: moved[k] = original id of the record now at k */
+	uint64_t *moved_from = calloc(n, sizeof *moved_from), *moved_to = calloc(n, sizeof *moved_to);
+	size_t nmoved = 0;
+	if (!moved_from || !moved_to) {
+		free(moved_from);
+		free(moved_to);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t last = zr_length(ds) - 1, orig = last;
+		if (i > 0 && ids[i] == ids[i - 1])
+			continue; /* given twice */
+		if ((rc = zr_delete(ds, ids[i])) < 0) {
+			zr_fail(rc, "rm"); /* nothing committed: the dataset is as it was */
+			free(moved_from);
+			free(moved_to);
+			goto out;
+		}
+		for (size_t k = 0; k < nmoved; k++)
+			if (moved_to[k] == last)
+				orig = moved_from[k];
+		if (ids[i] == last) {
+			printf("deleted record %llu (it was the last)\n", (unsigned long long)ids[i]);
+		} else {
+			printf("deleted record %llu; record %llu (the last) now has id %llu\n",
+			       (unsigned long long)ids[i], (unsigned long long)orig,
+			       (unsigned long long)ids[i]);
+			moved_from[nmoved] = orig;
+			moved_to[nmoved++] = ids[i];
+		}
+	}
+	free(moved_from);
+	free(moved_to);
+	if ((rc = zr_commit(ds)) < 0) {
+		zr_fail(rc, "rm");
+		goto out;
+	}
+	printf("%s: %llu records\n", argv[1], (unsigned long long)zr_length(ds));
+	status = 0;
+out:
+	free(ids);
+	zr_close(ds);
+	return status;
+}
