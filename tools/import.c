@@ -585,7 +585,7 @@ int cmd_import(int argc, char **argv)
 		if (rc == 0 && ext[0] && zr_name_check(ext) == 0)
 			f[0].ext = ext;
 	} else if (strcmp(kind, "npy") == 0) {
-		struct npy first_npy = {0}, n;
+		struct npy first_npy = {0}, n = {0};
 		for (int i = 0; i < npos - 1 && rc == 0; i++) {
 			rc = npy_read(pos[i], &n, p.err, sizeof p.err);
 			if (rc == 0 && i > 0 &&
@@ -600,11 +600,13 @@ int cmd_import(int argc, char **argv)
 			for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
 				rc = plan_add(&p, pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
 		}
-		f[0].dtype = first_npy.dtype;
-		f[0].fixed = 1;
-		f[0].ndim = first_npy.ndim;
-		for (unsigned k = 0; k < first_npy.ndim; k++)
-			f[0].shape[k] = first_npy.shape[k];
+		if (rc == 0) { /* first_npy is only set when its header was read */
+			f[0].dtype = first_npy.dtype;
+			f[0].fixed = 1;
+			f[0].ndim = first_npy.ndim;
+			for (unsigned k = 0; k < first_npy.ndim; k++)
+				f[0].shape[k] = first_npy.shape[k];
+		}
 	} else {
 		struct stat st;
 		if (stat(pos[0], &st) < 0 || !S_ISREG(st.st_mode)) {
