@@ -38,7 +38,7 @@
 
 /* The .npy header of a fixed-shape field; data follows at hdr_len. */
 struct zrfs_npy {
-	char hdr[256];
+	char hdr[ZR_NPY_HEADER_MAX];
 	size_t hdr_len;      /* a multiple of 64, as NumPy pads it */
 	uint64_t size;       /* hdr_len + N * record size */
 };

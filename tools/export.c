@@ -14,10 +14,61 @@
 
 static const char export_help[] =
 	"usage: zr export dir DS FIELD OUT_DIR\n"
+	"       zr export npy DS FIELD OUT.npy\n"
 	"\n"
-	"Write every present record of FIELD as a file of OUT_DIR (created; it\n"
+	"dir: write every present record of FIELD as a file of OUT_DIR (created; it\n"
 	"must not exist or be empty), named as in the mount: the record id, plus\n"
-	"the field's extension. The bytes are the records' logical bytes.\n";
+	"the field's extension. The bytes are the records' logical bytes.\n"
+	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
+	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n";
+
+static int export_npy(zr_dataset *ds, unsigned f, const char *out)
+{
+	const zr_field_spec *spec = zr_field(ds, f);
+	uint64_t rsz = zr_field_record_size(ds, f);
+	char hdr[ZR_NPY_HEADER_MAX];
+	uint8_t *buf;
+	int n = zr_npy_header(spec, zr_length(ds), hdr, sizeof hdr), fd, status = 1;
+
+	if (n < 0)
+		return zr_fail(n, "export");
+	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		return 1;
+	}
+	buf = malloc(rsz ? rsz : 1);
+	if (buf && write_all(fd, hdr, (size_t)n) == 0) {
+		uint64_t id;
+		for (id = 0; id < zr_length(ds); id++) {
+			int64_t got = zr_record_load(ds, f, id, buf, rsz);
+			if (got == -ENOENT) { /* missing: zeros */
+				memset(buf, 0, rsz);
+				got = (int64_t)rsz;
+			}
+			if (got < 0) {
+				zr_fail((int)got, "export");
+				break;
+			}
+			if (write_all(fd, buf, rsz) < 0) {
+				zr_warn("export: %s: %s", out, strerror(errno));
+				break;
+			}
+		}
+		if (id == zr_length(ds)) {
+			printf("%s: %llu rows\n", out, (unsigned long long)id);
+			status = 0;
+		}
+	}
+	if (close(fd) < 0 && status == 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		status = 1;
+	}
+	if (status != 0)
+		unlink(out); /* no half-written array is left behind */
+	free(buf);
+	return status;
+}
 
 static const char ls_help[] =
 	"usage: zr ls DIR FIELD [--long]\n"
@@ -67,12 +118,18 @@ int cmd_export(int argc, char **argv)
 		fputs(export_help, stdout);
 		return 0;
 	}
-	if (argc != 5 || strcmp(argv[1], "dir") != 0) {
-		zr_warn("export: expected 'dir DS FIELD OUT_DIR' (see 'zr export --help')");
+	if (argc != 5 || (strcmp(argv[1], "dir") != 0 && strcmp(argv[1], "npy") != 0)) {
+		zr_warn("export: expected 'dir DS FIELD OUT_DIR' or 'npy DS FIELD OUT.npy' "
+			"(see 'zr export --help')");
 		return EXIT_USAGE;
 	}
 	if ((f = open_field("export", argv[2], argv[3], &ds)) < 0)
 		return 1;
+	if (strcmp(argv[1], "npy") == 0) {
+		status = export_npy(ds, (unsigned)f, argv[4]);
+		zr_close(ds);
+		return status;
+	}
 	if (mkdir(argv[4], 0755) < 0 && errno != EEXIST) {
 		zr_warn("export: %s: %s", argv[4], strerror(errno));
 		goto out;

@@ -369,103 +369,31 @@ static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *f
 /* ---- npy ---- */
 
 struct npy {
-	zr_dtype dtype;
-	unsigned ndim;          /* of a row */
-	uint32_t shape[ZR_SHAPE_MAX];
+	zr_field_spec spec;     /* dtype and row shape */
 	uint64_t rows, row_bytes, data_off;
 };
 
-/* The header of a .npy file (format 1.0, 2.0 or 3.0), checked. */
+/* The header of a .npy file, checked against the file's size. */
 static int npy_read(const char *path, struct npy *out, char *err, size_t errlen)
 {
-	static const struct {
-		const char *descr;
-		zr_dtype t;
-	} types[] = {
-		{"|u1", ZR_U8},  {"<u2", ZR_U16}, {"<u4", ZR_U32}, {"<u8", ZR_U64}, {"|i1", ZR_I8},
-		{"<i2", ZR_I16}, {"<i4", ZR_I32}, {"<i8", ZR_I64}, {"<f2", ZR_F16}, {"<f4", ZR_F32},
-		{"<f8", ZR_F64}, {"|b1", ZR_U8},
-	};
-	char head[12], *hdr = NULL, *p;
-	uint64_t hlen, dims[ZR_SHAPE_MAX + 1];
-	unsigned nd = 0;
+	char head[65536 + 12];
 	struct stat st;
+	ssize_t got;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
 
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (fd < 0 || fstat(fd, &st) < 0 || (got = pread(fd, head, sizeof head, 0)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (read(fd, head, sizeof head) != (ssize_t)sizeof head ||
-	    memcmp(head, "\x93NUMPY", 6) != 0 || head[6] < 1 || head[6] > 3) {
-		snprintf(err, errlen, "%s: not a .npy file (format 1.0-3.0)", path);
+	if (zr_npy_parse(head, (size_t)got, &out->spec, &out->rows, &out->data_off) < 0) {
+		snprintf(err, errlen, "%s: %s", path, zr_errmsg(NULL));
 		goto out;
 	}
-	hlen = head[6] == 1 ? (uint64_t)(uint8_t)head[8] | (uint64_t)(uint8_t)head[9] << 8
-			    : (uint64_t)(uint8_t)head[8] | (uint64_t)(uint8_t)head[9] << 8 |
-				      (uint64_t)(uint8_t)head[10] << 16 | (uint64_t)(uint8_t)head[11] << 24;
-	out->data_off = (head[6] == 1 ? 10 : 12) + hlen;
-	if (hlen > (1 << 20) || out->data_off > (uint64_t)st.st_size || !(hdr = calloc(1, hlen + 1)) ||
-	    pread(fd, hdr, hlen, head[6] == 1 ? 10 : 12) != (ssize_t)hlen) {
-		snprintf(err, errlen, "%s: truncated .npy header", path);
-		goto out;
-	}
-	if (!(p = strstr(hdr, "'descr':")) || !(p = strchr(p + 8, '\''))) {
-		snprintf(err, errlen, "%s: no 'descr' in the header", path);
-		goto out;
-	}
-	size_t i;
-	for (i = 0; i < sizeof types / sizeof *types; i++)
-		if (strncmp(p + 1, types[i].descr, 3) == 0 && p[4] == '\'')
-			break;
-	if (i == sizeof types / sizeof *types) {
-		char *q = strchr(p + 1, '\'');
-		snprintf(err, errlen, "%s: dtype %.*s is not supported (little-endian integers and "
-				      "floats of 1-8 bytes, bool)", path,
-			 q ? (int)(q - p - 1) : 8, p + 1);
-		goto out;
-	}
-	out->dtype = types[i].t;
-	if (!strstr(hdr, "'fortran_order': False")) {
-		snprintf(err, errlen, "%s: Fortran-ordered arrays are not supported", path);
-		goto out;
-	}
-	if (!(p = strstr(hdr, "'shape':")) || !(p = strchr(p, '('))) {
-		snprintf(err, errlen, "%s: no 'shape' in the header", path);
-		goto out;
-	}
-	for (p++;;) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == ')')
-			break;
-		char *end;
-		errno = 0;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p || errno || nd > ZR_SHAPE_MAX) {
-			snprintf(err, errlen, "%s: bad or too deep shape in the header", path);
-			goto out;
-		}
-		dims[nd++] = v;
-		p = end;
-	}
-	if (nd == 0) {
-		snprintf(err, errlen, "%s: a 0-d array has no rows", path);
-		goto out;
-	}
-	out->rows = dims[0];
-	out->ndim = nd - 1;
-	out->row_bytes = zr_dtype_size(out->dtype);
-	for (unsigned k = 1; k < nd; k++) {
-		if (dims[k] == 0 || dims[k] > UINT32_MAX ||
-		    out->row_bytes > ZR_RECORD_MAX / dims[k]) {
-			snprintf(err, errlen, "%s: rows of this shape are too large for a record", path);
-			goto out;
-		}
-		out->shape[k - 1] = (uint32_t)dims[k];
-		out->row_bytes *= dims[k];
-	}
-	if ((uint64_t)st.st_size - out->data_off < out->rows * out->row_bytes) {
+	out->row_bytes = zr_dtype_size(out->spec.dtype);
+	for (unsigned k = 0; k < out->spec.ndim; k++)
+		out->row_bytes *= out->spec.shape[k];
+	if ((uint64_t)st.st_size < out->data_off ||
+	    ((uint64_t)st.st_size - out->data_off) / out->row_bytes < out->rows) {
 		snprintf(err, errlen, "%s: truncated: %llu rows of %llu bytes need %llu bytes of data",
 			 path, (unsigned long long)out->rows, (unsigned long long)out->row_bytes,
 			 (unsigned long long)(out->rows * out->row_bytes));
@@ -473,7 +401,6 @@ static int npy_read(const char *path, struct npy *out, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
-	free(hdr);
 	if (fd >= 0)
 		close(fd);
 	return rc;
@@ -589,8 +516,9 @@ int cmd_import(int argc, char **argv)
 		for (int i = 0; i < npos - 1 && rc == 0; i++) {
 			rc = npy_read(pos[i], &n, p.err, sizeof p.err);
 			if (rc == 0 && i > 0 &&
-			    (n.dtype != first_npy.dtype || n.ndim != first_npy.ndim ||
-			     memcmp(n.shape, first_npy.shape, n.ndim * sizeof *n.shape) != 0)) {
+			    (n.spec.dtype != first_npy.spec.dtype || n.spec.ndim != first_npy.spec.ndim ||
+			     memcmp(n.spec.shape, first_npy.spec.shape,
+				    n.spec.ndim * sizeof *n.spec.shape) != 0)) {
 				snprintf(p.err, sizeof p.err,
 					 "%s: dtype or row shape differs from %s's", pos[i], pos[0]);
 				rc = -1;
@@ -601,11 +529,9 @@ int cmd_import(int argc, char **argv)
 				rc = plan_add(&p, pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
 		}
 		if (rc == 0) { /* first_npy is only set when its header was read */
-			f[0].dtype = first_npy.dtype;
-			f[0].fixed = 1;
-			f[0].ndim = first_npy.ndim;
-			for (unsigned k = 0; k < first_npy.ndim; k++)
-				f[0].shape[k] = first_npy.shape[k];
+			first_npy.spec.name = f[0].name;
+			first_npy.spec.compress = f[0].compress;
+			f[0] = first_npy.spec;
 		}
 	} else {
 		struct stat st;

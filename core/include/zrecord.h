@@ -342,6 +342,31 @@ ZR_API int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, siz
 ZR_API int zr_reader_uses_uring(const zr_reader *r);
 ZR_API void zr_reader_close(zr_reader *r);
 
+/* ---- NumPy .npy files ------------------------------------------------------ */
+
+/** Largest .npy header zr_npy_header() writes. */
+#define ZR_NPY_HEADER_MAX 256
+
+/**
+ * Write the header of a .npy file (format 1.0) holding @p rows records of
+ * the fixed-shape field @p spec: an array of shape (rows, *spec->shape).
+ * Record bytes follow the header as stored. Thread-safe.
+ * @return the header's length (a multiple of 64), -EINVAL (no fixed shape)
+ *         or -EOVERFLOW (@p cap too small; ZR_NPY_HEADER_MAX suffices)
+ */
+ZR_API int zr_npy_header(const zr_field_spec *spec, uint64_t rows, char *buf, size_t cap);
+
+/**
+ * Read the header at the start of a .npy file (formats 1.0-3.0; @p len
+ * bytes of it at @p data). Fills @p spec's dtype, fixed, ndim and shape
+ * with those of one row (name, compress, ext untouched: zeroed), the row
+ * count and where the data starts.
+ * @return 0, or ZR_EINVAL_SPEC with the reason in zr_errmsg(NULL)
+ *         (truncated, big-endian or unsupported dtype, Fortran order...)
+ */
+ZR_API int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint64_t *rows,
+			uint64_t *data_offset);
+
 /* ---- maintenance ---------------------------------------------------------- */
 
 /** One problem found by zr_verify(); field is NULL for dataset-wide ones. */

@@ -105,3 +105,15 @@ if [ -e killed/meta.json ]; then
 	expect_rc 0
 fi
 true
+
+# export npy: the array numpy.save would write, byte for byte
+zr export npy arr x back.npy
+expect_rc 0
+expect_out 'back.npy: 7 rows'
+run "$PY" -c 'import numpy as np
+np.save("want.npy", np.concatenate([np.load("a.npy"), np.load("b.npy")]))'
+cmp -s back.npy want.npy || fail "exported .npy differs from numpy.save's"
+zr export npy ds data x.npy
+expect_rc 1
+expect_err_has '*no fixed shape*'
+[ ! -e x.npy ] || fail "a failed export left x.npy"
