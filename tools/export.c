@@ -15,12 +15,106 @@
 static const char export_help[] =
 	"usage: zr export dir DS FIELD OUT_DIR\n"
 	"       zr export npy DS FIELD OUT.npy\n"
+	"       zr export tar DS OUT.tar\n"
 	"\n"
 	"dir: write every present record of FIELD as a file of OUT_DIR (created; it\n"
 	"must not exist or be empty), named as in the mount: the record id, plus\n"
 	"the field's extension. The bytes are the records' logical bytes.\n"
 	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
-	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n";
+	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n"
+	"tar: write every record as a WebDataset sample: members ID.FIELD (ID zero-\n"
+	"padded to 9 digits) for its present fields; OUT.tar must not exist.\n";
+
+/* One ustar header for a regular file. */
+static void tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime)
+{
+	unsigned sum = 0;
+
+	memset(h, 0, 512);
+	snprintf((char *)h, 100, "%s", name);
+	snprintf((char *)h + 100, 8, "%07o", 0644);
+	snprintf((char *)h + 108, 8, "%07o", 0);
+	snprintf((char *)h + 116, 8, "%07o", 0);
+	/* 11 octal digits: up to 8 GiB, more than a record holds; times to 2242 */
+	snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)(size & 0x1ffffffffULL));
+	snprintf((char *)h + 136, 12, "%011llo",
+		 (unsigned long long)(mtime > 0 ? mtime & 0x1ffffffffLL : 0));
+	memset(h + 148, ' ', 8);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+static int export_tar(zr_dataset *ds, const char *out)
+{
+	static const unsigned char zeros[1024];
+	unsigned char h[512];
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint64_t members = 0;
+	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), status = 1;
+	int64_t mtime = 0;
+	zr_info in;
+
+	if (fd < 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		return 1;
+	}
+	if (zr_info_get(ds, &in) == 0)
+		mtime = in.mtime;
+	for (uint64_t id = 0; id < zr_length(ds); id++)
+		for (unsigned f = 0; f < zr_field_count(ds); f++) {
+			zr_record_stat st;
+			char name[100];
+			int64_t n;
+			if (zr_stat(ds, f, id, &st) < 0) {
+				zr_fail(-1, "export");
+				goto out;
+			}
+			if (!st.present)
+				continue;
+			if (st.logical_len > cap) {
+				uint8_t *b = realloc(buf, st.logical_len);
+				if (!b)
+					goto out;
+				buf = b;
+				cap = st.logical_len;
+			}
+			if ((n = zr_record_load(ds, f, id, buf, cap)) < 0) {
+				zr_fail((int)n, "export");
+				goto out;
+			}
+			snprintf(name, sizeof name, "%09llu.%s", (unsigned long long)id,
+				 zr_field(ds, f)->name);
+			tar_header(h, name, (uint64_t)n, mtime);
+			if (write_all(fd, h, 512) < 0 || write_all(fd, buf, (size_t)n) < 0 ||
+			    write_all(fd, zeros, (512 - (size_t)n % 512) % 512) < 0) {
+				zr_warn("export: %s: %s", out, strerror(errno));
+				goto out;
+			}
+			members++;
+		}
+	if (write_all(fd, zeros, sizeof zeros) < 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		goto out;
+	}
+	printf("%s: %llu records, %llu members\n", out, (unsigned long long)zr_length(ds),
+	       (unsigned long long)members);
+	status = 0;
+out:
+	if (close(fd) < 0 && status == 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		status = 1;
+	}
+	if (status != 0)
+		unlink(out); /* no half-written archive is left behind */
+	free(buf);
+	return status;
+}
 
 static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 {
@@ -118,9 +212,17 @@ int cmd_export(int argc, char **argv)
 		fputs(export_help, stdout);
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "tar") == 0) {
+		int rc = zr_open(&ds, argv[2], ZR_RDONLY);
+		if (rc < 0)
+			return zr_fail(rc, "export");
+		status = export_tar(ds, argv[3]);
+		zr_close(ds);
+		return status;
+	}
 	if (argc != 5 || (strcmp(argv[1], "dir") != 0 && strcmp(argv[1], "npy") != 0)) {
-		zr_warn("export: expected 'dir DS FIELD OUT_DIR' or 'npy DS FIELD OUT.npy' "
-			"(see 'zr export --help')");
+		zr_warn("export: expected 'dir DS FIELD OUT_DIR', 'npy DS FIELD OUT.npy' or "
+			"'tar DS OUT.tar' (see 'zr export --help')");
 		return EXIT_USAGE;
 	}
 	if ((f = open_field("export", argv[2], argv[3], &ds)) < 0)

@@ -33,6 +33,7 @@ static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
+	"       zr import tar SHARD.tar [SHARD.tar...] DEST\n"
 	"   options for all: [--compress raw|flate] [--chunk-size N] [--writers 1..4]\n"
 	"\n"
 	"Create the dataset DEST (which must not exist, or be empty) from:\n"
@@ -46,6 +47,10 @@ static const char help[] =
 	"        the mount's FIELD.npy reproduces the array.\n"
 	"  flat  consecutive records of BYTES bytes (u8 of that shape); the file's\n"
 	"        size must be a multiple of BYTES.\n"
+	"  tar   WebDataset shards: members KEY.EXT that share a KEY (and follow each\n"
+	"        other) form one record, each EXT a field of that name (dtype\n"
+	"        bytes); a member a sample lacks is a missing value. Samples in the\n"
+	"        order of the shards given, then of their members.\n"
 	"\n"
 	"  --compress raw|flate  how the field is stored (default raw)\n"
 	"  --chunk-size N        records per chunk file (default 65536)\n"
@@ -56,36 +61,54 @@ static const char help[] =
 
 /* ---- the plan: where each record's bytes come from ---- */
 
+/* One value: @len bytes at @off of @path; path NULL = missing. */
 struct src {
-	const char *path; /* file to read */
+	const char *path;
 	uint64_t off, len;
-	int64_t label;    /* --label-from-parent */
 };
 
+/* Records of @width file values each (srcs[i * width + f]), and with
+ * labels an i64 label field after them. */
 struct plan {
 	struct src *srcs;
+	int64_t *labels;  /* --label-from-parent, or NULL */
+	unsigned width;
 	uint64_t n, cap, bytes;
-	char **names;     /* dir: owned paths */
-	bool labels;
 	char err[PATH_MAX + 256];
 	pthread_mutex_t err_lock;
 	atomic_bool failed;
 	atomic_ullong done, done_bytes;
 };
 
-static int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, int64_t label)
+/* Add a record of p->width values (and @label if the plan has labels). */
+static int plan_add_record(struct plan *p, const struct src *vals, int64_t label)
 {
 	if (p->n == p->cap) {
 		uint64_t cap = p->cap ? p->cap * 2 : 1024;
-		struct src *s = realloc(p->srcs, cap * sizeof *s);
-		if (!s)
+		struct src *s = realloc(p->srcs, cap * p->width * sizeof *s);
+		int64_t *l = p->labels ? realloc(p->labels, cap * sizeof *l) : NULL;
+		if (s)
+			p->srcs = s;
+		if (l)
+			p->labels = l;
+		if (!s || (p->labels && !l))
 			return -ENOMEM;
-		p->srcs = s;
 		p->cap = cap;
 	}
-	p->srcs[p->n++] = (struct src){path, off, len, label};
-	p->bytes += len;
+	memcpy(&p->srcs[p->n * p->width], vals, p->width * sizeof *vals);
+	if (p->labels)
+		p->labels[p->n] = label;
+	for (unsigned f = 0; f < p->width; f++)
+		p->bytes += vals[f].len;
+	p->n++;
 	return 0;
+}
+
+static int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, int64_t label)
+{
+	struct src v = {path, off, len};
+
+	return plan_add_record(p, &v, label);
 }
 
 static void plan_fail(struct plan *p, const char *fmt, const char *what, const char *why)
@@ -104,7 +127,6 @@ struct wctx {
 	struct plan *p;
 	zr_dataset *ds;
 	uint64_t first;        /* id of record 0 */
-	unsigned nfields;
 	atomic_ullong next;    /* next block of records to take */
 };
 
@@ -115,8 +137,9 @@ static void *writer(void *arg)
 	struct wctx *c = arg;
 	struct plan *p = c->p;
 	zr_writer *w = NULL;
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	uint8_t *bufs[ZR_FIELDS_MAX] = {0};
+	size_t caps[ZR_FIELDS_MAX] = {0};
+	zr_value v[ZR_FIELDS_MAX];
 	uint64_t b;
 	int rc = zr_writer_open(c->ds, &w);
 
@@ -126,46 +149,62 @@ static void *writer(void *arg)
 	}
 	while (!atomic_load(&p->failed) && (b = atomic_fetch_add(&c->next, BLOCK)) < p->n) {
 		for (uint64_t i = b; i < b + BLOCK && i < p->n && !atomic_load(&p->failed); i++) {
-			const struct src *s = &p->srcs[i];
-			if (s->len > cap) {
-				uint8_t *nb = realloc(buf, s->len);
-				if (!nb) {
-					plan_fail(p, "%s: %s", s->path, "out of memory");
+			uint64_t bytes = 0;
+			int64_t label = p->labels ? p->labels[i] : 0;
+			for (unsigned f = 0; f < p->width && !atomic_load(&p->failed); f++) {
+				const struct src *s = &p->srcs[i * p->width + f];
+				v[f] = (zr_value){NULL, 0};
+				if (!s->path)
+					continue; /* missing */
+				if (s->len > caps[f] || !bufs[f]) {
+					uint8_t *nb = realloc(bufs[f], s->len ? s->len : 1);
+					if (!nb) {
+						plan_fail(p, "%s: %s", s->path, "out of memory");
+						break;
+					}
+					bufs[f] = nb;
+					caps[f] = s->len ? s->len : 1;
+				}
+				int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+				uint64_t got = 0;
+				while (fd >= 0 && got < s->len) {
+					ssize_t r = pread(fd, bufs[f] + got, s->len - got,
+							  (off_t)(s->off + got));
+					if (r < 0 && errno == EINTR)
+						continue;
+					if (r <= 0)
+						break;
+					got += (uint64_t)r;
+				}
+				int e = errno;
+				if (fd >= 0)
+					close(fd);
+				if (got != s->len) {
+					plan_fail(p, "%s: %s", s->path,
+						  fd < 0 || e ? strerror(e)
+							      : "shorter than when it was listed");
 					break;
 				}
-				buf = nb;
-				cap = s->len;
+				v[f] = (zr_value){bufs[f], s->len};
+				bytes += s->len;
 			}
-			int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-			uint64_t got = 0;
-			while (fd >= 0 && got < s->len) {
-				ssize_t r = pread(fd, buf + got, s->len - got, (off_t)(s->off + got));
-				if (r < 0 && errno == EINTR)
-					continue;
-				if (r <= 0)
-					break;
-				got += (uint64_t)r;
-			}
-			int e = errno;
-			if (fd >= 0)
-				close(fd);
-			if (got != s->len) {
-				plan_fail(p, "%s: %s", s->path,
-					  fd < 0 || e ? strerror(e) : "shorter than when it was listed");
+			if (atomic_load(&p->failed))
 				break;
-			}
-			int64_t label = s->label;
-			zr_value v[2] = {{buf ? buf : (uint8_t *)"", s->len}, {&label, sizeof label}};
+			if (p->labels)
+				v[p->width] = (zr_value){&label, sizeof label};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
-				plan_fail(p, "%s: %s", s->path, zr_errmsg(c->ds));
+				const struct src *s = &p->srcs[i * p->width];
+				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),
+					  zr_errmsg(c->ds));
 				break;
 			}
 			atomic_fetch_add(&p->done, 1);
-			atomic_fetch_add(&p->done_bytes, s->len);
+			atomic_fetch_add(&p->done_bytes, bytes);
 		}
 	}
 	zr_writer_close(w);
-	free(buf);
+	for (unsigned f = 0; f < p->width; f++)
+		free(bufs[f]);
 	return NULL;
 }
 
@@ -366,6 +405,178 @@ static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *f
 	return 0;
 }
 
+/* ---- tar (WebDataset shards) ---- */
+
+struct member {
+	uint32_t key, field;   /* indices into the key and field lists */
+	const char *shard;
+	uint64_t off, len;
+};
+
+struct tarscan {
+	struct member *m;
+	size_t n, cap;
+	struct strs fields;    /* extensions, in order of first appearance */
+	uint32_t keys;         /* records so far */
+	char last_key[PATH_MAX];
+};
+
+static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (f[0] & 0x80) { /* base-256 */
+		for (i = 1; i < n; i++)
+			v = v << 8 | f[i];
+		return v;
+	}
+	while (i < n && f[i] == ' ')
+		i++;
+	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	if (i < n && f[i] != 0 && f[i] != ' ')
+		*ok = false;
+	return v;
+}
+
+static int tar_member(struct tarscan *t, const char *shard, const char *path, uint64_t off,
+		      uint64_t len, char *err, size_t errlen)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t keylen;
+	uint32_t field;
+
+	base = base ? base + 1 : path;
+	dot = strchr(base, '.');
+	if (!dot || dot == base || !dot[1]) {
+		snprintf(err, errlen, "%s: member '%s' has no KEY.EXTENSION name", shard, path);
+		return -1;
+	}
+	keylen = (size_t)(dot - path);
+	for (field = 0; field < t->fields.n; field++)
+		if (strcmp(t->fields.v[field], dot + 1) == 0)
+			break;
+	if (field == t->fields.n) {
+		if (zr_name_check(dot + 1) < 0 || t->fields.n + 1 >= ZR_FIELDS_MAX) {
+			snprintf(err, errlen, "%s: member '%s': '%s' cannot name a field (%s)", shard,
+				 path, dot + 1,
+				 t->fields.n + 1 >= ZR_FIELDS_MAX ? "too many fields" : zr_errmsg(NULL));
+			return -1;
+		}
+		if (strs_add(&t->fields, strdup(dot + 1)) < 0)
+			return -1;
+	}
+	/* WebDataset keeps a sample's members together: a new key starts a record */
+	if (t->keys == 0 || keylen >= sizeof t->last_key || strncmp(t->last_key, path, keylen) != 0 ||
+	    t->last_key[keylen] != 0) {
+		snprintf(t->last_key, sizeof t->last_key, "%.*s", (int)keylen, path);
+		t->keys++;
+	} else {
+		for (size_t i = t->n; i-- > 0 && t->m[i].key == t->keys - 1;)
+			if (t->m[i].field == field) {
+				snprintf(err, errlen, "%s: member '%s' appears twice in one sample",
+					 shard, path);
+				return -1;
+			}
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct member *m = realloc(t->m, cap * sizeof *m);
+		if (!m)
+			return -1;
+		t->m = m;
+		t->cap = cap;
+	}
+	t->m[t->n++] = (struct member){t->keys - 1, field, shard, off, len};
+	return 0;
+}
+
+/* List the regular-file members of one shard (ustar, GNU long names, pax paths). */
+static int tar_scan(struct tarscan *t, const char *shard, char *err, size_t errlen)
+{
+	unsigned char h[512];
+	char longname[PATH_MAX] = "", path[PATH_MAX];
+	uint64_t off = 0;
+	struct stat st;
+	int fd = open(shard, O_RDONLY | O_CLOEXEC), rc = -1;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", shard, strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = pread(fd, h, sizeof h, (off_t)off);
+		bool ok = true;
+		if (r != (ssize_t)sizeof h) { /* every archive ends with zero blocks */
+			snprintf(err, errlen, "%s: truncated tar (a header at byte %llu is cut short)",
+				 shard, (unsigned long long)off);
+			goto out;
+		}
+		bool zero = true;
+		for (int i = 0; i < 512 && zero; i++)
+			zero = h[i] == 0;
+		if (zero)
+			break;
+		uint64_t sum = 0, want = tar_num(h + 148, 8, &ok), len = tar_num(h + 124, 12, &ok);
+		for (int i = 0; i < 512; i++)
+			sum += (i >= 148 && i < 156) ? ' ' : h[i];
+		if (!ok || sum != want) {
+			snprintf(err, errlen, "%s: not a tar archive, or damaged (bad header at byte %llu)",
+				 shard, (unsigned long long)off);
+			goto out;
+		}
+		if (off + 512 + len > (uint64_t)st.st_size) {
+			snprintf(err, errlen, "%s: truncated tar (member at byte %llu needs %llu bytes)",
+				 shard, (unsigned long long)off, (unsigned long long)len);
+			goto out;
+		}
+		char type = (char)h[156];
+		if (type == 'L' || type == 'x') { /* the next member's name */
+			char *data = malloc(len + 1);
+			if (!data || pread(fd, data, len, (off_t)(off + 512)) != (ssize_t)len) {
+				free(data);
+				snprintf(err, errlen, "%s: cannot read a long name", shard);
+				goto out;
+			}
+			data[len] = 0;
+			if (type == 'L') {
+				snprintf(longname, sizeof longname, "%s", data);
+			} else { /* pax: "LEN path=VALUE\n" records */
+				for (char *p = data; p < data + len;) {
+					char *sp = strchr(p, ' ');
+					unsigned long rl = strtoul(p, NULL, 10);
+					if (!sp || rl == 0 || p + rl > data + len)
+						break;
+					if (strncmp(sp + 1, "path=", 5) == 0)
+						snprintf(longname, sizeof longname, "%.*s",
+							 (int)(p + rl - (sp + 6) - 1), sp + 6);
+					p += rl;
+				}
+			}
+			free(data);
+		} else if (type == '0' || type == 0 || type == '7') {
+			if (longname[0])
+				snprintf(path, sizeof path, "%s", longname);
+			else if (memcmp(h + 257, "ustar", 5) == 0 && h[345])
+				snprintf(path, sizeof path, "%.155s/%.100s", (char *)h + 345, (char *)h);
+			else
+				snprintf(path, sizeof path, "%.100s", (char *)h);
+			longname[0] = 0;
+			if (tar_member(t, shard, path, off + 512, len, err, errlen) < 0)
+				goto out;
+		} else {
+			longname[0] = 0; /* directories, links, globals: not records */
+		}
+		off += 512 + (len + 511) / 512 * 512;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 /* ---- npy ---- */
 
 struct npy {
@@ -428,7 +639,9 @@ int cmd_import(int argc, char **argv)
 	const char *kind, *pos[64];
 	int npos = 0, status = 1;
 	char ext[ZR_EXT_MAX + 1] = "", *attrs = NULL;
-	zr_field_spec f[2] = {{0}};
+	zr_field_spec f[ZR_FIELDS_MAX] = {{0}};
+	struct tarscan t = {0};
+	unsigned nf = 1;
 	zr_dataset *ds = NULL;
 	bool created = false;
 	uint64_t first;
@@ -438,8 +651,9 @@ int cmd_import(int argc, char **argv)
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	kind = argv[1];
-	if (strcmp(kind, "dir") != 0 && strcmp(kind, "npy") != 0 && strcmp(kind, "flat") != 0) {
-		zr_warn("import: unknown source kind '%s' (dir, npy, flat; see 'zr import --help')",
+	if (strcmp(kind, "dir") != 0 && strcmp(kind, "npy") != 0 && strcmp(kind, "flat") != 0 &&
+	    strcmp(kind, "tar") != 0) {
+		zr_warn("import: unknown source kind '%s' (dir, npy, flat, tar; see 'zr import --help')",
 			kind);
 		return EXIT_USAGE;
 	}
@@ -486,10 +700,12 @@ int cmd_import(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (npos < 2 || (strcmp(kind, "npy") != 0 && npos != 2) ||
+	bool many = strcmp(kind, "npy") == 0 || strcmp(kind, "tar") == 0;
+	if (npos < 2 || (!many && npos != 2) ||
 	    (strcmp(kind, "flat") == 0 && o.record_size == 0)) {
 		zr_warn("import %s: expected %s (see 'zr import --help')", kind,
 			strcmp(kind, "npy") == 0	 ? "FILE.npy... DEST"
+			: strcmp(kind, "tar") == 0  ? "SHARD.tar... DEST"
 			: strcmp(kind, "flat") == 0 ? "FILE DEST --record-size BYTES"
 						    : "SRC DEST");
 		return EXIT_USAGE;
@@ -503,6 +719,11 @@ int cmd_import(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	pthread_mutex_init(&p.err_lock, NULL);
+	p.width = 1;
+	if (o.label_field && !(p.labels = malloc(sizeof *p.labels))) {
+		zr_warn("import: out of memory");
+		return 1;
+	}
 	f[0] = (zr_field_spec){.name = o.field, .dtype = ZR_BYTES, .compress = o.compress};
 
 	/* the plan: everything checked before DEST is touched */
@@ -532,6 +753,27 @@ int cmd_import(int argc, char **argv)
 			first_npy.spec.name = f[0].name;
 			first_npy.spec.compress = f[0].compress;
 			f[0] = first_npy.spec;
+		}
+	} else if (strcmp(kind, "tar") == 0) {
+		for (int i = 0; i < npos - 1 && rc == 0; i++)
+			rc = tar_scan(&t, pos[i], p.err, sizeof p.err);
+		if (rc == 0 && t.fields.n == 0) {
+			snprintf(p.err, sizeof p.err, "%s: no members", pos[0]);
+			rc = -1;
+		}
+		p.width = nf = (unsigned)t.fields.n;
+		struct src vals[ZR_FIELDS_MAX];
+		for (size_t m = 0, k = 0; rc == 0 && k < t.keys; k++) {
+			memset(vals, 0, sizeof vals);
+			for (; m < t.n && t.m[m].key == k; m++)
+				vals[t.m[m].field] = (struct src){t.m[m].shard, t.m[m].off, t.m[m].len};
+			rc = plan_add_record(&p, vals, 0);
+		}
+		for (unsigned i = 0; rc == 0 && i < nf; i++) {
+			f[i] = (zr_field_spec){.name = t.fields.v[i], .dtype = ZR_BYTES,
+					       .compress = o.compress, .ext = t.fields.v[i]};
+			if (strlen(f[i].ext) > ZR_EXT_MAX)
+				f[i].ext = NULL; /* a name, but too long for a file extension */
 		}
 	} else {
 		struct stat st;
@@ -580,10 +822,11 @@ int cmd_import(int argc, char **argv)
 			sprintf(attrs + at, "]}}");
 		}
 		f[1] = (zr_field_spec){.name = o.label_field, .dtype = ZR_I64, .fixed = 1};
+		nf = 2;
 	}
 
 	/* write */
-	rc = zr_create(dest, f, o.label_field ? 2 : 1,
+	rc = zr_create(dest, f, nf,
 		       &(zr_create_opts){.chunk_size = (uint32_t)o.chunk_size, .attrs = attrs});
 	if (rc < 0) {
 		zr_warn("import: %s", zr_errmsg(NULL));
@@ -614,9 +857,14 @@ out:
 		free(files.v[i]);
 	for (size_t i = 0; i < classes.n; i++)
 		free(classes.v[i]);
+	for (size_t i = 0; i < t.fields.n; i++)
+		free(t.fields.v[i]);
+	free(t.fields.v);
+	free(t.m);
 	free(files.v);
 	free(classes.v);
 	free(p.srcs);
+	free(p.labels);
 	free(attrs);
 	pthread_mutex_destroy(&p.err_lock);
 	return status;

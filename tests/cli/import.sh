@@ -117,3 +117,49 @@ zr export npy ds data x.npy
 expect_rc 1
 expect_err_has '*no fixed shape*'
 [ ! -e x.npy ] || fail "a failed export left x.npy"
+
+# tar: WebDataset shards (GNU and pax long names), missing members; export
+# tar gives the same samples back
+mkdir -p wds/a-directory-with-a-rather-long-name-to-push-paths-past-one-hundred-characters
+L=wds/a-directory-with-a-rather-long-name-to-push-paths-past-one-hundred-characters
+for i in 0 1 2 3; do gen "$L/sample-number-$i.jpg" $((i * 300 + 1)); echo $i >"$L/sample-number-$i.cls"; done
+echo '{"x": 1}' >"$L/sample-number-2.json"
+(cd wds && tar cf ../s0.tar --format=gnu "${L#wds/}/sample-number-0.jpg" "${L#wds/}/sample-number-0.cls" \
+	"${L#wds/}/sample-number-1.jpg" "${L#wds/}/sample-number-1.cls")
+(cd wds && tar cf ../s1.tar --format=pax "${L#wds/}/sample-number-2.jpg" "${L#wds/}/sample-number-2.cls" \
+	"${L#wds/}/sample-number-2.json" "${L#wds/}/sample-number-3.cls")
+zr import tar s0.tar s1.tar web --compress flate
+expect_rc 0
+expect_out 'web: 4 records, 0.0 MB'
+zr info web
+expect_out_has '             jpg *bytes *flate *variable *jpg'
+expect_out_has '             json *bytes *flate *variable *json'
+run sh -c "\"$ZR\" cat web jpg 2 > got"
+cmp -s got "$L/sample-number-2.jpg" || fail "tar sample 2 jpg"
+zr cat web jpg 3
+expect_rc 1
+expect_err_has "*record 3 has no 'jpg' (missing)"
+zr export tar web back.tar
+expect_rc 0
+expect_out 'back.tar: 4 records, 8 members'
+mkdir x && tar xf back.tar -C x || fail "tar cannot read the export"
+cmp -s x/000000002.json "$L/sample-number-2.json" || fail "exported json"
+cmp -s x/000000001.jpg "$L/sample-number-1.jpg" || fail "exported jpg"
+[ ! -e x/000000003.jpg ] || fail "a missing member was exported"
+zr import tar back.tar web2
+expect_rc 0
+head -c 1500 s0.tar >cut.tar
+zr import tar cut.tar bad7
+expect_rc 1
+expect_err_has '*cut.tar: truncated tar*'
+(cd wds && tar cf ../dup.tar "${L#wds/}/sample-number-0.jpg" &&
+	tar rf ../dup.tar "${L#wds/}/sample-number-0.jpg") # a second copy, not a hard link
+zr import tar dup.tar bad8
+expect_rc 1
+expect_err_has '*appears twice in one sample*'
+printf 'not a tar archive at all, just some text that is long enough to fill a block' >junk.tar
+head -c 1024 /dev/zero >>junk.tar
+zr import tar junk.tar bad9
+expect_rc 1
+expect_err_has '*junk.tar: not a tar archive, or damaged*'
+for d in bad7 bad8 bad9; do [ ! -e "$d" ] || fail "$d was left behind"; done
