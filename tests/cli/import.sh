@@ -163,3 +163,20 @@ zr import tar junk.tar bad9
 expect_rc 1
 expect_err_has '*junk.tar: not a tar archive, or damaged*'
 for d in bad7 bad8 bad9; do [ ! -e "$d" ] || fail "$d was left behind"; done
+
+# a full disk: the import fails naming the file it could not write, and
+# leaves nothing behind (root only: it mounts a 24 MiB tmpfs; the offset
+# table takes 16 MiB up front, 18 MB of records do not fit beside it)
+if [ "$(id -u)" = 0 ]; then
+	mkdir small
+	trap 'umount "$T/small" 2>/dev/null; rm -rf "$T"' EXIT
+	mount -t tmpfs -o size=24m tmpfs small || fail "cannot mount a tmpfs"
+	mkdir -p big/x
+	i=0
+	while [ $i -lt 6 ]; do gen big/x/$i.bin 3000000; i=$((i + 1)); done
+	zr import dir big small/ds --writers 2
+	expect_rc 1
+	expect_err_has '*small/ds/chunk/*.zr: write of * bytes at * failed: No space left on device'
+	[ -z "$(ls small)" ] || fail "the failed import left $(ls small) behind"
+	umount small
+fi
