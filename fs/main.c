@@ -357,6 +357,11 @@ int main(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	if (zrfs_byclass_create(&fs) < 0) {
+		fprintf(stderr, "zrfs: %s: cannot read the label fields: %s\n", fs.dataset,
+			zr_errmsg(fs.ds));
+		goto out;
+	}
 	fuse_set_log_func(log_func);
 	se = fuse_session_new(&args, &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (!se)
@@ -389,6 +394,7 @@ out:
 		fuse_session_destroy(se);
 	fuse_loop_cfg_destroy(cfg);
 	zrfs_batches_destroy(&fs);
+	zrfs_byclass_destroy(&fs);
 	zrfs_cache_destroy(fs.cache);
 	zr_close(fs.ds);
 	free(fs.fields);

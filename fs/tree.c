@@ -127,6 +127,8 @@ static int attr_of(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 
 	if (zrfs_batches_owns(ino))
 		return zrfs_batches_attr(fs, ino, st);
+	if (zrfs_byclass_owns(ino))
+		return zrfs_byclass_shown(fs) ? zrfs_byclass_attr(fs, ino, st) : -ENOENT;
 	switch (decode(fs, ino, &field, &id)) {
 	case K_ROOT:
 		zrfs_base_attr(fs, ino, S_IFDIR | 0555, st);
@@ -191,6 +193,8 @@ static fuse_ino_t lookup_root(struct zrfs *fs, const char *name)
 		return ZRFS_INO_META;
 	if (strcmp(name, ZRFS_BATCHES_NAME) == 0)
 		return ZRFS_INO_BATCHES;
+	if (strcmp(name, ZRFS_BY_NAME) == 0 && zrfs_byclass_shown(fs))
+		return ZRFS_INO_BY;
 	for (unsigned f = 0; f < fs->nfields; f++) {
 		const struct zrfs_field *fd = &fs->fields[f];
 		if (len == fd->name_len && memcmp(name, fd->spec->name, len) == 0)
@@ -209,9 +213,10 @@ void zrfs_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	unsigned field = 0;
 	uint64_t id;
 
-	if (zrfs_batches_owns(parent)) {
+	if (zrfs_batches_owns(parent) || (zrfs_byclass_owns(parent) && zrfs_byclass_shown(fs))) {
 		fuse_ino_t ino = 0;
-		int rc = zrfs_batches_lookup(fs, parent, name, &ino);
+		int rc = zrfs_batches_owns(parent) ? zrfs_batches_lookup(fs, parent, name, &ino)
+						   : zrfs_byclass_lookup(fs, parent, name, &ino);
 		if (rc < 0 && rc != -ENOENT)
 			fuse_reply_err(req, -rc);
 		else
@@ -253,7 +258,7 @@ void zrfs_ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* ---- listings ---- */
 
 /* Listing positions: 0 ".", 1 "..", then per directory:
- *   root:  2 meta.json, 3 + 2f field f, 4 + 2f field f's .npy, then .batches
+ *   root:  2 meta.json, 3 + 2f field f, 4 + 2f field f's .npy, then .batches, by
  *   field: 2 + id record id
  * An entry at position p is added with offset p + 1 (where to resume). */
 
@@ -292,12 +297,16 @@ static void list_root(struct zrfs_listing *l, struct zrfs *fs, off_t off)
 {
 	char name[ZR_NAME_MAX + 8];
 
-	for (uint64_t p = (uint64_t)off; p < 4 + 2 * (uint64_t)fs->nfields; p++) {
+	for (uint64_t p = (uint64_t)off; p < 5 + 2 * (uint64_t)fs->nfields; p++) {
 		bool ok = true;
 		if (p == 3 + 2 * (uint64_t)fs->nfields)
 			ok = zrfs_list_add(l, fs, ZRFS_BATCHES_NAME, ZRFS_INO_BATCHES, S_IFDIR,
 					   (off_t)p + 1);
-		else if (p == 0)
+		else if (p == 4 + 2 * (uint64_t)fs->nfields) {
+			if (zrfs_byclass_shown(fs))
+				ok = zrfs_list_add(l, fs, ZRFS_BY_NAME, ZRFS_INO_BY, S_IFDIR,
+						   (off_t)p + 1);
+		} else if (p == 0)
 			ok = zrfs_list_add(l, fs, ".", ZRFS_INO_ROOT, S_IFDIR, 1);
 		else if (p == 1)
 			ok = zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2);
@@ -345,13 +354,14 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 	uint64_t id;
 	enum kind k = decode(fs, ino, &field, &id);
 
-	if (zrfs_batches_owns(ino)) {
+	if (zrfs_batches_owns(ino) || (zrfs_byclass_owns(ino) && zrfs_byclass_shown(fs))) {
 		l.buf = malloc(size);
 		if (!l.buf) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		int rc = zrfs_batches_list(&l, fs, ino, off);
+		int rc = zrfs_batches_owns(ino) ? zrfs_batches_list(&l, fs, ino, off)
+						: zrfs_byclass_list(&l, fs, ino, off);
 		if (rc < 0)
 			fuse_reply_err(req, -rc);
 		else

@@ -31,6 +31,8 @@
 #define ZRFS_INO_META UINT64_C(2)
 #define ZRFS_INO_BATCHES UINT64_C(3)
 #define ZRFS_BATCHES_NAME ".batches"
+#define ZRFS_INO_BY UINT64_C(4)
+#define ZRFS_BY_NAME "by"
 #define ZRFS_INO_DIR UINT64_C(0x1000)
 #define ZRFS_INO_NPY UINT64_C(0x2000)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
@@ -77,6 +79,7 @@ struct zrfs {
 	struct zrfs_opts opts;
 	struct zrfs_cache *cache;
 	struct zrfs_batches *batches;
+	struct zrfs_byclass *byclass;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 };
 
@@ -123,6 +126,17 @@ int zrfs_batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fu
 int zrfs_batches_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st);
 int zrfs_batches_list(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off);
 void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off);
+
+/* byclass.c: /by/<label>/<class>/, the ImageFolder view */
+struct zrfs_byclass;
+int zrfs_byclass_create(struct zrfs *fs);
+void zrfs_byclass_destroy(struct zrfs *fs);
+/* /by exists: some label field has class names, and no field is called "by" */
+bool zrfs_byclass_shown(const struct zrfs *fs);
+bool zrfs_byclass_owns(fuse_ino_t ino);
+int zrfs_byclass_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
+int zrfs_byclass_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st);
+int zrfs_byclass_list(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off);
 
 /* npy.c */
 int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t record_size,
