@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""bench_torch.py - a PyTorch training-style loop over zrfs and a native directory.
+
+usage: tools/bench_torch.py [--records N] [--size BYTES] [--runs R] [--dir DIR]
+                            [--zr PATH] [--zrfs PATH]
+
+Builds N records of SIZE bytes (default 50000 x 8192) as a dataset (one u8
+field 'data' of shape SIZE, imported with `zr import flat`) and as a native
+directory of N files, then times one epoch of a torch DataLoader (decoding
+nothing, only making tensors; num_workers 0 and 2) over:
+  batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy
+  records  the mount's data/<id> files, in the same shuffled order, batch 256
+  native   the native files, same order, batch 256, a Dataset that opens each
+Every zrfs pass runs on a fresh mount; the data is in the page cache. Prints
+samples/s (medians of R runs, default 3) and the ratio batches / native
+(target >= 3x). Needs root or FUSE access and Debian's python3-torch.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, "..", "build", "ci")
+
+
+class Batches(Dataset):
+    def __init__(self, epoch_dir):
+        self.dir = epoch_dir
+        self.n = len(os.listdir(epoch_dir))
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, k):
+        return torch.from_numpy(np.load(f"{self.dir}/{k}/data.npy"))
+
+
+class Files(Dataset):
+    def __init__(self, root, order, size):
+        self.root, self.order, self.size = root, order, size
+
+    def __len__(self):
+        return len(self.order)
+
+    def __getitem__(self, i):
+        with open(f"{self.root}/{self.order[i]}", "rb") as f:
+            return torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+
+
+def epoch(loader):
+    t, n = time.perf_counter(), 0
+    for x in loader:
+        n += x.shape[0]
+    return n / (time.perf_counter() - t)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=50000)
+    ap.add_argument("--size", type=int, default=8192)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default="/var/tmp")
+    ap.add_argument("--zr", default=os.path.join(BUILD, "tools", "zr"))
+    ap.add_argument("--zrfs", default=os.path.join(BUILD, "fs", "zrfs"))
+    a = ap.parse_args()
+    base = tempfile.mkdtemp(prefix="zr-bench-torch-", dir=a.dir)
+    mnt, ds, tree = f"{base}/mnt", f"{base}/ds", f"{base}/tree"
+    try:
+        os.mkdir(mnt)
+        os.mkdir(tree)
+        rng = np.random.default_rng(1)
+        data = rng.integers(0, 256, size=(a.records, a.size), dtype=np.uint8)
+        data.tofile(f"{base}/flat.bin")
+        for i in range(a.records):
+            data[i].tofile(f"{tree}/{i}")
+        subprocess.run([a.zr, "import", "flat", f"{base}/flat.bin", ds, "--record-size",
+                        str(a.size)], check=True, stdout=subprocess.DEVNULL)
+        order = rng.permutation(a.records).tolist()
+        spec = "shuffle,seed=1,batch=256"
+        print(f"bench_torch: {a.records} records x {a.size} B, {a.runs} runs, torch {torch.__version__}")
+
+        def mounted(fn):
+            subprocess.run([a.zrfs, ds, mnt], check=True)
+            try:
+                return fn()
+            finally:
+                subprocess.run(["fusermount3", "-u", mnt], check=True)
+
+        res = {}
+        for w in (0, 2):
+            for r in range(a.runs):
+                res.setdefault(("batches", w), []).append(mounted(lambda: epoch(DataLoader(
+                    Batches(f"{mnt}/.batches/{spec}/epoch-0"), batch_size=None, num_workers=w))))
+                res.setdefault(("records", w), []).append(mounted(lambda: epoch(DataLoader(
+                    Files(f"{mnt}/data", order, a.size), batch_size=256, num_workers=w))))
+                res.setdefault(("native", w), []).append(epoch(DataLoader(
+                    Files(tree, order, a.size), batch_size=256, num_workers=w)))
+                print(f"  run {r + 1}, {w} workers: " + ", ".join(
+                    f"{k} {res[(k, w)][-1]:.0f}" for k in ("batches", "records", "native")) +
+                    " samples/s", flush=True)
+        print(f"\n{'samples/s (median)':34} {'workers 0':>10} {'workers 2':>10}")
+        med = {k: statistics.median(v) for k, v in res.items()}
+        for k, label in (("batches", "zrfs batch .npy files"), ("records", "zrfs record files"),
+                         ("native", "native directory, one file each")):
+            print(f"{label:34} {med[(k, 0)]:10.0f} {med[(k, 2)]:10.0f}")
+        print(f"{'zrfs batches / native (>= 3x)':34} {med[('batches', 0)] / med[('native', 0)]:9.2f}x "
+              f"{med[('batches', 2)] / med[('native', 2)]:9.2f}x")
+    finally:
+        if os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", mnt])
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
