@@ -1,0 +1,30 @@
+#!/bin/sh
+# The README's examples run as written against a mount of a dataset made as
+# the README says (/mnt/cats replaced by this test's mount point).
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+: "${README:?README must name README.md}"
+for c in tabby siamese persian; do
+	mkdir -p "$T/photos/$c"
+	for k in 1 2 3 4 5; do head -c $((k * 100)) /dev/urandom >"$T/photos/$c/$k.jpg"; done
+done
+"$ZR" import dir "$T/photos" "$DS" --field image --label-from-parent label >/dev/null || fail "import"
+mount_ds
+n=0
+"$PY" - "$README" "$T" <<'PY' || fail "extracting the examples"
+import re, sys
+text = open(sys.argv[1]).read()
+blocks = re.findall(r"```(sh|python)\n# example: ([\w-]+)\n(.*?)```", text, re.S)
+assert len(blocks) == 4, [b[1] for b in blocks]
+for lang, name, body in blocks:
+    open(f"{sys.argv[2]}/example-{name}.{lang}", "w").write(body)
+PY
+for f in "$T"/example-*; do
+	sed -i "s|/mnt/cats|$MNT|g" "$f"
+	case $f in
+	*.sh) out=$(sh -e "$f" 2>&1) ;;
+	*.python) out=$("$PY" "$f" 2>&1) ;;
+	esac || fail "${f##*/} failed: $out"
+	n=$((n + 1))
+done
+[ $n -eq 4 ] || fail "ran $n examples, not 4"
