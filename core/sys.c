@@ -23,21 +23,18 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags)
 	return mremap(old, old_len, new_len, flags);
 }
 
-static const struct zr_sys real_sys = {
-	.openat = sys_openat,
-	.pread = pread,
-	.pwrite = pwrite,
-	.fsync = fsync,
-	.fdatasync = fdatasync,
-	.renameat = renameat,
-	.unlinkat = unlinkat,
-	.ftruncate = ftruncate,
-	.fallocate = fallocate,
-	.mmap = mmap,
-	.mremap = sys_mremap,
-};
+/* One initializer for both: C does not let a const object initialise another. */
+#define REAL_SYS                                                                                   \
+	{                                                                                          \
+		.openat = sys_openat, .pread = pread, .pwrite = pwrite, .fsync = fsync,            \
+		.fdatasync = fdatasync, .renameat = renameat, .unlinkat = unlinkat,                \
+		.ftruncate = ftruncate, .fallocate = fallocate, .mmap = mmap,                      \
+		.mremap = sys_mremap,                                                              \
+	}
 
-struct zr_sys zr_sys = real_sys;
+static const struct zr_sys real_sys = REAL_SYS;
+
+struct zr_sys zr_sys = REAL_SYS;
 
 void zr_sys_reset(void)
 {

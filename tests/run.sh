@@ -3,9 +3,11 @@
 #   1. install the Debian packages the build and the tests need (if missing);
 #   2. build with -Werror and run every test through CTest;
 #   3. build again with AddressSanitizer + UndefinedBehaviorSanitizer and
-#      run the suite once more.
-# Build trees: build/ci and build/asan (override with ZR_BUILD_ROOT).
-# Exit status 0 only when every test passed in both builds.
+#      run the suite once more;
+#   4. build the libFuzzer targets with clang and run each for a short while
+#      from its seed corpus (ZR_FUZZ_SECONDS, default 20).
+# Build trees: build/ci, build/asan and build/fuzz (override with ZR_BUILD_ROOT).
+# Exit status 0 only when every test passed in every build.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=${ZR_BUILD_ROOT:-$top/build}
@@ -17,13 +19,15 @@ suite() { # NAME CMAKE-ARGS...
 	name=$1
 	shift
 	echo "==> $name build"
-	cmake -S "$top" -B "$root/$name" -DZR_WERROR=ON "$@" >/dev/null
+	cmake -S "$top" -B "$root/$name" "$@" >/dev/null
 	cmake --build "$root/$name" -j "$jobs" >/dev/null
 	echo "==> $name tests"
 	(cd "$root/$name" && ctest --output-on-failure -j "$jobs")
 }
 
-suite ci -DCMAKE_BUILD_TYPE=RelWithDebInfo
+suite ci -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	suite asan -DCMAKE_BUILD_TYPE=Debug -DZR_SANITIZE=ON
-echo "==> all tests passed (plain and ASan+UBSan builds)"
+	suite asan -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DZR_SANITIZE=ON
+CC=clang suite fuzz -DZR_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DZR_FUZZ_SECONDS="${ZR_FUZZ_SECONDS:-20}"
+echo "==> all tests passed (plain, ASan+UBSan and fuzz builds)"
