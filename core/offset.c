@@ -70,7 +70,7 @@ int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 			      0644);
 	if (f->fd < 0)
 		return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/%s: %s", ds->path, name,
-			      strerror(errno));
+			      zr_open_strerror(errno));
 	atomic_init(&f->map, &empty_map);
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return zr_err(ZR_ECORRUPT, "%s/%s: not a regular file", ds->path, name);

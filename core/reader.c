@@ -135,6 +135,8 @@ static int run_uring(zr_reader *r, struct rd *rds, size_t n)
 			int res = cqe->res, e = 0;
 			seen++;
 			inflight--;
+			if (res > 0)
+				ZR_URING_FILLED(d->buf + d->done, (size_t)res);
 			if (res < 0 && res != -EAGAIN && res != -EINTR) {
 				e = res;
 			} else if (res == 0) {

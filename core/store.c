@@ -266,7 +266,7 @@ int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 	ds->chunkdirfd = zr_sys.openat(ds->dirfd, "chunk", O_RDONLY | O_DIRECTORY, 0);
 	if (ds->chunkdirfd < 0) {
 		rc = zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s", dir,
-			    strerror(errno));
+			    zr_open_strerror(errno));
 		goto fail;
 	}
 	if ((rc = open_fields(ds, &m, new_tables)) < 0 || (rc = zr_chunk_open_all(ds, &m)) < 0 ||

@@ -10,12 +10,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+/* A dataset's files are opened by single names relative to its directory
+ * and never through a symbolic link: otherwise whoever can write into a
+ * dataset directory could make a reader (zrfs, perhaps root) read any file
+ * on the machine and serve it. */
 static int sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return openat(dirfd, path, flags | O_CLOEXEC, mode);
+	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	struct stat st;
+
+	/* with O_DIRECTORY, a link is ENOTDIR: say what it is */
+	if (fd < 0 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
+	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP;
+	return fd;
+}
+
+const char *zr_open_strerror(int e)
+{
+	return e == ELOOP ? "a symbolic link (not followed out of a dataset)" : strerror(e);
 }
 
 static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags)

@@ -7,9 +7,12 @@
  * cache, reading a 1 MiB record would inflate it eight times. Entries are
  * keyed by a 64-bit key chosen by the caller, made by the caller's loader on
  * a miss, reference-counted while a reply is being sent, and evicted least
- * recently used first once the bytes held exceed the bound. Two threads
- * missing the same key at once both load it; the second insert finds the
- * first and drops its own copy.
+ * recently used first once the bytes held exceed the bound. A key is made
+ * once however many threads ask for it at the same time: the first miss
+ * puts a placeholder in the table and loads without the lock held, later
+ * askers wait for it (and get its error if the load fails). So the memory
+ * in use is at most the bound plus, per thread, the entry it is loading or
+ * sending.
  */
 #include "zrfs_i.h"
 
@@ -21,6 +24,8 @@ struct zrfs_cached {
 	uint64_t key;                    /* field << 40 | id, + 1 */
 	uint64_t len;
 	unsigned refs;                   /* replies using it, + 1 while cached */
+	bool loading;                    /* in the table, not yet in the LRU list */
+	int err;                         /* the failed load's -errno, for waiters */
 	struct zrfs_cached *hnext;       /* hash chain */
 	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
 	uint8_t *data;                   /* from the loader; freed with the entry */
@@ -28,6 +33,7 @@ struct zrfs_cached {
 
 struct zrfs_cache {
 	pthread_mutex_t lock;            /* everything below */
+	pthread_cond_t loaded;           /* some placeholder was filled or failed */
 	uint64_t bytes, limit;
 	size_t nbuckets;                 /* power of two */
 	struct zrfs_cached **buckets;
@@ -48,6 +54,7 @@ int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
 	}
 	c->limit = bytes;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->loaded, NULL);
 	*out = c;
 	return 0;
 }
@@ -63,6 +70,7 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 		free(e);
 	}
 	free(c->buckets);
+	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -104,19 +112,29 @@ static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key)
 	return NULL;
 }
 
-static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
+static void unhash(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	struct zrfs_cached **p = &c->buckets[bucket(c, e->key)];
 
 	while (*p != e)
 		p = &(*p)->hnext;
 	*p = e->hnext;
-	lru_unlink(c, e);
-	c->bytes -= e->len;
+}
+
+static void unref(struct zrfs_cached *e)
+{
 	if (--e->refs == 0) {
 		free(e->data);
 		free(e);
 	}
+}
+
+static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
+{
+	unhash(c, e);
+	lru_unlink(c, e);
+	c->bytes -= e->len;
+	unref(e);
 }
 
 /* Evict from the old end until under the limit (entries in use just lose
@@ -130,45 +148,64 @@ static void shrink(struct zrfs_cache *c)
 int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
 		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len)
 {
-	struct zrfs_cached *e, *had;
+	struct zrfs_cached *e;
 	int rc;
 
 	pthread_mutex_lock(&c->lock);
 	e = find(c, key);
 	if (e) {
 		e->refs++;
-		lru_unlink(c, e);
-		lru_push(c, e);
+		while (e->loading)
+			pthread_cond_wait(&c->loaded, &c->lock);
+		if (e->err) {
+			rc = e->err;
+			unref(e);
+			pthread_mutex_unlock(&c->lock);
+			return rc;
+		}
+		if (e->prev || c->head == e) { /* still cached: now the most recent */
+			lru_unlink(c, e);
+			lru_push(c, e);
+		}
 		pthread_mutex_unlock(&c->lock);
 		goto found;
 	}
-	pthread_mutex_unlock(&c->lock);
-
 	e = calloc(1, sizeof *e);
-	if (!e)
+	if (!e) {
+		pthread_mutex_unlock(&c->lock);
 		return -ENOMEM;
-	if ((rc = load(ctx, &e->data, &e->len)) < 0) {
-		free(e);
-		return rc;
 	}
 	e->key = key;
-	e->refs = 2; /* the cache's and the caller's */
+	e->refs = 2; /* the table's and this caller's */
+	e->loading = true;
+	e->hnext = c->buckets[bucket(c, key)];
+	c->buckets[bucket(c, key)] = e;
+	pthread_mutex_unlock(&c->lock);
+
+	rc = load(ctx, &e->data, &e->len);
+	if (rc < 0) { /* a failing loader has freed what it made */
+		e->data = NULL;
+		e->len = 0;
+	}
+
 	pthread_mutex_lock(&c->lock);
-	had = find(c, key);
-	if (had) {
-		free(e->data);
-		free(e);
-		e = had;
-		e->refs++;
-	} else if (e->len <= c->limit) {
-		size_t b = bucket(c, key);
-		e->hnext = c->buckets[b];
-		c->buckets[b] = e;
+	e->loading = false;
+	if (rc < 0 || e->len > c->limit) {
+		/* failed, or larger than the whole cache: out of the table, kept
+		 * only by this caller and any waiters */
+		e->err = rc < 0 ? rc : 0;
+		unhash(c, e);
+		e->refs--;
+	} else {
 		lru_push(c, e);
 		c->bytes += e->len;
 		shrink(c);
-	} else {
-		e->refs = 1; /* larger than the whole cache: the caller's alone */
+	}
+	pthread_cond_broadcast(&c->loaded);
+	if (rc < 0) {
+		unref(e);
+		pthread_mutex_unlock(&c->lock);
+		return rc;
 	}
 	pthread_mutex_unlock(&c->lock);
 found:
@@ -191,9 +228,6 @@ bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key)
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	pthread_mutex_lock(&c->lock);
-	if (--e->refs == 0) {
-		free(e->data);
-		free(e);
-	}
+	unref(e);
 	pthread_mutex_unlock(&c->lock);
 }

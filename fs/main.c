@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,6 +315,11 @@ int main(int argc, char **argv)
 	uint64_t v;
 	int rc = 1;
 
+	/* Inflated records and batch files are large and short-lived outside
+	 * the cache: keep them in their own mappings, returned to the system
+	 * when freed, rather than letting glibc's sliding threshold move them
+	 * into per-thread heaps that never shrink. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	rc = 2; /* usage errors until the arguments are understood */
 	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0 || cli.nonopts != 2) {
 		fprintf(stderr, "%s", cli.nonopts > 2 ? "zrfs: too many arguments\n" : "");

@@ -148,6 +148,7 @@ static int read_pieces_uring(struct io_uring *ring, const struct fuse_bufvec *bv
 				continue;
 			}
 			size_t got = res > 0 ? (size_t)res : 0;
+			ZR_URING_FILLED(q[k].dst, got);
 			if (got < q[k].b->size && rc == 0) /* short: finish with pread */
 				rc = read_piece(q[k].b->fd, q[k].dst + got, q[k].b->size - got,
 						q[k].b->pos + (off_t)got);

@@ -4,14 +4,14 @@
 # network) when everything is present. Run as root or with sudo available.
 #
 #   packaging/deps.sh            build + test dependencies
-#   packaging/deps.sh --bench    also the benchmark peers (squashfs, fio, ...)
+#   packaging/deps.sh --bench    also the benchmark peers (squashfs, hyperfine)
 set -eu
 
 BUILD="cmake make gcc pkg-config libfuse3-dev fuse3 zlib1g-dev libjansson-dev \
 liburing-dev libcriterion-dev"
 TEST="python3 python3-numpy rsync python3-torch python3-torchvision python3-pil clang \
-libclang-rt-14-dev"
-BENCH="squashfs-tools squashfuse fio hyperfine"
+libclang-rt-14-dev valgrind fio"
+BENCH="squashfs-tools squashfuse hyperfine"
 
 want="$BUILD $TEST"
 case "${1:-}" in

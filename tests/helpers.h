@@ -19,6 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Time limits for slow tests; a valgrind build scales them. */
+#ifndef T_TIMEOUT_SCALE
+#define T_TIMEOUT_SCALE 1
+#endif
+#define T_TIMEOUT(s) ((s) * T_TIMEOUT_SCALE)
+
 static char t_dir[256];  /* the test's scratch directory */
 static char t_ds[300];   /* a dataset path inside it */
 

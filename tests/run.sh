@@ -4,9 +4,12 @@
 #   2. build with -Werror and run every test through CTest;
 #   3. build again with AddressSanitizer + UndefinedBehaviorSanitizer and
 #      run the suite once more;
-#   4. build the libFuzzer targets with clang and run each for a short while
+#   4. build the core unit tests once more and run them under valgrind's
+#      memcheck (errors and definite leaks in any process fail them);
+#   5. build the libFuzzer targets with clang and run each for a short while
 #      from its seed corpus (ZR_FUZZ_SECONDS, default 20).
-# Build trees: build/ci, build/asan and build/fuzz (override with ZR_BUILD_ROOT).
+# Build trees: build/ci, build/asan, build/valgrind and build/fuzz (override
+# the root with ZR_BUILD_ROOT).
 # Exit status 0 only when every test passed in every build.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +31,7 @@ suite() { # NAME CMAKE-ARGS...
 suite ci -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	suite asan -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DZR_SANITIZE=ON
+suite valgrind -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZR_VALGRIND=ON
 CC=clang suite fuzz -DZR_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DZR_FUZZ_SECONDS="${ZR_FUZZ_SECONDS:-20}"
-echo "==> all tests passed (plain, ASan+UBSan and fuzz builds)"
+echo "==> all tests passed (plain, ASan+UBSan, valgrind and fuzz builds)"

@@ -185,12 +185,12 @@ static void crash_trials(zr_compress comp, int trials, unsigned flags)
 	}
 }
 
-Test(commit, sigkill_during_edits_raw_reopen_rdwr, .timeout = 300)
+Test(commit, sigkill_during_edits_raw_reopen_rdwr, .timeout = T_TIMEOUT(300))
 {
 	crash_trials(ZR_RAW, 60, ZR_RDWR);
 }
 
-Test(commit, sigkill_during_edits_flate_reopen_rdonly, .timeout = 300)
+Test(commit, sigkill_during_edits_flate_reopen_rdonly, .timeout = T_TIMEOUT(300))
 {
 	crash_trials(ZR_FLATE, 60, ZR_RDONLY);
 }

@@ -158,6 +158,30 @@ Test(corrupt, a_directory_where_a_file_should_be)
 	open_fails(ZR_ECORRUPT, "chunk/1.zr");
 }
 
+/* A symbolic link in a dataset is never followed, even to a valid copy of
+ * the file it replaces: readers must not read outside the dataset. */
+static void symlinked(const char *rel)
+{
+	char out[600];
+	snprintf(out, sizeof out, "%s/outside", t_dir);
+	cr_assert_eq(rename(file(rel), out), 0);
+	cr_assert_eq(symlink(out, file(rel)), 0);
+	open_fails(-ELOOP, "a symbolic link");
+	cr_assert_not_null(strstr(zr_errmsg(NULL), rel), "'%s' lacks '%s'", zr_errmsg(NULL), rel);
+	cr_assert_eq(unlink(file(rel)), 0);
+	cr_assert_eq(rename(out, file(rel)), 0);
+	zr_close(t_open(t_ds, ZR_RDONLY)); /* and it was only the link */
+}
+
+Test(corrupt, symbolic_links_are_not_followed)
+{
+	build();
+	symlinked("meta.json");
+	symlinked("r.offset");
+	symlinked("chunk/2.zr");
+	symlinked("chunk");
+}
+
 Test(corrupt, chunk_truncated)
 {
 	build();
@@ -223,7 +247,7 @@ Test(corrupt, flate_length_header_lies)
 }
 
 /* Random damage: whatever happens, no crash, and errors come with messages. */
-Test(corrupt, random_bit_flips_never_crash, .timeout = 120)
+Test(corrupt, random_bit_flips_never_crash, .timeout = T_TIMEOUT(120))
 {
 	build();
 	char src[320];

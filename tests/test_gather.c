@@ -86,12 +86,12 @@ static void concurrent(zr_compress comp)
 	zr_close(ds);
 }
 
-Test(gather, concurrent_with_appends_raw, .timeout = 120)
+Test(gather, concurrent_with_appends_raw, .timeout = T_TIMEOUT(120))
 {
 	concurrent(ZR_RAW);
 }
 
-Test(gather, concurrent_with_appends_flate, .timeout = 120)
+Test(gather, concurrent_with_appends_flate, .timeout = T_TIMEOUT(120))
 {
 	concurrent(ZR_FLATE);
 }

@@ -113,12 +113,12 @@ static void rewrites_live_bytes(zr_compress comp)
 	cr_assert_neq(access(p, F_OK), 0, "old chunk 0 still there");
 }
 
-Test(rebalance, rewrites_only_live_bytes_raw, .timeout = 120)
+Test(rebalance, rewrites_only_live_bytes_raw, .timeout = T_TIMEOUT(120))
 {
 	rewrites_live_bytes(ZR_RAW);
 }
 
-Test(rebalance, rewrites_only_live_bytes_flate, .timeout = 120)
+Test(rebalance, rewrites_only_live_bytes_flate, .timeout = T_TIMEOUT(120))
 {
 	rewrites_live_bytes(ZR_FLATE);
 }
@@ -166,7 +166,7 @@ Test(rebalance, empty_dataset)
 	zr_close(ds);
 }
 
-Test(rebalance, sigkill_at_random_instants_leaves_old_or_new, .timeout = 300)
+Test(rebalance, sigkill_at_random_instants_leaves_old_or_new, .timeout = T_TIMEOUT(300))
 {
 	static uint64_t tags[N];
 	uint64_t n, rng = 4;

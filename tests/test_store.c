@@ -174,7 +174,7 @@ Test(store, sizes_0_1_and_17MiB_flate)
 	size_classes(ZR_FLATE);
 }
 
-Test(store, growth_across_chunks_and_table_steps, .timeout = 120)
+Test(store, growth_across_chunks_and_table_steps, .timeout = T_TIMEOUT(120))
 {
 	/* > 2 table steps (1 Mi entries each) and > 20 chunks */
 	const uint64_t n = (2u << 20) + 5000;

@@ -313,7 +313,9 @@ int cmd_ls(int argc, char **argv)
 		if (!st.present)
 			continue;
 		record_name(ds, (unsigned)f, id, name, sizeof name);
-		if (lng)
+		if (lng && st.physical_len == 0)
+			printf("%-20s %12llu %12u  empty\n", name, (unsigned long long)st.logical_len, 0u);
+		else if (lng)
 			printf("%-20s %12llu %12u  chunk %u @ %llu\n", name,
 			       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
 			       (unsigned long long)st.offset);

@@ -281,29 +281,6 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-struct strs {
-	char **v;
-	size_t n, cap;
-};
-
-static int strs_add(struct strs *s, char *x)
-{
-	if (!x)
-		return -ENOMEM;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		char **v = realloc(s->v, cap * sizeof *v);
-		if (!v) {
-			free(x);
-			return -ENOMEM;
-		}
-		s->v = v;
-		s->cap = cap;
-	}
-	s->v[s->n++] = x;
-	return 0;
-}
-
 /* Every regular file under @dir (symlinks to files followed, to directories
  * not), as paths. */
 static int walk(const char *dir, struct strs *out, char *err, size_t errlen)
@@ -405,175 +382,18 @@ static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *f
 	return 0;
 }
 
-/* ---- tar (WebDataset shards) ---- */
+/* ---- tar (WebDataset shards; the scanner is tar.c) ---- */
 
-struct member {
-	uint32_t key, field;   /* indices into the key and field lists */
-	const char *shard;
-	uint64_t off, len;
-};
-
-struct tarscan {
-	struct member *m;
-	size_t n, cap;
-	struct strs fields;    /* extensions, in order of first appearance */
-	uint32_t keys;         /* records so far */
-	char last_key[PATH_MAX];
-};
-
-static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
+static int tar_scan_path(struct zr_tar *t, const char *shard, char *err, size_t errlen)
 {
-	uint64_t v = 0;
-	size_t i = 0;
+	int fd = open(shard, O_RDONLY | O_CLOEXEC), rc;
 
-	if (f[0] & 0x80) { /* base-256 */
-		for (i = 1; i < n; i++)
-			v = v << 8 | f[i];
-		return v;
-	}
-	while (i < n && f[i] == ' ')
-		i++;
-	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	if (i < n && f[i] != 0 && f[i] != ' ')
-		*ok = false;
-	return v;
-}
-
-static int tar_member(struct tarscan *t, const char *shard, const char *path, uint64_t off,
-		      uint64_t len, char *err, size_t errlen)
-{
-	const char *base = strrchr(path, '/'), *dot;
-	size_t keylen;
-	uint32_t field;
-
-	base = base ? base + 1 : path;
-	dot = strchr(base, '.');
-	if (!dot || dot == base || !dot[1]) {
-		snprintf(err, errlen, "%s: member '%s' has no KEY.EXTENSION name", shard, path);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", shard, strerror(errno));
 		return -1;
 	}
-	keylen = (size_t)(dot - path);
-	for (field = 0; field < t->fields.n; field++)
-		if (strcmp(t->fields.v[field], dot + 1) == 0)
-			break;
-	if (field == t->fields.n) {
-		if (zr_name_check(dot + 1) < 0 || t->fields.n + 1 >= ZR_FIELDS_MAX) {
-			snprintf(err, errlen, "%s: member '%s': '%s' cannot name a field (%s)", shard,
-				 path, dot + 1,
-				 t->fields.n + 1 >= ZR_FIELDS_MAX ? "too many fields" : zr_errmsg(NULL));
-			return -1;
-		}
-		if (strs_add(&t->fields, strdup(dot + 1)) < 0)
-			return -1;
-	}
-	/* WebDataset keeps a sample's members together: a new key starts a record */
-	if (t->keys == 0 || keylen >= sizeof t->last_key || strncmp(t->last_key, path, keylen) != 0 ||
-	    t->last_key[keylen] != 0) {
-		snprintf(t->last_key, sizeof t->last_key, "%.*s", (int)keylen, path);
-		t->keys++;
-	} else {
-		for (size_t i = t->n; i-- > 0 && t->m[i].key == t->keys - 1;)
-			if (t->m[i].field == field) {
-				snprintf(err, errlen, "%s: member '%s' appears twice in one sample",
-					 shard, path);
-				return -1;
-			}
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct member *m = realloc(t->m, cap * sizeof *m);
-		if (!m)
-			return -1;
-		t->m = m;
-		t->cap = cap;
-	}
-	t->m[t->n++] = (struct member){t->keys - 1, field, shard, off, len};
-	return 0;
-}
-
-/* List the regular-file members of one shard (ustar, GNU long names, pax paths). */
-static int tar_scan(struct tarscan *t, const char *shard, char *err, size_t errlen)
-{
-	unsigned char h[512];
-	char longname[PATH_MAX] = "", path[PATH_MAX];
-	uint64_t off = 0;
-	struct stat st;
-	int fd = open(shard, O_RDONLY | O_CLOEXEC), rc = -1;
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", shard, strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = pread(fd, h, sizeof h, (off_t)off);
-		bool ok = true;
-		if (r != (ssize_t)sizeof h) { /* every archive ends with zero blocks */
-			snprintf(err, errlen, "%s: truncated tar (a header at byte %llu is cut short)",
-				 shard, (unsigned long long)off);
-			goto out;
-		}
-		bool zero = true;
-		for (int i = 0; i < 512 && zero; i++)
-			zero = h[i] == 0;
-		if (zero)
-			break;
-		uint64_t sum = 0, want = tar_num(h + 148, 8, &ok), len = tar_num(h + 124, 12, &ok);
-		for (int i = 0; i < 512; i++)
-			sum += (i >= 148 && i < 156) ? ' ' : h[i];
-		if (!ok || sum != want) {
-			snprintf(err, errlen, "%s: not a tar archive, or damaged (bad header at byte %llu)",
-				 shard, (unsigned long long)off);
-			goto out;
-		}
-		if (off + 512 + len > (uint64_t)st.st_size) {
-			snprintf(err, errlen, "%s: truncated tar (member at byte %llu needs %llu bytes)",
-				 shard, (unsigned long long)off, (unsigned long long)len);
-			goto out;
-		}
-		char type = (char)h[156];
-		if (type == 'L' || type == 'x') { /* the next member's name */
-			char *data = malloc(len + 1);
-			if (!data || pread(fd, data, len, (off_t)(off + 512)) != (ssize_t)len) {
-				free(data);
-				snprintf(err, errlen, "%s: cannot read a long name", shard);
-				goto out;
-			}
-			data[len] = 0;
-			if (type == 'L') {
-				snprintf(longname, sizeof longname, "%s", data);
-			} else { /* pax: "LEN path=VALUE\n" records */
-				for (char *p = data; p < data + len;) {
-					char *sp = strchr(p, ' ');
-					unsigned long rl = strtoul(p, NULL, 10);
-					if (!sp || rl == 0 || p + rl > data + len)
-						break;
-					if (strncmp(sp + 1, "path=", 5) == 0)
-						snprintf(longname, sizeof longname, "%.*s",
-							 (int)(p + rl - (sp + 6) - 1), sp + 6);
-					p += rl;
-				}
-			}
-			free(data);
-		} else if (type == '0' || type == 0 || type == '7') {
-			if (longname[0])
-				snprintf(path, sizeof path, "%s", longname);
-			else if (memcmp(h + 257, "ustar", 5) == 0 && h[345])
-				snprintf(path, sizeof path, "%.155s/%.100s", (char *)h + 345, (char *)h);
-			else
-				snprintf(path, sizeof path, "%.100s", (char *)h);
-			longname[0] = 0;
-			if (tar_member(t, shard, path, off + 512, len, err, errlen) < 0)
-				goto out;
-		} else {
-			longname[0] = 0; /* directories, links, globals: not records */
-		}
-		off += 512 + (len + 511) / 512 * 512;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
+	rc = zr_tar_scan(t, fd, shard, err, errlen);
+	close(fd);
 	return rc;
 }
 
@@ -640,7 +460,7 @@ int cmd_import(int argc, char **argv)
 	int npos = 0, status = 1;
 	char ext[ZR_EXT_MAX + 1] = "", *attrs = NULL;
 	zr_field_spec f[ZR_FIELDS_MAX] = {{0}};
-	struct tarscan t = {0};
+	struct zr_tar t = {0};
 	unsigned nf = 1;
 	zr_dataset *ds = NULL;
 	bool created = false;
@@ -756,7 +576,7 @@ int cmd_import(int argc, char **argv)
 		}
 	} else if (strcmp(kind, "tar") == 0) {
 		for (int i = 0; i < npos - 1 && rc == 0; i++)
-			rc = tar_scan(&t, pos[i], p.err, sizeof p.err);
+			rc = tar_scan_path(&t, pos[i], p.err, sizeof p.err);
 		if (rc == 0 && t.fields.n == 0) {
 			snprintf(p.err, sizeof p.err, "%s: no members", pos[0]);
 			rc = -1;
@@ -853,16 +673,9 @@ out:
 	zr_close(ds); /* without a commit, nothing of this import stays */
 	if (status != 0 && created)
 		remove_created(dest);
-	for (size_t i = 0; i < files.n; i++)
-		free(files.v[i]);
-	for (size_t i = 0; i < classes.n; i++)
-		free(classes.v[i]);
-	for (size_t i = 0; i < t.fields.n; i++)
-		free(t.fields.v[i]);
-	free(t.fields.v);
-	free(t.m);
-	free(files.v);
-	free(classes.v);
+	strs_free(&files);
+	strs_free(&classes);
+	zr_tar_free(&t);
 	free(p.srcs);
 	free(p.labels);
 	free(attrs);

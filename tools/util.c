@@ -230,3 +230,29 @@ int bench_args_parse(int argc, char **argv, const char *help, struct bench_args 
 	}
 	return 0;
 }
+
+int strs_add(struct strs *s, char *x)
+{
+	if (!x)
+		return -ENOMEM;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		char **v = realloc(s->v, cap * sizeof *v);
+		if (!v) {
+			free(x);
+			return -ENOMEM;
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = x;
+	return 0;
+}
+
+void strs_free(struct strs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof *s);
+}

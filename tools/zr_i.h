@@ -6,6 +6,7 @@
 
 #include "zrecord.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +54,34 @@ int read_file(const char *path, void **buf, size_t *len);
 int write_all(int fd, const void *buf, size_t len);
 /* Monotonic seconds. */
 double now_sec(void);
+
+/* A growing list of malloc'd strings. strs_add takes @x (NULL: -ENOMEM;
+ * freed on failure); strs_free frees the strings and the list. */
+struct strs {
+	char **v;
+	size_t n, cap;
+};
+int strs_add(struct strs *s, char *x);
+void strs_free(struct strs *s);
+
+/* The regular-file members of WebDataset-style tar shards (tar.c): members
+ * sharing a key (the name up to the first '.' of its last component) are one
+ * sample, each extension a field. zr_tar_scan appends one shard's members,
+ * @shard naming it in messages and kept by pointer in the members. */
+struct zr_tar_member {
+	uint32_t key, field;   /* sample index, index into fields */
+	const char *shard;
+	uint64_t off, len;     /* the member's bytes in the shard */
+};
+struct zr_tar {
+	struct zr_tar_member *m;
+	size_t n, cap;
+	struct strs fields;    /* extensions, in order of first appearance */
+	uint32_t keys;         /* samples so far */
+	char last_key[PATH_MAX];
+};
+int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen);
+void zr_tar_free(struct zr_tar *t);
 
 /* Benchmarks: SplitMix64 stream, Fisher-Yates shuffle, median (sorts @v). */
 uint64_t bench_splitmix(uint64_t *s);

@@ -24,6 +24,21 @@ kill -TERM $pid
 wait $pid || fail "zrfs exited $? on SIGTERM"
 mountpoint -q "$MNT" && fail "still mounted after SIGTERM"
 
+# a working session in the foreground, every kind of file read, then
+# fusermount3 -u: the daemon exits 0 and reports nothing on stderr (in the
+# ASan build, LeakSanitizer checks at exit that everything was freed)
+"$ZRFS" "$DS" "$MNT" -f -o cache=1M,prefetch=4 2>"$T/daemon.err" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted"
+ls -lR "$MNT" >/dev/null || fail "ls -lR"
+cat "$MNT"/img/* "$MNT"/txt/* "$MNT"/vec.npy "$MNT"/meta.json >/dev/null || fail "record reads"
+e="$MNT/.batches/shuffle,seed=3,batch=16/epoch-1"
+for k in 0 1 2; do cat "$e/$k"/* >/dev/null || fail "batch $k"; done
+cat "$MNT/.batches/no-such-spec/epoch-0/0/ids" 2>/dev/null && fail "bad spec read"
+fusermount3 -u "$MNT" || fail "fusermount3 -u"
+wait $pid || fail "zrfs exited $? after unmount: $(cat "$T/daemon.err")"
+grep -v "no-such-spec" "$T/daemon.err" | grep . && fail "the daemon reported the above"
+
 # busy readers: unmounting returns, readers see errors and stop, daemon exits
 mount_ds
 dpid=$(pgrep -f "zrfs $DS $MNT") || fail "no daemon found"

@@ -1,0 +1,21 @@
+#!/bin/sh
+# valgrind.sh TEST-PROGRAM [ARGS]: run a Criterion test program under
+# valgrind's memcheck, following the processes Criterion forks for each
+# test. Fails when the tests fail or when memcheck reports anything in any
+# process: an invalid access, a use of uninitialised memory, or a definite
+# leak (Criterion's own bookkeeping in its workers is only "possibly" lost
+# and is not reported).
+set -u
+logs=$(mktemp -d /tmp/zr-valgrind-XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+valgrind -q --trace-children=yes --leak-check=full --show-leak-kinds=definite \
+	--errors-for-leak-kinds=definite --log-file="$logs/%p.log" "$@"
+rc=$?
+for f in "$logs"/*.log; do
+	if [ -s "$f" ]; then
+		cat "$f"
+		rc=1
+	fi
+done
+[ "$rc" = 0 ] && echo "valgrind: no errors in $(ls "$logs" | wc -l) processes"
+exit $rc

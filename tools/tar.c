@@ -1,0 +1,204 @@
+/*
+ * tar.c - list the members of a WebDataset-style tar shard for `zr import
+ * tar`: ustar headers, GNU long names ('L') and pax paths ('x'). Every
+ * number read from a header is checked against the shard's size before it
+ * is used, so a damaged or hostile archive gives a message, never a read
+ * outside the file or an allocation it asks for.
+ */
+#include "zr_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Long names and pax headers larger than this are refused. */
+#define TAR_EXT_MAX (1u << 20)
+
+/* A numeric header field: octal (space or NUL terminated) or base-256. */
+static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (f[0] & 0x80) { /* base-256: only what fits 64 bits */
+		for (i = 1; i < n; i++) {
+			if (v >> 56)
+				*ok = false;
+			v = v << 8 | f[i];
+		}
+		return v;
+	}
+	while (i < n && f[i] == ' ')
+		i++;
+	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++)
+		v = v * 8 + (uint64_t)(f[i] - '0');
+	if (i < n && f[i] != 0 && f[i] != ' ')
+		*ok = false;
+	return v;
+}
+
+static int tar_member(struct zr_tar *t, const char *shard, const char *path, uint64_t off,
+		      uint64_t len, char *err, size_t errlen)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t keylen;
+	uint32_t field;
+
+	base = base ? base + 1 : path;
+	dot = strchr(base, '.');
+	if (!dot || dot == base || !dot[1]) {
+		snprintf(err, errlen, "%s: member '%s' has no KEY.EXTENSION name", shard, path);
+		return -1;
+	}
+	if (len > ZR_RECORD_MAX) {
+		snprintf(err, errlen, "%s: member '%s' has %llu bytes, more than a record holds",
+			 shard, path, (unsigned long long)len);
+		return -1;
+	}
+	keylen = (size_t)(dot - path);
+	for (field = 0; field < t->fields.n; field++)
+		if (strcmp(t->fields.v[field], dot + 1) == 0)
+			break;
+	if (field == t->fields.n) {
+		if (zr_name_check(dot + 1) < 0 || t->fields.n + 1 >= ZR_FIELDS_MAX) {
+			snprintf(err, errlen, "%s: member '%s': '%s' cannot name a field (%s)", shard,
+				 path, dot + 1,
+				 t->fields.n + 1 >= ZR_FIELDS_MAX ? "too many fields" : zr_errmsg(NULL));
+			return -1;
+		}
+		if (strs_add(&t->fields, strdup(dot + 1)) < 0)
+			return -1;
+	}
+	/* WebDataset keeps a sample's members together: a new key starts a record */
+	if (t->keys == 0 || keylen >= sizeof t->last_key || strncmp(t->last_key, path, keylen) != 0 ||
+	    t->last_key[keylen] != 0) {
+		if (t->keys == UINT32_MAX) {
+			snprintf(err, errlen, "%s: too many samples", shard);
+			return -1;
+		}
+		snprintf(t->last_key, sizeof t->last_key, "%.*s", (int)keylen, path);
+		t->keys++;
+	} else {
+		for (size_t i = t->n; i-- > 0 && t->m[i].key == t->keys - 1;)
+			if (t->m[i].field == field) {
+				snprintf(err, errlen, "%s: member '%s' appears twice in one sample",
+					 shard, path);
+				return -1;
+			}
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct zr_tar_member *m = realloc(t->m, cap * sizeof *m);
+		if (!m)
+			return -1;
+		t->m = m;
+		t->cap = cap;
+	}
+	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, shard, off, len};
+	return 0;
+}
+
+/* The path a pax extended header ("LEN KEY=VALUE\n" records) sets, if any,
+ * into @out; records that do not add up end the scan. */
+static void pax_path(const char *data, size_t len, char *out, size_t outlen)
+{
+	for (size_t at = 0; at < len;) {
+		const char *p = data + at, *end;
+		size_t rl = 0, i = 0;
+
+		while (at + i < len && p[i] >= '0' && p[i] <= '9' && rl < len)
+			rl = rl * 10 + (size_t)(p[i++] - '0');
+		if (i == 0 || rl > len - at || i >= rl || p[i] != ' ')
+			return;
+		end = p + rl - 1; /* the record's '\n' */
+		if (*end != '\n')
+			return;
+		if ((size_t)(end - (p + i + 1)) >= 5 && memcmp(p + i + 1, "path=", 5) == 0)
+			snprintf(out, outlen, "%.*s", (int)(end - (p + i + 6)), p + i + 6);
+		at += rl;
+	}
+}
+
+int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen)
+{
+	unsigned char h[512];
+	char longname[PATH_MAX] = "", path[PATH_MAX];
+	uint64_t off = 0, size;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", shard, strerror(errno));
+		return -1;
+	}
+	size = (uint64_t)st.st_size;
+	for (;;) {
+		ssize_t r = pread(fd, h, sizeof h, (off_t)off);
+		bool ok = true, zero = true;
+
+		if (r != (ssize_t)sizeof h) { /* every archive ends with zero blocks */
+			if (r < 0)
+				snprintf(err, errlen, "%s: %s", shard, strerror(errno));
+			else
+				snprintf(err, errlen,
+					 "%s: truncated tar (a header at byte %llu is cut short)",
+					 shard, (unsigned long long)off);
+			return -1;
+		}
+		for (int i = 0; i < 512 && zero; i++)
+			zero = h[i] == 0;
+		if (zero)
+			return 0;
+		uint64_t sum = 0, want = tar_num(h + 148, 8, &ok), len = tar_num(h + 124, 12, &ok);
+		for (int i = 0; i < 512; i++)
+			sum += (i >= 148 && i < 156) ? ' ' : h[i];
+		if (!ok || sum != want) {
+			snprintf(err, errlen, "%s: not a tar archive, or damaged (bad header at byte %llu)",
+				 shard, (unsigned long long)off);
+			return -1;
+		}
+		if (len > size - off - 512) { /* off + 512 <= size: the header was read */
+			snprintf(err, errlen, "%s: truncated tar (member at byte %llu needs %llu bytes)",
+				 shard, (unsigned long long)off, (unsigned long long)len);
+			return -1;
+		}
+		char type = (char)h[156];
+		if (type == 'L' || type == 'x') { /* the next member's name */
+			char *data = len <= TAR_EXT_MAX ? malloc(len + 1) : NULL;
+			if (!data || pread(fd, data, len, (off_t)(off + 512)) != (ssize_t)len) {
+				free(data);
+				snprintf(err, errlen, "%s: cannot read the extended header at byte %llu%s",
+					 shard, (unsigned long long)off,
+					 len > TAR_EXT_MAX ? " (larger than 1 MiB)" : "");
+				return -1;
+			}
+			data[len] = 0;
+			if (type == 'L')
+				snprintf(longname, sizeof longname, "%s", data);
+			else
+				pax_path(data, len, longname, sizeof longname);
+			free(data);
+		} else if (type == '0' || type == 0 || type == '7') {
+			if (longname[0])
+				snprintf(path, sizeof path, "%s", longname);
+			else if (memcmp(h + 257, "ustar", 5) == 0 && h[345])
+				snprintf(path, sizeof path, "%.155s/%.100s", (char *)h + 345, (char *)h);
+			else
+				snprintf(path, sizeof path, "%.100s", (char *)h);
+			longname[0] = 0;
+			if (tar_member(t, shard, path, off + 512, len, err, errlen) < 0)
+				return -1;
+		} else {
+			longname[0] = 0; /* directories, links, globals: not records */
+		}
+		off += 512 + (len + 511) / 512 * 512;
+	}
+}
+
+void zr_tar_free(struct zr_tar *t)
+{
+	strs_free(&t->fields);
+	free(t->m);
+	memset(t, 0, sizeof *t);
+}
