@@ -75,7 +75,21 @@ mkdir flatsrc && touch flatsrc/top.jpg
 zr import dir flatsrc bad6 --label-from-parent label
 expect_rc 1
 expect_err_has '*top.jpg: not in a class directory*'
-for d in bad1 bad2 bad3 bad4 bad5 bad6; do [ ! -e "$d" ] || fail "$d was left behind"; done
+# unreadable inputs: a dangling symbolic link; a file without read
+# permission (as root: the import runs as nobody, the test's files stay root's)
+mkdir -p unread/x && printf a >unread/x/1 && ln -s missing unread/x/2
+zr import dir unread bad12
+expect_rc 1
+expect_err_has 'zr: import: unread/x/2: No such file or directory'
+if [ "$(id -u)" = 0 ]; then
+	rm unread/x/2 && printf b >unread/x/3 && chmod 000 unread/x/3
+	chmod 755 "$T" && mkdir nb && chown 65534:65534 nb
+	run setpriv --reuid=65534 --regid=65534 --clear-groups "$ZR" import dir unread nb/bad13
+	expect_rc 1
+	expect_err_has 'zr: import: unread/x/3: Permission denied'
+	[ ! -e nb/bad13 ] || fail "nb/bad13 was left behind"
+fi
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad12; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
 expect_err_has '*ds: exists and is not empty'
