@@ -89,7 +89,16 @@ if [ "$(id -u)" = 0 ]; then
 	expect_err_has 'zr: import: unread/x/3: Permission denied'
 	[ ! -e nb/bad13 ] || fail "nb/bad13 was left behind"
 fi
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad12; do [ ! -e "$d" ] || fail "$d was left behind"; done
+# name clashes: the label field named like the data field; a DEST in use
+zr import dir unread bad14 --field label --label-from-parent label
+expect_rc 2
+expect_err_has 'zr: import: the label field needs a name of its own'
+mkdir busy && printf keep >busy/mine
+zr import dir unread busy
+expect_rc 1
+expect_err_has 'zr: import: busy: exists and is not empty'
+[ "$(ls busy)" = mine ] && [ "$(cat busy/mine)" = keep ] || fail "busy/ was touched"
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad12 bad14; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
 expect_err_has '*ds: exists and is not empty'
