@@ -20,6 +20,7 @@
 #define ZR_STORE_I_H
 
 #include "zrecord.h"
+#include "memcheck_i.h"
 
 #include <assert.h>
 #include <jansson.h>
@@ -28,19 +29,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
-
-/* io_uring completions are written by the kernel behind valgrind's back:
- * tell memcheck the bytes a completed read filled are defined (a no-op
- * unless run under valgrind, and nothing at all without its header). */
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define ZR_URING_FILLED(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
-#endif
-#endif
-#ifndef ZR_URING_FILLED
-#define ZR_URING_FILLED(p, n) ((void)0)
-#endif
 
 _Static_assert(sizeof(size_t) == 8, "libzrecord needs a 64-bit address space");
 

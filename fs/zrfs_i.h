@@ -21,24 +21,12 @@
 #include <fuse_lowlevel.h>
 
 #include "zrecord.h"
+#include "../core/memcheck_i.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
-
-/* io_uring completions are written by the kernel behind valgrind's back:
- * tell memcheck the bytes a completed read filled are defined (a no-op
- * unless run under valgrind, and nothing at all without its header). */
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define ZR_URING_FILLED(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
-#endif
-#endif
-#ifndef ZR_URING_FILLED
-#define ZR_URING_FILLED(p, n) ((void)0)
-#endif
 
 #define ZRFS_INO_ROOT FUSE_ROOT_ID
 #define ZRFS_INO_META UINT64_C(2)
