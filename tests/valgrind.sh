@@ -4,11 +4,13 @@
 # test. Fails when the tests fail or when memcheck reports anything in any
 # process: an invalid access, a use of uninitialised memory, or a definite
 # leak (Criterion's own bookkeeping in its workers is only "possibly" lost
-# and is not reported).
+# and is not reported). --fair-sched: the concurrency tests' threads poll
+# each other, and valgrind's default scheduler can starve one of them for
+# minutes.
 set -u
 logs=$(mktemp -d /tmp/zr-valgrind-XXXXXX)
 trap 'rm -rf "$logs"' EXIT
-valgrind -q --trace-children=yes --leak-check=full --show-leak-kinds=definite \
+valgrind -q --trace-children=yes --fair-sched=yes --leak-check=full --show-leak-kinds=definite \
 	--errors-for-leak-kinds=definite --log-file="$logs/%p.log" "$@"
 rc=$?
 for f in "$logs"/*.log; do
