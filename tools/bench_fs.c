@@ -273,6 +273,47 @@ static void find_zrfs(struct fcfg *c, char buf[PATH_MAX])
 		c->zrfs = buf;
 }
 
+/* The start the dataset benchmarks share: parse the options into @c (which
+ * holds the defaults), make the scratch directory DIR/zr-bench-NAME-XXXXXX
+ * and name the inputs and, for the benchmarks that mount (@takes_zrfs), the
+ * mount points in it. false with *status set when the caller must return
+ * (after --help, a usage error or a failure). */
+static bool fcfg_start(struct fcfg *c, int argc, char **argv, const char *usage, const char *name,
+		       uint64_t records_min, bool takes_zrfs, int *status)
+{
+	struct bench_args ba = {c->records, c->size, c->runs, c->dir, c->zrfs, records_min,
+				takes_zrfs};
+	int rc = bench_args_parse(argc, argv, usage, &ba);
+
+	if (rc != 0) {
+		*status = rc > 0 ? 0 : EXIT_USAGE;
+		return false;
+	}
+	c->records = ba.records;
+	c->size = ba.size;
+	c->runs = ba.runs;
+	c->dir = ba.dir;
+	c->zrfs = ba.zrfs;
+	snprintf(c->base, sizeof c->base, "%s/zr-bench-%s-XXXXXX", c->dir, name);
+	if (!mkdtemp(c->base)) {
+		zr_warn("bench: cannot create a scratch directory in %s: %s", c->dir, strerror(errno));
+		*status = 1;
+		return false;
+	}
+	snprintf(c->ds, sizeof c->ds, "%s/ds", c->base);
+	snprintf(c->tree, sizeof c->tree, "%s/tree", c->base);
+	snprintf(c->img, sizeof c->img, "%s/tree.sqfs", c->base);
+	snprintf(c->flat, sizeof c->flat, "%s/flat.bin", c->base);
+	snprintf(c->zmnt, sizeof c->zmnt, "%s/zmnt", c->base);
+	snprintf(c->smnt, sizeof c->smnt, "%s/smnt", c->base);
+	if (takes_zrfs) {
+		mkdir(c->zmnt, 0755);
+		mkdir(c->smnt, 0755);
+	}
+	return true;
+}
+
+
 /* ---- the benchmark ---- */
 
 enum { Z1, Z2, ZS1, ZS2, S1, S2, SS1, SS2, N1, N2, NPY, NFLAT, LSZ, LSN, NV };
@@ -357,28 +398,8 @@ int bench_fs(int argc, char **argv)
 	int rc = 0;
 
 	find_zrfs(&c, zrfs_path);
-	struct bench_args ba = {c.records, c.size, c.runs, c.dir, c.zrfs, 1, true};
-	int prc = bench_args_parse(argc, argv, help, &ba);
-	if (prc != 0)
-		return prc > 0 ? 0 : EXIT_USAGE;
-	c.records = ba.records;
-	c.size = ba.size;
-	c.runs = ba.runs;
-	c.dir = ba.dir;
-	c.zrfs = ba.zrfs;
-	snprintf(c.base, sizeof c.base, "%s/zr-bench-fs-XXXXXX", c.dir);
-	if (!mkdtemp(c.base)) {
-		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));
-		return 1;
-	}
-	snprintf(c.ds, sizeof c.ds, "%s/ds", c.base);
-	snprintf(c.tree, sizeof c.tree, "%s/tree", c.base);
-	snprintf(c.img, sizeof c.img, "%s/tree.sqfs", c.base);
-	snprintf(c.flat, sizeof c.flat, "%s/flat.bin", c.base);
-	snprintf(c.zmnt, sizeof c.zmnt, "%s/zmnt", c.base);
-	snprintf(c.smnt, sizeof c.smnt, "%s/smnt", c.base);
-	mkdir(c.zmnt, 0755);
-	mkdir(c.smnt, 0755);
+	if (!fcfg_start(&c, argc, argv, help, "fs", 1, true, &rc))
+		return rc;
 	v = calloc(c.runs, sizeof *v);
 	order = malloc(c.records * sizeof *order);
 	printf("zr bench fs: %llu files x %llu B, %llu runs, zrfs %s, scratch %s\n",
@@ -635,25 +656,8 @@ int bench_batches(int argc, char **argv)
 	int rc = 0;
 
 	find_zrfs(&c, zrfs_path);
-	struct bench_args ba = {c.records, c.size, c.runs, c.dir, c.zrfs, 256, true};
-	int prc = bench_args_parse(argc, argv, help_batches, &ba);
-	if (prc != 0)
-		return prc > 0 ? 0 : EXIT_USAGE;
-	c.records = ba.records;
-	c.size = ba.size;
-	c.runs = ba.runs;
-	c.dir = ba.dir;
-	c.zrfs = ba.zrfs;
-	snprintf(c.base, sizeof c.base, "%s/zr-bench-batches-XXXXXX", c.dir);
-	if (!mkdtemp(c.base)) {
-		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));
-		return 1;
-	}
-	snprintf(c.ds, sizeof c.ds, "%s/ds", c.base);
-	snprintf(c.tree, sizeof c.tree, "%s/tree", c.base);
-	snprintf(c.zmnt, sizeof c.zmnt, "%s/zmnt", c.base);
-	snprintf(c.smnt, sizeof c.smnt, "%s/smnt", c.base);
-	mkdir(c.zmnt, 0755);
+	if (!fcfg_start(&c, argc, argv, help_batches, "batches", 256, true, &rc))
+		return rc;
 	printf("zr bench batches: %llu records x %llu B, %s, %llu runs, zrfs %s\n",
 	       (unsigned long long)c.records, (unsigned long long)c.size, shuf,
 	       (unsigned long long)c.runs, c.zrfs);
@@ -765,29 +769,16 @@ static int time_cmd(char *const argv[], double *secs)
 int bench_import(int argc, char **argv)
 {
 	struct fcfg c = {.records = 50000, .size = 8192, .runs = 3, .dir = "/var/tmp"};
-	struct bench_args ba = {c.records, c.size, c.runs, c.dir, NULL, 1, false};
 	char self[PATH_MAX], dest[PATH_MAX + 16], tarf[PATH_MAX + 16];
 	double v[5][100];
-	int rc = bench_args_parse(argc, argv, help_import, &ba);
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	int rc = 0;
 
-	if (rc != 0)
-		return rc > 0 ? 0 : EXIT_USAGE;
-	c.records = ba.records;
-	c.size = ba.size;
-	c.runs = ba.runs;
-	c.dir = ba.dir;
 	if (n <= 0)
 		return 1;
 	self[n] = 0;
-	snprintf(c.base, sizeof c.base, "%s/zr-bench-import-XXXXXX", c.dir);
-	if (!mkdtemp(c.base)) {
-		zr_warn("bench: cannot create a scratch directory in %s: %s", c.dir, strerror(errno));
-		return 1;
-	}
-	snprintf(c.ds, sizeof c.ds, "%s/ds", c.base);
-	snprintf(c.tree, sizeof c.tree, "%s/tree", c.base);
-	snprintf(c.img, sizeof c.img, "%s/tree.sqfs", c.base);
+	if (!fcfg_start(&c, argc, argv, help_import, "import", 1, false, &rc))
+		return rc;
 	snprintf(dest, sizeof dest, "%s/imported", c.base);
 	snprintf(tarf, sizeof tarf, "%s/tree.tar", c.base);
 	printf("zr bench import: %llu files x %llu B, %llu runs\n", (unsigned long long)c.records,
