@@ -18,15 +18,25 @@
  *
  * A raw field's batch is never assembled: its files are sized from the
  * offset tables and each read is answered with the pieces of the chunk
- * files it covers, read with one io_uring submission into the reply buffer
- * (one copy). A flate field's batch is assembled once with the core's
- * io_uring batch reader (one submission, records inflated) into the shared
- * bounded cache (cache.c), as B + 1 offsets followed by the bytes, from
- * which <field>, <field>.offsets and <field>.npy are served. Reading step k
- * of a spec queues steps k+1 .. k+prefetch of the same field for a
- * background thread: flate batches are assembled ahead, raw ones have their
- * records read ahead by the kernel (POSIX_FADV_WILLNEED), so a cold epoch
- * streams.
+ * files it covers, sent from the chunk mappings with one writev (the
+ * kernel's copy into the reader's pages is the only one; if a chunk was cut
+ * short under the mount, that copy faults and the reader gets EIO, the
+ * daemon never touches the bytes). A flate field's batch is assembled once
+ * with the core's io_uring batch reader (one submission, records inflated)
+ * into the shared bounded cache (cache.c), as B + 1 offsets followed by the
+ * bytes, from which <field>, <field>.offsets and <field>.npy are served.
+ *
+ * Every read at offset 0 of step k queues, for background threads (one per
+ * CPU, at most -o prefetch), steps k+1 .. k+prefetch of the same field:
+ * flate batches are assembled ahead, raw ones have their records read ahead
+ * by the kernel (POSIX_FADV_WILLNEED; a raw read of a step not hinted so
+ * asks for its records first), so a cold epoch streams. It also queues the
+ * drop of step k - drop_behind: its files leave the kernel's page cache
+ * (FUSE_NOTIFY_INVAL_INODE) and its flate batches the cache, whose buffers
+ * are then reused. Batch files are read once per epoch; keeping them would
+ * double the memory the records take, and on virtual machines every fresh
+ * page of page cache costs a host fault on first touch (~10 us per 4 KiB
+ * on the machine of BENCHMARKS.md) that recycled pages do not.
  *
  * Inode numbers: the spec directory is ZRFS_INO_SPEC + its index in the
  * table of spec names seen; (spec, epoch) pairs get a slot in a second
@@ -42,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SPECS_MAX 4096
 #define SLOTS_MAX 65536
@@ -50,6 +61,8 @@
 #define INO_EPOCH (UINT64_C(2) << 60)
 #define INO_STEP (UINT64_C(3) << 60)
 #define KEY_BATCH (UINT64_C(1) << 63)
+#define HINTS 256
+#define THREADS_MAX 4
 #define DEFAULT_SPEC "shuffle,batch=256,tail=keep"
 
 enum { K_STEPDIR, K_IDS, K_INFO, K_FIELD0 }; /* then 3 per field: data, offsets, npy */
@@ -68,6 +81,7 @@ struct job {
 	uint32_t slot;
 	uint64_t step;
 	unsigned field;
+	bool drop;            /* drop the step's files from the page cache */
 };
 
 struct zrfs_batches {
@@ -76,12 +90,17 @@ struct zrfs_batches {
 	uint32_t nspecs, nlisted; /* the first nlisted are listed in /.batches */
 	struct slot *slots;
 	uint32_t nslots;
-	/* prefetch */
-	pthread_t thread;
+	/* prefetch and drop-behind */
+	pthread_t threads[THREADS_MAX];
+	unsigned nthreads;
 	bool running, stop;
 	pthread_cond_t cond;
 	struct job *queue;
 	unsigned qhead, qlen, qcap;
+	/* raw batches whose records the prefetcher asked the kernel to read
+	 * ahead (batch keys, direct-mapped): reads of these are answered
+	 * from the chunk mappings */
+	uint64_t hinted[HINTS];
 };
 
 bool zrfs_batches_owns(fuse_ino_t ino)
@@ -277,7 +296,7 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 	if (rc == 0) {
 		size_t head = ((size_t)n + 1) * 8;
 		uint64_t *offs = malloc(((size_t)n + 1) * sizeof *offs);
-		*data = malloc(head + total + 1);
+		*data = zrfs_cache_alloc(a->fs->cache, head + total + 1);
 		if (!offs || !*data)
 			rc = -ENOMEM;
 		if (rc == 0)
@@ -292,7 +311,7 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 		fuse_log(FUSE_LOG_ERR, "zrfs: batch %llu of epoch %llu, field '%s': %s (%s)\n",
 			 (unsigned long long)a->step, (unsigned long long)a->epoch,
 			 a->fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(a->fs->ds));
-		free(*data);
+		zrfs_cache_free(a->fs->cache, *data);
 		*data = NULL;
 	}
 	free(ids);
@@ -344,7 +363,8 @@ static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, st
 }
 
 /* Add @len bytes at @pos of @fd (or of @mem) to @bv, merging with the last
- * piece when they are adjacent in the same file. */
+ * piece when they are adjacent in the same file. A file piece may also
+ * carry @mem, where the same bytes are mapped. */
 static void add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len)
 {
 	struct fuse_buf *last = bv->count ? &bv->buf[bv->count - 1] : NULL;
@@ -359,13 +379,49 @@ static void add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem
 	struct fuse_buf *b = &bv->buf[bv->count++];
 	memset(b, 0, sizeof *b);
 	b->size = len;
+	b->mem = (void *)mem;
 	if (fd >= 0) {
 		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 		b->fd = fd;
 		b->pos = pos;
-	} else {
-		b->mem = (void *)mem;
 	}
+}
+
+static uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
+{
+	return KEY_BATCH | (uint64_t)slot << 40 | step << 8 | field;
+}
+
+static unsigned hint_slot(uint64_t key)
+{
+	return (unsigned)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 56) % HINTS;
+}
+
+static bool hinted(struct zrfs_batches *b, uint64_t key)
+{
+	pthread_mutex_lock(&b->lock);
+	bool yes = b->hinted[hint_slot(key)] == key;
+	pthread_mutex_unlock(&b->lock);
+	return yes;
+}
+
+/* Send the pieces of @bv from where their bytes are mapped: one writev, one
+ * copy, by the kernel, into the pages the reader gets. The daemon does not
+ * touch the bytes: if a chunk was cut short under the mount, the kernel's
+ * copy faults, the reader gets EIO, and we log it. false if @bv has more
+ * pieces than one writev takes. */
+static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct fuse_bufvec *bv)
+{
+	struct iovec iov[1023]; /* + the header libfuse adds: IOV_MAX */
+
+	if (bv->count > sizeof iov / sizeof iov[0])
+		return false;
+	for (size_t i = 0; i < bv->count; i++)
+		iov[i] = (struct iovec){bv->buf[i].mem, bv->buf[i].size};
+	if (fuse_reply_iov(req, iov, (int)bv->count) == -EFAULT)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: batch read failed (EIO)\n",
+			 fs->dataset);
+	return true;
 }
 
 static const uint8_t zero_record[1 << 16];
@@ -379,12 +435,22 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 	struct raw_batch r = {0};
 	struct zrfs_npy h = {.hdr_len = 0};
 	uint64_t pos = (uint64_t)off, end, total;
+	zr_batch *g = NULL;
+	const zr_slice *maps = NULL;
+	size_t nmaps;
 	int rc = raw_layout(fs, w, field, &r);
 
 	if (rc < 0) {
 		fuse_reply_err(req, zrfs_errno(rc));
 		return;
 	}
+	/* the bytes are sent from the chunk mappings (zr_gather of a raw field
+	 * copies nothing); where no prefetch asked the kernel for them yet,
+	 * ask now for all of this reply's records at once, so that a cold disk
+	 * gets them together rather than one page fault after another */
+	if (zr_gather(fs->ds, field, r.ids, (size_t)r.n, &g) == 0)
+		maps = zr_batch_records(g, &nmaps);
+	bool ask = maps && !hinted(fs->batches, batch_key(w->slot, w->step, field));
 	if (part == 2)
 		zrfs_npy_header(fd->spec, (uint64_t)r.n, fd->record_size, &h);
 	total = part == 2 ? h.size : r.offs[r.n];
@@ -409,7 +475,8 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 		uint64_t in = pos - start, n = (stop < end ? stop : end) - pos;
 		const zr_record_stat *st = &r.st[i];
 		if (part == 0 || (st->present && st->physical_len == fd->record_size)) {
-			add_piece(bv, st->fd, (off_t)(st->offset + in), NULL, n);
+			add_piece(bv, st->fd, (off_t)(st->offset + in), maps ? maps[i].data + in : NULL,
+				  n);
 		} else {
 			for (uint64_t z = 0; z < n; z += sizeof zero_record)
 				add_piece(bv, -1, 0, zero_record,
@@ -417,14 +484,15 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 		}
 		pos += n;
 	}
-	zrfs_reply_bufvec(req, fs, bv);
+	for (size_t i = 0; ask && i < bv->count; i++)
+		if (bv->buf[i].flags & FUSE_BUF_IS_FD)
+			posix_fadvise(bv->buf[i].fd, bv->buf[i].pos, (off_t)bv->buf[i].size,
+				      POSIX_FADV_WILLNEED);
+	if (!maps || !reply_mapped(req, fs, bv))
+		zrfs_reply_bufvec(req, fs, bv); /* pread or io_uring into a buffer */
+	zr_batch_release(g);
 	free(bv);
 	raw_free(&r);
-}
-
-static uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
-{
-	return KEY_BATCH | (uint64_t)slot << 40 | step << 8 | field;
 }
 
 static int get_blob(struct zrfs *fs, const struct where *w, unsigned field, bool prefetch,
@@ -437,11 +505,30 @@ static void enqueue_ahead(struct zrfs *fs, const struct where *w, unsigned field
 	if (!b->running)
 		return;
 	pthread_mutex_lock(&b->lock);
-	for (uint64_t k = w->step + 1; k <= w->step + fs->opts.prefetch && k < zs_steps(w->s); k++)
-		if (b->qlen < b->qcap &&
-		    !zrfs_cache_has(fs->cache, batch_key(w->slot, k, field))) {
-			b->queue[(b->qhead + b->qlen++) % b->qcap] = (struct job){w->slot, k, field};
+	for (uint64_t k = w->step + 1; k <= w->step + fs->opts.prefetch && k < zs_steps(w->s); k++) {
+		bool queued = zrfs_cache_has(fs->cache, batch_key(w->slot, k, field));
+		for (unsigned i = 0; i < b->qlen && !queued; i++) {
+			const struct job *j = &b->queue[(b->qhead + i) % b->qcap];
+			queued = !j->drop && j->slot == w->slot && j->step == k && j->field == field;
 		}
+		if (!queued && b->qlen < b->qcap)
+			b->queue[(b->qhead + b->qlen++) % b->qcap] =
+				(struct job){w->slot, k, field, false};
+	}
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void enqueue_drop(struct zrfs *fs, const struct where *w)
+{
+	struct zrfs_batches *b = fs->batches;
+
+	if (!b->running)
+		return;
+	pthread_mutex_lock(&b->lock);
+	if (b->qlen < b->qcap)
+		b->queue[(b->qhead + b->qlen++) % b->qcap] =
+			(struct job){w->slot, w->step - fs->opts.drop_behind, 0, true};
 	pthread_cond_signal(&b->cond);
 	pthread_mutex_unlock(&b->lock);
 }
@@ -452,7 +539,7 @@ static int get_blob(struct zrfs *fs, const struct where *w, unsigned field, bool
 	struct assemble a = {fs, w->s, w->epoch, w->step, field};
 	uint64_t key = batch_key(w->slot, w->step, field);
 
-	if (prefetch && !zrfs_cache_has(fs->cache, key))
+	if (prefetch)
 		enqueue_ahead(fs, w, field);
 	return zrfs_cache_get(fs->cache, key, load_batch, &a, e, data, len);
 }
@@ -472,6 +559,16 @@ static void *prefetcher(void *arg)
 		b->qhead = (b->qhead + 1) % b->qcap;
 		b->qlen--;
 		pthread_mutex_unlock(&b->lock);
+		if (j.drop) {
+			for (unsigned kind = K_IDS; kind < K_FIELD0 + 3 * fs->nfields; kind++)
+				fuse_lowlevel_notify_inval_inode(fs->se, step_ino(j.slot, j.step, kind),
+								 0, 0);
+			for (unsigned f = 0; f < fs->nfields; f++)
+				if (fs->fields[f].flate)
+					zrfs_cache_forget(fs->cache, batch_key(j.slot, j.step, f));
+			pthread_mutex_lock(&b->lock);
+			continue;
+		}
 		struct where w = {.slot = j.slot, .step = j.step};
 		struct zrfs_cached *e;
 		const uint8_t *data;
@@ -487,6 +584,10 @@ static void *prefetcher(void *arg)
 							      (off_t)r.st[i].physical_len,
 							      POSIX_FADV_WILLNEED);
 				raw_free(&r);
+				uint64_t key = batch_key(j.slot, j.step, j.field);
+				pthread_mutex_lock(&b->lock);
+				b->hinted[hint_slot(key)] = key;
+				pthread_mutex_unlock(&b->lock);
 			}
 		} else if (get_blob(fs, &w, j.field, false, &e, &data, &len) == 0) {
 			zrfs_cache_release(fs->cache, e);
@@ -753,6 +854,8 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 		return;
 	}
 	bsz = zs_batch_size(w.s, w.step);
+	if (off == 0 && fs->opts.drop_behind && w.step >= fs->opts.drop_behind)
+		enqueue_drop(fs, &w);
 	if (w.kind == K_IDS) {
 		uint64_t *ids = malloc((size_t)zs_batch_max(w.s) * 8);
 		uint8_t *le = malloc((size_t)bsz * 8 + 1);
@@ -801,7 +904,7 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 		raw_free(&r);
 		return;
 	}
-	if ((rc = get_blob(fs, &w, f, fs->opts.prefetch > 0, &e, &data, &len)) < 0) {
+	if ((rc = get_blob(fs, &w, f, fs->opts.prefetch > 0 && off == 0, &e, &data, &len)) < 0) {
 		fuse_reply_err(req, zrfs_errno(rc));
 		return;
 	}
@@ -894,14 +997,23 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Start the prefetch thread: after fuse_daemonize(), whose fork() would
- * leave it behind in the parent (and its condition variable waited on). */
+/* Start the background threads (one per CPU, at most THREADS_MAX and
+ * prefetch, at least one): after fuse_daemonize(), whose fork() would leave
+ * them behind in the parent (and their condition variable waited on). */
 void zrfs_batches_start(struct zrfs *fs)
 {
 	struct zrfs_batches *b = fs->batches;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus < 1 ? 1 : cpus > THREADS_MAX ? THREADS_MAX : (unsigned)cpus;
 
-	if (b && fs->opts.prefetch > 0 && !b->running)
-		b->running = pthread_create(&b->thread, NULL, prefetcher, fs) == 0;
+	if (!b || b->running || (fs->opts.prefetch == 0 && fs->opts.drop_behind == 0))
+		return;
+	if (want > fs->opts.prefetch)
+		want = fs->opts.prefetch > 0 ? fs->opts.prefetch : 1;
+	while (b->nthreads < want &&
+	       pthread_create(&b->threads[b->nthreads], NULL, prefetcher, fs) == 0)
+		b->nthreads++;
+	b->running = b->nthreads > 0;
 }
 
 void zrfs_batches_destroy(struct zrfs *fs)
@@ -915,7 +1027,8 @@ void zrfs_batches_destroy(struct zrfs *fs)
 		b->stop = true;
 		pthread_cond_broadcast(&b->cond);
 		pthread_mutex_unlock(&b->lock);
-		pthread_join(b->thread, NULL);
+		for (unsigned i = 0; i < b->nthreads; i++)
+			pthread_join(b->threads[i], NULL);
 	}
 	if (tl_reader) { /* this thread's: it may not exit before the dataset closes */
 		pthread_setspecific(reader_key, NULL);

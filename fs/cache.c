@@ -13,12 +13,26 @@
  * askers wait for it (and get its error if the load fails). So the memory
  * in use is at most the bound plus, per thread, the entry it is loading or
  * sending.
+ *
+ * Buffers of dropped entries are kept for reuse (a few, counted in the
+ * bound): a reader streaming through batch files would otherwise have
+ * every new batch land in fresh pages, each faulted in and zeroed by the
+ * kernel (and on a virtual machine often by the host too).
  */
 #include "zrfs_i.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define POOL_MAX 8               /* buffers kept for reuse */
+#define POOL_MIN (256u << 10)    /* smaller ones are malloc's business */
+
+/* Every buffer made by zrfs_cache_alloc() starts with its capacity. */
+struct buf_head {
+	size_t cap;
+	size_t pad;              /* keeps the data 16-byte aligned */
+};
 
 struct zrfs_cached {
 	uint64_t key;                    /* field << 40 | id, + 1 */
@@ -38,6 +52,8 @@ struct zrfs_cache {
 	size_t nbuckets;                 /* power of two */
 	struct zrfs_cached **buckets;
 	struct zrfs_cached *head, *tail;
+	struct buf_head *pool[POOL_MAX]; /* counted in bytes */
+	unsigned npool;
 };
 
 int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
@@ -59,6 +75,53 @@ int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
 	return 0;
 }
 
+static struct buf_head *head_of(uint8_t *data)
+{
+	return (struct buf_head *)(void *)data - 1;
+}
+
+uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n)
+{
+	struct buf_head *h = NULL;
+	unsigned best = POOL_MAX;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned i = 0; i < c->npool; i++) /* the smallest that fits, not twice too big */
+		if (c->pool[i]->cap >= n && c->pool[i]->cap / 2 <= n &&
+		    (best == POOL_MAX || c->pool[i]->cap < c->pool[best]->cap))
+			best = i;
+	if (best < POOL_MAX) {
+		h = c->pool[best];
+		c->pool[best] = c->pool[--c->npool];
+		c->bytes -= h->cap;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!h && n <= SIZE_MAX - sizeof *h && (h = malloc(sizeof *h + n)) != NULL)
+		h->cap = n;
+	return h ? (uint8_t *)(h + 1) : NULL;
+}
+
+/* Keep @data's buffer for reuse if it is worth it and fits under the bound. */
+static void buf_free_locked(struct zrfs_cache *c, uint8_t *data)
+{
+	if (!data)
+		return;
+	struct buf_head *h = head_of(data);
+	if (h->cap >= POOL_MIN && c->npool < POOL_MAX && c->bytes + h->cap <= c->limit) {
+		c->pool[c->npool++] = h;
+		c->bytes += h->cap;
+	} else {
+		free(h);
+	}
+}
+
+void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data)
+{
+	pthread_mutex_lock(&c->lock);
+	buf_free_locked(c, data);
+	pthread_mutex_unlock(&c->lock);
+}
+
 void zrfs_cache_destroy(struct zrfs_cache *c)
 {
 	if (!c)
@@ -66,9 +129,12 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 	while (c->head) {
 		struct zrfs_cached *e = c->head;
 		c->head = e->next;
-		free(e->data);
+		if (e->data)
+			free(head_of(e->data));
 		free(e);
 	}
+	while (c->npool)
+		free(c->pool[--c->npool]);
 	free(c->buckets);
 	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
@@ -121,10 +187,10 @@ static void unhash(struct zrfs_cache *c, struct zrfs_cached *e)
 	*p = e->hnext;
 }
 
-static void unref(struct zrfs_cached *e)
+static void unref(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	if (--e->refs == 0) {
-		free(e->data);
+		buf_free_locked(c, e->data);
 		free(e);
 	}
 }
@@ -134,13 +200,18 @@ static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
 	unhash(c, e);
 	lru_unlink(c, e);
 	c->bytes -= e->len;
-	unref(e);
+	unref(c, e);
 }
 
-/* Evict from the old end until under the limit (entries in use just lose
- * their cache reference and are freed by their last user). */
+/* Free kept buffers, then evict from the old end, until under the limit
+ * (entries in use just lose their cache reference and are freed by their
+ * last user). */
 static void shrink(struct zrfs_cache *c)
 {
+	while (c->bytes > c->limit && c->npool) {
+		c->bytes -= c->pool[--c->npool]->cap;
+		free(c->pool[c->npool]);
+	}
 	while (c->bytes > c->limit && c->tail)
 		drop(c, c->tail);
 }
@@ -159,7 +230,7 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *c
 			pthread_cond_wait(&c->loaded, &c->lock);
 		if (e->err) {
 			rc = e->err;
-			unref(e);
+			unref(c, e);
 			pthread_mutex_unlock(&c->lock);
 			return rc;
 		}
@@ -203,7 +274,7 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *c
 	}
 	pthread_cond_broadcast(&c->loaded);
 	if (rc < 0) {
-		unref(e);
+		unref(c, e);
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
@@ -228,6 +299,15 @@ bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key)
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	pthread_mutex_lock(&c->lock);
-	unref(e);
+	unref(c, e);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
+{
+	pthread_mutex_lock(&c->lock);
+	struct zrfs_cached *e = find(c, key);
+	if (e && !e->loading && (e->prev || c->head == e))
+		drop(c, e);
 	pthread_mutex_unlock(&c->lock);
 }

@@ -44,6 +44,8 @@ static const char usage[] =
 	"  batches=SPEC[:SPEC]  sampler specs listed under /.batches (any valid spec\n"
 	"                       works there on lookup; a default is always listed)\n"
 	"  prefetch=N           batch steps assembled ahead of the reader (default 2)\n"
+	"  drop_behind=N        drop the batch files of step k-N from the page cache\n"
+	"                       when step k is read (default 2; 0 keeps them)\n"
 	"  readahead_kb=KB      kernel read-ahead of the mount (default 1024; 0 keeps\n"
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
@@ -58,7 +60,7 @@ static const char usage[] =
 struct cli {
 	char *dataset;
 	int nonopts;
-	char *timeout, *cache, *readahead, *batches, *prefetch;
+	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind;
 	int rw, splice;
 };
 
@@ -70,6 +72,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"cache=%s", offsetof(struct cli, cache), 0},
 	{"batches=%s", offsetof(struct cli, batches), 0},
 	{"prefetch=%s", offsetof(struct cli, prefetch), 0},
+	{"drop_behind=%s", offsetof(struct cli, drop_behind), 0},
 	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
@@ -310,7 +313,8 @@ int main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct cli cli = {0};
 	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
-				   .readahead_kb = 1024, .prefetch = 2}};
+				   .readahead_kb = 1024, .prefetch = 2,
+				   .drop_behind = 2}};
 	char *fsname = NULL, *o = NULL;
 	uint64_t v;
 	int rc = 1;
@@ -337,6 +341,8 @@ int main(int argc, char **argv)
 				    &fs.opts.cache_bytes) < 0) ||
 	    (cli.prefetch && parse_num("prefetch", cli.prefetch, 64, false, &v) < 0) ||
 	    (cli.prefetch && ((fs.opts.prefetch = (unsigned)v), 0)) ||
+	    (cli.drop_behind && parse_num("drop_behind", cli.drop_behind, 1u << 20, false, &v) < 0) ||
+	    (cli.drop_behind && ((fs.opts.drop_behind = (unsigned)v), 0)) ||
 	    (cli.readahead && parse_num("readahead_kb", cli.readahead, 1u << 20, false, &v) < 0) ||
 	    (cli.readahead && ((fs.opts.readahead_kb = (unsigned)v), 0)))
 		goto out;
@@ -372,6 +378,7 @@ int main(int argc, char **argv)
 	se = fuse_session_new(&args, &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (!se)
 		goto out;
+	fs.se = se;
 	if (fuse_set_signal_handlers(se) < 0)
 		goto out;
 	if (fuse_session_mount(se, opts.mountpoint) < 0) {
@@ -396,10 +403,10 @@ int main(int argc, char **argv)
 out_signals:
 	fuse_remove_signal_handlers(se);
 out:
+	zrfs_batches_destroy(&fs); /* its thread may still use the session */
 	if (se)
 		fuse_session_destroy(se);
 	fuse_loop_cfg_destroy(cfg);
-	zrfs_batches_destroy(&fs);
 	zrfs_byclass_destroy(&fs);
 	zrfs_cache_destroy(fs.cache);
 	zr_close(fs.ds);
@@ -412,6 +419,7 @@ out:
 	free(cli.readahead);
 	free(cli.batches);
 	free(cli.prefetch);
+	free(cli.drop_behind);
 	free(fsname);
 	free(o);
 	fuse_opt_free_args(&args);

@@ -219,12 +219,13 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 		return rc;
 	if (!st.present)
 		return -ENOENT;
-	*data = malloc(st.logical_len ? st.logical_len : 1);
+	*data = zrfs_cache_alloc(j->fs->cache, st.logical_len ? st.logical_len : 1);
 	if (!*data)
 		return -ENOMEM;
 	got = zr_record_load(j->fs->ds, j->field, j->id, *data, st.logical_len);
 	if (got < 0) {
-		free(*data);
+		zrfs_cache_free(j->fs->cache, *data);
+		*data = NULL;
 		return (int)got;
 	}
 	*len = (uint64_t)got;

@@ -62,6 +62,7 @@ struct zrfs_opts {
 	unsigned readahead_kb; /* 0: leave the kernel's default */
 	int splice;           /* splice raw bytes into replies (-o splice) */
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
+	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
 };
 
 struct zrfs_cache;
@@ -80,6 +81,7 @@ struct zrfs {
 	struct zrfs_opts opts;
 	struct zrfs_cache *cache;
 	struct zrfs_batches *batches;
+	struct fuse_session *se;
 	struct zrfs_byclass *byclass;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 };
@@ -145,8 +147,8 @@ int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t record_si
 
 /* cache.c: contents expensive to make, bounded by bytes */
 struct zrfs_cached;
-/* Make the contents of a missing entry: *data malloc()ed (may be NULL when
- * *len is 0); 0 or -errno, having freed whatever it made. */
+/* Make the contents of a missing entry: *data from zrfs_cache_alloc() (may
+ * be NULL when *len is 0); 0 or -errno, having freed whatever it made. */
 typedef int (*zrfs_loader)(void *ctx, uint8_t **data, uint64_t *len);
 int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes);
 void zrfs_cache_destroy(struct zrfs_cache *c);
@@ -154,6 +156,11 @@ void zrfs_cache_destroy(struct zrfs_cache *c);
 int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
 		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len);
 bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key);
+/* Drop @key if it is cached and not being made (users keep their reference). */
+void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
+/* Buffers for loaders: reused from dropped entries when one fits. */
+uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);
+void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data);
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
 /* read.c: the inflated bytes of a flate record, through the cache */
 int zrfs_flate_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,

@@ -24,12 +24,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -52,6 +54,7 @@ struct fcfg {
 	char base[PATH_MAX - 64];
 	char ds[PATH_MAX], tree[PATH_MAX], img[PATH_MAX], flat[PATH_MAX];
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
+	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
 };
 
 /* Run a program with its output (and with @quiet, its errors) discarded;
@@ -81,14 +84,41 @@ static int run(char *const argv[])
 	return run_quiet(argv, false);
 }
 
+/* Mount the dataset with zrfs kept in the foreground as our child, so that
+ * unmount_zrfs() can wait for it to exit: a daemon still holding the chunk
+ * files mapped would keep their pages through the next drop of the caches. */
 static int mount_zrfs(struct fcfg *c)
 {
-	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, NULL};
-	if (run(argv) != 0) {
-		zr_warn("bench: %s %s %s failed", c->zrfs, c->ds, c->zmnt);
+	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", NULL};
+	posix_spawn_file_actions_t fa;
+	struct stat before, st;
+	int status;
+
+	if (stat(c->zmnt, &before) < 0) {
+		zr_warn("bench: %s: %s", c->zmnt, strerror(errno));
 		return -1;
 	}
-	return 0;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&c->zpid, argv[0], &fa, NULL, argv, environ) != 0)
+		c->zpid = 0;
+	posix_spawn_file_actions_destroy(&fa);
+	/* mounted when the mount point changes device; polled, as nothing
+	 * else tells a foreground daemon's parent */
+	for (int i = 0; c->zpid > 0 && i < 10000; i++) {
+		if (stat(c->zmnt, &st) == 0 && st.st_dev != before.st_dev)
+			return 0;
+		if (waitpid(c->zpid, &status, WNOHANG) == c->zpid)
+			break;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	zr_warn("bench: %s %s %s failed", c->zrfs, c->ds, c->zmnt);
+	if (c->zpid > 0 && waitpid(c->zpid, &status, WNOHANG) == 0) {
+		kill(c->zpid, SIGTERM);
+		waitpid(c->zpid, &status, 0);
+	}
+	c->zpid = 0;
+	return -1;
 }
 
 static int mount_squash(struct fcfg *c)
@@ -106,6 +136,17 @@ static void unmount(char *mnt)
 {
 	char *argv[] = {"fusermount3", "-u", mnt, NULL};
 	run_quiet(argv, true);
+}
+
+/* Unmount zrfs and wait for its daemon to exit. */
+static void unmount_zrfs(struct fcfg *c)
+{
+	int status;
+
+	unmount(c->zmnt);
+	if (c->zpid > 0)
+		waitpid(c->zpid, &status, 0);
+	c->zpid = 0;
 }
 
 /* ---- the reader ---- */
@@ -337,7 +378,7 @@ static int one_run(struct fcfg *c, const uint64_t *order, double *v)
 		int rc = read_pass(zdata, order, c, th, &v[th == 1 ? Z1 : Z2]);
 		if (rc == 0)
 			rc = read_pass(zdata, order, c, th, &v[th == 1 ? ZS1 : ZS2]);
-		unmount(c->zmnt);
+		unmount_zrfs(c);
 		if (rc < 0 || mount_squash(c) < 0)
 			return -1;
 		rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? S1 : S2]);
@@ -356,7 +397,7 @@ static int one_run(struct fcfg *c, const uint64_t *order, double *v)
 		rc = cat_file(npy, npy_size, &v[NPY]);
 	if (rc == 0)
 		rc = ls_lr(c->zmnt, &v[LSZ]); /* the listing is still cold */
-	unmount(c->zmnt);
+	unmount_zrfs(c);
 	if (rc < 0 || cat_file(c->flat, npy_size, &t) < 0 || cat_file(c->flat, npy_size, &v[NFLAT]) < 0 ||
 	    ls_lr(c->tree, &t) < 0 || ls_lr(c->tree, &v[LSN]) < 0)
 		return -1;
@@ -364,13 +405,13 @@ static int one_run(struct fcfg *c, const uint64_t *order, double *v)
 	return 0;
 }
 
-static int make_flat(const struct fcfg *c)
+static int make_flat(struct fcfg *c)
 {
 	char npy[PATH_MAX + 16];
 	struct stat st;
 	int rc = -1;
 
-	if (mount_zrfs((struct fcfg *)c) < 0)
+	if (mount_zrfs(c) < 0)
 		return -1;
 	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
 	if (stat(npy, &st) == 0) {
@@ -385,7 +426,7 @@ static int make_flat(const struct fcfg *c)
 			close(fd);
 		free(buf);
 	}
-	unmount((char *)c->zmnt);
+	unmount_zrfs(c);
 	return rc;
 }
 
@@ -464,7 +505,7 @@ int bench_fs(int argc, char **argv)
 		       (double)c.records * (double)c.size / m[NPY] / 1e6,
 		       (double)c.records * (double)c.size / m[NFLAT] / 1e6, m[LSZ], m[LSN]);
 	}
-	unmount(c.zmnt);
+	unmount_zrfs(&c);
 	unmount(c.smnt);
 	bench_rm_rf(c.base);
 	free(v);
@@ -633,7 +674,7 @@ static int batch_pass(struct fcfg *c, enum bkind kind, const char *spec, unsigne
 		}
 	}
 	if (kind == B_MOUNT)
-		unmount(c->zmnt);
+		unmount_zrfs(c);
 	zr_close(p.ds);
 	zs_sampler_destroy(s);
 	return rc;
@@ -733,7 +774,7 @@ int bench_batches(int argc, char **argv)
 		printf("%-40s %8.2fx %8.2fx   (what block buys)\n", "cold: zrfs block / zrfs shuffle",
 		       m[0][CBM] / m[0][CM], m[1][CBM] / m[1][CM]);
 	}
-	unmount(c.zmnt);
+	unmount_zrfs(&c);
 	bench_rm_rf(c.base);
 	return rc;
 }

@@ -77,6 +77,38 @@ for spec in ("shuffle,seed=42,batch=16,world=2,rank=0", "block,seed=3,batch=10,t
         last = sorted(os.listdir(f"{B}/{spec}/epoch-1"), key=int)[-1]
         assert os.path.getsize(f"{B}/{spec}/epoch-1/{last}/ids") == 8 * (300 % 10 or 10)
 
+# a reader moving on drops batch files two steps behind it from the page
+# cache (in the background: polled, with a deadline), and reading one again
+# gives the same bytes
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long)
+libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+def cached_pages(path):
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED: maps, reads nothing
+    os.close(fd)
+    assert addr not in (None, ctypes.c_void_p(-1).value), "mmap failed"
+    vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+    assert libc.mincore(addr, size, vec) == 0
+    libc.munmap(addr, size)
+    return sum(v & 1 for v in vec)
+ep = f"{B}/seq,batch=16/epoch-2"
+for field in ("img", "txt"):  # raw and flate
+    first = open(f"{ep}/0/{field}", "rb").read()
+    assert len(first) > 4096 and cached_pages(f"{ep}/0/{field}") > 0
+    for k in range(1, 6):
+        open(f"{ep}/{k}/{field}", "rb").read()
+    deadline = time.monotonic() + 20
+    while cached_pages(f"{ep}/0/{field}") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cached_pages(f"{ep}/0/{field}") == 0, f"step 0 of {field} still cached"
+    assert open(f"{ep}/0/{field}", "rb").read() == first
+
 # hostile names: ENOENT, and the mount keeps serving
 bad = ["..", "shuffle,seed=-1", "shuffle,batch=0", "Shuffle", "shuffle,rank=2", "x" * 300,
        "seq,batch=1000", "shuffle,hi=301", "shuffle,seed=01", "shuffle,,seed=1", "seq,lo=300"]
