@@ -405,25 +405,6 @@ static bool hinted(struct zrfs_batches *b, uint64_t key)
 	return yes;
 }
 
-/* Send the pieces of @bv from where their bytes are mapped: one writev, one
- * copy, by the kernel, into the pages the reader gets. The daemon does not
- * touch the bytes: if a chunk was cut short under the mount, the kernel's
- * copy faults, the reader gets EIO, and we log it. false if @bv has more
- * pieces than one writev takes. */
-static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct fuse_bufvec *bv)
-{
-	struct iovec iov[1023]; /* + the header libfuse adds: IOV_MAX */
-
-	if (bv->count > sizeof iov / sizeof iov[0])
-		return false;
-	for (size_t i = 0; i < bv->count; i++)
-		iov[i] = (struct iovec){bv->buf[i].mem, bv->buf[i].size};
-	if (fuse_reply_iov(req, iov, (int)bv->count) == -EFAULT)
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: batch read failed (EIO)\n",
-			 fs->dataset);
-	return true;
-}
-
 static const uint8_t zero_record[1 << 16];
 
 /* Reply with [off, off + size) of a raw field's batch data (part 0) or of its
@@ -444,13 +425,10 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 		fuse_reply_err(req, zrfs_errno(rc));
 		return;
 	}
-	/* the bytes are sent from the chunk mappings (zr_gather of a raw field
-	 * copies nothing); where no prefetch asked the kernel for them yet,
-	 * ask now for all of this reply's records at once, so that a cold disk
-	 * gets them together rather than one page fault after another */
+	/* where the bytes are mapped (zr_gather of a raw field copies nothing) */
 	if (zr_gather(fs->ds, field, r.ids, (size_t)r.n, &g) == 0)
 		maps = zr_batch_records(g, &nmaps);
-	bool ask = maps && !hinted(fs->batches, batch_key(w->slot, w->step, field));
+	bool ahead = hinted(fs->batches, batch_key(w->slot, w->step, field));
 	if (part == 2)
 		zrfs_npy_header(fd->spec, (uint64_t)r.n, fd->record_size, &h);
 	total = part == 2 ? h.size : r.offs[r.n];
@@ -484,12 +462,7 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 		}
 		pos += n;
 	}
-	for (size_t i = 0; ask && i < bv->count; i++)
-		if (bv->buf[i].flags & FUSE_BUF_IS_FD)
-			posix_fadvise(bv->buf[i].fd, bv->buf[i].pos, (off_t)bv->buf[i].size,
-				      POSIX_FADV_WILLNEED);
-	if (!maps || !reply_mapped(req, fs, bv))
-		zrfs_reply_bufvec(req, fs, bv); /* pread or io_uring into a buffer */
+	zrfs_reply_bufvec(req, fs, bv, ahead);
 	zr_batch_release(g);
 	free(bv);
 	raw_free(&r);

@@ -3,13 +3,16 @@
  *
  * A read of a raw record, or of the records under a range of a .npy view,
  * is described as a fuse_bufvec of pieces of the chunk files (adjacent
- * pieces merged). With -o splice, libfuse splices those pieces into the
- * reply and the daemon never touches the bytes; by default they are pread
- * into a per-thread buffer and sent with one writev, which measured faster
- * on every size here (BENCHMARKS.md: splice pays per page and falls back to
- * a fresh 1 MiB allocation per request when the pipe cannot hold a reply).
- * Reads go through the file descriptors, not the mappings, so a chunk cut
- * short under a live mount yields EIO, not SIGBUS or short data. Flate
+ * pieces merged), each with the address where the dataset maps it. By
+ * default they are sent from the mappings with one writev (fuse_reply_iov):
+ * the kernel's copy into the reader's pages is the only one, and the daemon
+ * never touches the bytes, so a chunk cut short under a live mount makes
+ * that copy fault and the reader get EIO, not the daemon SIGBUS. Pieces
+ * not yet asked for are first asked for together (POSIX_FADV_WILLNEED), so
+ * cold reads reach the disk at once. Where a mapping is unknown (a record
+ * the core refuses to map) the pieces are read into a per-thread buffer,
+ * with one io_uring submission; with -o splice libfuse splices them
+ * (slower on every size measured: BENCHMARKS.md). Flate
  * records are inflated once into the bounded cache (cache.c) and served from
  * there. Records missing from a .npy view read as zeros.
  *
@@ -197,9 +200,38 @@ static void reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv
 	fuse_reply_buf(req, buf, total);
 }
 
-void zrfs_reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv)
+/* Send @bv from where its bytes are mapped: one writev, one copy, by the
+ * kernel, into the pages the reader gets. The daemon does not touch the
+ * bytes: if a chunk was cut short under the mount, the kernel's copy
+ * faults, the reader gets EIO, and we log it. false (nothing sent) if a
+ * file piece has no mapping or there are more pieces than a writev takes. */
+static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct fuse_bufvec *bv, bool ahead)
 {
-	reply_bufvec(req, fs, bv);
+	struct iovec iov[1023]; /* + the header libfuse adds: IOV_MAX */
+
+	if (fs->opts.splice || bv->count > sizeof iov / sizeof iov[0])
+		return false;
+	for (size_t i = 0; i < bv->count; i++) {
+		if (!bv->buf[i].mem)
+			return false;
+		iov[i] = (struct iovec){bv->buf[i].mem, bv->buf[i].size};
+	}
+	/* pages not yet asked for are asked for all at once: a cold disk gets
+	 * them together rather than one page fault after another */
+	for (size_t i = 0; !ahead && i < bv->count; i++)
+		if (bv->buf[i].flags & FUSE_BUF_IS_FD)
+			posix_fadvise(bv->buf[i].fd, bv->buf[i].pos, (off_t)bv->buf[i].size,
+				      POSIX_FADV_WILLNEED);
+	if (fuse_reply_iov(req, iov, (int)bv->count) == -EFAULT)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
+			 fs->dataset);
+	return true;
+}
+
+void zrfs_reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv, bool ahead)
+{
+	if (!reply_mapped(req, fs, bv, ahead))
+		reply_bufvec(req, fs, bv);
 }
 
 struct flate_job {
@@ -301,12 +333,18 @@ static void read_record(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_
 		return;
 	}
 	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(0);
+	zr_batch *g = NULL;
 	bv.buf[0].size = st.physical_len - (uint64_t)off < size ? st.physical_len - (uint64_t)off
 								 : size;
 	bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 	bv.buf[0].fd = st.fd;
 	bv.buf[0].pos = (off_t)st.offset + off;
-	reply_bufvec(req, fs, &bv);
+	if (zr_gather(fs->ds, field, &id, 1, &g) == 0) { /* where it is mapped */
+		size_t n;
+		bv.buf[0].mem = (uint8_t *)(uintptr_t)zr_batch_records(g, &n)[0].data + off;
+	}
+	zrfs_reply_bufvec(req, fs, &bv, false);
+	zr_batch_release(g);
 }
 
 /* Bytes [off, off + size) of field @field's .npy view. */
@@ -335,6 +373,20 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 	if (!bv && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
+	}
+	/* where the raw records touched are mapped */
+	zr_batch *g = NULL;
+	const zr_slice *maps = NULL;
+	uint64_t first = 0;
+	if (bv && end > hdr) {
+		first = ((pos > hdr ? pos : hdr) - hdr) / rsz;
+		size_t n = (size_t)((end - 1 - hdr) / rsz - first + 1);
+		uint64_t *ids = malloc(n * sizeof *ids);
+		for (size_t i = 0; ids && i < n; i++)
+			ids[i] = first + i;
+		if (ids && zr_gather(fs->ds, field, ids, n, &g) == 0)
+			maps = zr_batch_records(g, &n);
+		free(ids);
 	}
 	while (pos < end && rc == 0) {
 		const void *mem = NULL;
@@ -374,6 +426,8 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 				else {
 					fd = st.fd;
 					fpos = (off_t)(st.offset + in);
+					if (maps)
+						mem = (const uint8_t *)maps[id - first].data + in;
 				}
 			}
 		}
@@ -392,12 +446,11 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 			struct fuse_buf *b = &bv->buf[nseg++];
 			memset(b, 0, sizeof *b);
 			b->size = len;
+			b->mem = (void *)mem; /* a file piece's mapping, if known */
 			if (fd >= 0) {
 				b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 				b->fd = fd;
 				b->pos = fpos;
-			} else {
-				b->mem = (void *)mem;
 			}
 		}
 		pos += len;
@@ -410,8 +463,9 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 		bv->count = nseg;
 		bv->idx = 0;
 		bv->off = 0;
-		reply_bufvec(req, fs, bv);
+		zrfs_reply_bufvec(req, fs, bv, false);
 	}
+	zr_batch_release(g);
 	free(bv);
 	free(buf);
 }

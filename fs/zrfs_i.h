@@ -112,9 +112,11 @@ void zrfs_ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 int zrfs_record_name(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id);
 
 /* read.c: file contents */
-/* Reply with the pieces of @bv (memory or file ranges) gathered in one
- * buffer, file ranges read with one io_uring submission; or spliced. */
-void zrfs_reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv);
+/* Reply with the pieces of @bv (memory or file ranges). File ranges that
+ * also carry their mapping (mem) are sent from it with one writev, after
+ * asking the kernel for their pages unless @ahead (a prefetch did); others
+ * are read into one buffer (one io_uring submission), or spliced. */
+void zrfs_reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv, bool ahead);
 void zrfs_ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void zrfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		  struct fuse_file_info *fi);
