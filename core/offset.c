@@ -2,10 +2,12 @@
  * offset.c - offset tables: one mapped file of 16-byte entries per field.
  *
  * Entry i of a field lives at byte 16*i of <field>.offset. A writer grows the
- * table zr_table_step (1 Mi) entries at a time with fallocate(), so that the
- * blocks behind a mapped store exist before the store: a full disk fails the
- * growth with ENOSPC instead of raising SIGBUS later. The file is trimmed to
- * the committed entries on close.
+ * table with fallocate(), so that the blocks behind a mapped store exist
+ * before the store: a full disk fails the growth with ENOSPC instead of
+ * raising SIGBUS later. Growth doubles from 4096 entries (64 KiB) up to
+ * zr_table_step (1 Mi entries, 16 MiB), then goes zr_table_step at a time:
+ * a small dataset takes little disk, a big one few remaps. The file is
+ * trimmed to the committed entries on close.
  *
  * An entry is written as two aligned 8-byte stores, the offset first and then
  * chunk_id|len with release order; a reader loads chunk_id|len with acquire
@@ -26,6 +28,8 @@
 #include <unistd.h>
 
 uint64_t zr_table_step = UINT64_C(1) << 20;
+
+#define ZR_TABLE_FIRST 4096 /* entries of the first growth */
 
 static zr_map empty_map; /* the mapping of a table with no entries */
 
@@ -121,7 +125,11 @@ int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 
 	if (entries <= f->cap)
 		return 0;
-	cap = (entries + zr_table_step - 1) / zr_table_step * zr_table_step;
+	cap = f->cap < ZR_TABLE_FIRST ? ZR_TABLE_FIRST : f->cap;
+	while (cap < entries && cap < zr_table_step)
+		cap *= 2;
+	if (cap < entries || cap > zr_table_step)
+		cap = (entries + zr_table_step - 1) / zr_table_step * zr_table_step;
 	if (zr_sys.fallocate(f->fd, 0, 0, (off_t)(cap * ZR_ENTRY_SIZE)) < 0) {
 		int e = errno;
 		/* filesystems without fallocate: grow sparse */
