@@ -290,6 +290,10 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 	rc = n < 0 ? -ENOENT : 0;
 	if (rc == 0)
 		rc = zr_batch_bytes(a->fs->ds, a->field, ids, (size_t)n, &total);
+	if (rc == 0 && ((uint64_t)n + 1) * 8 + total > a->fs->opts.cache_bytes) {
+		free(ids);
+		return zrfs_too_big(a->fs, ((uint64_t)n + 1) * 8 + total);
+	}
 	zr_reader *r = NULL;
 	if (rc == 0)
 		rc = thread_reader(a->fs->ds, &r);

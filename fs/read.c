@@ -251,6 +251,8 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 		return rc;
 	if (!st.present)
 		return -ENOENT;
+	if (st.logical_len > j->fs->opts.cache_bytes)
+		return zrfs_too_big(j->fs, st.logical_len);
 	*data = zrfs_cache_alloc(j->fs->cache, st.logical_len ? st.logical_len : 1);
 	if (!*data)
 		return -ENOMEM;
@@ -262,6 +264,14 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	}
 	*len = (uint64_t)got;
 	return 0;
+}
+
+int zrfs_too_big(struct zrfs *fs, uint64_t bytes)
+{
+	fuse_log(FUSE_LOG_ERR, "zrfs: %s: a file of %llu bytes to inflate is larger than the "
+		 "cache (-o cache=%llu bytes): not served (EFBIG); mount with a larger cache\n",
+		 fs->dataset, (unsigned long long)bytes, (unsigned long long)fs->opts.cache_bytes);
+	return -EFBIG;
 }
 
 int zrfs_flate_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
@@ -313,7 +323,8 @@ static void read_record(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_
 		uint64_t len;
 		rc = zrfs_flate_get(fs, field, id, &e, &data, &len);
 		if (rc < 0) {
-			zrfs_log_record_error(fs, field, id, rc);
+			if (rc != -EFBIG) /* logged with the reason */
+				zrfs_log_record_error(fs, field, id, rc);
 			fuse_reply_err(req, zrfs_errno(rc));
 			return;
 		}
@@ -413,7 +424,7 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 					filled += len;
 					pos += len;
 					continue;
-				} else {
+				} else if (rc != -EFBIG) {
 					zrfs_log_record_error(fs, field, id, rc);
 				}
 			} else {

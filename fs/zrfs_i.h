@@ -164,6 +164,9 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);
 void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data);
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
+/* read.c: log that a file of @bytes to make is larger than the cache, and
+ * return -EFBIG: such files are refused, which bounds the daemon's memory */
+int zrfs_too_big(struct zrfs *fs, uint64_t bytes);
 /* read.c: the inflated bytes of a flate record, through the cache */
 int zrfs_flate_get(struct zrfs *fs, unsigned field, uint64_t id, struct zrfs_cached **out,
 		   const uint8_t **data, uint64_t *len);

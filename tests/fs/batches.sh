@@ -129,3 +129,23 @@ for name in ("43", "01", "-1", "x"):
 assert not os.path.exists(f"{B}/seq,batch=7/epoch-0/0/nofield")
 assert open(f"{B}/seq,batch=7/epoch-0/0/ids", "rb").read() == np.arange(7, dtype="<u8").tobytes()
 PY
+
+# a flate batch or record larger than the cache is refused with EFBIG and a
+# log line, not made outside the bound; smaller ones still read
+big=$(cd "$REF/txt" && ls -S | head -1)
+cache=$(($(stat -c %s "$REF/txt/$big") - 1))
+[ $(($(stat -c %s "$REF/txt/0.txt") + 16)) -le $cache ] || fail "txt record 0 is not small"
+fusermount3 -u "$MNT" || fail "unmount"
+"$ZRFS" "$DS" "$MNT" -f -o cache=$cache 2>"$T/log" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted with cache=$cache"
+for f in "$MNT/txt/$big" "$B/seq,batch=300/epoch-0/0/txt"; do
+	out=$(cat "$f" 2>&1 >/dev/null) && fail "$f, larger than the cache, was served"
+	case $out in *"File too large"*) ;; *) fail "$f: $out" ;; esac
+done
+same "$REF/txt/0.txt" "$MNT/txt/0.txt"
+same "$REF/txt/0.txt" "$B/seq,batch=1/epoch-0/0/txt"
+fusermount3 -u "$MNT"
+wait $pid || fail "zrfs exited $?"
+[ "$(grep -c "larger than the cache (-o cache=$cache bytes): not served (EFBIG)" "$T/log")" -ge 2 ] ||
+	fail "no log lines for the refused files: $(cat "$T/log")"
