@@ -226,9 +226,7 @@ int zrfs_byclass_list(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, o
 
 	if (node < 0)
 		return -ENOENT;
-	if (off == 0 && !zrfs_list_add(l, fs, ".", ino, S_IFDIR, 1))
-		return 0;
-	if (off <= 1 && !zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2))
+	if (!zrfs_list_dots(l, fs, ino, off))
 		return 0;
 	for (uint64_t p = off > 2 ? (uint64_t)off : 2;; p++) {
 		fuse_ino_t child;

@@ -324,14 +324,18 @@ static void list_root(struct zrfs_listing *l, struct zrfs *fs, off_t off)
 	}
 }
 
+bool zrfs_list_dots(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off)
+{
+	return (off > 0 || zrfs_list_add(l, fs, ".", ino, S_IFDIR, 1)) &&
+	       (off > 1 || zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2));
+}
+
 static void list_field(struct zrfs_listing *l, struct zrfs *fs, unsigned field, off_t off)
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	char name[32 + ZR_EXT_MAX];
 
-	if (off == 0 && !zrfs_list_add(l, fs, ".", ZRFS_INO_DIR + field, S_IFDIR, 1))
-		return;
-	if (off <= 1 && !zrfs_list_add(l, fs, "..", ZRFS_INO_ROOT, S_IFDIR, 2))
+	if (!zrfs_list_dots(l, fs, ZRFS_INO_DIR + field, off))
 		return;
 	for (uint64_t id = off > 2 ? (uint64_t)off - 2 : 0; id < fs->n; id++) {
 		zr_record_stat rs;

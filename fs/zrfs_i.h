@@ -100,6 +100,8 @@ void zrfs_file_size(struct stat *st, uint64_t size);
 /* Add one entry; false when the buffer is full. */
 bool zrfs_list_add(struct zrfs_listing *l, struct zrfs *fs, const char *name, fuse_ino_t ino,
 		   mode_t type, off_t next);
+/* "." (@ino) and ".." at positions 0 and 1, from @off; false when full. */
+bool zrfs_list_dots(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off);
 extern const struct fuse_lowlevel_ops zrfs_ops;
 int zrfs_errno(int rc);
 void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc);

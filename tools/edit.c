@@ -22,11 +22,9 @@ static const char rm_help[] =
 
 int cmd_set(int argc, char **argv)
 {
-	void *bufs[ZR_FIELDS_MAX] = {0};
-	zr_value *values = NULL;
-	zr_dataset *ds = NULL;
+	struct field_args a;
 	uint64_t id;
-	int rc, status = 1;
+	int rc = 0, status;
 
 	if (argc >= 2 && is_help(argv[1])) {
 		fputs(set_help, stdout);
@@ -38,29 +36,18 @@ int cmd_set(int argc, char **argv)
 	}
 	if (parse_u64(argv[2], 0, UINT64_MAX, "set: ID", &id) < 0)
 		return EXIT_USAGE;
-	if ((rc = zr_open(&ds, argv[1], ZR_RDWR)) < 0)
-		return zr_fail(rc, "set");
-	values = calloc(zr_field_count(ds), sizeof *values);
-	if (!values || (status = read_field_args(ds, argc, argv, 3, "set", values, bufs)) != 0) {
-		status = status ? status : 1;
-		goto out;
+	if ((status = field_args_open(&a, argv[1], argc, argv, 3, "set")) == 0) {
+		/* nothing is committed unless every field is set: the record
+		 * stays as it was on any failure */
+		for (unsigned f = 0; f < zr_field_count(a.ds) && rc == 0; f++)
+			if (a.values[f].data)
+				rc = zr_modify(a.ds, f, id, a.values[f]);
+		if (rc == 0)
+			rc = zr_commit(a.ds);
+		if (rc < 0)
+			status = zr_fail(rc, "set");
 	}
-	status = 1;
-	for (unsigned f = 0; f < zr_field_count(ds); f++)
-		if (values[f].data && (rc = zr_modify(ds, f, id, values[f])) < 0) {
-			zr_fail(rc, "set"); /* nothing committed: the record is as it was */
-			goto out;
-		}
-	if ((rc = zr_commit(ds)) < 0) {
-		zr_fail(rc, "set");
-		goto out;
-	}
-	status = 0;
-out:
-	for (unsigned f = 0; f < ZR_FIELDS_MAX; f++)
-		free(bufs[f]);
-	free(values);
-	zr_close(ds);
+	field_args_close(&a);
 	return status;
 }
 

@@ -49,6 +49,19 @@ static void tar_header(unsigned char h[512], const char *name, uint64_t size, in
 	h[155] = ' ';
 }
 
+/* Close the file @out written through @fd; on any failure (@status != 0,
+ * or the close) remove it, so no half-written file is left behind. */
+static int finish_file(int fd, const char *out, int status)
+{
+	if (close(fd) < 0 && status == 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		status = 1;
+	}
+	if (status != 0)
+		unlink(out);
+	return status;
+}
+
 static int export_tar(zr_dataset *ds, const char *out)
 {
 	static const unsigned char zeros[1024];
@@ -106,14 +119,8 @@ static int export_tar(zr_dataset *ds, const char *out)
 	       (unsigned long long)members);
 	status = 0;
 out:
-	if (close(fd) < 0 && status == 0) {
-		zr_warn("export: %s: %s", out, strerror(errno));
-		status = 1;
-	}
-	if (status != 0)
-		unlink(out); /* no half-written archive is left behind */
 	free(buf);
-	return status;
+	return finish_file(fd, out, status);
 }
 
 static int export_npy(zr_dataset *ds, unsigned f, const char *out)
@@ -154,14 +161,8 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 			status = 0;
 		}
 	}
-	if (close(fd) < 0 && status == 0) {
-		zr_warn("export: %s: %s", out, strerror(errno));
-		status = 1;
-	}
-	if (status != 0)
-		unlink(out); /* no half-written array is left behind */
 	free(buf);
-	return status;
+	return finish_file(fd, out, status);
 }
 
 static const char ls_help[] =

@@ -24,8 +24,8 @@ static const char cat_help[] =
 /* Parse --FIELD=FILE arguments argv[from..argc) into @values (one per
  * field, data NULL where not given), reading the files into @bufs.
  * 0, or an exit status (message printed). */
-int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
-		    zr_value *values, void **bufs)
+static int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
+			   zr_value *values, void **bufs)
 {
 	bool stdin_used = false;
 
@@ -62,13 +62,37 @@ int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char 
 	return 0;
 }
 
+int field_args_open(struct field_args *a, const char *dir, int argc, char **argv, int from,
+		    const char *what)
+{
+	int rc, status;
+
+	memset(a, 0, sizeof *a);
+	if ((rc = zr_open(&a->ds, dir, ZR_RDWR)) < 0)
+		return zr_fail(rc, what);
+	a->values = calloc(zr_field_count(a->ds), sizeof *a->values);
+	if (!a->values) {
+		zr_warn("%s: out of memory", what);
+		return 1;
+	}
+	status = read_field_args(a->ds, argc, argv, from, what, a->values, a->bufs);
+	return status;
+}
+
+void field_args_close(struct field_args *a)
+{
+	for (unsigned f = 0; f < ZR_FIELDS_MAX; f++)
+		free(a->bufs[f]);
+	free(a->values);
+	zr_close(a->ds);
+	memset(a, 0, sizeof *a);
+}
+
 int cmd_put(int argc, char **argv)
 {
-	zr_value *values = NULL;
-	void *bufs[ZR_FIELDS_MAX] = {0};
-	zr_dataset *ds = NULL;
+	struct field_args a;
 	uint64_t id;
-	int rc, status = 1;
+	int rc, status;
 
 	if (argc >= 2 && is_help(argv[1])) {
 		fputs(put_help, stdout);
@@ -78,29 +102,16 @@ int cmd_put(int argc, char **argv)
 		zr_warn("put: expected DIR and at least one --FIELD=FILE (see 'zr put --help')");
 		return EXIT_USAGE;
 	}
-	rc = zr_open(&ds, argv[1], ZR_RDWR);
-	if (rc < 0)
-		return zr_fail(rc, "put");
-	values = calloc(zr_field_count(ds), sizeof *values);
-	if (!values || (status = read_field_args(ds, argc, argv, 2, "put", values, bufs)) != 0) {
-		status = status ? status : 1;
-		goto out;
+	if ((status = field_args_open(&a, argv[1], argc, argv, 2, "put")) == 0) {
+		rc = zr_append(a.ds, a.values, &id);
+		if (rc == 0)
+			rc = zr_commit(a.ds);
+		if (rc < 0)
+			status = zr_fail(rc, "put");
+		else
+			printf("%llu\n", (unsigned long long)id);
 	}
-	status = 1;
-	rc = zr_append(ds, values, &id);
-	if (rc == 0)
-		rc = zr_commit(ds);
-	if (rc < 0) {
-		zr_fail(rc, "put");
-		goto out;
-	}
-	printf("%llu\n", (unsigned long long)id);
-	status = 0;
-out:
-	for (unsigned f = 0; f < ZR_FIELDS_MAX; f++)
-		free(bufs[f]);
-	free(values);
-	zr_close(ds);
+	field_args_close(&a);
 	return status;
 }
 

@@ -28,8 +28,17 @@ int cmd_rm(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
-int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
-		    zr_value *values, void **bufs);
+/* A dataset opened for writing with one value per field read from
+ * --FIELD=FILE arguments argv[from..argc) (data NULL where not given). */
+struct field_args {
+	zr_dataset *ds;
+	zr_value *values;
+	void *bufs[ZR_FIELDS_MAX];
+};
+/* 0, or an exit status (message printed); field_args_close() either way. */
+int field_args_open(struct field_args *a, const char *dir, int argc, char **argv, int from,
+		    const char *what);
+void field_args_close(struct field_args *a);
 int cmd_cat(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
