@@ -29,8 +29,8 @@
  * Every read at offset 0 of step k queues, for background threads (one per
  * CPU, at most -o prefetch), steps k+1 .. k+prefetch of the same field:
  * flate batches are assembled ahead, raw ones have their records read ahead
- * by the kernel (POSIX_FADV_WILLNEED; a raw read of a step not hinted so
- * asks for its records first), so a cold epoch streams. It also queues the
+ * by the kernel (POSIX_FADV_WILLNEED; a read of a raw step no prefetch
+ * reached asks for its own records first), so a cold epoch streams. It also queues the
  * drop of step k - drop_behind: its files leave the kernel's page cache
  * (FUSE_NOTIFY_INVAL_INODE) and its flate batches the cache, whose buffers
  * are then reused. Batch files are read once per epoch; keeping them would
@@ -98,8 +98,7 @@ struct zrfs_batches {
 	struct job *queue;
 	unsigned qhead, qlen, qcap;
 	/* raw batches whose records the prefetcher asked the kernel to read
-	 * ahead (batch keys, direct-mapped): reads of these are answered
-	 * from the chunk mappings */
+	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
 };
 
