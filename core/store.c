@@ -437,6 +437,16 @@ int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 	return 0;
 }
 
+uint64_t zr_chunk_bytes(zr_dataset *ds)
+{
+	uint32_t num = atomic_load(&ds->chunk_num);
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < num; i++)
+		sum += atomic_load(&atomic_load(&ds->chunks)[i]->extent);
+	return sum;
+}
+
 int zr_info_get(zr_dataset *ds, zr_info *out)
 {
 	uint32_t num = atomic_load(&ds->chunk_num);
@@ -448,8 +458,7 @@ int zr_info_get(zr_dataset *ds, zr_info *out)
 	out->chunk_size = ds->chunk_size;
 	out->chunk_count = num;
 	out->mtime = ds->modified;
-	for (uint32_t i = 0; i < num; i++)
-		out->chunk_bytes += atomic_load(&atomic_load(&ds->chunks)[i]->extent);
+	out->chunk_bytes = zr_chunk_bytes(ds);
 	for (unsigned f = 0; f < ds->nfields; f++)
 		for (uint64_t id = 0; id < len; id++) {
 			zr_entry e;

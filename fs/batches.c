@@ -29,8 +29,9 @@
  * Every read at offset 0 of step k queues, for background threads (one per
  * CPU, at most -o prefetch), steps k+1 .. k+prefetch of the same field:
  * flate batches are assembled ahead, raw ones have their records read ahead
- * by the kernel (POSIX_FADV_WILLNEED; a read of a raw step no prefetch
- * reached asks for its own records first), so a cold epoch streams. It also queues the
+ * by the kernel (POSIX_FADV_WILLNEED, in -o readaround windows; a read of
+ * a raw step no prefetch reached asks for its own records first), so a
+ * cold epoch streams. It also queues the
  * drop of step k - drop_behind: its files leave the kernel's page cache
  * (FUSE_NOTIFY_INVAL_INODE) and its flate batches the cache, whose buffers
  * are then reused. Batch files are read once per epoch; keeping them would
@@ -554,11 +555,16 @@ static void *prefetcher(void *arg)
 			/* raw: start the disk on the records; the kernel caches them */
 			struct raw_batch r = {0};
 			if (raw_layout(fs, &w, j.field, &r) == 0) {
+				zr_batch *g = NULL;
+				const zr_slice *m = NULL;
+				size_t nm;
+				if (zr_gather(fs->ds, j.field, r.ids, (size_t)r.n, &g) == 0)
+					m = zr_batch_records(g, &nm);
 				for (int64_t i = 0; i < r.n; i++)
-					if (r.st[i].present && r.st[i].physical_len)
-						posix_fadvise(r.st[i].fd, (off_t)r.st[i].offset,
-							      (off_t)r.st[i].physical_len,
-							      POSIX_FADV_WILLNEED);
+					if (r.st[i].present)
+						zrfs_read_ahead(fs, r.st[i].fd, r.st[i].offset,
+								r.st[i].physical_len, m ? m[i].data : NULL);
+				zr_batch_release(g);
 				raw_free(&r);
 				uint64_t key = batch_key(j.slot, j.step, j.field);
 				pthread_mutex_lock(&b->lock);

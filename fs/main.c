@@ -47,6 +47,9 @@ static const char usage[] =
 	"  prefetch=N           batch steps assembled ahead of the reader (default 2)\n"
 	"  drop_behind=N        drop the batch files of step k-N from the page cache\n"
 	"                       when step k is read (default 2; 0 keeps them)\n"
+	"  readaround=SIZE      records read ahead (prefetch, cold reads) are read in\n"
+	"                       SIZE-aligned windows (default 64K if the chunk files\n"
+	"                       fit in half the memory, else 0: exactly the records)\n"
 	"  readahead_kb=KB      kernel read-ahead of the mount (default 1024; 0 keeps\n"
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
@@ -61,7 +64,7 @@ static const char usage[] =
 struct cli {
 	char *dataset;
 	int nonopts;
-	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind;
+	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
 	int rw, splice;
 };
 
@@ -74,6 +77,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"batches=%s", offsetof(struct cli, batches), 0},
 	{"prefetch=%s", offsetof(struct cli, prefetch), 0},
 	{"drop_behind=%s", offsetof(struct cli, drop_behind), 0},
+	{"readaround=%s", offsetof(struct cli, readaround), 0},
 	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
@@ -210,6 +214,15 @@ static int setup(struct zrfs *fs)
 		fprintf(stderr, "zrfs: out of memory\n");
 		return -1;
 	}
+	if (fs->opts.readaround == UINT64_MAX) {
+		/* a dataset that fits in memory is read once per epoch, all of it:
+		 * reading around each record costs no extra I/O and makes fewer,
+		 * larger requests; a larger one would read bytes that are evicted
+		 * before they are used, so only the records themselves */
+		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+		uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+		fs->opts.readaround = zr_chunk_bytes(fs->ds) <= ram / 2 ? 64 << 10 : 0;
+	}
 	return 0;
 }
 
@@ -315,7 +328,7 @@ int main(int argc, char **argv)
 	struct cli cli = {0};
 	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
-				   .drop_behind = 2}};
+				   .drop_behind = 2, .readaround = UINT64_MAX}};
 	char *fsname = NULL, *o = NULL;
 	uint64_t v;
 	int rc = 1;
@@ -344,6 +357,8 @@ int main(int argc, char **argv)
 	    (cli.prefetch && ((fs.opts.prefetch = (unsigned)v), 0)) ||
 	    (cli.drop_behind && parse_num("drop_behind", cli.drop_behind, 1u << 20, false, &v) < 0) ||
 	    (cli.drop_behind && ((fs.opts.drop_behind = (unsigned)v), 0)) ||
+	    (cli.readaround && parse_num("readaround", cli.readaround, 64 << 20, true,
+					 &fs.opts.readaround) < 0) ||
 	    (cli.readahead && parse_num("readahead_kb", cli.readahead, 1u << 20, false, &v) < 0) ||
 	    (cli.readahead && ((fs.opts.readahead_kb = (unsigned)v), 0)))
 		goto out;
@@ -421,6 +436,7 @@ out:
 	free(cli.batches);
 	free(cli.prefetch);
 	free(cli.drop_behind);
+	free(cli.readaround);
 	free(fsname);
 	free(o);
 	fuse_opt_free_args(&args);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <liburing.h>
 
 #define RING_DEPTH 64
@@ -200,6 +201,37 @@ static void reply_bufvec(fuse_req_t req, struct zrfs *fs, struct fuse_bufvec *bv
 	fuse_reply_buf(req, buf, total);
 }
 
+/* Whether the pages under [@mem, @mem + @len) of a chunk mapping are in
+ * the page cache (the first MiB of a longer record stands for it). */
+static bool resident(const void *mem, uint64_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)mem & ~(page - 1);
+	unsigned char vec[256];
+	size_t n = (size_t)(((uintptr_t)mem + len - a + page - 1) / page);
+
+	if (n > sizeof vec)
+		n = sizeof vec;
+	if (mincore((void *)a, n * page, vec) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem)
+{
+	uint64_t w = fs->opts.readaround, end = pos + len;
+
+	if (len == 0 || (mem && resident(mem, len)))
+		return; /* nothing to ask for: no page cache walk over a window */
+	if (w) {
+		pos -= pos % w;
+		end += (w - end % w) % w;
+	}
+	posix_fadvise(fd, (off_t)pos, (off_t)(end - pos), POSIX_FADV_WILLNEED);
+}
+
 /* Send @bv from where its bytes are mapped: one writev, one copy, by the
  * kernel, into the pages the reader gets. The daemon does not touch the
  * bytes: if a chunk was cut short under the mount, the kernel's copy
@@ -220,8 +252,8 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct fuse_bufv
 	 * them together rather than one page fault after another */
 	for (size_t i = 0; !ahead && i < bv->count; i++)
 		if (bv->buf[i].flags & FUSE_BUF_IS_FD)
-			posix_fadvise(bv->buf[i].fd, bv->buf[i].pos, (off_t)bv->buf[i].size,
-				      POSIX_FADV_WILLNEED);
+			zrfs_read_ahead(fs, bv->buf[i].fd, (uint64_t)bv->buf[i].pos, bv->buf[i].size,
+					bv->buf[i].mem);
 	if (fuse_reply_iov(req, iov, (int)bv->count) == -EFAULT)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
 			 fs->dataset);

@@ -63,6 +63,7 @@ struct zrfs_opts {
 	int splice;           /* splice raw bytes into replies (-o splice) */
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
+	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
 };
 
 struct zrfs_cache;
@@ -166,6 +167,10 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);
 void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data);
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
+/* read.c: ask the kernel to read @len bytes at @pos of @fd ahead, widened
+ * to whole -o readaround windows; nothing if @mem, where they are mapped,
+ * shows them in the page cache already */
+void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem);
 /* read.c: log that a file of @bytes to make is larger than the cache, and
  * return -EFBIG: such files are refused, which bounds the daemon's memory */
 int zrfs_too_big(struct zrfs *fs, uint64_t bytes);

@@ -215,6 +215,9 @@ ZR_API const char *zr_path(const zr_dataset *ds);
  */
 ZR_API int zr_info_get(zr_dataset *ds, zr_info *out);
 
+/** Bytes in the dataset's chunk files (zr_info.chunk_bytes), in O(chunks). */
+ZR_API uint64_t zr_chunk_bytes(zr_dataset *ds);
+
 /**
  * Where record @p id of @p field is, and its logical length, in O(1): the
  * stored bytes are out->physical_len bytes of out->fd at out->offset, so a

@@ -14,6 +14,10 @@ case $out in *"read-write mounts are not supported"*) ;; *) fail "-o rw: $out" ;
 out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1) && fail "a missing dataset mounted"
 case $out in *"$T/nonexistent"*) ;; *) fail "missing dataset: $out" ;; esac
 out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"
+for o in readaround=1T readaround=-1 drop_behind=x prefetch=65; do
+	out=$("$ZRFS" "$DS" "$MNT" -o $o 2>&1) && fail "-o $o accepted"
+	case $out in *"${o%%=*}"*) ;; *) fail "-o $o: the error does not name the option: $out" ;; esac
+done
 mountpoint -q "$MNT" && fail "something got mounted"
 
 # SIGTERM: the daemon unmounts and exits 0
@@ -27,7 +31,7 @@ mountpoint -q "$MNT" && fail "still mounted after SIGTERM"
 # a working session in the foreground, every kind of file read, then
 # fusermount3 -u: the daemon exits 0 and reports nothing on stderr (in the
 # ASan build, LeakSanitizer checks at exit that everything was freed)
-"$ZRFS" "$DS" "$MNT" -f -o cache=1M,prefetch=4 2>"$T/daemon.err" &
+"$ZRFS" "$DS" "$MNT" -f -o cache=1M,prefetch=4,readaround=16K,drop_behind=1 2>"$T/daemon.err" &
 pid=$!
 timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted"
 ls -lR "$MNT" >/dev/null || fail "ls -lR"
