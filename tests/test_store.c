@@ -203,6 +203,7 @@ Test(store, growth_across_chunks_and_table_steps, .timeout = T_TIMEOUT(120))
 	cr_assert_eq(zr_info_get(ds, &in), 0);
 	cr_assert_eq(in.chunk_count, (n + 99999) / 100000);
 	cr_assert_eq(in.chunk_bytes, n * 4);
+	cr_assert_eq(zr_chunk_bytes(ds), n * 4);
 	uint64_t ids[] = {0, 1, 99999, 100000, 1u << 20, (1u << 20) + 1, n - 1};
 	zr_batch *b;
 	size_t m;
@@ -215,6 +216,26 @@ Test(store, growth_across_chunks_and_table_steps, .timeout = T_TIMEOUT(120))
 	}
 	zr_batch_release(b);
 	zr_close(ds);
+}
+
+Test(store, offset_tables_start_small_and_double)
+{
+	zr_field_spec f = {.name = "x", .dtype = ZR_U32, .fixed = 1, .ndim = 0};
+	cr_assert_eq(zr_create(t_ds, &f, 1, NULL), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint32_t v = 7;
+	zr_value val = {&v, 4};
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(zr_append(ds, &val, NULL), 0);
+	cr_assert_eq(zr_commit(ds), 0);
+	/* while written: 4096 entries of 16 bytes, not the 16 MiB step */
+	cr_assert_eq(t_file_size(t_ds, "x.offset"), 65536);
+	for (int i = 10; i < 5000; i++)
+		cr_assert_eq(zr_append(ds, &val, NULL), 0);
+	cr_assert_eq(t_file_size(t_ds, "x.offset"), 131072, "doubled once");
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	cr_assert_eq(t_file_size(t_ds, "x.offset"), 5000 * 16, "trimmed on close");
 }
 
 Test(store, fixed_shape_is_enforced_and_aligned)
