@@ -57,24 +57,30 @@ struct fcfg {
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
 };
 
-/* Run a program with its output (and with @quiet, its errors) discarded;
- * its exit status, or -1. */
-static int run_quiet(char *const argv[], bool quiet)
+/* Start a program with its output (and with @quiet, its errors) discarded;
+ * its pid, or -1. */
+static pid_t spawn(char *const argv[], bool quiet)
 {
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
-	int status;
+	int rc;
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	if (quiet)
 		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ) != 0) {
-		posix_spawn_file_actions_destroy(&fa);
-		return -1;
-	}
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+	return rc == 0 ? pid : -1;
+}
+
+/* Run a program as spawn() does; its exit status, or -1. */
+static int run_quiet(char *const argv[], bool quiet)
+{
+	pid_t pid = spawn(argv, quiet);
+	int status;
+
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
 }
@@ -90,7 +96,6 @@ static int run(char *const argv[])
 static int mount_zrfs(struct fcfg *c)
 {
 	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", NULL};
-	posix_spawn_file_actions_t fa;
 	struct stat before, st;
 	int status;
 
@@ -98,11 +103,7 @@ static int mount_zrfs(struct fcfg *c)
 		zr_warn("bench: %s: %s", c->zmnt, strerror(errno));
 		return -1;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&c->zpid, argv[0], &fa, NULL, argv, environ) != 0)
-		c->zpid = 0;
-	posix_spawn_file_actions_destroy(&fa);
+	c->zpid = spawn(argv, false);
 	/* mounted when the mount point changes device; polled, as nothing
 	 * else tells a foreground daemon's parent */
 	for (int i = 0; c->zpid > 0 && i < 10000; i++) {
