@@ -411,51 +411,36 @@ static bool hinted(struct zrfs_batches *b, uint64_t key)
 
 static const uint8_t zero_record[1 << 16];
 
-/* Reply with [off, off + size) of a raw field's batch data (part 0) or of its
- * .npy view (part 2, missing or odd-sized records as zeros). */
-static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, unsigned field,
-		     unsigned part, size_t size, off_t off)
+/* The pieces of [@pos, @end) of a raw field's batch data (part 0) or of
+ * its .npy view (part 2, missing or odd-sized records as zeros), from the
+ * batch's layout @r; @end is clamped to the file's size. Each file piece
+ * carries where it is mapped when @maps has it. NULL: out of memory. */
+static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct raw_batch *r,
+				      const zr_slice *maps, unsigned part, uint64_t pos, uint64_t end)
 {
-	const struct zrfs_field *fd = &fs->fields[field];
-	struct raw_batch r = {0};
 	struct zrfs_npy h = {.hdr_len = 0};
-	uint64_t pos = (uint64_t)off, end, total;
-	zr_batch *g = NULL;
-	const zr_slice *maps = NULL;
-	size_t nmaps;
-	int rc = raw_layout(fs, w, field, &r);
 
-	if (rc < 0) {
-		fuse_reply_err(req, zrfs_errno(rc));
-		return;
-	}
-	/* where the bytes are mapped (zr_gather of a raw field copies nothing) */
-	if (zr_gather(fs->ds, field, r.ids, (size_t)r.n, &g) == 0)
-		maps = zr_batch_records(g, &nmaps);
-	bool ahead = hinted(fs->batches, batch_key(w->slot, w->step, field));
 	if (part == 2)
-		zrfs_npy_header(fd->spec, (uint64_t)r.n, fd->record_size, &h);
-	total = part == 2 ? h.size : r.offs[r.n];
-	end = pos + size < total ? pos + size : total;
+		zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &h);
+	uint64_t total = part == 2 ? h.size : r->offs[r->n];
+	if (end > total)
+		end = total;
 	/* pieces: header, then per record at most 1 + record_size / 64K (zeros) */
-	size_t cap = 2 + (size_t)r.n * (2 + (part == 2 ? fd->record_size / sizeof zero_record : 0));
+	size_t cap = 2 + (size_t)r->n * (2 + (part == 2 ? fd->record_size / sizeof zero_record : 0));
 	struct fuse_bufvec *bv = calloc(1, sizeof *bv + cap * sizeof bv->buf[0]);
-	if (!bv) {
-		raw_free(&r);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (!bv)
+		return NULL;
 	if (pos < h.hdr_len) {
 		add_piece(bv, -1, 0, h.hdr + pos, (h.hdr_len < end ? h.hdr_len : end) - pos);
 		pos = h.hdr_len < end ? h.hdr_len : end;
 	}
-	for (int64_t i = 0; i < r.n && pos < end; i++) {
-		uint64_t start = part == 2 ? h.hdr_len + (uint64_t)i * fd->record_size : r.offs[i];
-		uint64_t stop = part == 2 ? start + fd->record_size : r.offs[i + 1];
+	for (int64_t i = 0; i < r->n && pos < end; i++) {
+		uint64_t start = part == 2 ? h.hdr_len + (uint64_t)i * fd->record_size : r->offs[i];
+		uint64_t stop = part == 2 ? start + fd->record_size : r->offs[i + 1];
 		if (stop <= pos)
 			continue;
 		uint64_t in = pos - start, n = (stop < end ? stop : end) - pos;
-		const zr_record_stat *st = &r.st[i];
+		const zr_record_stat *st = &r->st[i];
 		if (part == 0 || (st->present && st->physical_len == fd->record_size)) {
 			add_piece(bv, st->fd, (off_t)(st->offset + in), maps ? maps[i].data + in : NULL,
 				  n);
@@ -466,7 +451,42 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 		}
 		pos += n;
 	}
-	zrfs_reply_bufvec(req, fs, bv, ahead);
+	return bv;
+}
+
+/* Where the records of a raw batch are mapped (zr_gather of a raw field
+ * copies nothing); NULL if they are not, and the pieces fall back to
+ * reading the files. */
+static const zr_slice *raw_maps(struct zrfs *fs, unsigned field, const struct raw_batch *r,
+				zr_batch **g)
+{
+	size_t n;
+
+	*g = NULL;
+	return zr_gather(fs->ds, field, r->ids, (size_t)r->n, g) == 0 ? zr_batch_records(*g, &n)
+								     : NULL;
+}
+
+/* Reply with [off, off + size) of a raw field's batch file (see raw_pieces). */
+static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, unsigned field,
+		     unsigned part, size_t size, off_t off)
+{
+	struct raw_batch r = {0};
+	zr_batch *g;
+	int rc = raw_layout(fs, w, field, &r);
+
+	if (rc < 0) {
+		fuse_reply_err(req, zrfs_errno(rc));
+		return;
+	}
+	const zr_slice *maps = raw_maps(fs, field, &r, &g);
+	struct fuse_bufvec *bv = raw_pieces(&fs->fields[field], &r, maps, part, (uint64_t)off,
+					    (uint64_t)off + size);
+	if (bv)
+		zrfs_reply_bufvec(req, fs, bv,
+				  hinted(fs->batches, batch_key(w->slot, w->step, field)));
+	else
+		fuse_reply_err(req, ENOMEM);
 	zr_batch_release(g);
 	free(bv);
 	raw_free(&r);
@@ -555,15 +575,13 @@ static void *prefetcher(void *arg)
 			/* raw: start the disk on the records; the kernel caches them */
 			struct raw_batch r = {0};
 			if (raw_layout(fs, &w, j.field, &r) == 0) {
-				zr_batch *g = NULL;
-				const zr_slice *m = NULL;
-				size_t nm;
-				if (zr_gather(fs->ds, j.field, r.ids, (size_t)r.n, &g) == 0)
-					m = zr_batch_records(g, &nm);
-				for (int64_t i = 0; i < r.n; i++)
-					if (r.st[i].present)
-						zrfs_read_ahead(fs, r.st[i].fd, r.st[i].offset,
-								r.st[i].physical_len, m ? m[i].data : NULL);
+				zr_batch *g;
+				const zr_slice *maps = raw_maps(fs, j.field, &r, &g);
+				struct fuse_bufvec *bv =
+					raw_pieces(&fs->fields[j.field], &r, maps, 0, 0, UINT64_MAX);
+				if (bv)
+					zrfs_read_ahead_bufvec(fs, bv);
+				free(bv);
 				zr_batch_release(g);
 				raw_free(&r);
 				uint64_t key = batch_key(j.slot, j.step, j.field);

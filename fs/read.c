@@ -232,6 +232,36 @@ void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const 
 	posix_fadvise(fd, (off_t)pos, (off_t)(end - pos), POSIX_FADV_WILLNEED);
 }
 
+/* A warm dataset would pay one mincore per record of every batch: a
+ * quarter of a warm epoch's CPU time, spent learning that nothing needs
+ * reading. So once a whole batch was found cached (fs->warm), the next
+ * ones check their first WARM_SAMPLE records only, and take the rest as
+ * cached when those are; one miss sets checking everything again. A
+ * record the sample skipped that is not cached still reads, by a page
+ * fault in the reply rather than ahead of it. */
+#define WARM_SAMPLE 16
+
+void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv)
+{
+	bool warm = atomic_load_explicit(&fs->warm, memory_order_relaxed);
+	size_t checked = 0, missed = 0;
+
+	for (size_t i = 0; i < bv->count; i++) {
+		const struct fuse_buf *b = &bv->buf[i];
+		if (!(b->flags & FUSE_BUF_IS_FD))
+			continue;
+		if (warm && missed == 0 && checked == WARM_SAMPLE)
+			break;
+		checked++;
+		if (b->mem && resident(b->mem, b->size))
+			continue;
+		missed++;
+		zrfs_read_ahead(fs, b->fd, (uint64_t)b->pos, b->size, NULL);
+	}
+	if (checked && warm != (missed == 0))
+		atomic_store_explicit(&fs->warm, missed == 0, memory_order_relaxed);
+}
+
 /* Send @bv from where its bytes are mapped: one writev, one copy, by the
  * kernel, into the pages the reader gets. The daemon does not touch the
  * bytes: if a chunk was cut short under the mount, the kernel's copy
@@ -250,10 +280,8 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct fuse_bufv
 	}
 	/* pages not yet asked for are asked for all at once: a cold disk gets
 	 * them together rather than one page fault after another */
-	for (size_t i = 0; !ahead && i < bv->count; i++)
-		if (bv->buf[i].flags & FUSE_BUF_IS_FD)
-			zrfs_read_ahead(fs, bv->buf[i].fd, (uint64_t)bv->buf[i].pos, bv->buf[i].size,
-					bv->buf[i].mem);
+	if (!ahead)
+		zrfs_read_ahead_bufvec(fs, bv);
 	if (fuse_reply_iov(req, iov, (int)bv->count) == -EFAULT)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
 			 fs->dataset);

@@ -24,6 +24,7 @@
 #include "../core/memcheck_i.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -85,6 +86,7 @@ struct zrfs {
 	struct fuse_session *se;
 	struct zrfs_byclass *byclass;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
+	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
 };
 
 /* A directory listing being filled (tree.c). */
@@ -171,6 +173,9 @@ void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
  * to whole -o readaround windows; nothing if @mem, where they are mapped,
  * shows them in the page cache already */
 void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem);
+/* read.c: the same for the file pieces of @bv; while the dataset is warm
+ * (fs->warm), the first pieces stand for the rest (see read.c) */
+void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv);
 /* read.c: log that a file of @bytes to make is larger than the cache, and
  * return -EFBIG: such files are refused, which bounds the daemon's memory */
 int zrfs_too_big(struct zrfs *fs, uint64_t bytes);

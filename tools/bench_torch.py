@@ -8,7 +8,8 @@ Builds N records of SIZE bytes (default 50000 x 8192) as a dataset (one u8
 field 'data' of shape SIZE, imported with `zr import flat`) and as a native
 directory of N files, then times one epoch of a torch DataLoader (decoding
 nothing, only making tensors; num_workers 0 and 2) over:
-  batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy
+  batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy, read into a
+           tensor (in shared memory in a worker; README.md's PyTorch example)
   records  the mount's data/<id> files, in the same shuffled order, batch 256
   native   the native files, same order, batch 256, a Dataset that opens each
 Every zrfs pass runs on a fresh mount; the data is in the page cache. Prints
@@ -41,7 +42,24 @@ class Batches(Dataset):
         return self.n
 
     def __getitem__(self, k):
-        return torch.from_numpy(np.load(f"{self.dir}/{k}/data.npy"))
+        return load_npy(f"{self.dir}/{k}/data.npy")
+
+
+def load_npy(path):
+    """np.load as a tensor; in a DataLoader worker, read straight into shared memory, which
+    spares the copy the DataLoader would make to send the batch to the main process (the
+    same helper as README.md's PyTorch example)."""
+    with open(path, "rb") as f:
+        np.lib.format.read_magic(f)
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+        n = int(np.prod(shape)) * dtype.itemsize
+        if torch.utils.data.get_worker_info() is None:
+            t = torch.empty(n, dtype=torch.uint8)
+        else:
+            t = torch.empty(0, dtype=torch.uint8).set_(torch.ByteStorage._new_shared(n))
+        if f.readinto(t.numpy()) != n:
+            raise EOFError(f"{path}: shorter than its header says")
+        return t.view(torch.from_numpy(np.empty(0, dtype)).dtype).reshape(shape)
 
 
 class Files(Dataset):
