@@ -235,12 +235,10 @@ void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const 
 /* A warm dataset would pay one mincore per record of every batch: a
  * quarter of a warm epoch's CPU time, spent learning that nothing needs
  * reading. So once a whole batch was found cached (fs->warm), the next
- * ones check their first WARM_SAMPLE records only, and take the rest as
+ * ones check their first ZRFS_WARM_SAMPLE records only, and take the rest as
  * cached when those are; one miss sets checking everything again. A
  * record the sample skipped that is not cached still reads, by a page
  * fault in the reply rather than ahead of it. */
-#define WARM_SAMPLE 16
-
 void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv)
 {
 	bool warm = atomic_load_explicit(&fs->warm, memory_order_relaxed);
@@ -250,7 +248,7 @@ void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv)
 		const struct fuse_buf *b = &bv->buf[i];
 		if (!(b->flags & FUSE_BUF_IS_FD))
 			continue;
-		if (warm && missed == 0 && checked == WARM_SAMPLE)
+		if (warm && missed == 0 && checked == ZRFS_WARM_SAMPLE)
 			break;
 		checked++;
 		if (b->mem && resident(b->mem, b->size))

@@ -174,7 +174,8 @@ void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
  * shows them in the page cache already */
 void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem);
 /* read.c: the same for the file pieces of @bv; while the dataset is warm
- * (fs->warm), the first pieces stand for the rest (see read.c) */
+ * (fs->warm), the first ZRFS_WARM_SAMPLE pieces stand for the rest */
+#define ZRFS_WARM_SAMPLE 16
 void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv);
 /* read.c: log that a file of @bytes to make is larger than the cache, and
  * return -EFBIG: such files are refused, which bounds the daemon's memory */
