@@ -330,6 +330,7 @@ struct raw_batch {
 	uint64_t *ids;
 	zr_record_stat *st;
 	uint64_t *offs;       /* n + 1 */
+	struct zrfs_npy npy;  /* the .npy view's header, which replies point into */
 };
 
 static void raw_free(struct raw_batch *r)
@@ -413,16 +414,18 @@ static const uint8_t zero_record[1 << 16];
 
 /* The pieces of [@pos, @end) of a raw field's batch data (part 0) or of
  * its .npy view (part 2, missing or odd-sized records as zeros), from the
- * batch's layout @r; @end is clamped to the file's size. Each file piece
+ * batch's layout @r, which keeps the header the pieces point into; @end is
+ * clamped to the file's size. Each file piece
  * carries where it is mapped when @maps has it. NULL: out of memory. */
-static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct raw_batch *r,
+static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_batch *r,
 				      const zr_slice *maps, unsigned part, uint64_t pos, uint64_t end)
 {
-	struct zrfs_npy h = {.hdr_len = 0};
+	const struct zrfs_npy *h = &r->npy;
 
+	r->npy.hdr_len = 0;
 	if (part == 2)
-		zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &h);
-	uint64_t total = part == 2 ? h.size : r->offs[r->n];
+		zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &r->npy);
+	uint64_t total = part == 2 ? h->size : r->offs[r->n];
 	if (end > total)
 		end = total;
 	/* pieces: header, then per record at most 1 + record_size / 64K (zeros) */
@@ -430,12 +433,12 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct 
 	struct fuse_bufvec *bv = calloc(1, sizeof *bv + cap * sizeof bv->buf[0]);
 	if (!bv)
 		return NULL;
-	if (pos < h.hdr_len) {
-		add_piece(bv, -1, 0, h.hdr + pos, (h.hdr_len < end ? h.hdr_len : end) - pos);
-		pos = h.hdr_len < end ? h.hdr_len : end;
+	if (pos < h->hdr_len) {
+		add_piece(bv, -1, 0, h->hdr + pos, (h->hdr_len < end ? h->hdr_len : end) - pos);
+		pos = h->hdr_len < end ? h->hdr_len : end;
 	}
 	for (int64_t i = 0; i < r->n && pos < end; i++) {
-		uint64_t start = part == 2 ? h.hdr_len + (uint64_t)i * fd->record_size : r->offs[i];
+		uint64_t start = part == 2 ? h->hdr_len + (uint64_t)i * fd->record_size : r->offs[i];
 		uint64_t stop = part == 2 ? start + fd->record_size : r->offs[i + 1];
 		if (stop <= pos)
 			continue;

@@ -2,7 +2,8 @@
 # Real consumers: torchvision's ImageFolder over /by/label yields the same
 # images and labels as the original directory; a torch DataLoader with 2
 # workers over record files, and one over batch .npy files, produce tensors
-# equal to the source data.
+# equal to the source data (with np.load, and with README's load_npy, which
+# reads into shared memory in a worker).
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 "$PY" -c 'import torch, torchvision' 2>/dev/null || fail "python3-torch/torchvision missing (packaging/deps.sh installs them)"
@@ -15,12 +16,14 @@ for c in cat dog "ünï cödé"; do
 done
 "$ZR" import dir "$T/src" "$DS" --label-from-parent label >/dev/null || fail "import"
 mount_ds -o batches=shuffle,seed=3,batch=4,tail=keep
-"$PY" - "$MNT" "$T/src" <<'PY' || fail "torch consumers"
-import os, sys
+"$PY" - "$MNT" "$T/src" "${README:?README must name README.md}" <<'PY' || fail "torch consumers"
+import os, re, sys
 import numpy as np, torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 from torchvision.datasets import ImageFolder
-mnt, src = sys.argv[1:]
+mnt, src, readme = sys.argv[1:]
+example = re.search(r"```python\n# example: pytorch\n(.*?)```", open(readme).read(), re.S).group(1)
+exec(re.search(r"^def load_npy\(.*?(?=^\S)", example, re.S | re.M).group(0))
 read = lambda p: open(p, "rb").read()
 a, b = ImageFolder(f"{mnt}/by/label", loader=read), ImageFolder(src, loader=read)
 assert a.classes == b.classes, (a.classes, b.classes)
@@ -54,11 +57,14 @@ class Batches(Dataset):
         return len(self.steps)
     def __getitem__(self, k):
         s = f"{self.d}/{self.steps[k]}"
-        return torch.from_numpy(np.load(f"{s}/label.npy")), torch.from_numpy(np.fromfile(f"{s}/ids", "<u8").astype(np.int64))
+        shared = load_npy(f"{s}/label.npy")
+        assert get_worker_info() is not None and shared.is_shared()
+        return torch.from_numpy(np.load(f"{s}/label.npy")), torch.from_numpy(np.fromfile(f"{s}/ids", "<u8").astype(np.int64)), shared
 all_labels = np.load(f"{mnt}/label.npy")
 seen = []
-for lab, ids in DataLoader(Batches(f"{mnt}/.batches/shuffle,seed=3,batch=4,tail=keep/epoch-0"), batch_size=None, num_workers=2):
+for lab, ids, shared in DataLoader(Batches(f"{mnt}/.batches/shuffle,seed=3,batch=4,tail=keep/epoch-0"), batch_size=None, num_workers=2):
     assert torch.equal(lab, torch.from_numpy(all_labels[ids.numpy()]))
+    assert shared.dtype == torch.int64 and torch.equal(shared, lab)
     seen += ids.tolist()
 assert sorted(seen) == list(range(21))
 PY
