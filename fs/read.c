@@ -219,12 +219,12 @@ static bool resident(const void *mem, uint64_t len)
 	return true;
 }
 
-void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem)
+/* Ask the kernel to read @len bytes at @pos of @fd ahead, widened to whole
+ * -o readaround windows. */
+static void read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len)
 {
 	uint64_t w = fs->opts.readaround, end = pos + len;
 
-	if (len == 0 || (mem && resident(mem, len)))
-		return; /* nothing to ask for: no page cache walk over a window */
 	if (w) {
 		pos -= pos % w;
 		end += (w - end % w) % w;
@@ -232,13 +232,15 @@ void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const 
 	posix_fadvise(fd, (off_t)pos, (off_t)(end - pos), POSIX_FADV_WILLNEED);
 }
 
-/* A warm dataset would pay one mincore per record of every batch: a
- * quarter of a warm epoch's CPU time, spent learning that nothing needs
- * reading. So once a whole batch was found cached (fs->warm), the next
- * ones check their first ZRFS_WARM_SAMPLE records only, and take the rest as
- * cached when those are; one miss sets checking everything again. A
- * record the sample skipped that is not cached still reads, by a page
- * fault in the reply rather than ahead of it. */
+/* Records already in the page cache (mincore on their mapping) are not
+ * asked for: no page cache walk over a window. But a warm dataset would
+ * pay one mincore per record of every batch, a third of a warm epoch's
+ * profile, spent learning that nothing needs reading. So once a whole
+ * batch was found cached (fs->warm), the next ones check their first
+ * ZRFS_WARM_SAMPLE records only, and take the rest as cached when those
+ * are; one miss sets checking everything again. A record the sample
+ * skipped that is not cached still reads, by a page fault in the reply
+ * rather than ahead of it. */
 void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv)
 {
 	bool warm = atomic_load_explicit(&fs->warm, memory_order_relaxed);
@@ -254,7 +256,7 @@ void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv)
 		if (b->mem && resident(b->mem, b->size))
 			continue;
 		missed++;
-		zrfs_read_ahead(fs, b->fd, (uint64_t)b->pos, b->size, NULL);
+		read_ahead(fs, b->fd, (uint64_t)b->pos, b->size);
 	}
 	if (checked && warm != (missed == 0))
 		atomic_store_explicit(&fs->warm, missed == 0, memory_order_relaxed);

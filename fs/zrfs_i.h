@@ -169,12 +169,10 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);
 void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data);
 void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
-/* read.c: ask the kernel to read @len bytes at @pos of @fd ahead, widened
- * to whole -o readaround windows; nothing if @mem, where they are mapped,
- * shows them in the page cache already */
-void zrfs_read_ahead(struct zrfs *fs, int fd, uint64_t pos, uint64_t len, const void *mem);
-/* read.c: the same for the file pieces of @bv; while the dataset is warm
- * (fs->warm), the first ZRFS_WARM_SAMPLE pieces stand for the rest */
+/* read.c: ask the kernel to read the file pieces of @bv ahead, widened to
+ * whole -o readaround windows, but not those already in the page cache;
+ * while the dataset is warm (fs->warm), the first ZRFS_WARM_SAMPLE pieces
+ * stand for the rest */
 #define ZRFS_WARM_SAMPLE 16
 void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv);
 /* read.c: log that a file of @bytes to make is larger than the cache, and
