@@ -415,8 +415,8 @@ static const uint8_t zero_record[1 << 16];
 /* The pieces of [@pos, @end) of a raw field's batch data (part 0) or of
  * its .npy view (part 2, missing or odd-sized records as zeros), from the
  * batch's layout @r, which keeps the header the pieces point into; @end is
- * clamped to the file's size. Each file piece
- * carries where it is mapped when @maps has it. NULL: out of memory. */
+ * clamped to the file's size. Each file piece carries where it is mapped
+ * when @maps has it. NULL: out of memory. */
 static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_batch *r,
 				      const zr_slice *maps, unsigned part, uint64_t pos, uint64_t end)
 {
