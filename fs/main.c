@@ -46,7 +46,7 @@ static const char usage[] =
 	"                       works there on lookup; a default is always listed)\n"
 	"  prefetch=N           batch steps assembled ahead of the reader (default 2)\n"
 	"  drop_behind=N        drop the batch files of step k-N from the page cache\n"
-	"                       when step k is read (default 2; 0 keeps them)\n"
+	"                       when step k is read (default 16; 0 keeps them)\n"
 	"  readaround=SIZE      records read ahead (prefetch, cold reads) are read in\n"
 	"                       SIZE-aligned windows (default 64K if the chunk files\n"
 	"                       fit in half the memory, else 0: exactly the records)\n"
@@ -328,7 +328,7 @@ int main(int argc, char **argv)
 	struct cli cli = {0};
 	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
-				   .drop_behind = 2, .readaround = UINT64_MAX}};
+				   .drop_behind = 16, .readaround = UINT64_MAX}};
 	char *fsname = NULL, *o = NULL;
 	uint64_t v;
 	int rc = 1;

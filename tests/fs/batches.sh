@@ -77,9 +77,9 @@ for spec in ("shuffle,seed=42,batch=16,world=2,rank=0", "block,seed=3,batch=10,t
         last = sorted(os.listdir(f"{B}/{spec}/epoch-1"), key=int)[-1]
         assert os.path.getsize(f"{B}/{spec}/epoch-1/{last}/ids") == 8 * (300 % 10 or 10)
 
-# a reader moving on drops batch files two steps behind it from the page
-# cache (in the background: polled, with a deadline), and reading one again
-# gives the same bytes
+# a reader moving on drops batch files drop_behind (default 16) steps behind
+# it from the page cache (in the background: polled, with a deadline), and
+# reading one again gives the same bytes
 import ctypes, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mmap.restype = ctypes.c_void_p
@@ -101,7 +101,7 @@ ep = f"{B}/seq,batch=16/epoch-2"
 for field in ("img", "txt"):  # raw and flate
     first = open(f"{ep}/0/{field}", "rb").read()
     assert len(first) > 4096 and cached_pages(f"{ep}/0/{field}") > 0
-    for k in range(1, 6):
+    for k in range(1, 17):  # reading step 16 drops step 0
         open(f"{ep}/{k}/{field}", "rb").read()
     deadline = time.monotonic() + 20
     while cached_pages(f"{ep}/0/{field}") and time.monotonic() < deadline:
