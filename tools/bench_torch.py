@@ -8,15 +8,18 @@ Builds N records of SIZE bytes (default 50000 x 8192) as a dataset (one u8
 field 'data' of shape SIZE, imported with `zr import flat`) and as a native
 directory of N files, then times one epoch of a torch DataLoader (decoding
 nothing, only making tensors; num_workers 0 and 2) over:
-  batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy, read into a
-           tensor (in shared memory in a worker; README.md's PyTorch example)
+  batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy, with the
+           load_npy of README.md's PyTorch example (np.load; a worker reads the file
+           once and the main process maps it)
   records  the mount's data/<id> files, in the same shuffled order, batch 256
   native   the native files, same order, batch 256, a Dataset that opens each
-Every zrfs pass runs on a fresh mount; the data is in the page cache. Prints
+Every zrfs pass runs on a fresh mount; each pass first reads its data (the dataset
+or the native files) so that it starts in the page cache. Prints
 samples/s (medians of R runs, default 3) and the ratio batches / native
 (target >= 3x). Needs root or FUSE access and Debian's python3-torch.
 """
 import argparse
+import mmap
 import os
 import shutil
 import statistics
@@ -27,7 +30,7 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build", "ci")
@@ -45,21 +48,42 @@ class Batches(Dataset):
         return load_npy(f"{self.dir}/{k}/data.npy")
 
 
-def load_npy(path):
-    """np.load as a tensor; in a DataLoader worker, read straight into shared memory, which
-    spares the copy the DataLoader would make to send the batch to the main process (the
-    same helper as README.md's PyTorch example)."""
-    with open(path, "rb") as f:
-        np.lib.format.read_magic(f)
-        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
-        n = int(np.prod(shape)) * dtype.itemsize
-        if torch.utils.data.get_worker_info() is None:
-            t = torch.empty(n, dtype=torch.uint8)
-        else:
-            t = torch.empty(0, dtype=torch.uint8).set_(torch.ByteStorage._new_shared(n))
-        if f.readinto(t.numpy()) != n:
-            raise EOFError(f"{path}: shorter than its header says")
-        return t.view(torch.from_numpy(np.empty(0, dtype)).dtype).reshape(shape)
+# map_npy, Mapped and load_npy: the helpers of README.md's PyTorch example
+def map_npy(path):  # a batch .npy file as a tensor over the page cache, copying nothing
+    fd = os.open(path, os.O_RDONLY)
+    try:  # private and writable: writes to the tensor stay in this process
+        m = mmap.mmap(fd, 0, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    np.lib.format.read_magic(m)
+    shape, _, dtype = np.lib.format.read_array_header_1_0(m)
+    return torch.from_numpy(np.frombuffer(m, dtype, int(np.prod(shape)), m.tell()).reshape(shape))
+
+
+class Mapped:  # how a worker hands a batch over: by path, mapped by the process receiving it
+    def __init__(self, path):
+        fd = os.open(path, os.O_RDONLY)
+        try:  # read it once (into /dev/null): it is now in the page cache, and a read
+            with open(os.devnull, "wb") as null:  # error is raised here, in the worker
+                size, done = os.fstat(fd).st_size, 0
+                while done < size:
+                    n = os.sendfile(null.fileno(), fd, done, size - done)
+                    if n == 0:
+                        raise EOFError(path)
+                    done += n
+        finally:
+            os.close(fd)
+        self.path = path
+
+    def __reduce__(self):
+        return map_npy, (self.path,)
+
+
+def load_npy(path):  # np.load as a tensor; from a worker, as a mapping
+    if get_worker_info() is None:
+        with open(path, "rb", buffering=0) as f:
+            return torch.from_numpy(np.load(f))
+    return Mapped(path)
 
 
 class Files(Dataset):
@@ -72,6 +96,17 @@ class Files(Dataset):
     def __getitem__(self, i):
         with open(f"{self.root}/{self.order[i]}", "rb") as f:
             return torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
+
+
+def warm(root):
+    """Read every file under root, so that a pass starts with its data in the page cache
+    (some kernels reclaim page cache idle for seconds, e.g. DAMON's pageout scheme)."""
+    buf = bytearray(1 << 20)
+    for d, _, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(d, name), "rb", buffering=0) as f:
+                while f.readinto(buf):
+                    pass
 
 
 def epoch(loader):
@@ -107,6 +142,7 @@ def main():
         print(f"bench_torch: {a.records} records x {a.size} B, {a.runs} runs, torch {torch.__version__}")
 
         def mounted(fn):
+            warm(ds)
             subprocess.run([a.zrfs, ds, mnt], check=True)
             try:
                 return fn()
@@ -120,6 +156,7 @@ def main():
                     Batches(f"{mnt}/.batches/{spec}/epoch-0"), batch_size=None, num_workers=w))))
                 res.setdefault(("records", w), []).append(mounted(lambda: epoch(DataLoader(
                     Files(f"{mnt}/data", order, a.size), batch_size=256, num_workers=w))))
+                warm(tree)
                 res.setdefault(("native", w), []).append(epoch(DataLoader(
                     Files(tree, order, a.size), batch_size=256, num_workers=w)))
                 print(f"  run {r + 1}, {w} workers: " + ", ".join(
