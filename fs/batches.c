@@ -328,12 +328,13 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 
 /* ---- raw fields: served as pieces of the chunk files, never assembled ---- */
 
-/* Where each record of a raw batch field lies, and the prefix offsets. */
+/* Where the records of a raw batch field lie: the ids of all n, and for
+ * records lo .. hi - 1 their places and the prefix offsets. */
 struct raw_batch {
-	int64_t n;
+	int64_t n, lo, hi;
 	uint64_t *ids;
 	zr_record_stat *st;
-	uint64_t *offs;       /* n + 1 */
+	uint64_t *offs;       /* n + 1: offs[lo .. hi], from record lo (lo is 0 but in part 2) */
 	struct zrfs_npy npy;  /* the .npy view's header, which replies point into */
 };
 
@@ -344,8 +345,13 @@ static void raw_free(struct raw_batch *r)
 	free(r->offs);
 }
 
-static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, struct raw_batch *r)
+/* The layout of a raw batch: of every record, or for [@pos, @end) of its
+ * .npy view (@part 2) of the records under those bytes only; the view's
+ * rows are record_size apart, so a read of part of it needs no more. */
+static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, unsigned part,
+		      uint64_t pos, uint64_t end, struct raw_batch *r)
 {
+	const struct zrfs_field *fd = &fs->fields[field];
 	uint32_t max = zs_batch_max(w->s);
 	int rc = 0;
 
@@ -357,8 +363,22 @@ static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, st
 		return -ENOMEM;
 	}
 	r->n = zs_batch(w->s, w->epoch, w->step, r->ids);
-	r->offs[0] = 0;
-	for (int64_t i = 0; i < r->n && rc == 0; i++) {
+	r->lo = 0;
+	r->hi = r->n;
+	r->npy.hdr_len = 0;
+	if (part == 2 && r->n >= 0) {
+		rc = zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &r->npy);
+		uint64_t h = r->npy.hdr_len, rsz = fd->record_size;
+		if (rc == 0 && rsz) {
+			r->lo = pos > h ? (int64_t)((pos - h) / rsz) : 0;
+			r->hi = end > h ? (int64_t)((end - h) / rsz + ((end - h) % rsz != 0)) : 0;
+			r->lo = r->lo < r->n ? r->lo : r->n;
+			r->hi = r->hi < r->n ? r->hi : r->n;
+			r->hi = r->hi > r->lo ? r->hi : r->lo;
+		}
+	}
+	r->offs[r->lo] = 0;
+	for (int64_t i = r->lo; i < r->hi && rc == 0; i++) {
 		rc = zr_stat(fs->ds, field, r->ids[i], &r->st[i]);
 		if (rc < 0)
 			zrfs_log_record_error(fs, field, r->ids[i], rc);
@@ -418,22 +438,20 @@ static const uint8_t zero_record[1 << 16];
 
 /* The pieces of [@pos, @end) of a raw field's batch data (part 0) or of
  * its .npy view (part 2, missing or odd-sized records as zeros), from the
- * batch's layout @r, which keeps the header the pieces point into; @end is
- * clamped to the file's size. Each file piece carries where it is mapped
- * when @maps has it. NULL: out of memory. */
-static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_batch *r,
+ * batch's layout @r (made for the same part and range), which keeps the
+ * header the pieces point into; @end is clamped to the file's size. Each
+ * file piece carries where it is mapped when @maps (records lo .. hi - 1)
+ * has it. NULL: out of memory. */
+static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct raw_batch *r,
 				      const zr_slice *maps, unsigned part, uint64_t pos, uint64_t end)
 {
 	const struct zrfs_npy *h = &r->npy;
-
-	r->npy.hdr_len = 0;
-	if (part == 2)
-		zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &r->npy);
 	uint64_t total = part == 2 ? h->size : r->offs[r->n];
 	if (end > total)
 		end = total;
 	/* pieces: header, then per record at most 1 + record_size / 64K (zeros) */
-	size_t cap = 2 + (size_t)r->n * (2 + (part == 2 ? fd->record_size / sizeof zero_record : 0));
+	size_t cap = 2 + (size_t)(r->hi - r->lo) *
+			     (2 + (part == 2 ? fd->record_size / sizeof zero_record : 0));
 	struct fuse_bufvec *bv = calloc(1, sizeof *bv + cap * sizeof bv->buf[0]);
 	if (!bv)
 		return NULL;
@@ -441,7 +459,7 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_ba
 		add_piece(bv, -1, 0, h->hdr + pos, (h->hdr_len < end ? h->hdr_len : end) - pos);
 		pos = h->hdr_len < end ? h->hdr_len : end;
 	}
-	for (int64_t i = 0; i < r->n && pos < end; i++) {
+	for (int64_t i = r->lo; i < r->hi && pos < end; i++) {
 		uint64_t start = part == 2 ? h->hdr_len + (uint64_t)i * fd->record_size : r->offs[i];
 		uint64_t stop = part == 2 ? start + fd->record_size : r->offs[i + 1];
 		if (stop <= pos)
@@ -449,8 +467,8 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_ba
 		uint64_t in = pos - start, n = (stop < end ? stop : end) - pos;
 		const zr_record_stat *st = &r->st[i];
 		if (part == 0 || (st->present && st->physical_len == fd->record_size)) {
-			add_piece(bv, st->fd, (off_t)(st->offset + in), maps ? maps[i].data + in : NULL,
-				  n);
+			add_piece(bv, st->fd, (off_t)(st->offset + in),
+				  maps ? maps[i - r->lo].data + in : NULL, n);
 		} else {
 			for (uint64_t z = 0; z < n; z += sizeof zero_record)
 				add_piece(bv, -1, 0, zero_record,
@@ -461,8 +479,8 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, struct raw_ba
 	return bv;
 }
 
-/* Where the records of a raw batch are mapped (zr_gather of a raw field
- * copies nothing); NULL if they are not, and the pieces fall back to
+/* Where records lo .. hi - 1 of a raw batch are mapped (zr_gather of a raw
+ * field copies nothing); NULL if they are not, and the pieces fall back to
  * reading the files. */
 static const zr_slice *raw_maps(struct zrfs *fs, unsigned field, const struct raw_batch *r,
 				zr_batch **g)
@@ -470,8 +488,9 @@ static const zr_slice *raw_maps(struct zrfs *fs, unsigned field, const struct ra
 	size_t n;
 
 	*g = NULL;
-	return zr_gather(fs->ds, field, r->ids, (size_t)r->n, g) == 0 ? zr_batch_records(*g, &n)
-								     : NULL;
+	return zr_gather(fs->ds, field, r->ids + r->lo, (size_t)(r->hi - r->lo), g) == 0
+		       ? zr_batch_records(*g, &n)
+		       : NULL;
 }
 
 /* Reply with [off, off + size) of a raw field's batch file (see raw_pieces). */
@@ -480,7 +499,7 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct where *w, uns
 {
 	struct raw_batch r = {0};
 	zr_batch *g;
-	int rc = raw_layout(fs, w, field, &r);
+	int rc = raw_layout(fs, w, field, part, (uint64_t)off, (uint64_t)off + size, &r);
 
 	if (rc < 0) {
 		fuse_reply_err(req, zrfs_errno(rc));
@@ -581,7 +600,7 @@ static void *prefetcher(void *arg)
 		if (!fs->fields[j.field].flate) {
 			/* raw: start the disk on the records; the kernel caches them */
 			struct raw_batch r = {0};
-			if (raw_layout(fs, &w, j.field, &r) == 0) {
+			if (raw_layout(fs, &w, j.field, 0, 0, UINT64_MAX, &r) == 0) {
 				zr_batch *g;
 				const zr_slice *maps = raw_maps(fs, j.field, &r, &g);
 				struct fuse_bufvec *bv =
@@ -642,7 +661,7 @@ static int step_file_size(struct zrfs *fs, const struct where *w, uint64_t *size
 			*size = h.size;
 		} else if (!fs->fields[f].flate) {
 			struct raw_batch r = {0};
-			int rc = raw_layout(fs, w, f, &r);
+			int rc = raw_layout(fs, w, f, 0, 0, UINT64_MAX, &r);
 			if (rc < 0)
 				return -zrfs_errno(rc);
 			*size = r.offs[r.n];
@@ -893,7 +912,7 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 		}
 		struct raw_batch r = {0};
 		uint8_t *le;
-		if ((rc = raw_layout(fs, &w, f, &r)) < 0) {
+		if ((rc = raw_layout(fs, &w, f, 1, 0, UINT64_MAX, &r)) < 0) {
 			fuse_reply_err(req, zrfs_errno(rc));
 			return;
 		}

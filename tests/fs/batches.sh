@@ -128,6 +128,23 @@ for name in ("43", "01", "-1", "x"):
     assert not os.path.exists(f"{B}/seq,batch=7/epoch-0/{name}"), name
 assert not os.path.exists(f"{B}/seq,batch=7/epoch-0/0/nofield")
 assert open(f"{B}/seq,batch=7/epoch-0/0/ids", "rb").read() == np.arange(7, dtype="<u8").tobytes()
+# a .npy view of several pages read in pieces: O_DIRECT sends each read to
+# the daemon at its own offset and size (what it leaves short, the kernel
+# reads through the page cache, emptied first so that those reads reach the
+# daemon too)
+for spec in ("seq,batch=256", "shuffle,seed=7,batch=256"):
+    d = f"{B}/{spec}/epoch-0/0"
+    ids = np.fromfile(f"{d}/ids", dtype="<u8").tolist()
+    full = open(f"{d}/vec.npy", "rb").read()
+    hdr = len(full) - 48 * len(ids)
+    assert hdr % 64 == 0 and len(full) > 3 * 4096
+    assert full[hdr:] == b"".join(record("vec", i) or bytes(48) for i in ids)
+    fd = os.open(f"{d}/vec.npy", os.O_RDONLY | os.O_DIRECT)
+    for _ in range(200):
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        off, n = rnd.randrange(0, len(full) + 3), rnd.choice((1, 47, 49, 100, 4097, 9000))
+        assert os.pread(fd, n, off) == full[off:off + n], (d, off, n)
+    os.close(fd)
 PY
 
 # a flate batch or record larger than the cache is refused with EFBIG and a
