@@ -9,18 +9,20 @@ field 'data' of shape SIZE, imported with `zr import flat`) and as a native
 directory of N files, then times one epoch of a torch DataLoader (decoding
 nothing, only making tensors; num_workers 0 and 2) over:
   batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy, with the
-           load_npy of README.md's PyTorch example (np.load; a worker reads the file
-           once and the main process maps it)
+           load_npy of README.md's PyTorch example (np.load, naming the next step's
+           file for the kernel to read ahead; a worker reads the file once and the
+           main process maps it)
   records  the mount's data/<id> files, in the same shuffled order, batch 256
   native   the native files, same order, batch 256, a Dataset that opens each
 Every zrfs pass runs on a fresh mount; each pass first reads its data (the dataset
-or the native files) so that it starts in the page cache. Prints
-samples/s (medians of R runs, default 3) and the ratio batches / native
-(target >= 3x). Needs root or FUSE access and Debian's python3-torch.
+or the native files) so that it starts in the page cache. A first run of
+each loader warms up and is not counted. Prints samples/s (medians of R runs,
+default 3) and the median of the runs' ratios batches / native (target >= 3x).
+Needs root or FUSE access and Debian's python3-torch.
 """
 import argparse
-import mmap
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -30,7 +32,7 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build", "ci")
@@ -44,46 +46,20 @@ class Batches(Dataset):
     def __len__(self):
         return self.n
 
-    def __getitem__(self, k):
-        return load_npy(f"{self.dir}/{k}/data.npy")
+    def __getitem__(self, k):  # as README.md's Steps
+        path = lambda k: f"{self.dir}/{k}/data.npy"  # noqa: E731
+        return load_npy(path(k), path(k + 1) if k + 1 < self.n else None)
 
 
-# map_npy, Mapped and load_npy: the helpers of README.md's PyTorch example
-def map_npy(path):  # a batch .npy file as a tensor over the page cache, copying nothing
-    fd = os.open(path, os.O_RDONLY)
-    try:  # private and writable: writes to the tensor stay in this process
-        m = mmap.mmap(fd, 0, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
-    finally:
-        os.close(fd)
-    np.lib.format.read_magic(m)
-    shape, _, dtype = np.lib.format.read_array_header_1_0(m)
-    return torch.from_numpy(np.frombuffer(m, dtype, int(np.prod(shape)), m.tell()).reshape(shape))
+def readme_helpers():
+    """Define map_npy, Mapped and load_npy as README.md's PyTorch example does: the benchmark
+    measures the documented code, which tests/fs/torch.sh runs too."""
+    text = open(os.path.join(HERE, "..", "README.md"), encoding="utf-8").read()
+    example = re.search(r"```python\n# example: pytorch\n(.*?)```", text, re.S).group(1)
+    exec(example[:example.index("class Steps")], globals())  # picklable as __main__.map_npy
 
 
-class Mapped:  # how a worker hands a batch over: by path, mapped by the process receiving it
-    def __init__(self, path):
-        fd = os.open(path, os.O_RDONLY)
-        try:  # read it once (into /dev/null): it is now in the page cache, and a read
-            with open(os.devnull, "wb") as null:  # error is raised here, in the worker
-                size, done = os.fstat(fd).st_size, 0
-                while done < size:
-                    n = os.sendfile(null.fileno(), fd, done, size - done)
-                    if n == 0:
-                        raise EOFError(path)
-                    done += n
-        finally:
-            os.close(fd)
-        self.path = path
-
-    def __reduce__(self):
-        return map_npy, (self.path,)
-
-
-def load_npy(path):  # np.load as a tensor; from a worker, as a mapping
-    if get_worker_info() is None:
-        with open(path, "rb", buffering=0) as f:
-            return torch.from_numpy(np.load(f))
-    return Mapped(path)
+readme_helpers()
 
 
 class Files(Dataset):
@@ -151,24 +127,29 @@ def main():
 
         res = {}
         for w in (0, 2):
-            for r in range(a.runs):
-                res.setdefault(("batches", w), []).append(mounted(lambda: epoch(DataLoader(
-                    Batches(f"{mnt}/.batches/{spec}/epoch-0"), batch_size=None, num_workers=w))))
-                res.setdefault(("records", w), []).append(mounted(lambda: epoch(DataLoader(
-                    Files(f"{mnt}/data", order, a.size), batch_size=256, num_workers=w))))
+            for r in range(a.runs + 1):  # run 0 warms up Python, torch and the kernel: not counted
+                got = {"batches": mounted(lambda: epoch(DataLoader(
+                           Batches(f"{mnt}/.batches/{spec}/epoch-0"), batch_size=None,
+                           num_workers=w))),
+                       "records": mounted(lambda: epoch(DataLoader(
+                           Files(f"{mnt}/data", order, a.size), batch_size=256, num_workers=w)))}
                 warm(tree)
-                res.setdefault(("native", w), []).append(epoch(DataLoader(
-                    Files(tree, order, a.size), batch_size=256, num_workers=w)))
-                print(f"  run {r + 1}, {w} workers: " + ", ".join(
-                    f"{k} {res[(k, w)][-1]:.0f}" for k in ("batches", "records", "native")) +
-                    " samples/s", flush=True)
+                got["native"] = epoch(DataLoader(Files(tree, order, a.size), batch_size=256,
+                                                 num_workers=w))
+                print(f"  run {r}{' (warm-up)' if r == 0 else ''}, {w} workers: " +
+                      ", ".join(f"{k} {v:.0f}" for k, v in got.items()) + " samples/s",
+                      flush=True)
+                if r > 0:
+                    for k, v in got.items():
+                        res.setdefault((k, w), []).append(v)
+                    res.setdefault(("ratio", w), []).append(got["batches"] / got["native"])
         print(f"\n{'samples/s (median)':34} {'workers 0':>10} {'workers 2':>10}")
         med = {k: statistics.median(v) for k, v in res.items()}
         for k, label in (("batches", "zrfs batch .npy files"), ("records", "zrfs record files"),
                          ("native", "native directory, one file each")):
             print(f"{label:34} {med[(k, 0)]:10.0f} {med[(k, 2)]:10.0f}")
-        print(f"{'zrfs batches / native (>= 3x)':34} {med[('batches', 0)] / med[('native', 0)]:9.2f}x "
-              f"{med[('batches', 2)] / med[('native', 2)]:9.2f}x")
+        print(f"{'zrfs batches / native (>= 3x)':34} {med[('ratio', 0)]:9.2f}x "
+              f"{med[('ratio', 2)]:9.2f}x   (median of the runs' ratios)")
     finally:
         if os.path.ismount(mnt):
             subprocess.run(["fusermount3", "-u", mnt])

@@ -61,7 +61,8 @@ class Batches(Dataset):
         s = f"{self.d}/{self.steps[k]}"
         return (torch.from_numpy(np.load(f"{s}/label.npy")),
                 torch.from_numpy(np.fromfile(f"{s}/ids", "<u8").astype(np.int64)),
-                load_npy(f"{s}/label.npy"), f"{s}/label.npy")
+                load_npy(f"{s}/label.npy", f"{self.d}/{self.steps[k + 1]}/label.npy"
+                         if k + 1 < len(self.steps) else None), f"{s}/label.npy")
 def mapped_files():
     return {l.split(maxsplit=5)[5].rstrip("\n") for l in open("/proc/self/maps") if l.count(" ") >= 5 and "/" in l}
 all_labels = np.load(f"{mnt}/label.npy")
