@@ -39,9 +39,9 @@
  * page of page cache costs a host fault on first touch (~10 us per 4 KiB
  * on the machine of BENCHMARKS.md) that recycled pages do not.
  * The default drop_behind, 16, stays above the batches a DataLoader holds
- * in flight (workers x prefetch_factor + 1), whose files the training
- * process may map (README.md's PyTorch example): a mapped page dropped
- * under it is read again on its next access.
+ * in flight (workers x prefetch_factor + 1), whose files a training process
+ * may map (np.load with mmap_mode): a mapped page dropped under it is read
+ * again on its next access.
  *
  * Inode numbers: the spec directory is ZRFS_INO_SPEC + its index in the
  * table of spec names seen; (spec, epoch) pairs get a slot in a second

@@ -9,9 +9,9 @@ field 'data' of shape SIZE, imported with `zr import flat`) and as a native
 directory of N files, then times one epoch of a torch DataLoader (decoding
 nothing, only making tensors; num_workers 0 and 2) over:
   batches  the mount's .batches/shuffle,seed=1,batch=256/epoch-0/K/data.npy, with the
-           load_npy of README.md's PyTorch example (np.load, naming the next step's
-           file for the kernel to read ahead; a worker reads the file once and the
-           main process maps it)
+           load_npy of README.md's PyTorch example (the main process reads the file
+           with O_DIRECT straight into the tensor; a worker hands over the path and
+           the main process reads it as it receives it)
   records  the mount's data/<id> files, in the same shuffled order, batch 256
   native   the native files, same order, batch 256, a Dataset that opens each
 Every zrfs pass runs on a fresh mount; each pass first reads its data (the dataset
@@ -47,16 +47,15 @@ class Batches(Dataset):
         return self.n
 
     def __getitem__(self, k):  # as README.md's Steps
-        path = lambda k: f"{self.dir}/{k}/data.npy"  # noqa: E731
-        return load_npy(path(k), path(k + 1) if k + 1 < self.n else None)
+        return load_npy(f"{self.dir}/{k}/data.npy")
 
 
 def readme_helpers():
-    """Define map_npy, Mapped and load_npy as README.md's PyTorch example does: the benchmark
-    measures the documented code, which tests/fs/torch.sh runs too."""
+    """Define npy_tensor, read_npy, Read and load_npy as README.md's PyTorch example does: the
+    benchmark measures the documented code, which tests/fs/torch.sh runs too."""
     text = open(os.path.join(HERE, "..", "README.md"), encoding="utf-8").read()
     example = re.search(r"```python\n# example: pytorch\n(.*?)```", text, re.S).group(1)
-    exec(example[:example.index("class Steps")], globals())  # picklable as __main__.map_npy
+    exec(example[:example.index("class Steps")], globals())  # picklable as __main__.read_npy
 
 
 readme_helpers()
