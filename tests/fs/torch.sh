@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from torchvision.datasets import ImageFolder
 mnt, src, readme = sys.argv[1:]
 example = re.search(r"```python\n# example: pytorch\n(.*?)```", open(readme).read(), re.S).group(1)
-exec(example[:example.index("class Steps")])  # imports, read_npy, map_npy, Mapped, load_npy
+exec(example[:example.index("class Steps")])  # imports, npy_tensor, read_npy, Read, load_npy
 read = lambda p: open(p, "rb").read()
 a, b = ImageFolder(f"{mnt}/by/label", loader=read), ImageFolder(src, loader=read)
 assert a.classes == b.classes, (a.classes, b.classes)
