@@ -113,6 +113,23 @@ bool zrfs_batches_owns(fuse_ino_t ino)
 	       (ino & (UINT64_C(3) << 60)) >= INO_EPOCH;
 }
 
+/* @n values as little-endian u64s at @dst; and one read back from @p. */
+static void put_le64s(uint8_t *dst, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 8; k++)
+			dst[i * 8 + (size_t)k] = (uint8_t)(v[i] >> (8 * k));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int k = 7; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
+}
+
 /* ---- the tables ---- */
 
 /* Index of spec @name, interned on first sight; -ENOENT (logged) if bad. */
@@ -309,9 +326,8 @@ static int load_batch(void *ctx, uint8_t **data, uint64_t *len)
 			rc = -ENOMEM;
 		if (rc == 0)
 			rc = zr_reader_read(r, a->field, ids, (size_t)n, *data + head, total, offs);
-		for (int64_t i = 0; rc == 0 && i <= n; i++)
-			for (int k = 0; k < 8; k++)
-				(*data)[i * 8 + k] = (uint8_t)(offs[i] >> (8 * k));
+		if (rc == 0)
+			put_le64s(*data, offs, (size_t)n + 1);
 		free(offs);
 		*len = head + total;
 	}
@@ -345,6 +361,25 @@ static void raw_free(struct raw_batch *r)
 	free(r->offs);
 }
 
+/* For [@pos, @end) of the .npy view of @r's @r->n records: its header, and
+ * the rows under those bytes, lo .. hi - 1 (rows are record_size apart, so
+ * a read of part of the view needs no more). */
+static int npy_rows(const struct zrfs_field *fd, struct raw_batch *r, uint64_t pos, uint64_t end)
+{
+	uint64_t rsz = fd->record_size;
+	int rc = zrfs_npy_header(fd->spec, (uint64_t)r->n, rsz, &r->npy);
+	uint64_t h = r->npy.hdr_len;
+
+	if (rc == 0 && rsz) {
+		r->lo = pos > h ? (int64_t)((pos - h) / rsz) : 0;
+		r->hi = end > h ? (int64_t)((end - h) / rsz + ((end - h) % rsz != 0)) : 0;
+		r->lo = r->lo < r->n ? r->lo : r->n;
+		r->hi = r->hi < r->n ? r->hi : r->n;
+		r->hi = r->hi > r->lo ? r->hi : r->lo;
+	}
+	return rc;
+}
+
 /* The layout of a raw batch: of every record, or for [@pos, @end) of its
  * .npy view (@part 2) of the records under those bytes only; the view's
  * rows are record_size apart, so a read of part of it needs no more. */
@@ -366,17 +401,8 @@ static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, un
 	r->lo = 0;
 	r->hi = r->n;
 	r->npy.hdr_len = 0;
-	if (part == 2 && r->n >= 0) {
-		rc = zrfs_npy_header(fd->spec, (uint64_t)r->n, fd->record_size, &r->npy);
-		uint64_t h = r->npy.hdr_len, rsz = fd->record_size;
-		if (rc == 0 && rsz) {
-			r->lo = pos > h ? (int64_t)((pos - h) / rsz) : 0;
-			r->hi = end > h ? (int64_t)((end - h) / rsz + ((end - h) % rsz != 0)) : 0;
-			r->lo = r->lo < r->n ? r->lo : r->n;
-			r->hi = r->hi < r->n ? r->hi : r->n;
-			r->hi = r->hi > r->lo ? r->hi : r->lo;
-		}
-	}
+	if (part == 2 && r->n >= 0)
+		rc = npy_rows(fd, r, pos, end);
 	r->offs[r->lo] = 0;
 	for (int64_t i = r->lo; i < r->hi && rc == 0; i++) {
 		rc = zr_stat(fs->ds, field, r->ids[i], &r->st[i]);
@@ -392,16 +418,17 @@ static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, un
 }
 
 /* Add @len bytes at @pos of @fd (or of @mem) to @bv, merging with the last
- * piece when they are adjacent in the same file. A file piece may also
- * carry @mem, where the same bytes are mapped. */
+ * piece when they are adjacent in the same file (or in memory). A file
+ * piece may also carry @mem, where the same bytes are mapped. */
 static void add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len)
 {
 	struct fuse_buf *last = bv->count ? &bv->buf[bv->count - 1] : NULL;
 
 	if (len == 0)
 		return;
-	if (fd >= 0 && last && (last->flags & FUSE_BUF_IS_FD) && last->fd == fd &&
-	    last->pos + (off_t)last->size == pos) {
+	bool in_file = last && (last->flags & FUSE_BUF_IS_FD);
+	if (last && (fd >= 0 ? in_file && last->fd == fd && last->pos + (off_t)last->size == pos
+			     : !in_file && (const char *)last->mem + last->size == mem)) {
 		last->size += len;
 		return;
 	}
@@ -860,6 +887,41 @@ static void reply_part(fuse_req_t req, const uint8_t *data, uint64_t len, size_t
 			       size < len - (uint64_t)off ? size : (size_t)(len - (uint64_t)off));
 }
 
+/* Reply with [off, off + size) of the .npy view of a flate field's batch,
+ * assembled in @blob (B + 1 offsets, then the records): the pieces of a raw
+ * batch's view, from the blob's memory. */
+static void reply_flate_npy(fuse_req_t req, struct zrfs *fs, unsigned field, uint32_t bsz,
+			    const uint8_t *blob, size_t size, off_t off)
+{
+	const struct zrfs_field *fd = &fs->fields[field];
+	const uint8_t *bytes = blob + ((uint64_t)bsz + 1) * 8;
+	struct raw_batch r = {.n = bsz};
+	struct fuse_bufvec *bv = NULL;
+	zr_slice *maps = NULL;
+	int rc = npy_rows(fd, &r, (uint64_t)off, (uint64_t)off + size);
+
+	if (rc == 0) {
+		r.st = calloc(bsz ? bsz : 1, sizeof *r.st);
+		maps = calloc(r.hi > r.lo ? (size_t)(r.hi - r.lo) : 1, sizeof *maps);
+	}
+	for (int64_t i = r.lo; r.st && maps && i < r.hi; i++) {
+		uint64_t o0 = get_le64(blob + i * 8), len = get_le64(blob + (i + 1) * 8) - o0;
+		/* a row is the record when it has the row's size, else zeros */
+		r.st[i] = (zr_record_stat){.present = len == fd->record_size,
+					   .physical_len = (uint32_t)len, .fd = -1};
+		maps[i - r.lo] = (zr_slice){bytes + o0, len};
+	}
+	if (rc == 0 && r.st && maps)
+		bv = raw_pieces(fd, &r, maps, 2, (uint64_t)off, (uint64_t)off + size);
+	if (bv)
+		zrfs_reply_bufvec(req, fs, bv, true);
+	else
+		fuse_reply_err(req, rc < 0 ? zrfs_errno(rc) : ENOMEM);
+	free(bv);
+	free(maps);
+	raw_free(&r);
+}
+
 void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off)
 {
 	struct where w = {0};
@@ -884,9 +946,8 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 		uint64_t *ids = malloc((size_t)zs_batch_max(w.s) * 8);
 		uint8_t *le = malloc((size_t)bsz * 8 + 1);
 		int64_t n = ids && le ? zs_batch(w.s, w.epoch, w.step, ids) : -1;
-		for (int64_t i = 0; i < n; i++)
-			for (int k = 0; k < 8; k++)
-				le[i * 8 + k] = (uint8_t)(ids[i] >> (8 * k));
+		if (n > 0)
+			put_le64s(le, ids, (size_t)n);
 		if (n < 0)
 			fuse_reply_err(req, ENOMEM);
 		else
@@ -917,13 +978,12 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 			return;
 		}
 		le = malloc(head);
-		for (int64_t i = 0; le && i <= r.n; i++)
-			for (int k = 0; k < 8; k++)
-				le[i * 8 + k] = (uint8_t)(r.offs[i] >> (8 * k));
-		if (le)
+		if (le) {
+			put_le64s(le, r.offs, (size_t)r.n + 1);
 			reply_part(req, le, head, size, off);
-		else
+		} else {
 			fuse_reply_err(req, ENOMEM);
+		}
 		free(le);
 		raw_free(&r);
 		return;
@@ -937,43 +997,7 @@ void zrfs_batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t s
 	} else if (part == 1) {
 		reply_part(req, data, head, size, off);
 	} else {
-		/* header, then each record in place, zeros for missing ones */
-		const struct zrfs_field *fd = &fs->fields[f];
-		uint64_t rsz = fd->record_size, pos = (uint64_t)off, end;
-		struct zrfs_npy h;
-		char *out;
-		size_t at = 0;
-		zrfs_npy_header(fd->spec, bsz, rsz, &h);
-		end = pos + size < h.size ? pos + size : h.size;
-		out = pos < end ? malloc(end - pos) : NULL;
-		if (pos < end && !out) {
-			fuse_reply_err(req, ENOMEM);
-			zrfs_cache_release(fs->cache, e);
-			return;
-		}
-		while (pos < end) {
-			uint64_t n;
-			if (pos < h.hdr_len) {
-				n = (h.hdr_len < end ? h.hdr_len : end) - pos;
-				memcpy(out + at, h.hdr + pos, n);
-			} else {
-				uint64_t i = (pos - h.hdr_len) / rsz, in = (pos - h.hdr_len) % rsz;
-				uint64_t o0 = 0, o1 = 0;
-				for (int k = 7; k >= 0; k--) {
-					o0 = o0 << 8 | data[i * 8 + (unsigned)k];
-					o1 = o1 << 8 | data[(i + 1) * 8 + (unsigned)k];
-				}
-				n = rsz - in < end - pos ? rsz - in : end - pos;
-				if (o1 - o0 == rsz)
-					memcpy(out + at, data + head + o0 + in, n);
-				else
-					memset(out + at, 0, n);
-			}
-			at += n;
-			pos += n;
-		}
-		fuse_reply_buf(req, out, at);
-		free(out);
+		reply_flate_npy(req, fs, f, bsz, data, size, off);
 	}
 	zrfs_cache_release(fs->cache, e);
 }

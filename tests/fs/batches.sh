@@ -2,7 +2,9 @@
 # /.batches: batch files hold exactly the sampler's ids and those records'
 # bytes (raw and flate, fixed and variable sizes); .npy batches load with
 # numpy; reads at odd offsets work; ranks cover an epoch exactly once; tails
-# follow the policy; hostile spec names are ENOENT and the daemon serves on.
+# follow the policy; hostile spec names are ENOENT and the daemon serves on;
+# .npy batches of flate and raw rows with missing records read whole and in
+# pieces.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 make_ds --records 300
@@ -166,3 +168,46 @@ fusermount3 -u "$MNT"
 wait $pid || fail "zrfs exited $?"
 [ "$(grep -c "larger than the cache (-o cache=$cache bytes): not served (EFBIG)" "$T/log")" -ge 2 ] ||
 	fail "no log lines for the refused files: $(cat "$T/log")"
+
+# .npy batches of rows several to a page, flate and raw, some records
+# missing: read whole and in odd O_DIRECT pieces, both give the rows in
+# batch order with zeros for the missing ones
+DS=$T/rows
+"$ZR" create "$DS" --field a:f32:flate:shape=32x16 --field b:f32:shape=32x16 >/dev/null ||
+	fail "zr create"
+"$PY" - "$T/row" <<'PY' || fail "rows"
+import sys
+import numpy as np
+for i in range(40):
+    np.full((32, 16), i + 0.5, dtype="<f4").tofile(f"{sys.argv[1]}{i}")
+PY
+i=0
+while [ $i -lt 40 ]; do
+	case $((i % 7)) in # 3: a is missing, 5: b is
+	3) set -- --b="$T/row$i" ;;
+	5) set -- --a="$T/row$i" ;;
+	*) set -- --a="$T/row$i" --b="$T/row$i" ;;
+	esac
+	"$ZR" put "$DS" "$@" >/dev/null || fail "zr put $i"
+	i=$((i + 1))
+done
+mount_ds
+"$PY" - "$MNT" <<'PY' || fail "flate and raw .npy batch views with missing rows"
+import os, random, sys
+import numpy as np
+mnt = sys.argv[1]
+rnd = random.Random(11)
+epoch = f"{mnt}/.batches/shuffle,seed=9,batch=32,tail=keep/epoch-0"
+for k in ("0", "1"):
+    d = f"{epoch}/{k}"
+    ids = np.fromfile(f"{d}/ids", dtype="<u8").tolist()
+    for field, gap in (("a", 3), ("b", 5)):
+        want = np.stack([np.full((32, 16), 0 if i % 7 == gap else i + 0.5, "<f4") for i in ids])
+        full = open(f"{d}/{field}.npy", "rb").read()
+        assert np.array_equal(np.load(f"{d}/{field}.npy"), want), (d, field)
+        fd = os.open(f"{d}/{field}.npy", os.O_RDONLY | os.O_DIRECT)
+        for _ in range(100):
+            off, n = rnd.randrange(0, len(full) + 3), rnd.choice((1, 100, 2047, 4097, 9000, 1 << 20))
+            assert os.pread(fd, n, off) == full[off:off + n], (d, field, off, n)
+        os.close(fd)
+PY
