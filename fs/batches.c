@@ -417,32 +417,6 @@ static int raw_layout(struct zrfs *fs, const struct where *w, unsigned field, un
 	return 0;
 }
 
-/* Add @len bytes at @pos of @fd (or of @mem) to @bv, merging with the last
- * piece when they are adjacent in the same file (or in memory). A file
- * piece may also carry @mem, where the same bytes are mapped. */
-static void add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len)
-{
-	struct fuse_buf *last = bv->count ? &bv->buf[bv->count - 1] : NULL;
-
-	if (len == 0)
-		return;
-	bool in_file = last && (last->flags & FUSE_BUF_IS_FD);
-	if (last && (fd >= 0 ? in_file && last->fd == fd && last->pos + (off_t)last->size == pos
-			     : !in_file && (const char *)last->mem + last->size == mem)) {
-		last->size += len;
-		return;
-	}
-	struct fuse_buf *b = &bv->buf[bv->count++];
-	memset(b, 0, sizeof *b);
-	b->size = len;
-	b->mem = (void *)mem;
-	if (fd >= 0) {
-		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-		b->fd = fd;
-		b->pos = pos;
-	}
-}
-
 static uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
 {
 	return KEY_BATCH | (uint64_t)slot << 40 | step << 8 | field;
@@ -483,7 +457,7 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct 
 	if (!bv)
 		return NULL;
 	if (pos < h->hdr_len) {
-		add_piece(bv, -1, 0, h->hdr + pos, (h->hdr_len < end ? h->hdr_len : end) - pos);
+		zrfs_add_piece(bv, -1, 0, h->hdr + pos, (h->hdr_len < end ? h->hdr_len : end) - pos);
 		pos = h->hdr_len < end ? h->hdr_len : end;
 	}
 	for (int64_t i = r->lo; i < r->hi && pos < end; i++) {
@@ -494,12 +468,12 @@ static struct fuse_bufvec *raw_pieces(const struct zrfs_field *fd, const struct 
 		uint64_t in = pos - start, n = (stop < end ? stop : end) - pos;
 		const zr_record_stat *st = &r->st[i];
 		if (part == 0 || (st->present && st->physical_len == fd->record_size)) {
-			add_piece(bv, st->fd, (off_t)(st->offset + in),
-				  maps ? maps[i - r->lo].data + in : NULL, n);
+			zrfs_add_piece(bv, st->fd, (off_t)(st->offset + in),
+				       maps ? maps[i - r->lo].data + in : NULL, n);
 		} else {
 			for (uint64_t z = 0; z < n; z += sizeof zero_record)
-				add_piece(bv, -1, 0, zero_record,
-					  n - z < sizeof zero_record ? n - z : sizeof zero_record);
+				zrfs_add_piece(bv, -1, 0, zero_record,
+					       n - z < sizeof zero_record ? n - z : sizeof zero_record);
 		}
 		pos += n;
 	}

@@ -35,6 +35,29 @@
 /* Zeros for missing records in a .npy view; a reply is at most 1 MiB. */
 static const uint8_t zeros[1 << 20];
 
+void zrfs_add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len)
+{
+	struct fuse_buf *last = bv->count ? &bv->buf[bv->count - 1] : NULL;
+
+	if (len == 0)
+		return;
+	bool in_file = last && (last->flags & FUSE_BUF_IS_FD);
+	if (last && (fd >= 0 ? in_file && last->fd == fd && last->pos + (off_t)last->size == pos
+			     : !in_file && (const char *)last->mem + last->size == mem)) {
+		last->size += len;
+		return;
+	}
+	struct fuse_buf *b = &bv->buf[bv->count++];
+	memset(b, 0, sizeof *b);
+	b->size = len;
+	b->mem = (void *)mem;
+	if (fd >= 0) {
+		b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
+		b->fd = fd;
+		b->pos = pos;
+	}
+}
+
 /* The per-thread reply buffer, freed when the thread exits. */
 static _Thread_local char *tl_buf;
 static _Thread_local size_t tl_cap;
@@ -425,7 +448,7 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 	uint64_t rsz = f->record_size, hdr = f->npy.hdr_len, end, pos = (uint64_t)off;
 	struct fuse_bufvec *bv = NULL;
 	uint8_t *buf = NULL;
-	size_t nseg = 0, filled = 0;
+	size_t filled = 0;
 	int rc = 0;
 
 	if (pos >= f->npy.size) {
@@ -445,6 +468,8 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (bv)
+		memset(bv, 0, sizeof *bv);
 	/* where the raw records touched are mapped */
 	zr_batch *g = NULL;
 	const zr_slice *maps = NULL;
@@ -507,22 +532,8 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 		if (buf) {
 			memcpy(buf + filled, mem, len);
 			filled += len;
-		} else if (nseg > 0 && fd >= 0 && bv->buf[nseg - 1].fd == fd &&
-			   (bv->buf[nseg - 1].flags & FUSE_BUF_IS_FD) &&
-			   bv->buf[nseg - 1].pos + (off_t)bv->buf[nseg - 1].size == fpos) {
-			/* records appended one after the other lie one after the other
-			 * in their chunk: one segment, one splice or read */
-			bv->buf[nseg - 1].size += len;
 		} else {
-			struct fuse_buf *b = &bv->buf[nseg++];
-			memset(b, 0, sizeof *b);
-			b->size = len;
-			b->mem = (void *)mem; /* a file piece's mapping, if known */
-			if (fd >= 0) {
-				b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
-				b->fd = fd;
-				b->pos = fpos;
-			}
+			zrfs_add_piece(bv, fd, fpos, mem, len);
 		}
 		pos += len;
 	}
@@ -531,9 +542,6 @@ static void read_npy(fuse_req_t req, struct zrfs *fs, unsigned field, size_t siz
 	} else if (buf) {
 		fuse_reply_buf(req, (const char *)buf, filled);
 	} else {
-		bv->count = nseg;
-		bv->idx = 0;
-		bv->off = 0;
 		zrfs_reply_bufvec(req, fs, bv, false);
 	}
 	zr_batch_release(g);

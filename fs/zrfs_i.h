@@ -175,6 +175,12 @@ void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e);
  * stand for the rest */
 #define ZRFS_WARM_SAMPLE 16
 void zrfs_read_ahead_bufvec(struct zrfs *fs, const struct fuse_bufvec *bv);
+/* read.c: add @len bytes at @pos of @fd (or of @mem, with @fd -1) to @bv,
+ * merging with the last piece when they are adjacent in the same file (or
+ * in memory): records appended one after the other lie one after the other
+ * in their chunk. A file piece may also carry @mem, where the same bytes are
+ * mapped. @bv has room for one more piece. */
+void zrfs_add_piece(struct fuse_bufvec *bv, int fd, off_t pos, const void *mem, size_t len);
 /* read.c: log that a file of @bytes to make is larger than the cache, and
  * return -EFBIG: such files are refused, which bounds the daemon's memory */
 int zrfs_too_big(struct zrfs *fs, uint64_t bytes);
