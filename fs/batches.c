@@ -24,7 +24,8 @@
  * daemon never touches the bytes). A flate field's batch is assembled once
  * with the core's io_uring batch reader (one submission, records inflated)
  * into the shared bounded cache (cache.c), as B + 1 offsets followed by the
- * bytes, from which <field>, <field>.offsets and <field>.npy are served.
+ * bytes, from which <field>, <field>.offsets and <field>.npy are served
+ * (the .npy view as pieces of it, laid out as a raw batch's).
  *
  * Every read at offset 0 of step k queues, for background threads (one per
  * CPU, at most -o prefetch), steps k+1 .. k+prefetch of the same field:
