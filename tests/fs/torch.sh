@@ -20,15 +20,20 @@ for c in cat dog "ünï cödé"; do
 	i=$((i + 1))
 done
 "$ZR" import dir "$T/src" "$DS" --label-from-parent label >/dev/null || fail "import"
+# README's PyTorch helpers (imports, npy_tensor, read_npy, Read, load_npy), run by both parts
+"$PY" - "${README:?README must name README.md}" >"$T/helpers.py" <<'PY' || fail "README's PyTorch example"
+import re, sys
+example = re.search(r"```python\n# example: pytorch\n(.*?)```", open(sys.argv[1]).read(), re.S).group(1)
+print(example[:example.index("class Steps")])
+PY
 mount_ds -o batches=shuffle,seed=3,batch=4,tail=keep,drop_behind=1
-"$PY" - "$MNT" "$T/src" "${README:?README must name README.md}" <<'PY' || fail "torch consumers"
-import os, re, sys
+"$PY" - "$MNT" "$T/src" "$T/helpers.py" <<'PY' || fail "torch consumers"
+import os, sys
 import numpy as np, torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 from torchvision.datasets import ImageFolder
-mnt, src, readme = sys.argv[1:]
-example = re.search(r"```python\n# example: pytorch\n(.*?)```", open(readme).read(), re.S).group(1)
-exec(example[:example.index("class Steps")])  # imports, npy_tensor, read_npy, Read, load_npy
+mnt, src, helpers = sys.argv[1:]
+exec(open(helpers).read())
 read = lambda p: open(p, "rb").read()
 a, b = ImageFolder(f"{mnt}/by/label", loader=read), ImageFolder(src, loader=read)
 assert a.classes == b.classes, (a.classes, b.classes)
@@ -89,12 +94,11 @@ fusermount3 -u "$MNT" || fail "unmount"
 DS=$T/ds2
 make_ds --records 50
 mount_ds -o batches=shuffle,seed=5,batch=8,tail=keep
-"$PY" - "$MNT" "$README" <<'PY' || fail "load_npy of f32 4x3 raw and i64 flate batches"
-import os, pickle, re, sys
+"$PY" - "$MNT" "$T/helpers.py" <<'PY' || fail "load_npy of f32 4x3 raw and i64 flate batches"
+import os, pickle, sys
 import numpy as np, torch
-mnt, readme = sys.argv[1:]
-example = re.search(r"```python\n# example: pytorch\n(.*?)```", open(readme).read(), re.S).group(1)
-exec(example[:example.index("class Steps")])
+mnt, helpers = sys.argv[1:]
+exec(open(helpers).read())
 epoch = f"{mnt}/.batches/shuffle,seed=5,batch=8,tail=keep/epoch-0"
 steps = sorted(os.listdir(epoch), key=int)
 assert len(steps) == 7, steps
