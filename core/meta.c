@@ -222,135 +222,113 @@ static int parse_field(json_t *jf, unsigned idx, zr_fielddef *d, const char *whe
 	return 0;
 }
 
+/* "chunks": size, num, first and the unfull list. */
+static int parse_chunks(json_t *root, const char *where, zr_meta *m)
+{
+	json_t *chunks = json_object_get(root, "chunks"), *unfull;
+	uint64_t v = 0;
+
+	RETURN_IF(!json_is_object(chunks), ZR_ECORRUPT, "%s: 'chunks' is missing or not an object",
+		  where);
+	FORWARD_IF_ERR(get_uint(chunks, "size", UINT32_MAX, &v, where));
+	m->chunk_size = (uint32_t)v;
+	FORWARD_IF_ERR(get_uint(chunks, "num", UINT32_MAX, &v, where));
+	m->chunk_num = (uint32_t)v;
+	v = 0;
+	if (json_object_get(chunks, "first"))
+		FORWARD_IF_ERR(get_uint(chunks, "first", UINT32_MAX - 1 - m->chunk_num, &v, where));
+	m->chunk_first = (uint32_t)v;
+	RETURN_IF(m->chunk_size == 0, ZR_ECORRUPT, "%s: chunks.size is 0", where);
+	unfull = json_object_get(chunks, "unfull");
+	RETURN_IF(unfull && (!json_is_array(unfull) || json_array_size(unfull) > m->chunk_num),
+		  ZR_ECORRUPT, "%s: chunks.unfull is not an array of at most num entries", where);
+	m->unfull_count = unfull ? (uint32_t)json_array_size(unfull) : 0;
+	m->unfull = calloc(m->unfull_count + 1, sizeof *m->unfull);
+	RETURN_IF(!m->unfull, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < m->unfull_count; i++) {
+		json_t *t = json_array_get(unfull, i);
+		json_int_t a, b, c;
+		RETURN_IF(!json_is_array(t) || json_array_size(t) != 3 ||
+				  !json_is_integer(json_array_get(t, 0)) ||
+				  !json_is_integer(json_array_get(t, 1)) ||
+				  !json_is_integer(json_array_get(t, 2)),
+			  ZR_ECORRUPT, "%s: chunks.unfull[%u] is not [chunk_id, write_pos, records]",
+			  where, i);
+		a = json_integer_value(json_array_get(t, 0));
+		b = json_integer_value(json_array_get(t, 1));
+		c = json_integer_value(json_array_get(t, 2));
+		RETURN_IF(a < m->chunk_first || a >= (json_int_t)m->chunk_first + m->chunk_num ||
+				  b < 0 || c < 0 || c >= m->chunk_size,
+			  ZR_ECORRUPT, "%s: chunks.unfull[%u] = [%lld, %lld, %lld] is out of range",
+			  where, i, (long long)a, (long long)b, (long long)c);
+		for (uint32_t j = 0; j < i; j++)
+			RETURN_IF(m->unfull[j].chunk_id == (uint32_t)a, ZR_ECORRUPT,
+				  "%s: chunk %lld is listed twice in chunks.unfull", where,
+				  (long long)a);
+		m->unfull[i] = (zr_unfull){(uint32_t)a, (uint64_t)b, (uint32_t)c};
+	}
+	return 0;
+}
+
+/* "fields": 1..ZR_FIELDS_MAX fields with distinct names. */
+static int parse_fields(json_t *root, const char *where, zr_meta *m)
+{
+	json_t *fields = json_object_get(root, "fields");
+
+	RETURN_IF(!json_is_array(fields) || json_array_size(fields) == 0 ||
+			  json_array_size(fields) > ZR_FIELDS_MAX,
+		  ZR_ECORRUPT, "%s: 'fields' is not an array of 1..%d fields", where, ZR_FIELDS_MAX);
+	m->nfields = (unsigned)json_array_size(fields);
+	m->fields = calloc(m->nfields, sizeof *m->fields);
+	RETURN_IF(!m->fields, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < m->nfields; i++) {
+		FORWARD_IF_ERR(parse_field(json_array_get(fields, i), i, &m->fields[i], where));
+		for (unsigned j = 0; j < i; j++)
+			RETURN_IF(strcmp(m->fields[j].name, m->fields[i].name) == 0, ZR_ECORRUPT,
+				  "%s: field '%s' is defined twice", where, m->fields[i].name);
+	}
+	return 0;
+}
+
+/* Everything of @root but chunks and fields: format, version, counters,
+ * times, attrs. */
+static int parse_top(json_t *root, const char *where, zr_meta *m)
+{
+	json_t *format = json_object_get(root, "format"), *attrs = json_object_get(root, "attrs");
+	uint64_t v;
+
+	RETURN_IF(!json_is_object(root), ZR_ECORRUPT, "%s: not a JSON object", where);
+	RETURN_IF(!json_is_string(format) || strcmp(json_string_value(format), "zrecord") != 0,
+		  ZR_ECORRUPT, "%s: 'format' is not \"zrecord\"", where);
+	FORWARD_IF_ERR(get_uint(root, "version", UINT32_MAX, &v, where));
+	RETURN_IF(v != ZR_FORMAT_VERSION, ZR_EVERSION,
+		  "%s: format version %llu, this library reads version %d", where,
+		  (unsigned long long)v, ZR_FORMAT_VERSION);
+	FORWARD_IF_ERR(get_uint(root, "generation", INT64_MAX, &m->generation, where));
+	FORWARD_IF_ERR(get_uint(root, "length", ZR_LENGTH_MAX, &m->length, where));
+	get_time(root, "created", &m->created);
+	get_time(root, "modified", &m->modified);
+	RETURN_IF(attrs && !json_is_object(attrs), ZR_ECORRUPT, "%s: 'attrs' is not an object",
+		  where);
+	m->attrs = attrs ? json_incref(attrs) : NULL;
+	return 0;
+}
+
 int zr_meta_parse(const char *buf, size_t len, const char *where, zr_meta *m)
 {
 	json_error_t jerr;
-	json_t *root, *chunks, *fields, *unfull, *attrs;
-	uint64_t v;
-	int rc = ZR_ECORRUPT;
+	json_t *root;
+	int rc;
 
 	memset(m, 0, sizeof *m);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	RETURN_IF(!root, ZR_ECORRUPT, "%s: not valid JSON (line %d: %s)", where, jerr.line,
 		  jerr.text);
-	if (!json_is_object(root)) {
-		rc = zr_err(ZR_ECORRUPT, "%s: not a JSON object", where);
-		goto out;
-	}
-	if (!json_is_string(json_object_get(root, "format")) ||
-	    strcmp(json_string_value(json_object_get(root, "format")), "zrecord") != 0) {
-		rc = zr_err(ZR_ECORRUPT, "%s: 'format' is not \"zrecord\"", where);
-		goto out;
-	}
-	if ((rc = get_uint(root, "version", UINT32_MAX, &v, where)) < 0)
-		goto out;
-	if (v != ZR_FORMAT_VERSION) {
-		rc = zr_err(ZR_EVERSION, "%s: format version %llu, this library reads version %d",
-			    where, (unsigned long long)v, ZR_FORMAT_VERSION);
-		goto out;
-	}
-	if ((rc = get_uint(root, "generation", INT64_MAX, &m->generation, where)) < 0 ||
-	    (rc = get_uint(root, "length", ZR_LENGTH_MAX, &m->length, where)) < 0)
-		goto out;
-	get_time(root, "created", &m->created);
-	get_time(root, "modified", &m->modified);
-
-	rc = ZR_ECORRUPT;
-	chunks = json_object_get(root, "chunks");
-	if (!json_is_object(chunks)) {
-		rc = zr_err(rc, "%s: 'chunks' is missing or not an object", where);
-		goto out;
-	}
-	if ((rc = get_uint(chunks, "size", UINT32_MAX, &v, where)) < 0)
-		goto out;
-	m->chunk_size = (uint32_t)v;
-	if ((rc = get_uint(chunks, "num", UINT32_MAX, &v, where)) < 0)
-		goto out;
-	m->chunk_num = (uint32_t)v;
-	v = 0;
-	if (json_object_get(chunks, "first") &&
-	    (rc = get_uint(chunks, "first", UINT32_MAX - 1 - m->chunk_num, &v, where)) < 0)
-		goto out;
-	m->chunk_first = (uint32_t)v;
-	if (m->chunk_size == 0) {
-		rc = zr_err(ZR_ECORRUPT, "%s: chunks.size is 0", where);
-		goto out;
-	}
-	unfull = json_object_get(chunks, "unfull");
-	if (unfull && (!json_is_array(unfull) || json_array_size(unfull) > m->chunk_num)) {
-		rc = zr_err(ZR_ECORRUPT, "%s: chunks.unfull is not an array of at most num entries",
-			    where);
-		goto out;
-	}
-	m->unfull_count = unfull ? (uint32_t)json_array_size(unfull) : 0;
-	m->unfull = calloc(m->unfull_count + 1, sizeof *m->unfull);
-	if (!m->unfull) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < m->unfull_count; i++) {
-		json_t *t = json_array_get(unfull, i);
-		json_int_t a, b, c;
-		if (!json_is_array(t) || json_array_size(t) != 3 ||
-		    !json_is_integer(json_array_get(t, 0)) ||
-		    !json_is_integer(json_array_get(t, 1)) ||
-		    !json_is_integer(json_array_get(t, 2))) {
-			rc = zr_err(ZR_ECORRUPT,
-				    "%s: chunks.unfull[%u] is not [chunk_id, write_pos, records]",
-				    where, i);
-			goto out;
-		}
-		a = json_integer_value(json_array_get(t, 0));
-		b = json_integer_value(json_array_get(t, 1));
-		c = json_integer_value(json_array_get(t, 2));
-		if (a < m->chunk_first || a >= (json_int_t)m->chunk_first + m->chunk_num || b < 0 ||
-		    c < 0 || c >= m->chunk_size) {
-			rc = zr_err(ZR_ECORRUPT, "%s: chunks.unfull[%u] = [%lld, %lld, %lld] is out of range",
-				    where, i, (long long)a, (long long)b, (long long)c);
-			goto out;
-		}
-		for (uint32_t j = 0; j < i; j++)
-			if (m->unfull[j].chunk_id == (uint32_t)a) {
-				rc = zr_err(ZR_ECORRUPT, "%s: chunk %lld is listed twice in chunks.unfull",
-					    where, (long long)a);
-				goto out;
-			}
-		m->unfull[i] = (zr_unfull){(uint32_t)a, (uint64_t)b, (uint32_t)c};
-	}
-
-	fields = json_object_get(root, "fields");
-	if (!json_is_array(fields) || json_array_size(fields) == 0 ||
-	    json_array_size(fields) > ZR_FIELDS_MAX) {
-		rc = zr_err(ZR_ECORRUPT, "%s: 'fields' is not an array of 1..%d fields", where,
-			    ZR_FIELDS_MAX);
-		goto out;
-	}
-	m->nfields = (unsigned)json_array_size(fields);
-	m->fields = calloc(m->nfields, sizeof *m->fields);
-	if (!m->fields) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = 0; i < m->nfields; i++) {
-		if ((rc = parse_field(json_array_get(fields, i), i, &m->fields[i], where)) < 0)
-			goto out;
-		for (unsigned j = 0; j < i; j++)
-			if (strcmp(m->fields[j].name, m->fields[i].name) == 0) {
-				rc = zr_err(ZR_ECORRUPT, "%s: field '%s' is defined twice", where,
-					    m->fields[i].name);
-				goto out;
-			}
-	}
-	attrs = json_object_get(root, "attrs");
-	if (attrs) {
-		if (!json_is_object(attrs)) {
-			rc = zr_err(ZR_ECORRUPT, "%s: 'attrs' is not an object", where);
-			goto out;
-		}
-		m->attrs = json_incref(attrs);
-	}
-	rc = 0;
-out:
+	rc = parse_top(root, where, m);
+	if (rc == 0)
+		rc = parse_chunks(root, where, m);
+	if (rc == 0)
+		rc = parse_fields(root, where, m);
 	json_decref(root);
 	if (rc < 0)
 		zr_meta_free(m);

@@ -8,6 +8,8 @@
  * read straight into their place in the caller's buffer; flate records into
  * the reader's scratch buffer, then inflated into place. Where io_uring is
  * unavailable (kernel without it, seccomp), the same plan runs with pread.
+ * zr_reader_read_ranges() runs the same machinery over byte ranges a caller
+ * located itself (with zr_stat()).
  */
 #include "store_i.h"
 
@@ -171,6 +173,22 @@ static int run_uring(zr_reader *r, struct rd *rds, size_t n)
 		inflight--;
 	}
 	return rc;
+}
+
+int zr_reader_read_ranges(zr_reader *r, const zr_range *ranges, size_t n)
+{
+	int rc;
+
+	FORWARD_IF_ERR(grow((void **)&r->rds, &r->rds_cap, n + 1, sizeof *r->rds));
+	for (size_t i = 0; i < n; i++)
+		r->rds[i] = (struct rd){ranges[i].fd, ranges[i].dst, ranges[i].len, 0,
+					ranges[i].offset};
+	rc = r->uring ? run_uring(r, r->rds, n) : run_pread(r->rds, n);
+	RETURN_IF(rc < 0, rc == -ENODATA ? -EIO : rc,
+		  "%s: reading %zu ranges of chunk files failed: %s", r->ds->path, n,
+		  rc == -ENODATA || rc == -EIO ? "a file ends inside a range, or cannot be read"
+					      : strerror(-rc));
+	return 0;
 }
 
 int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, void *dst,

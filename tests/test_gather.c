@@ -179,3 +179,62 @@ Test(gather, reader_pread_fallback_flate)
 {
 	reader_matches_gather(ZR_FLATE, false);
 }
+
+/* Byte ranges located with zr_stat read what the mappings hold, pieces of
+ * records included, through io_uring or pread; a range past the end of its
+ * file is -EIO. */
+static void ranges_match_records(bool uring)
+{
+	zr_uring_disabled = !uring;
+	t_create1(t_ds, ZR_RAW, 100);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	t_append_range(ds, 5, 0, 300, 5000);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+
+	ds = t_open(t_ds, ZR_RDONLY);
+	zr_reader *r;
+	cr_assert_eq(zr_reader_open(ds, 8, &r), 0);
+	zr_range ranges[300];
+	uint8_t *dst = malloc(300 * 5000), *at = dst;
+	size_t n = 0;
+	uint64_t ids[300];
+	for (uint64_t id = 299; id < 300; id -= 7) { /* every 7th, backwards */
+		zr_record_stat st;
+		cr_assert_eq(zr_stat(ds, 0, id, &st), 0);
+		if (st.physical_len < 2)
+			continue;
+		/* the second half of the record */
+		uint32_t half = st.physical_len / 2;
+		ranges[n] = (zr_range){st.fd, st.offset + half, st.physical_len - half, at};
+		ids[n++] = id;
+		at += st.physical_len - half;
+	}
+	cr_assert_eq(zr_reader_read_ranges(r, ranges, n), 0, "%s", zr_errmsg(ds));
+	for (size_t i = 0; i < n; i++) {
+		zr_batch *b;
+		size_t m;
+		cr_assert_eq(zr_gather(ds, 0, &ids[i], 1, &b), 0);
+		const zr_slice *s = zr_batch_records(b, &m);
+		uint64_t half = s[0].len / 2;
+		cr_assert_eq(memcmp(ranges[i].dst, (const uint8_t *)s[0].data + half, s[0].len - half),
+			     0, "record %llu", (unsigned long long)ids[i]);
+		zr_batch_release(b);
+	}
+	cr_assert_eq(zr_reader_read_ranges(r, ranges, 0), 0);
+	zr_range past = {ranges[0].fd, (uint64_t)1 << 40, 16, dst};
+	cr_assert_eq(zr_reader_read_ranges(r, &past, 1), -EIO);
+	zr_reader_close(r);
+	free(dst);
+	zr_close(ds);
+}
+
+Test(gather, ranges_uring)
+{
+	ranges_match_records(true);
+}
+
+Test(gather, ranges_pread_fallback)
+{
+	ranges_match_records(false);
+}

@@ -265,6 +265,48 @@ Test(store, fixed_shape_is_enforced_and_aligned)
 	zr_close(ds);
 }
 
+Test(store, append_many_takes_rows_in_order_and_stops_at_a_bad_one)
+{
+	zr_field_spec f[2] = {{.name = "name", .dtype = ZR_BYTES},
+			      {.name = "n", .dtype = ZR_I64, .fixed = 1}};
+	cr_assert_eq(zr_create(t_ds, f, 2, NULL), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	int64_t k[4] = {10, 11, 12, 13};
+	/* row-major: one value per field per row; row 2's name is missing */
+	zr_value rows[8] = {{"a", 1}, {&k[0], 8}, {"bb", 2}, {&k[1], 8},
+			    {NULL, 0}, {&k[2], 8}, {"dddd", 4}, {&k[3], 8}};
+	uint64_t first = 99;
+	cr_assert_eq(zr_append(ds, rows, NULL), 0);
+	cr_assert_eq(zr_append_many(ds, rows, 4, &first), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(first, 1);
+	cr_assert_eq(zr_length(ds), 5);
+	for (uint64_t id = 1; id < 5; id++) {
+		zr_batch *b;
+		size_t n;
+		cr_assert_eq(zr_gather(ds, 0, &id, 1, &b), 0);
+		const zr_slice *s = zr_batch_records(b, &n);
+		const zr_value *want = &rows[(id - 1) * 2];
+		cr_assert_eq(s[0].data == NULL, want->data == NULL, "row %llu presence",
+			     (unsigned long long)id);
+		cr_assert_eq(s[0].len, want->len);
+		cr_assert(!want->data || memcmp(s[0].data, want->data, want->len) == 0);
+		zr_batch_release(b);
+		cr_assert_eq(zr_gather(ds, 1, &id, 1, &b), 0);
+		s = zr_batch_records(b, &n);
+		cr_assert_eq(*(const int64_t *)s[0].data, k[id - 1]);
+		zr_batch_release(b);
+	}
+	/* a row that does not fit its field ends the call: the rows before it
+	 * are appended (uncommitted, like any append), it and those after not */
+	zr_value bad[6] = {{"x", 1}, {&k[0], 8}, {"y", 1}, {&k[1], 4}, {"z", 1}, {&k[2], 8}};
+	cr_assert_eq(zr_append_many(ds, bad, 3, &first), -EINVAL);
+	cr_assert_eq(first, 5);
+	cr_assert_eq(zr_length(ds), 6);
+	cr_assert_eq(zr_append_many(ds, bad, 0, NULL), 0);
+	cr_assert_eq(zr_length(ds), 6);
+	zr_close(ds);
+}
+
 Test(store, second_writer_is_refused_and_readers_cannot_write)
 {
 	t_create1(t_ds, ZR_RAW, 0);

@@ -249,7 +249,14 @@ ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void 
  */
 ZR_API int zr_append(zr_dataset *ds, const zr_value *values, uint64_t *id_out);
 
-/** Append @p n records; @p values is n * zr_field_count() values, row-major. */
+/**
+ * Append @p n records in order under one lock: @p values is
+ * n * zr_field_count() values, row-major (record i's field f at
+ * values[i * zr_field_count() + f]).
+ * @param[out] first_id_out the first new record's id, or NULL.
+ * @return 0, or the error of the first record that fails (see zr_append());
+ *         the records before it are appended, it and the rest are not.
+ */
 ZR_API int zr_append_many(zr_dataset *ds, const zr_value *values, size_t n,
 			  uint64_t *first_id_out);
 
@@ -341,6 +348,23 @@ ZR_API int zr_reader_open(zr_dataset *ds, unsigned depth, zr_reader **out);
  */
 ZR_API int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n,
 			  void *dst, size_t cap, uint64_t *offsets);
+/** A byte range of a chunk file, as zr_stat() describes one, and where it goes. */
+typedef struct zr_range {
+	int fd;          /**< zr_record_stat.fd */
+	uint64_t offset; /**< within that file */
+	uint32_t len;    /**< bytes to read */
+	void *dst;       /**< @p len bytes of the caller's */
+} zr_range;
+
+/**
+ * Read byte ranges of the dataset's chunk files, each into its own
+ * destination, with one io_uring submission (pread where io_uring is
+ * unavailable): for callers that send stored bytes on without the dataset's
+ * mappings (a file cut short under a mapping faults; a read reports it).
+ * @return 0, -EIO (a file ends inside a range, which is then not filled
+ *         whole), -errno
+ */
+ZR_API int zr_reader_read_ranges(zr_reader *r, const zr_range *ranges, size_t n);
 /** 1 if the reader uses io_uring, 0 if it fell back to pread. */
 ZR_API int zr_reader_uses_uring(const zr_reader *r);
 ZR_API void zr_reader_close(zr_reader *r);
