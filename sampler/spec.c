@@ -56,6 +56,13 @@ static const char *lookup(const char *const *names, size_t n, const char *s, siz
 	return NULL;
 }
 
+int zs_spec_is_key(const char *name, size_t len)
+{
+	int k;
+
+	return lookup(key_names, K_COUNT, name, len, &k) != NULL;
+}
+
 /* A decimal number in [lo, hi] without sign or leading zeros. */
 static int number(const char *key, const char *s, size_t len, uint64_t lo, uint64_t hi,
 		  uint64_t *out)

@@ -120,3 +120,18 @@ Test(spec, format_checks_its_input)
 	s.seed = 123456789;
 	cr_assert_eq(zs_spec_format(&s, buf, sizeof buf), -ENOBUFS);
 }
+
+Test(spec, keys_are_known_by_name_and_length)
+{
+	static const char *const keys[] = {"seed", "batch", "rank", "world", "lo",
+					   "hi", "tail", "window", "stride", "block"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		cr_assert(zs_spec_is_key(keys[i], strlen(keys[i])), "%s", keys[i]);
+	/* the length decides, not a NUL: "seed=1" up to its '=' is a key */
+	cr_assert(zs_spec_is_key("seed=1", 4));
+	cr_assert(!zs_spec_is_key("seed=1", 6));
+	cr_assert(!zs_spec_is_key("see", 3));
+	cr_assert(!zs_spec_is_key("shuffle", 7), "an order is not a key");
+	cr_assert(!zs_spec_is_key("max_threads", 11));
+	cr_assert(!zs_spec_is_key("", 0));
+}

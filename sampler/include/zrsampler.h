@@ -107,6 +107,14 @@ ZS_API int zs_spec_parse(const char *s, zs_spec *out);
  */
 ZS_API int zs_spec_format(const zs_spec *spec, char *buf, size_t cap);
 
+/**
+ * Whether the @p len bytes at @p name are one of the spec's KEYs (seed,
+ * batch, rank, ...): for callers that must tell a spec's KEY=VALUE pieces
+ * from other options of a comma-separated list.
+ * @return 1 or 0
+ */
+ZS_API int zs_spec_is_key(const char *name, size_t len);
+
 /** The message of the last failing call in this thread (static buffer). */
 ZS_API const char *zs_errmsg(void);
 
