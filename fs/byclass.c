@@ -8,6 +8,9 @@
  * file is the record file itself (same inode, same page cache), so
  * torchvision.datasets.ImageFolder(mount + "/by/label") sees the original
  * class layout. The labels are read once at mount: 4 bytes per record.
+ *
+ * /by is shown when some label field has class names and no field is
+ * called "by"; its only entry in the root is at position 2.
  */
 #include "zrfs_i.h"
 
@@ -16,9 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define INO_BY_FIELD UINT64_C(0x4000)
-#define INO_BY_CLASS (UINT64_C(1) << 55)
 
 struct by_field {
 	unsigned label;       /* the label field */
@@ -99,13 +99,15 @@ int zrfs_byclass_create(struct zrfs *fs)
 			rc = -ENOMEM;
 			break;
 		}
+		bc->n++; /* from here on, destroy frees what it has */
 		json_array_foreach(names, i, v)
 		{
 			const char *s = json_string_value(v);
-			b->names[i] = strdup(s && usable_name(s) ? s : "_");
+			if (!(b->names[i] = strdup(s && usable_name(s) ? s : "_")))
+				rc = -ENOMEM;
 		}
-		rc = load_labels(fs, b);
-		bc->n++;
+		if (rc == 0)
+			rc = load_labels(fs, b);
 	}
 	json_decref(root);
 	return bc->f ? rc : -ENOMEM;
@@ -128,7 +130,8 @@ void zrfs_byclass_destroy(struct zrfs *fs)
 	fs->byclass = NULL;
 }
 
-bool zrfs_byclass_shown(const struct zrfs *fs)
+/* /by is shown: some label field has class names, and no field is called "by". */
+static bool shown(const struct zrfs *fs)
 {
 	if (!fs->byclass || fs->byclass->n == 0)
 		return false;
@@ -138,130 +141,158 @@ bool zrfs_byclass_shown(const struct zrfs *fs)
 	return true;
 }
 
-bool zrfs_byclass_owns(fuse_ino_t ino)
-{
-	return ino == ZRFS_INO_BY || (ino >= INO_BY_FIELD && ino < INO_BY_FIELD + ZR_FIELDS_MAX) ||
-	       (ino & ~((UINT64_C(1) << 55) - 1)) == INO_BY_CLASS;
-}
+enum node { N_NONE, N_TOP, N_FIELD, N_CLASS };
 
-/* Which node: 0 /by, 1 /by/FIELD (@b), 2 /by/FIELD/CLASS (@b, @cls); -1 none. */
-static int decode(struct zrfs *fs, fuse_ino_t ino, struct by_field **b, unsigned *cls)
+/* Which node @ino is, with its label field @b and class @cls. */
+static enum node decode(const struct zrfs *fs, fuse_ino_t ino, struct by_field **b, unsigned *cls)
 {
-	struct zrfs_byclass *bc = fs->byclass;
+	const struct zrfs_byclass *bc = fs->byclass;
 	uint64_t i;
 
+	if (!shown(fs))
+		return N_NONE;
 	if (ino == ZRFS_INO_BY)
-		return 0;
-	if (ino >= INO_BY_FIELD && ino < INO_BY_FIELD + ZR_FIELDS_MAX) {
-		i = ino - INO_BY_FIELD;
-		if (i >= bc->n)
-			return -1;
-		*b = &bc->f[i];
-		return 1;
+		return N_TOP;
+	if (ino >= ZRFS_INO_BY_FIELD && ino < ZRFS_INO_BY_FIELD + bc->n) {
+		*b = &bc->f[ino - ZRFS_INO_BY_FIELD];
+		return N_FIELD;
 	}
-	i = (ino >> 32) & 0xffff;
+	if ((ino & ~((UINT64_C(1) << 40) - 1)) != ZRFS_INO_BY_CLASS)
+		return N_NONE;
+	i = (ino >> 32) & 0xff;
 	*cls = (unsigned)(ino & 0xffffffff);
 	if (i >= bc->n || *cls >= bc->f[i].nclasses)
-		return -1;
+		return N_NONE;
 	*b = &bc->f[i];
-	return 2;
+	return N_CLASS;
 }
 
-static fuse_ino_t rec_ino(unsigned field, uint64_t id)
+static fuse_ino_t class_ino(const struct zrfs *fs, const struct by_field *b, unsigned cls)
 {
-	return ZRFS_INO_REC | (uint64_t)field << ZRFS_ID_BITS | id;
+	return ZRFS_INO_BY_CLASS | (uint64_t)(b - fs->byclass->f) << 32 | cls;
 }
 
-int zrfs_byclass_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+static bool by_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
 	struct by_field *b;
 	unsigned cls;
 
-	if (decode(fs, ino, &b, &cls) < 0)
+	return decode(fs, ino, &b, &cls) != N_NONE;
+}
+
+static int by_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+{
+	struct by_field *b;
+	unsigned cls;
+
+	if (decode(fs, ino, &b, &cls) == N_NONE)
 		return -ENOENT;
-	zrfs_base_attr(fs, ino, S_IFDIR | 0555, st);
-	st->st_nlink = 2;
+	zrfs_dir_attr(fs, ino, st);
 	return 0;
 }
 
-int zrfs_byclass_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
+static int by_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
 {
-	struct zrfs_byclass *bc = fs->byclass;
-	struct by_field *b;
-	unsigned cls;
+	const struct zrfs_byclass *bc = fs->byclass;
+	struct by_field *b = NULL;
+	unsigned cls = 0;
 	uint64_t id;
 
+	if (parent == ZRFS_INO_ROOT) {
+		*out = ZRFS_INO_BY;
+		return shown(fs) && strcmp(name, ZRFS_BY_NAME) == 0 ? 0 : -ENOENT;
+	}
 	switch (decode(fs, parent, &b, &cls)) {
-	case 0:
+	case N_TOP:
 		for (unsigned i = 0; i < bc->n; i++)
 			if (strcmp(name, fs->fields[bc->f[i].label].spec->name) == 0) {
-				*out = INO_BY_FIELD + i;
+				*out = ZRFS_INO_BY_FIELD + i;
 				return 0;
 			}
 		return -ENOENT;
-	case 1:
+	case N_FIELD:
 		for (unsigned k = 0; k < b->nclasses; k++)
 			if (strcmp(name, b->names[k]) == 0) {
-				*out = INO_BY_CLASS | (uint64_t)(b - bc->f) << 32 | k;
+				*out = class_ino(fs, b, k);
 				return 0;
 			}
 		return -ENOENT;
-	case 2:
-		if (zrfs_record_name(&fs->fields[b->data], name, fs->n, &id) < 0 ||
+	case N_CLASS:
+		if (zrfs_record_name_parse(&fs->fields[b->data], name, fs->n, &id) < 0 ||
 		    b->label_of[id] != (int32_t)cls)
 			return -ENOENT;
-		*out = rec_ino(b->data, id);
+		*out = zrfs_rec_ino(b->data, id);
 		return 0;
+	case N_NONE:
+		break;
 	}
 	return -ENOENT;
 }
 
-int zrfs_byclass_list(struct zrfs_listing *l, struct zrfs *fs, fuse_ino_t ino, off_t off)
+/* The first record of class @cls of @b at or after @id that has a file. */
+static int class_entry(struct zrfs *fs, const struct by_field *b, unsigned cls, uint64_t id,
+		       struct zrfs_dirent *out)
 {
-	struct zrfs_byclass *bc = fs->byclass;
-	struct by_field *b = NULL;
-	unsigned cls = 0;
-	int node = decode(fs, ino, &b, &cls);
-	char name[300];
-
-	if (node < 0)
-		return -ENOENT;
-	if (!zrfs_list_dots(l, fs, ino, off))
-		return 0;
-	for (uint64_t p = off > 2 ? (uint64_t)off : 2;; p++) {
-		fuse_ino_t child;
-		mode_t type = S_IFDIR;
-		if (node == 0) {
-			if (p - 2 >= bc->n)
-				break;
-			snprintf(name, sizeof name, "%s", fs->fields[bc->f[p - 2].label].spec->name);
-			child = INO_BY_FIELD + (p - 2);
-		} else if (node == 1) {
-			if (p - 2 >= b->nclasses)
-				break;
-			snprintf(name, sizeof name, "%s", b->names[p - 2]);
-			child = INO_BY_CLASS | (uint64_t)(b - bc->f) << 32 | (p - 2);
-		} else {
-			uint64_t id = p - 2;
-			while (id < fs->n && b->label_of[id] != (int32_t)cls)
-				id++;
-			if (id >= fs->n)
-				break;
-			p = id + 2;
-			const struct zrfs_field *fd = &fs->fields[b->data];
-			if (fd->ext_len)
-				snprintf(name, sizeof name, "%llu.%s", (unsigned long long)id,
-					 fd->spec->ext);
-			else
-				snprintf(name, sizeof name, "%llu", (unsigned long long)id);
-			zr_record_stat st;
-			if (zr_stat(fs->ds, b->data, id, &st) == 0 && !st.present)
-				continue; /* the record has no such file */
-			child = rec_ino(b->data, id);
-			type = S_IFREG;
-		}
-		if (!zrfs_list_add(l, fs, name, child, type, (off_t)p + 1))
-			break;
+	for (; id < fs->n; id++) {
+		if (b->label_of[id] != (int32_t)cls || !zrfs_record_listed(fs, b->data, id))
+			continue;
+		zrfs_record_name_format(&fs->fields[b->data], id, out->name, sizeof out->name);
+		out->ino = zrfs_rec_ino(b->data, id);
+		out->type = S_IFREG;
+		out->pos = id + 2;
+		return 1;
 	}
 	return 0;
 }
+
+static int by_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *out)
+{
+	const struct zrfs_byclass *bc = fs->byclass;
+	struct by_field *b = NULL;
+	unsigned cls = 0;
+	uint64_t i = pos - 2;
+
+	out->type = S_IFDIR;
+	out->pos = pos;
+	if (dir == ZRFS_INO_ROOT) {
+		if (pos > 2 || !shown(fs))
+			return 0;
+		snprintf(out->name, sizeof out->name, "%s", ZRFS_BY_NAME);
+		out->ino = ZRFS_INO_BY;
+		return 1;
+	}
+	switch (decode(fs, dir, &b, &cls)) {
+	case N_TOP:
+		if (i >= bc->n)
+			return 0;
+		snprintf(out->name, sizeof out->name, "%s", fs->fields[bc->f[i].label].spec->name);
+		out->ino = ZRFS_INO_BY_FIELD + i;
+		return 1;
+	case N_FIELD:
+		if (i >= b->nclasses)
+			return 0;
+		snprintf(out->name, sizeof out->name, "%s", b->names[i]);
+		out->ino = class_ino(fs, b, (unsigned)i);
+		return 1;
+	case N_CLASS:
+		return class_entry(fs, b, cls, i, out);
+	case N_NONE:
+		break;
+	}
+	return -ENOENT;
+}
+
+static void by_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off)
+{
+	(void)fs, (void)ino, (void)size, (void)off;
+	fuse_reply_err(req, EISDIR); /* its files are record files, read through tree.c */
+}
+
+const struct zrfs_subtree zrfs_byclass = {
+	.name = "by",
+	.owns = by_owns,
+	.lookup = by_lookup,
+	.attr = by_attr,
+	.entry = by_entry,
+	.read = by_read,
+};

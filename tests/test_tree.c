@@ -1,82 +1,99 @@
 /*
- * Description: the mount's name and header logic (fs/tree.c, fs/npy.c)
- * without a mount: record names parse only in their one canonical form
- * (ids below N, the field's extension, no leading zeros, nothing after a
- * NUL), .npy headers follow NumPy's format 1.0, errors map to errno once.
+ * Description: the field tree without a mount (fs/tree.c): its names in the
+ * root (meta.json, a directory per field, FIELD.npy for fixed shapes only),
+ * a field's directory lists its present records in id order, and the whole
+ * field views of a raw and a flate field hold every row (missing rows as
+ * zeros) whole and read in pieces.
  */
-#include "zrfs_i.h"
+#include "fs_fixture.h"
 
-#include <criterion/criterion.h>
-#include <errno.h>
-#include <string.h>
+TestSuite(tree, .init = t_fs_setup, .fini = t_fs_teardown);
 
-TestSuite(tree);
+static const struct zrfs_subtree *const T = &zrfs_tree;
 
-static const zr_field_spec jpg = {.name = "img", .dtype = ZR_BYTES, .ext = "jpg"};
-static const zr_field_spec bare = {.name = "lab", .dtype = ZR_I64};
-
-static void names(const zr_field_spec *spec, uint64_t n, const char *name, int want_rc,
-		  uint64_t want_id)
+Test(tree, root_names)
 {
-	struct zrfs_field f = {.spec = spec, .ext_len = spec->ext ? strlen(spec->ext) : 0};
-	uint64_t id = 12345;
-	int rc = zrfs_record_name(&f, name, n, &id);
-	cr_assert_eq(rc, want_rc, "'%s': %d", name, rc);
-	if (rc == 0)
-		cr_assert_eq(id, want_id, "'%s': id %llu", name, (unsigned long long)id);
+	int rc;
+	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "meta.json", &rc), ZRFS_INO_META);
+	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "x", &rc), ZRFS_INO_DIR + 0);
+	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "v", &rc), ZRFS_INO_DIR + 2);
+	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "y.npy", &rc), ZRFS_INO_NPY + 1);
+	static const char *const none[] = {"v.npy", "z", ".batches", "by", "x.np", "meta"};
+	for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+		t_lookup(T, ZRFS_INO_ROOT, none[i], &rc);
+		cr_assert_eq(rc, -ENOENT, "%s", none[i]);
+	}
+	char names[256] = "";
+	struct zrfs_dirent d;
+	for (uint64_t pos = 2; T->entry(&t_fs, ZRFS_INO_ROOT, pos, &d) == 1; pos = d.pos + 1) {
+		strcat(names, d.name);
+		strcat(names, d.type == S_IFDIR ? "/ " : " ");
+	}
+	cr_assert_str_eq(names, "meta.json x/ x.npy y/ y.npy v/ ");
+	t_lookup(T, ZRFS_INO_META, "x", &rc);
+	cr_assert_eq(rc, -ENOTDIR);
 }
 
-Test(tree, record_names)
+Test(tree, a_field_lists_its_present_records)
 {
-	names(&jpg, 100, "0.jpg", 0, 0);
-	names(&jpg, 100, "99.jpg", 0, 99);
-	names(&jpg, 100, "100.jpg", -ENOENT, 0);
-	names(&jpg, 100, "7", -ENOENT, 0);
-	names(&jpg, 100, "07.jpg", -ENOENT, 0);
-	names(&jpg, 100, "7.JPG", -ENOENT, 0);
-	names(&jpg, 100, "7.jpg.jpg", -ENOENT, 0);
-	names(&jpg, 100, "7.jp", -ENOENT, 0);
-	names(&jpg, 100, ".jpg", -ENOENT, 0);
-	names(&jpg, 100, "-1.jpg", -ENOENT, 0);
-	names(&bare, 100, "42", 0, 42);
-	names(&bare, 100, "42.", -ENOENT, 0);
-	names(&bare, 100, "4 2", -ENOENT, 0);
-	names(&bare, 100, "", -ENOENT, 0);
-	names(&bare, 100, "00", -ENOENT, 0);
-	names(&bare, UINT64_C(1) << 40, "1099511627775", 0, (UINT64_C(1) << 40) - 1);
-	names(&bare, UINT64_C(1) << 40, "1099511627776", -ENOENT, 0);
-	names(&bare, UINT64_C(1) << 40, "18446744073709551617", -ENOENT, 0);
-	names(&bare, UINT64_C(1) << 40, "99999999999999999999999999999", -ENOENT, 0);
-	/* a name is a C string: whatever follows a NUL is not part of it */
-	static const char with_nul[] = "12\0.jpg";
-	names(&bare, 100, with_nul, 0, 12);
-	names(&jpg, 100, with_nul, -ENOENT, 0);
+	char names[256] = "";
+	struct zrfs_dirent d;
+	int rc;
+	fuse_ino_t v = t_lookup(T, ZRFS_INO_ROOT, "v", &rc);
+	for (uint64_t pos = 2; T->entry(&t_fs, v, pos, &d) == 1; pos = d.pos + 1) {
+		strcat(names, d.name);
+		strcat(names, " ");
+		cr_assert_eq(t_lookup(T, v, d.name, &rc), d.ino);
+	}
+	cr_assert_str_eq(names, "0.bin 1.bin 2.bin 3.bin 5.bin 6.bin 7.bin 8.bin 9.bin ",
+			 "record 4 is missing, record 2 is empty but present");
+	/* resuming in the middle skips nothing */
+	cr_assert_eq(T->entry(&t_fs, v, 6, &d), 1);
+	cr_assert_str_eq(d.name, "5.bin");
+	struct stat st;
+	cr_assert_eq(T->attr(&t_fs, t_lookup(T, v, "4.bin", &rc), &st), -ENOENT);
+	cr_assert_eq(T->entry(&t_fs, ZRFS_INO_META, 2, &d), -ENOTDIR);
 }
 
-Test(tree, npy_header_follows_numpy_format_1_0)
+Test(tree, whole_field_views)
 {
-	zr_field_spec s = {.name = "x", .dtype = ZR_F32, .fixed = 1, .ndim = 3, .shape = {32, 32, 3}};
-	struct zrfs_npy h;
-	cr_assert_eq(zrfs_npy_header(&s, 1000, 32 * 32 * 3 * 4, &h), 0);
-	cr_assert_eq(h.hdr_len % 64, 0);
-	cr_assert_eq(memcmp(h.hdr, "\x93NUMPY\x01\x00", 8), 0);
-	cr_assert_eq((size_t)(uint8_t)h.hdr[8] | (size_t)(uint8_t)h.hdr[9] << 8, h.hdr_len - 10);
-	cr_assert_eq(h.hdr[h.hdr_len - 1], '\n');
-	cr_assert_not_null(strstr(h.hdr + 10, "{'descr': '<f4', 'fortran_order': False, "
-					      "'shape': (1000, 32, 32, 3), }"));
-	cr_assert_eq(h.size, h.hdr_len + 1000 * 12288);
-	zr_field_spec scalar = {.name = "y", .dtype = ZR_I64, .fixed = 1};
-	cr_assert_eq(zrfs_npy_header(&scalar, 7, 8, &h), 0);
-	cr_assert_not_null(strstr(h.hdr + 10, "'shape': (7,), }"), "%s", h.hdr + 10);
-	zr_field_spec var = {.name = "z", .dtype = ZR_BYTES};
-	cr_assert_eq(zrfs_npy_header(&var, 7, 0, &h), -EINVAL);
+	for (unsigned f = 0; f < 2; f++) {
+		const char *name = f ? "y.npy" : "x.npy";
+		uint64_t rsz = f ? 8 : 6;
+		char hdr[ZR_NPY_HEADER_MAX];
+		int h = zr_npy_header(&t_fields[f], T_N, hdr, sizeof hdr), rc;
+		uint8_t want[1024];
+		memcpy(want, hdr, (size_t)h);
+		for (uint64_t id = 0; id < T_N; id++)
+			if (t_value(f, id, want + h + id * rsz) < 0)
+				memset(want + h + id * rsz, 0, rsz);
+		size_t size = (size_t)h + T_N * rsz, len;
+		fuse_ino_t ino = t_lookup(T, ZRFS_INO_ROOT, name, &rc);
+		struct stat st;
+		cr_assert_eq(T->attr(&t_fs, ino, &st), 0);
+		cr_assert_eq((size_t)st.st_size, size);
+		static const size_t chunks[] = {1 << 20, 7, 3};
+		for (size_t c = 0; c < 3; c++) {
+			uint8_t *got = t_read_all(T, ino, chunks[c], &len);
+			cr_assert_eq(len, size, "%s in pieces of %zu", name, chunks[c]);
+			cr_assert_eq(memcmp(got, want, len), 0, "%s in pieces of %zu", name, chunks[c]);
+			free(got);
+		}
+	}
 }
 
-Test(tree, errors_map_to_errno)
+Test(tree, meta_json_and_directories)
 {
-	cr_assert_eq(zrfs_errno(ZR_ECORRUPT), EIO);
-	cr_assert_eq(zrfs_errno(ZR_EVERSION), EIO);
-	cr_assert_eq(zrfs_errno(-ENOENT), ENOENT);
-	cr_assert_eq(zrfs_errno(-ENOMEM), ENOMEM);
-	cr_assert_eq(zrfs_errno(-99999), EIO);
+	size_t len;
+	uint8_t *got = t_read_all(T, ZRFS_INO_META, 1 << 20, &len);
+	cr_assert_eq(len, t_fs.meta_len);
+	cr_assert_eq(memcmp(got, t_fs.meta, len), 0);
+	free(got);
+	T->read(NULL, &t_fs, ZRFS_INO_DIR, 4096, 0);
+	cr_assert_eq(t_reply.err, EISDIR);
+	struct stat st;
+	cr_assert_eq(T->attr(&t_fs, ZRFS_INO_DIR + 1, &st), 0);
+	cr_assert(S_ISDIR(st.st_mode));
+	cr_assert(!T->owns(&t_fs, ZRFS_INO_NPY + 2), "v has no .npy view");
+	cr_assert(!T->owns(&t_fs, ZRFS_INO_DIR + 3), "there are 3 fields");
 }

@@ -1,7 +1,7 @@
 /*
- * fuzz_names.c - libFuzzer target: the mount's path parser (fs/tree.c):
- * any name either is refused or names an id below N whose canonical
- * spelling is the name itself.
+ * fuzz_names.c - libFuzzer target: the mount's record-name parser
+ * (fs/records.c): any name either is refused or names an id below N whose
+ * canonical spelling (the formatter's) is the name itself.
  */
 #include "zrfs_i.h"
 
@@ -25,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int k = 0; k < 2; k++) {
 		const zr_field_spec *spec = k ? &jpg : &bare;
 		struct zrfs_field f = {.spec = spec, .ext_len = spec->ext ? 3 : 0};
-		if (zrfs_record_name(&f, name, n, &id) < 0)
+		if (zrfs_record_name_parse(&f, name, n, &id) < 0)
 			continue;
 		if (id >= n)
 			abort();
-		snprintf(back, sizeof back, k ? "%llu.jpg" : "%llu", (unsigned long long)id);
+		zrfs_record_name_format(&f, id, back, sizeof back);
 		if (strcmp(back, name) != 0)
 			abort(); /* one name per record */
 	}

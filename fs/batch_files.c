@@ -1,0 +1,422 @@
+/*
+ * batch_files.c - where a batch file's bytes are assembled: the files of a
+ * step directory of /.batches (see batch_i.h), their sizes and contents.
+ *
+ * Batch k of epoch e is built directly from the sampler (O(B)). A raw
+ * field's batch is never assembled: its files are sized from the offset
+ * tables and a read is answered with the pieces of the chunk files under
+ * it, sent from the chunk mappings (reply.c). A flate field's batch is
+ * assembled once with the core's io_uring batch reader (one submission,
+ * records inflated) into the shared bounded cache (cache.c), as a blob of
+ * B + 1 little-endian offsets followed by the bytes, from which <field>,
+ * <field>.offsets and <field>.npy are served. Both kinds of <field>.npy are
+ * made by npy_view.c from rows located here.
+ *
+ * Sections: ids and info.json, raw batches, flate batches, sizes and reads.
+ */
+#include "batch_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ids and info.json ---- */
+
+/* @n values as little-endian u64s at @dst. */
+static void put_le64s(uint8_t *dst, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 8; k++)
+			dst[i * 8 + (size_t)k] = (uint8_t)(v[i] >> (8 * k));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int k = 7; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
+}
+
+/* The ids of step @at into a malloc'd array of *n. 0, -ENOMEM, -ENOENT. */
+static int step_ids(const struct batch_step *at, uint64_t **ids, size_t *n)
+{
+	uint32_t max = zs_batch_max(at->s);
+	int64_t got;
+
+	*ids = malloc((max ? max : 1) * sizeof **ids);
+	if (!*ids)
+		return -ENOMEM;
+	got = zs_batch(at->s, at->epoch, at->step, *ids);
+	if (got < 0) {
+		free(*ids);
+		*ids = NULL;
+		return -ENOENT;
+	}
+	*n = (size_t)got;
+	return 0;
+}
+
+static int info_json(const struct zrfs *fs, const struct batch_step *at, char *buf, size_t cap)
+{
+	const zs_spec *sp = zs_sampler_spec(at->s);
+	char canon[ZS_SPEC_MAX + 1];
+
+	zs_spec_format(sp, canon, sizeof canon);
+	return snprintf(buf, cap,
+			"{\n  \"spec\": \"%s\",\n  \"canonical\": \"%s\",\n  \"epoch\": %llu,\n"
+			"  \"step\": %llu,\n  \"steps\": %llu,\n  \"rank\": %u,\n  \"world\": %u,\n"
+			"  \"seed\": %llu,\n  \"batch_size\": %u,\n  \"records\": %llu\n}\n",
+			at->spec, canon, (unsigned long long)at->epoch, (unsigned long long)at->step,
+			(unsigned long long)zs_steps(at->s), sp->rank, sp->world,
+			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
+			zs_batch_size(at->s, at->step), (unsigned long long)fs->n);
+}
+
+/* Reply with part of @n values as little-endian u64s. */
+static void reply_le64s(fuse_req_t req, const uint64_t *v, size_t n, size_t size, off_t off)
+{
+	uint8_t *le = malloc(n * 8 + 1);
+
+	if (!le) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	put_le64s(le, v, n);
+	zrfs_reply_slice(req, le, (uint64_t)n * 8, size, off);
+	free(le);
+}
+
+/* ---- raw batches: pieces of the chunk files, never assembled ---- */
+
+/* Where the records of raw field @field of a batch start in its <field>
+ * file: offs[0..n], from their stored lengths. */
+static int raw_offsets(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		       uint64_t *offs)
+{
+	offs[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		zr_record_stat st;
+		int rc = zr_stat(fs->ds, field, ids[i], &st);
+		if (rc < 0) {
+			zrfs_log_record_error(fs, field, ids[i], rc);
+			return rc;
+		}
+		offs[i + 1] = offs[i] + (st.present ? st.physical_len : 0);
+	}
+	return 0;
+}
+
+/* The pieces of bytes [@pos, @end) of the <field> file of a raw batch
+ * whose records start at @offs (records under the range only). */
+static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+			   const uint64_t *offs, uint64_t pos, uint64_t end, struct zrfs_pieces *p,
+			   zr_batch **g)
+{
+	size_t lo = 0, hi;
+	struct zrfs_row *rows;
+	int rc;
+
+	if (end > offs[n])
+		end = offs[n];
+	while (lo < n && offs[lo + 1] <= pos) /* the first record under pos */
+		lo++;
+	for (hi = lo; hi < n && offs[hi] < end; hi++)
+		;
+	rows = malloc((hi - lo + 1) * sizeof *rows);
+	if (!rows)
+		return -ENOMEM;
+	rc = zrfs_records_locate(fs, field, ids + lo, hi - lo, rows, g);
+	for (size_t i = lo; rc == 0 && i < hi; i++) {
+		const struct zrfs_row *r = &rows[i - lo];
+		uint64_t from = pos > offs[i] ? pos : offs[i], to = end < offs[i + 1] ? end : offs[i + 1];
+		if (r->len != offs[i + 1] - offs[i])
+			rc = -EIO; /* not the record its offsets were made from */
+		else if (from < to)
+			rc = zrfs_pieces_add(p, r->fd, r->pos + (from - offs[i]),
+				     r->mem ? (const uint8_t *)r->mem + (from - offs[i]) : NULL,
+				     to - from);
+	}
+	free(rows);
+	return rc;
+}
+
+/* The pieces of bytes [@pos, @end) of the <field>.npy file of a raw batch;
+ * @h receives the header the pieces point into. */
+static int raw_npy_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+			  uint64_t pos, uint64_t end, struct zrfs_npy *h, struct zrfs_pieces *p,
+			  zr_batch **g)
+{
+	const struct zrfs_field *f = &fs->fields[field];
+	struct zrfs_row *rows;
+	uint64_t lo, hi;
+	int rc = zrfs_npy_header(f->spec, n, f->record_size, h);
+
+	if (rc < 0)
+		return rc;
+	zrfs_npy_span(h, pos, end, &lo, &hi);
+	rows = malloc((hi - lo + 1) * sizeof *rows);
+	if (!rows)
+		return -ENOMEM;
+	rc = zrfs_records_locate(fs, field, ids + lo, (size_t)(hi - lo), rows, g);
+	if (rc == 0)
+		rc = zrfs_npy_pieces(p, h, rows, lo, pos, end);
+	free(rows);
+	return rc;
+}
+
+/* Reply to a read of part @part of raw field @field's batch of step @at. */
+static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *at, unsigned field,
+		     enum batch_part part, size_t size, off_t off, bool ahead)
+{
+	uint64_t *ids = NULL, *offs = NULL, pos = (uint64_t)off;
+	struct zrfs_pieces p = {0};
+	struct zrfs_npy h;
+	zr_batch *g = NULL;
+	size_t n = 0;
+	int rc = step_ids(at, &ids, &n);
+
+	if (rc == 0 && part != PART_NPY) {
+		offs = malloc((n + 1) * sizeof *offs);
+		rc = offs ? raw_offsets(fs, field, ids, n, offs) : -ENOMEM;
+	}
+	if (rc == 0 && part == PART_OFFSETS) {
+		reply_le64s(req, offs, n + 1, size, off);
+		goto out;
+	}
+	if (rc == 0)
+		rc = zrfs_pieces_init(&p, 16);
+	if (rc == 0 && part == PART_DATA)
+		rc = raw_data_pieces(fs, field, ids, n, offs, pos, pos + size, &p, &g);
+	else if (rc == 0)
+		rc = raw_npy_pieces(fs, field, ids, n, pos, pos + size, &h, &p, &g);
+	if (rc == 0)
+		zrfs_reply_pieces(req, fs, &p, ahead);
+	else
+		zrfs_reply_err(req, rc);
+out:
+	zr_batch_release(g);
+	zrfs_pieces_free(&p);
+	free(offs);
+	free(ids);
+}
+
+void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
+{
+	uint64_t *ids = NULL, *offs = NULL;
+	struct zrfs_pieces p = {0};
+	zr_batch *g = NULL;
+	size_t n = 0;
+
+	if (step_ids(at, &ids, &n) == 0 && (offs = malloc((n + 1) * sizeof *offs)) != NULL &&
+	    raw_offsets(fs, field, ids, n, offs) == 0 && zrfs_pieces_init(&p, n) == 0 &&
+	    raw_data_pieces(fs, field, ids, n, offs, 0, UINT64_MAX, &p, &g) == 0)
+		zrfs_read_ahead(fs, &p);
+	zr_batch_release(g);
+	zrfs_pieces_free(&p);
+	free(offs);
+	free(ids);
+}
+
+/* ---- flate batches: assembled once into the cache ---- */
+
+struct assemble {
+	struct zrfs *fs;
+	const struct batch_step *at;
+	unsigned field;
+};
+
+/* The cache's loader of a flate field's blob: (B + 1) little-endian u64
+ * offsets, then the inflated records. */
+static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
+{
+	struct assemble *a = ctx;
+	struct zrfs *fs = a->fs;
+	uint64_t *ids = NULL, *offs = NULL, total = 0;
+	zr_reader *r;
+	size_t n = 0;
+	int rc = step_ids(a->at, &ids, &n);
+
+	*data = NULL;
+	if (rc == 0)
+		rc = zr_batch_bytes(fs->ds, a->field, ids, n, &total);
+	if (rc == 0 && (n + 1) * 8 + total > fs->opts.cache_bytes) {
+		free(ids);
+		return zrfs_too_big(fs, (n + 1) * 8 + total);
+	}
+	if (rc == 0)
+		rc = zrfs_scratch_reader(fs->ds, &r);
+	if (rc == 0) {
+		offs = malloc((n + 1) * sizeof *offs);
+		*data = zrfs_cache_alloc(fs->cache, (n + 1) * 8 + total + 1);
+		if (!offs || !*data)
+			rc = -ENOMEM;
+		if (rc == 0)
+			rc = zr_reader_read(r, a->field, ids, n, *data + (n + 1) * 8, total, offs);
+		if (rc == 0)
+			put_le64s(*data, offs, n + 1);
+		*len = (n + 1) * 8 + total;
+	}
+	if (rc < 0) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: batch %llu of epoch %llu, field '%s': %s (%s)\n",
+			 (unsigned long long)a->at->step, (unsigned long long)a->at->epoch,
+			 fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(fs->ds));
+		zrfs_cache_free(fs->cache, *data);
+		*data = NULL;
+	}
+	free(offs);
+	free(ids);
+	return rc;
+}
+
+/* Flate field @field's blob of step @at, through the cache: release after use. */
+static int get_blob(struct zrfs *fs, const struct batch_step *at, unsigned field,
+		    struct zrfs_cached **e, const uint8_t **data, uint64_t *len)
+{
+	struct assemble a = {fs, at, field};
+
+	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), load_blob, &a, e,
+			      data, len);
+}
+
+int zrfs_batch_assemble(struct zrfs *fs, const struct batch_step *at, unsigned field)
+{
+	struct zrfs_cached *e;
+	const uint8_t *data;
+	uint64_t len;
+	int rc = get_blob(fs, at, field, &e, &data, &len);
+
+	if (rc == 0)
+		zrfs_cache_release(fs->cache, e);
+	return rc;
+}
+
+/* Reply with [off, off + size) of the .npy view of a flate field's batch,
+ * from its blob of @n records: rows in the blob's memory. */
+static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, unsigned field, const uint8_t *blob,
+			   size_t n, size_t size, off_t off)
+{
+	const struct zrfs_field *f = &fs->fields[field];
+	const uint8_t *bytes = blob + (n + 1) * 8;
+	uint64_t pos = (uint64_t)off, lo, hi;
+	struct zrfs_pieces p = {0};
+	struct zrfs_row *rows = NULL;
+	struct zrfs_npy h;
+	int rc = zrfs_npy_header(f->spec, n, f->record_size, &h);
+
+	if (rc == 0) {
+		zrfs_npy_span(&h, pos, pos + size, &lo, &hi);
+		rows = malloc((hi - lo + 1) * sizeof *rows);
+		rc = rows && zrfs_pieces_init(&p, 2 + hi - lo) == 0 ? 0 : -ENOMEM;
+	}
+	for (uint64_t i = lo; rc == 0 && i < hi; i++) {
+		uint64_t o0 = get_le64(blob + i * 8), o1 = get_le64(blob + (i + 1) * 8);
+		rows[i - lo] = (struct zrfs_row){bytes + o0, -1, 0, o1 - o0, o1 > o0};
+	}
+	if (rc == 0)
+		rc = zrfs_npy_pieces(&p, &h, rows, lo, pos, pos + size);
+	if (rc == 0)
+		zrfs_reply_pieces(req, fs, &p, true);
+	else
+		zrfs_reply_err(req, rc);
+	zrfs_pieces_free(&p);
+	free(rows);
+}
+
+/* Reply to a read of part @part of flate field @field's batch of step @at. */
+static void read_flate(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
+		       unsigned field, enum batch_part part, size_t size, off_t off)
+{
+	size_t n = zs_batch_size(at->s, at->step);
+	uint64_t head = ((uint64_t)n + 1) * 8, len;
+	struct zrfs_cached *e;
+	const uint8_t *data;
+	int rc = get_blob(fs, at, field, &e, &data, &len);
+
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	if (part == PART_DATA)
+		zrfs_reply_slice(req, data + head, len - head, size, off);
+	else if (part == PART_OFFSETS)
+		zrfs_reply_slice(req, data, head, size, off);
+	else
+		reply_blob_npy(req, fs, field, data, n, size, off);
+	zrfs_cache_release(fs->cache, e);
+}
+
+/* ---- sizes and reads ---- */
+
+static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigned field,
+			   enum batch_part part, uint64_t *size)
+{
+	const struct zrfs_field *f = &fs->fields[field];
+	uint64_t n = zs_batch_size(at->s, at->step), *ids = NULL, *offs = NULL;
+	struct zrfs_npy h;
+	size_t got;
+	int rc = 0;
+
+	if (part == PART_OFFSETS) {
+		*size = (n + 1) * 8;
+	} else if (part == PART_NPY) {
+		rc = zrfs_npy_header(f->spec, n, f->record_size, &h);
+		*size = h.size;
+	} else if (f->flate) {
+		struct zrfs_cached *e;
+		const uint8_t *data;
+		if ((rc = get_blob(fs, at, field, &e, &data, size)) == 0) {
+			*size -= (n + 1) * 8;
+			zrfs_cache_release(fs->cache, e);
+		}
+	} else if ((rc = step_ids(at, &ids, &got)) == 0) {
+		offs = malloc((got + 1) * sizeof *offs);
+		rc = offs ? raw_offsets(fs, field, ids, got, offs) : -ENOMEM;
+		*size = rc == 0 ? offs[got] : 0;
+	}
+	free(ids);
+	free(offs);
+	return rc;
+}
+
+int zrfs_batch_file_size(struct zrfs *fs, const struct batch_step *at, unsigned kind,
+			 uint64_t *size)
+{
+	char info[1024];
+
+	if (kind == STEP_IDS) {
+		*size = (uint64_t)zs_batch_size(at->s, at->step) * 8;
+		return 0;
+	}
+	if (kind == STEP_INFO) {
+		*size = (uint64_t)info_json(fs, at, info, sizeof info);
+		return 0;
+	}
+	return field_file_size(fs, at, kind_field(kind), kind_part(kind), size);
+}
+
+void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
+			  unsigned kind, size_t size, off_t off, bool ahead)
+{
+	if (kind == STEP_IDS) {
+		uint64_t *ids;
+		size_t n;
+		int rc = step_ids(at, &ids, &n);
+		if (rc < 0) {
+			zrfs_reply_err(req, rc);
+			return;
+		}
+		reply_le64s(req, ids, n, size, off);
+		free(ids);
+	} else if (kind == STEP_INFO) {
+		char info[1024];
+		int n = info_json(fs, at, info, sizeof info);
+		zrfs_reply_slice(req, info, (uint64_t)n, size, off);
+	} else if (fs->fields[kind_field(kind)].flate) {
+		read_flate(req, fs, at, kind_field(kind), kind_part(kind), size, off);
+	} else {
+		read_raw(req, fs, at, kind_field(kind), kind_part(kind), size, off, ahead);
+	}
+}

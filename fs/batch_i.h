@@ -1,0 +1,101 @@
+/*
+ * batch_i.h - what the three files of /.batches share: batches.c (the
+ * subtree: spec and epoch tables, names, inode numbers), batch_files.c
+ * (where a batch file's bytes are assembled) and batch_prefetch.c (steps
+ * made ready ahead of a reader, dropped behind it).
+ *
+ * A step directory holds, per step of an epoch of a spec:
+ *   ids              the record ids, little-endian u64         STEP_IDS
+ *   info.json        epoch, step, rank, world, seed, ...       STEP_INFO
+ *   <field>          the records, concatenated in batch order  PART_DATA
+ *   <field>.offsets  B + 1 little-endian u64 offsets into it   PART_OFFSETS
+ *   <field>.npy      fixed-shape fields: a (B, *shape) array   PART_NPY
+ * A file's kind is STEP_IDS, STEP_INFO, or step_kind(field, part); the
+ * directory itself is STEP_DIR. Step inode numbers:
+ * ZRFS_INO_STEP | slot << 42 | step << 10 | kind.
+ */
+#ifndef ZRFS_BATCH_I_H
+#define ZRFS_BATCH_I_H
+
+#include "zrfs_i.h"
+#include "zrsampler.h"
+
+enum step_file { STEP_DIR, STEP_IDS, STEP_INFO, STEP_FIELD0 };
+enum batch_part { PART_DATA, PART_OFFSETS, PART_NPY, PARTS };
+
+#define STEP_KIND_BITS 10     /* STEP_FIELD0 + PARTS * ZR_FIELDS_MAX kinds fit */
+#define STEPS_MAX (UINT64_C(1) << 32)
+#define SLOTS_MAX 65536       /* (spec, epoch) pairs opened per mount */
+
+static inline unsigned step_kind(unsigned field, enum batch_part part)
+{
+	return STEP_FIELD0 + PARTS * field + (unsigned)part;
+}
+
+/* Field and part of a field file's kind (>= STEP_FIELD0). */
+static inline unsigned kind_field(unsigned kind)
+{
+	return (kind - STEP_FIELD0) / PARTS;
+}
+
+static inline enum batch_part kind_part(unsigned kind)
+{
+	return (enum batch_part)((kind - STEP_FIELD0) % PARTS);
+}
+
+/* One past the last kind of a step of this mount's fields. */
+static inline unsigned step_kinds(const struct zrfs *fs)
+{
+	return STEP_FIELD0 + PARTS * fs->nfields;
+}
+
+static inline fuse_ino_t step_ino(uint32_t slot, uint64_t step, unsigned kind)
+{
+	return ZRFS_INO_STEP | (uint64_t)slot << 42 | step << STEP_KIND_BITS | kind;
+}
+
+/* The cache key of a flate field's blob of a step: bit 63 set, clear of
+ * the record keys (field << 40 | id). */
+static inline uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
+{
+	return UINT64_C(1) << 63 | (uint64_t)slot << 40 | step << 8 | field;
+}
+
+/* Batch @step of epoch @epoch of a spec, as the tables know it. */
+struct batch_step {
+	const zs_sampler *s;  /* immutable; lives as long as the mount */
+	const char *spec;     /* the spec's name as looked up; as long-lived */
+	uint32_t slot;        /* the (spec, epoch) pair's index in the table */
+	uint64_t epoch, step;
+};
+
+/* ---- batch_files.c ---- */
+
+/* Size of file @kind (not STEP_DIR) of step @at; assembles a flate field's
+ * batch. 0 or a negative code (logged). */
+int zrfs_batch_file_size(struct zrfs *fs, const struct batch_step *at, unsigned kind,
+			 uint64_t *size);
+/* Reply to a read of file @kind of step @at; @ahead: its records were
+ * asked for already (a prefetch). */
+void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
+			  unsigned kind, size_t size, off_t off, bool ahead);
+/* Assemble flate field @field's batch of step @at into the cache (a
+ * prefetch); 0 or a negative code (logged). */
+int zrfs_batch_assemble(struct zrfs *fs, const struct batch_step *at, unsigned field);
+/* Ask the kernel for the records of raw field @field's batch of step @at. */
+void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
+
+/* ---- batch_prefetch.c ---- */
+
+int zrfs_prefetch_create(struct zrfs *fs);
+/* Threads: one per CPU, at most 4 and -o prefetch, at least one. */
+void zrfs_prefetch_start(struct zrfs *fs);
+void zrfs_prefetch_destroy(struct zrfs *fs);
+/* A reader started step @at of @field: make steps after it ready. */
+void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
+/* A reader started step @at: drop the files of step - drop_behind. */
+void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
+/* Whether a prefetch asked the kernel for raw @field's records of @at. */
+bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned field);
+
+#endif /* ZRFS_BATCH_I_H */

@@ -1,0 +1,205 @@
+/*
+ * batch_prefetch.c - batch steps made ready ahead of a reader of
+ * /.batches, and dropped behind it, by background threads.
+ *
+ * Every read at offset 0 of step k of a field queues steps k+1 ..
+ * k+prefetch of the same field: flate batches are assembled ahead into the
+ * cache, raw ones have their records read ahead by the kernel
+ * (POSIX_FADV_WILLNEED, in -o readaround windows; a read of a raw step no
+ * prefetch reached asks for its own records first), so a cold epoch
+ * streams. It also queues the drop of step k - drop_behind: its files leave
+ * the kernel's page cache (FUSE_NOTIFY_INVAL_INODE) and its flate batches
+ * the cache, whose buffers are then reused. Batch files are read once per
+ * epoch; keeping them would double the memory the records take, and on
+ * virtual machines every fresh page of page cache costs a host fault on
+ * first touch (~10 us per 4 KiB on the machine of BENCHMARKS.md) that
+ * recycled pages do not. The default drop_behind, 16, stays above the
+ * batches a DataLoader holds in flight (workers x prefetch_factor + 1),
+ * whose files a training process may map (np.load with mmap_mode): a mapped
+ * page dropped under it is read again on its next access.
+ */
+#include "batch_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define THREADS_MAX 4
+#define QUEUE_MAX 64
+#define HINTS 256
+
+struct job {
+	struct batch_step at;
+	unsigned field;
+	bool drop;            /* drop the step's files from the page cache */
+};
+
+struct zrfs_prefetch {
+	pthread_mutex_t lock;     /* everything below */
+	pthread_cond_t cond;      /* a job was queued, or stop */
+	pthread_t threads[THREADS_MAX];
+	unsigned nthreads;
+	bool stop;
+	struct job queue[QUEUE_MAX];
+	unsigned qhead, qlen;
+	/* raw batches whose records a prefetch asked the kernel to read
+	 * ahead (batch keys, direct-mapped): reads of these need not ask */
+	uint64_t hinted[HINTS];
+};
+
+static unsigned hint_slot(uint64_t key)
+{
+	return (unsigned)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 56) % HINTS;
+}
+
+bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned field)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	uint64_t key = batch_key(at->slot, at->step, field);
+	bool yes;
+
+	if (!q || q->nthreads == 0)
+		return false;
+	pthread_mutex_lock(&q->lock);
+	yes = q->hinted[hint_slot(key)] == key;
+	pthread_mutex_unlock(&q->lock);
+	return yes;
+}
+
+/* Queue @j (under the lock) unless full; false if it was not queued. */
+static bool push(struct zrfs_prefetch *q, const struct job *j)
+{
+	if (q->qlen == QUEUE_MAX)
+		return false;
+	q->queue[(q->qhead + q->qlen++) % QUEUE_MAX] = *j;
+	return true;
+}
+
+void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	if (!q || q->nthreads == 0)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (uint64_t k = at->step + 1; k <= at->step + fs->opts.prefetch && k < zs_steps(at->s);
+	     k++) {
+		bool queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field));
+		for (unsigned i = 0; i < q->qlen && !queued; i++) {
+			const struct job *j = &q->queue[(q->qhead + i) % QUEUE_MAX];
+			queued = !j->drop && j->at.slot == at->slot && j->at.step == k &&
+				 j->field == field;
+		}
+		struct job j = {*at, field, false};
+		j.at.step = k;
+		if (!queued && !push(q, &j))
+			break;
+	}
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	struct job j = {*at, 0, true};
+
+	if (!q || q->nthreads == 0 || fs->opts.drop_behind == 0 ||
+	    at->step < fs->opts.drop_behind)
+		return;
+	j.at.step -= fs->opts.drop_behind;
+	pthread_mutex_lock(&q->lock);
+	push(q, &j);
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void run(struct zrfs *fs, const struct job *j)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	if (j->drop) {
+		for (unsigned kind = STEP_IDS; kind < step_kinds(fs); kind++)
+			fuse_lowlevel_notify_inval_inode(fs->se, step_ino(j->at.slot, j->at.step, kind),
+							 0, 0);
+		for (unsigned f = 0; f < fs->nfields; f++)
+			if (fs->fields[f].flate)
+				zrfs_cache_forget(fs->cache, batch_key(j->at.slot, j->at.step, f));
+	} else if (fs->fields[j->field].flate) {
+		zrfs_batch_assemble(fs, &j->at, j->field);
+	} else {
+		/* raw: start the disk on the records; the kernel caches them */
+		uint64_t key = batch_key(j->at.slot, j->at.step, j->field);
+		zrfs_batch_read_ahead(fs, &j->at, j->field);
+		pthread_mutex_lock(&q->lock);
+		q->hinted[hint_slot(key)] = key;
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+static void *prefetcher(void *arg)
+{
+	struct zrfs *fs = arg;
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->stop) {
+		if (q->qlen == 0) {
+			pthread_cond_wait(&q->cond, &q->lock);
+			continue;
+		}
+		struct job j = q->queue[q->qhead];
+		q->qhead = (q->qhead + 1) % QUEUE_MAX;
+		q->qlen--;
+		pthread_mutex_unlock(&q->lock);
+		run(fs, &j);
+		pthread_mutex_lock(&q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+int zrfs_prefetch_create(struct zrfs *fs)
+{
+	struct zrfs_prefetch *q = calloc(1, sizeof *q);
+
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	fs->prefetch = q;
+	return 0;
+}
+
+void zrfs_prefetch_start(struct zrfs *fs)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus < 1 ? 1 : cpus > THREADS_MAX ? THREADS_MAX : (unsigned)cpus;
+
+	if (!q || q->nthreads || (fs->opts.prefetch == 0 && fs->opts.drop_behind == 0))
+		return;
+	if (want > fs->opts.prefetch)
+		want = fs->opts.prefetch > 0 ? fs->opts.prefetch : 1;
+	while (q->nthreads < want &&
+	       pthread_create(&q->threads[q->nthreads], NULL, prefetcher, fs) == 0)
+		q->nthreads++;
+}
+
+void zrfs_prefetch_destroy(struct zrfs *fs)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < q->nthreads; i++)
+		pthread_join(q->threads[i], NULL);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+	fs->prefetch = NULL;
+}

@@ -1,0 +1,309 @@
+/*
+ * dispatch.c - the FUSE callbacks. Each finds the subtree that owns its
+ * inode in one table (tree.c, batches.c, byclass.c: struct zrfs_subtree)
+ * and lets it answer; none of them calls back here. The root directory is
+ * the dispatcher's own: a name in it is asked of every subtree in turn, and
+ * its listing is theirs one after the other.
+ *
+ * A dataset does not change under the mount, so every reply carries the
+ * mount's long timeout, negative lookups included, and open and opendir
+ * return ENOSYS where the kernel allows it (FUSE_CAP_NO_OPEN_SUPPORT): the
+ * kernel then stops sending OPEN and RELEASE for these immutable files and
+ * keeps their page cache across opens.
+ *
+ * Sections: owners, lookup and getattr, listings, contents, the rest.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct zrfs_subtree *const subtrees[] = {&zrfs_tree, &zrfs_batches, &zrfs_byclass};
+#define NSUBTREES (sizeof subtrees / sizeof subtrees[0])
+
+/* Root listing positions: subtree k's entry at its position q is at
+ * k * ROOT_SPAN + q (a subtree has far fewer entries in the root). */
+#define ROOT_SPAN (UINT64_C(1) << 40)
+
+/* ---- owners ---- */
+
+static const struct zrfs_subtree *owner(const struct zrfs *fs, fuse_ino_t ino)
+{
+	for (size_t k = 0; k < NSUBTREES; k++)
+		if (subtrees[k]->owns(fs, ino))
+			return subtrees[k];
+	return NULL;
+}
+
+/* Attributes of @ino: 0, -ENOENT, or another error (logged by its owner). */
+static int attr_of(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+{
+	const struct zrfs_subtree *t;
+
+	if (ino == ZRFS_INO_ROOT) {
+		zrfs_dir_attr(fs, ino, st);
+		st->st_nlink = 2 + fs->nfields;
+		return 0;
+	}
+	t = owner(fs, ino);
+	return t ? t->attr(fs, ino, st) : -ENOENT;
+}
+
+/* ---- lookup and getattr ---- */
+
+static void reply_entry(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	memset(&e, 0, sizeof e);
+	e.entry_timeout = fs->opts.timeout;
+	e.attr_timeout = fs->opts.timeout;
+	if (ino != 0 && (rc = attr_of(fs, ino, &e.attr)) < 0) {
+		if (rc != -ENOENT) {
+			zrfs_reply_err(req, rc);
+			return;
+		}
+		ino = 0;
+	}
+	/* ino 0: a negative entry, cached by the kernel for entry_timeout */
+	e.ino = ino;
+	fuse_reply_entry(req, &e);
+}
+
+static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	const struct zrfs_subtree *t = NULL;
+	fuse_ino_t ino = 0;
+	int rc = -ENOENT;
+
+	if (parent == ZRFS_INO_ROOT) {
+		for (size_t k = 0; k < NSUBTREES && rc == -ENOENT; k++)
+			rc = subtrees[k]->lookup(fs, parent, name, &ino);
+	} else if ((t = owner(fs, parent)) == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	} else {
+		rc = t->lookup(fs, parent, name, &ino);
+	}
+	if (rc < 0 && rc != -ENOENT)
+		zrfs_reply_err(req, rc);
+	else
+		reply_entry(req, fs, rc < 0 ? 0 : ino);
+}
+
+static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct stat st;
+	int rc = attr_of(fs, ino, &st);
+
+	(void)fi;
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, fs->opts.timeout);
+}
+
+/* ---- listings ---- */
+
+/* A directory listing being filled. */
+struct listing {
+	fuse_req_t req;
+	struct zrfs *fs;
+	bool plus;
+	char *buf;
+	size_t size, used;
+};
+
+/* Add one entry to resume after at @next; false when the buffer is full. */
+static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t type, off_t next)
+{
+	size_t n;
+
+	if (l->plus) {
+		struct fuse_entry_param e;
+		memset(&e, 0, sizeof e);
+		e.ino = ino;
+		e.entry_timeout = e.attr_timeout = l->fs->opts.timeout;
+		if (attr_of(l->fs, ino, &e.attr) < 0) {
+			/* listed, but every access goes through lookup and fails there */
+			if (type == S_IFDIR)
+				zrfs_dir_attr(l->fs, ino, &e.attr);
+			else
+				zrfs_file_attr(l->fs, ino, 0, &e.attr);
+			e.entry_timeout = e.attr_timeout = 0;
+		}
+		n = fuse_add_direntry_plus(l->req, l->buf + l->used, l->size - l->used, name, &e,
+					   next);
+	} else {
+		struct stat st;
+		memset(&st, 0, sizeof st);
+		st.st_ino = ino;
+		st.st_mode = type;
+		n = fuse_add_direntry(l->req, l->buf + l->used, l->size - l->used, name, &st, next);
+	}
+	if (n > l->size - l->used)
+		return false;
+	l->used += n;
+	return true;
+}
+
+/* The first entry of @dir at a position >= @pos (>= 2): in the root, the
+ * subtrees' entries one subtree after the other. 1, 0 past the last, or
+ * -errno. */
+static int next_entry(struct zrfs *fs, const struct zrfs_subtree *t, fuse_ino_t dir, uint64_t pos,
+		      struct zrfs_dirent *d)
+{
+	if (dir != ZRFS_INO_ROOT)
+		return t->entry(fs, dir, pos, d);
+	for (uint64_t k = pos / ROOT_SPAN, q = pos % ROOT_SPAN; k < NSUBTREES; k++, q = 2) {
+		int rc = subtrees[k]->entry(fs, dir, q > 2 ? q : 2, d);
+		if (rc != 0) {
+			d->pos += k * ROOT_SPAN;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct listing l = {req, fs, plus, NULL, size, 0};
+	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
+	struct zrfs_dirent d;
+	uint64_t pos = off > 2 ? (uint64_t)off : 2;
+	int rc;
+
+	if (ino != ZRFS_INO_ROOT && !t) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* the first entry before anything is added: a file is ENOTDIR */
+	rc = next_entry(fs, t, ino, pos, &d);
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	if (!(l.buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
+	    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
+		while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
+			rc = next_entry(fs, t, ino, d.pos + 1, &d);
+	}
+	fuse_reply_buf(req, l.buf, l.used);
+	free(l.buf);
+}
+
+static void zrfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			 struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_any(req, ino, size, off, false);
+}
+
+static void zrfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			     struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_any(req, ino, size, off, true);
+}
+
+/* ---- contents ---- */
+
+static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+
+	(void)ino;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS); /* stateless: no OPEN/RELEASE from now on */
+		return;
+	}
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	const struct zrfs_subtree *t = owner(fs, ino);
+
+	(void)fi;
+	if (t)
+		t->read(req, fs, ino, size, off);
+	else
+		fuse_reply_err(req, ino == ZRFS_INO_ROOT ? EISDIR : ENOENT);
+}
+
+/* ---- the rest ---- */
+
+static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct zrfs *fs = userdata;
+
+	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+	if (!(conn->capable & FUSE_CAP_SPLICE_WRITE))
+		fs->opts.splice = 0;
+	if (fs->opts.splice)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	else
+		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	/* the dataset cannot change under the mount: never revalidate pages */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	conn->max_readahead = 1 << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+}
+
+static void zrfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+
+	(void)ino;
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS); /* listings are cached, no OPENDIR again */
+		return;
+	}
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+
+	(void)ino;
+	memset(&sv, 0, sizeof sv);
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_files = fs->n * fs->nfields + fs->nfields * 2 + 2;
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+const struct fuse_lowlevel_ops zrfs_ops = {
+	.init = zrfs_init,
+	.lookup = zrfs_lookup,
+	.getattr = zrfs_getattr,
+	.open = zrfs_open,
+	.read = zrfs_read,
+	.opendir = zrfs_opendir,
+	.readdir = zrfs_readdir,
+	.readdirplus = zrfs_readdirplus,
+	.statfs = zrfs_statfs,
+};

@@ -1,0 +1,261 @@
+/*
+ * records.c - record files, wherever the tree shows them (/<field>/ and
+ * /by/<label>/<class>/): their names, inode numbers, attributes and bytes,
+ * and the rows of records that .npy views and batch files are made of.
+ *
+ * A record file's name is its id in decimal plus the field's extension, its
+ * inode number ZRFS_INO_REC | field << 40 | id, its size the record's
+ * logical length from the offset table: all O(1). A raw record is sent
+ * from the chunk mapping (reply.c); a flate record is inflated once into
+ * the bounded cache (cache.c) and served from there, as the kernel asks for
+ * a file in pieces and a stream inflates only whole.
+ *
+ * Sections: names and numbers, attributes, contents, rows.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names and numbers ---- */
+
+fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id)
+{
+	return ZRFS_INO_REC | (uint64_t)field << ZRFS_ID_BITS | id;
+}
+
+bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id)
+{
+	uint64_t f = (ino & ~ZRFS_INO_REC) >> ZRFS_ID_BITS;
+
+	if (!(ino & ZRFS_INO_REC) || (ino & ~(ZRFS_INO_REC | ((ZRFS_INO_REC >> 1) - 1))) ||
+	    f >= fs->nfields || (ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1)) >= fs->n)
+		return false;
+	*field = (unsigned)f;
+	*id = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);
+	return true;
+}
+
+int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (len == 0 || len > 20 || (s[0] == '0' && len > 1))
+		return -ENOENT;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned)(s[i] - '0');
+		if (d > 9 || d > max || v > (max - d) / 10)
+			return -ENOENT;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int zrfs_record_name_parse(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id)
+{
+	const char *dot = strchr(name, '.');
+	size_t digits = dot ? (size_t)(dot - name) : strlen(name);
+
+	if (n == 0 || (f->ext_len ? !dot || strcmp(dot + 1, f->spec->ext) != 0 : dot != NULL))
+		return -ENOENT;
+	return zrfs_parse_dec(name, digits, n - 1, id);
+}
+
+void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf, size_t cap)
+{
+	if (f->ext_len)
+		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, f->spec->ext);
+	else
+		snprintf(buf, cap, "%llu", (unsigned long long)id);
+}
+
+void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc)
+{
+	fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s' record %llu: %s (%s)\n", fs->dataset,
+		 fs->fields[field].spec->name, (unsigned long long)id, zr_strerror(rc),
+		 zr_errmsg(fs->ds));
+}
+
+/* ---- attributes ---- */
+
+int zrfs_record_attr(struct zrfs *fs, unsigned field, uint64_t id, struct stat *st)
+{
+	zr_record_stat rs;
+	int rc = zr_stat(fs->ds, field, id, &rs);
+
+	if (rc < 0) {
+		zrfs_log_record_error(fs, field, id, rc);
+		return rc;
+	}
+	if (!rs.present)
+		return -ENOENT;
+	zrfs_file_attr(fs, zrfs_rec_ino(field, id), rs.logical_len, st);
+	return 0;
+}
+
+bool zrfs_record_listed(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	zr_record_stat rs;
+
+	return zr_stat(fs->ds, field, id, &rs) < 0 || rs.present;
+}
+
+/* ---- contents ---- */
+
+struct flate_job {
+	struct zrfs *fs;
+	unsigned field;
+	uint64_t id;
+};
+
+static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
+{
+	struct flate_job *j = ctx;
+	zr_record_stat st;
+	int64_t got;
+	int rc;
+
+	if ((rc = zr_stat(j->fs->ds, j->field, j->id, &st)) < 0)
+		return rc;
+	if (!st.present)
+		return -ENOENT;
+	if (st.logical_len > j->fs->opts.cache_bytes)
+		return zrfs_too_big(j->fs, st.logical_len);
+	*data = zrfs_cache_alloc(j->fs->cache, st.logical_len ? st.logical_len : 1);
+	if (!*data)
+		return -ENOMEM;
+	got = zr_record_load(j->fs->ds, j->field, j->id, *data, st.logical_len);
+	if (got < 0) {
+		zrfs_cache_free(j->fs->cache, *data);
+		*data = NULL;
+		return (int)got;
+	}
+	*len = (uint64_t)got;
+	return 0;
+}
+
+static void read_flate(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t id, size_t size,
+		       off_t off)
+{
+	struct flate_job j = {fs, field, id};
+	struct zrfs_cached *e;
+	const uint8_t *data;
+	uint64_t len;
+	/* keys of records: field << 40 | id, below 2^48; batch blobs use bit 63 */
+	int rc = zrfs_cache_get(fs->cache, (uint64_t)field << ZRFS_ID_BITS | id, load_flate, &j,
+				&e, &data, &len);
+
+	if (rc < 0) {
+		/* EFBIG is logged with the reason; a missing record is no damage */
+		if (rc != -EFBIG && rc != -ENOENT)
+			zrfs_log_record_error(fs, field, id, rc);
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	zrfs_reply_slice(req, data, len, size, off);
+	zrfs_cache_release(fs->cache, e);
+}
+
+void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t id, size_t size,
+		      off_t off)
+{
+	struct zrfs_pieces p;
+	struct zrfs_row row;
+	zr_batch *g = NULL;
+	int rc;
+
+	if (fs->fields[field].flate) {
+		read_flate(req, fs, field, id, size, off);
+		return;
+	}
+	if ((rc = zrfs_records_locate(fs, field, &id, 1, &row, &g)) < 0 || !row.present) {
+		/* missing: the file was removed under a cached name */
+		zrfs_reply_err(req, rc < 0 ? rc : -ENOENT);
+		zr_batch_release(g);
+		return;
+	}
+	if ((uint64_t)off >= row.len) {
+		fuse_reply_buf(req, NULL, 0);
+	} else if ((rc = zrfs_pieces_init(&p, 1)) < 0) {
+		zrfs_reply_err(req, rc);
+	} else {
+		uint64_t n = row.len - (uint64_t)off < size ? row.len - (uint64_t)off : size;
+		zrfs_pieces_add(&p, row.fd, row.pos + (uint64_t)off,
+				row.mem ? (const uint8_t *)row.mem + off : NULL, n);
+		zrfs_reply_pieces(req, fs, &p, false);
+		zrfs_pieces_free(&p);
+	}
+	zr_batch_release(g);
+}
+
+/* ---- rows ---- */
+
+int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+			struct zrfs_row *rows, zr_batch **g)
+{
+	const zr_slice *maps = NULL;
+	size_t m;
+
+	*g = NULL;
+	for (size_t i = 0; i < n; i++) {
+		zr_record_stat st;
+		int rc = zr_stat(fs->ds, field, ids[i], &st);
+		if (rc < 0) {
+			zrfs_log_record_error(fs, field, ids[i], rc);
+			return rc;
+		}
+		rows[i] = (struct zrfs_row){NULL, st.fd, st.offset,
+					    st.present ? st.physical_len : 0, st.present};
+	}
+	/* where they are mapped: a raw field's gather copies nothing; without
+	 * it the reply reads the files */
+	if (n && zr_gather(fs->ds, field, ids, n, g) == 0)
+		maps = zr_batch_records(*g, &m);
+	for (size_t i = 0; maps && i < n; i++)
+		rows[i].mem = rows[i].len ? maps[i].data : NULL;
+	return 0;
+}
+
+int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+			      struct zrfs_row *rows)
+{
+	uint64_t rsz = fs->fields[field].record_size;
+	uint64_t *want = malloc((n + 1) * sizeof *want), *offs = malloc((n + 1) * sizeof *offs);
+	size_t *row_of = malloc((n + 1) * sizeof *row_of), k = 0;
+	zr_reader *r;
+	uint8_t *buf = NULL;
+	int rc = want && offs && row_of ? 0 : -ENOMEM;
+
+	/* only rows of the right size are read: the others are zeros, and a
+	 * damaged length cannot make this request allocate more than its rows */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		zr_record_stat st;
+		rows[i] = (struct zrfs_row){NULL, -1, 0, 0, false};
+		if ((rc = zr_stat(fs->ds, field, ids[i], &st)) < 0) {
+			zrfs_log_record_error(fs, field, ids[i], rc);
+		} else if (st.present && st.logical_len == rsz) {
+			want[k] = ids[i];
+			row_of[k++] = i;
+		}
+	}
+	if (rc == 0 && k && !(buf = zrfs_scratch(ZRFS_SCRATCH_VIEW, k * rsz)))
+		rc = -ENOMEM;
+	if (rc == 0 && k && (rc = zrfs_scratch_reader(fs->ds, &r)) == 0 &&
+	    (rc = zr_reader_read(r, field, want, k, buf, k * rsz, offs)) < 0)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
+			 fs->fields[field].spec->name, zr_strerror(rc), zr_errmsg(fs->ds));
+	for (size_t j = 0; rc == 0 && j < k; j++) {
+		if (offs[j + 1] - offs[j] != rsz) { /* changed since it was looked at */
+			rc = -EIO;
+			break;
+		}
+		rows[row_of[j]] = (struct zrfs_row){buf + offs[j], -1, 0, rsz, true};
+	}
+	free(want);
+	free(offs);
+	free(row_of);
+	return rc;
+}

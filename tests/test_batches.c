@@ -1,0 +1,199 @@
+/*
+ * Description: /.batches without a mount (fs/batches.c): names parse only
+ * in their canonical form, every node's inode number decodes back to the
+ * node (owned by this subtree alone, with the right type), step files have
+ * named kinds that list in a fixed order, and the listings of each level.
+ */
+#include "fs_fixture.h"
+#include "zrsampler.h"
+
+TestSuite(batches, .init = t_fs_setup, .fini = t_fs_teardown);
+
+#define SPEC "seq,batch=4,tail=keep" /* 10 records: steps of 4, 4, 2 */
+
+static const struct zrfs_subtree *const B = &zrfs_batches;
+
+static fuse_ino_t step_dir(const char *spec, const char *epoch, const char *step)
+{
+	int rc;
+	fuse_ino_t top = t_lookup(B, ZRFS_INO_ROOT, ".batches", &rc);
+	cr_assert_eq(rc, 0);
+	fuse_ino_t s = t_lookup(B, top, spec, &rc);
+	cr_assert_eq(rc, 0, "spec %s: %d", spec, rc);
+	fuse_ino_t e = t_lookup(B, s, epoch, &rc);
+	cr_assert_eq(rc, 0, "%s: %d", epoch, rc);
+	fuse_ino_t k = t_lookup(B, e, step, &rc);
+	cr_assert_eq(rc, 0, "step %s: %d", step, rc);
+	return k;
+}
+
+/* The type of @ino by its attributes, asserting it is owned here only. */
+static mode_t type_of(fuse_ino_t ino)
+{
+	struct stat st;
+	cr_assert(B->owns(&t_fs, ino), "inode %llx is not owned by .batches",
+		  (unsigned long long)ino);
+	cr_assert(!zrfs_tree.owns(&t_fs, ino) && !zrfs_byclass.owns(&t_fs, ino),
+		  "inode %llx has two owners", (unsigned long long)ino);
+	cr_assert_eq(B->attr(&t_fs, ino, &st), 0, "attr of %llx", (unsigned long long)ino);
+	cr_assert_eq(st.st_ino, ino);
+	return st.st_mode & S_IFMT;
+}
+
+Test(batches, each_level_decodes_to_its_node)
+{
+	int rc;
+	fuse_ino_t top = t_lookup(B, ZRFS_INO_ROOT, ".batches", &rc);
+	cr_assert_eq(top, ZRFS_INO_BATCHES);
+	cr_assert_eq(type_of(top), S_IFDIR);
+	fuse_ino_t spec = t_lookup(B, top, SPEC, &rc);
+	cr_assert_eq(type_of(spec), S_IFDIR);
+	cr_assert_eq(t_lookup(B, top, SPEC, &rc), spec, "a spec keeps its inode");
+	fuse_ino_t e0 = t_lookup(B, spec, "epoch-0", &rc), e7 = t_lookup(B, spec, "epoch-7", &rc);
+	cr_assert_neq(e0, e7);
+	cr_assert_eq(type_of(e7), S_IFDIR);
+	cr_assert_eq(t_lookup(B, spec, "epoch-7", &rc), e7);
+
+	fuse_ino_t k2 = step_dir(SPEC, "epoch-7", "2");
+	cr_assert_eq(type_of(k2), S_IFDIR);
+	/* every file of the step: its own inode, a regular file */
+	static const char *const files[] = {"ids", "info.json", "x", "x.offsets", "x.npy",
+					    "y", "y.offsets", "y.npy", "v", "v.offsets"};
+	fuse_ino_t seen[10];
+	for (int i = 0; i < 10; i++) {
+		seen[i] = t_lookup(B, k2, files[i], &rc);
+		cr_assert_eq(rc, 0, "%s", files[i]);
+		cr_assert_eq(type_of(seen[i]), S_IFREG, "%s", files[i]);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(seen[i], seen[j], "%s and %s share an inode", files[i], files[j]);
+		/* the same name in another step or epoch is another file */
+		cr_assert_neq(seen[i], t_lookup(B, step_dir(SPEC, "epoch-7", "1"), files[i], &rc));
+		cr_assert_neq(seen[i], t_lookup(B, step_dir(SPEC, "epoch-0", "2"), files[i], &rc));
+	}
+	/* sizes that follow from the batch alone: step 2 holds 2 ids */
+	struct stat st;
+	cr_assert_eq(B->attr(&t_fs, seen[0], &st), 0);
+	cr_assert_eq(st.st_size, 2 * 8);
+	cr_assert_eq(B->attr(&t_fs, seen[3], &st), 0);
+	cr_assert_eq(st.st_size, 3 * 8);
+}
+
+Test(batches, names_that_are_not_canonical_or_in_range_are_enoent)
+{
+	int rc;
+	fuse_ino_t top = t_lookup(B, ZRFS_INO_ROOT, ".batches", &rc);
+	fuse_ino_t spec = t_lookup(B, top, SPEC, &rc);
+	fuse_ino_t k0 = step_dir(SPEC, "epoch-0", "0");
+
+	cr_assert_eq(t_lookup(B, ZRFS_INO_ROOT, "batches", &rc), 0);
+	cr_assert_eq(rc, -ENOENT);
+	static const char *const bad_specs[] = {"nosuch", "seq,batch=0", "seq,batch=04",
+						"seq,hi=11", "Seq", ""};
+	for (size_t i = 0; i < sizeof bad_specs / sizeof *bad_specs; i++) {
+		t_lookup(B, top, bad_specs[i], &rc);
+		cr_assert_eq(rc, -ENOENT, "spec '%s'", bad_specs[i]);
+	}
+	static const char *const bad_epochs[] = {"epoch-", "epoch-01", "epoch-x", "epoch--1",
+						 "epoch-1099511627777", "epoch-99999999999999999999",
+						 "epoch0", "0"};
+	for (size_t i = 0; i < sizeof bad_epochs / sizeof *bad_epochs; i++) {
+		t_lookup(B, spec, bad_epochs[i], &rc);
+		cr_assert_eq(rc, -ENOENT, "'%s'", bad_epochs[i]);
+	}
+	fuse_ino_t e0 = t_lookup(B, spec, "epoch-0", &rc);
+	static const char *const bad_steps[] = {"3", "02", "-1", "1.0", "", "epoch-0"};
+	for (size_t i = 0; i < sizeof bad_steps / sizeof *bad_steps; i++) {
+		t_lookup(B, e0, bad_steps[i], &rc);
+		cr_assert_eq(rc, -ENOENT, "step '%s'", bad_steps[i]);
+	}
+	/* v has no fixed shape: no v.npy; no such field; no other suffix */
+	static const char *const bad_files[] = {"v.npy", "z", "x.npz", "x.offsets.npy", "xx",
+						"ids.npy", "info"};
+	for (size_t i = 0; i < sizeof bad_files / sizeof *bad_files; i++) {
+		t_lookup(B, k0, bad_files[i], &rc);
+		cr_assert_eq(rc, -ENOENT, "file '%s'", bad_files[i]);
+	}
+	/* a file is not a directory */
+	fuse_ino_t ids = t_lookup(B, k0, "ids", &rc);
+	t_lookup(B, ids, "x", &rc);
+	cr_assert_eq(rc, -ENOTDIR);
+}
+
+Test(batches, numbers_that_name_no_node_are_enoent)
+{
+	struct stat st;
+	int rc;
+	fuse_ino_t k0 = step_dir(SPEC, "epoch-0", "0");
+	fuse_ino_t ids = t_lookup(B, k0, "ids", &rc);
+
+	/* a slot, spec, step or kind nobody looked up */
+	cr_assert_eq(B->attr(&t_fs, ZRFS_INO_EPOCH | 999, &st), -ENOENT);
+	cr_assert_eq(B->attr(&t_fs, ZRFS_INO_SPEC + 999, &st), -ENOENT);
+	cr_assert_eq(B->attr(&t_fs, k0 + (UINT64_C(3) << 10), &st), -ENOENT, "step 3 of 3");
+	cr_assert_eq(B->attr(&t_fs, ids + 1000, &st), -ENOENT, "no such kind");
+	/* x.npy's kind exists, v.npy's (no fixed shape) does not */
+	fuse_ino_t xnpy = t_lookup(B, k0, "x.npy", &rc), v = t_lookup(B, k0, "v", &rc);
+	cr_assert_eq(B->attr(&t_fs, xnpy, &st), 0);
+	cr_assert_eq(B->attr(&t_fs, v + 2, &st), -ENOENT, "v's .npy kind");
+}
+
+/* Every entry of directory @dir, names joined by ' ', with positions that
+ * resume where they say. */
+static void listing(fuse_ino_t dir, char *out, size_t cap)
+{
+	struct zrfs_dirent d;
+	uint64_t pos = 2;
+	size_t at = 0;
+	int rc;
+
+	out[0] = 0;
+	while ((rc = B->entry(&t_fs, dir, pos, &d)) == 1) {
+		cr_assert_geq(d.pos, pos);
+		at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? " " : "", d.name);
+		/* what lookup gives for the name is what the listing says */
+		int lrc;
+		cr_assert_eq(t_lookup(B, dir, d.name, &lrc), d.ino, "%s", d.name);
+		pos = d.pos + 1;
+	}
+	cr_assert_eq(rc, 0);
+}
+
+Test(batches, listings_of_each_level)
+{
+	char names[1024];
+	int rc;
+
+	t_fs_close();
+	t_fs_open(t_ds, "seq,batch=4:shuffle,seed=2,batch=3");
+	listing(ZRFS_INO_BATCHES, names, sizeof names);
+	cr_assert_str_eq(names, "seq,batch=4 shuffle,seed=2,batch=3 shuffle,batch=256,tail=keep",
+			 "the -o batches specs, then the default");
+	/* a spec looked up is not listed */
+	t_lookup(B, ZRFS_INO_BATCHES, SPEC, &rc);
+	listing(ZRFS_INO_BATCHES, names, sizeof names);
+	cr_assert_null(strstr(names, "tail=keep,"));
+	fuse_ino_t spec = t_lookup(B, ZRFS_INO_BATCHES, SPEC, &rc);
+	listing(spec, names, sizeof names);
+	cr_assert_str_eq(names, "epoch-0");
+	listing(t_lookup(B, spec, "epoch-3", &rc), names, sizeof names);
+	cr_assert_str_eq(names, "0 1 2");
+	listing(step_dir(SPEC, "epoch-3", "1"), names, sizeof names);
+	cr_assert_str_eq(names, "ids info.json x x.offsets x.npy y y.offsets y.npy v v.offsets");
+	/* the root holds .batches only, at position 2 */
+	struct zrfs_dirent d;
+	cr_assert_eq(B->entry(&t_fs, ZRFS_INO_ROOT, 2, &d), 1);
+	cr_assert_str_eq(d.name, ".batches");
+	cr_assert_eq(B->entry(&t_fs, ZRFS_INO_ROOT, 3, &d), 0);
+	/* a file has no entries */
+	fuse_ino_t ids = t_lookup(B, step_dir(SPEC, "epoch-3", "1"), "ids", &rc);
+	cr_assert_eq(B->entry(&t_fs, ids, 2, &d), -ENOTDIR);
+}
+
+Test(batches, reads_of_directories_and_unknown_nodes_fail)
+{
+	B->read(NULL, &t_fs, step_dir(SPEC, "epoch-0", "0"), 4096, 0);
+	cr_assert_eq(t_reply.kind, 'e');
+	cr_assert_eq(t_reply.err, EISDIR);
+	B->read(NULL, &t_fs, ZRFS_INO_EPOCH | 999, 4096, 0);
+	cr_assert_eq(t_reply.err, ENOENT);
+}
