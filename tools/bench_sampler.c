@@ -8,7 +8,7 @@
  * fills an array of N ids and shuffles it, the textbook baseline whose
  * memory grows with N. Single-threaded throughout: rates are per core.
  */
-#include "zr_i.h"
+#include "bench_i.h"
 #include "zrsampler.h"
 
 #include <errno.h>

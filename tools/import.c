@@ -13,13 +13,15 @@
  * byte-wise order of their paths relative to SRC; the rows of each .npy
  * file in order, files in the order given; a flat file from its start.
  *
- * Sections: the plan, writers and progress, dir, npy, flat, the command.
+ * Sections: the plan, writers and progress, one import, dir, tar, npy,
+ * the planners of npy, tar and flat, the command.
  */
 #include "zr_i.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -338,12 +340,37 @@ static const char *extension(const char *path)
 	return dot && dot != base ? dot + 1 : NULL;
 }
 
-static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *files,
-		    struct strs *classes, char *ext, size_t extcap)
+/* ---- one import ---- */
+
+struct opts {
+	const char *field, *label_field;
+	zr_compress compress;
+	uint64_t chunk_size, writers, record_size;
+};
+
+/* An import: the command line, the plan, and the dataset's fields. */
+struct import {
+	const struct source *src;
+	struct opts o;
+	const char *pos[64];  /* the inputs, then DEST */
+	int npos;
+	struct plan p;
+	zr_field_spec f[ZR_FIELDS_MAX];
+	unsigned nf;
+	char ext[ZR_EXT_MAX + 1];
+	struct strs files, classes; /* dir: the files, the class names */
+	struct zr_tar t;              /* tar: the members */
+};
+
+/* dir: every regular file under SRC, in byte-wise order of their paths;
+ * the field takes their extension when they all share one. */
+static int plan_dir(struct import *im)
 {
+	struct plan *p = &im->p;
+	struct strs *files = &im->files, *classes = &im->classes;
+	const char *src = im->pos[0], *common = NULL;
 	size_t srclen = strlen(src);
-	const char *common = NULL;
-	bool uniform = true;
+	bool labels = im->o.label_field != NULL, uniform = true;
 
 	if (walk(src, files, p->err, sizeof p->err) < 0)
 		return -1;
@@ -383,9 +410,10 @@ static int plan_dir(struct plan *p, const char *src, bool labels, struct strs *f
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, label) < 0)
 			return -1;
 	}
-	ext[0] = 0;
-	if (uniform && common && strlen(common) < extcap)
-		snprintf(ext, extcap, "%s", common);
+	if (uniform && common && strlen(common) < sizeof im->ext && zr_name_check(common) == 0) {
+		snprintf(im->ext, sizeof im->ext, "%s", common);
+		im->f[0].ext = im->ext;
+	}
 	return 0;
 }
 
@@ -444,46 +472,117 @@ out:
 	return rc;
 }
 
-/* ---- the command ---- */
-
-struct opts {
-	const char *field, *label_field;
-	zr_compress compress;
-	uint64_t chunk_size, writers, record_size;
-};
-
-static int remove_created(const char *dest)
+/* npy: the rows of each array, in order; dtype and row shape kept. */
+static int plan_npy(struct import *im)
 {
-	bench_rm_rf(dest);
-	return 1;
+	struct npy first = {0}, n = {0};
+	struct plan *p = &im->p;
+	int rc = 0;
+
+	for (int i = 0; i < im->npos - 1 && rc == 0; i++) {
+		rc = npy_read(im->pos[i], &n, p->err, sizeof p->err);
+		if (rc == 0 && i > 0 &&
+		    (n.spec.dtype != first.spec.dtype || n.spec.ndim != first.spec.ndim ||
+		     memcmp(n.spec.shape, first.spec.shape, n.spec.ndim * sizeof *n.spec.shape) != 0)) {
+			snprintf(p->err, sizeof p->err, "%s: dtype or row shape differs from %s's",
+				 im->pos[i], im->pos[0]);
+			rc = -1;
+		}
+		if (i == 0)
+			first = n;
+		for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
+			rc = plan_add(p, im->pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
+	}
+	if (rc == 0) { /* first is only set when its header was read */
+		first.spec.name = im->f[0].name;
+		first.spec.compress = im->f[0].compress;
+		im->f[0] = first.spec;
+	}
+	return rc;
 }
 
-int cmd_import(int argc, char **argv)
+/* tar: one record per sample, one field per extension. */
+static int plan_tar(struct import *im)
 {
-	struct opts o = {.field = "data", .compress = ZR_RAW, .writers = 4};
-	struct plan p = {0};
-	struct strs files = {0}, classes = {0};
-	const char *kind, *pos[64];
-	int npos = 0, status = 1;
-	char ext[ZR_EXT_MAX + 1] = "", *attrs = NULL;
-	zr_field_spec f[ZR_FIELDS_MAX] = {{0}};
-	struct zr_tar t = {0};
-	unsigned nf = 1;
-	zr_dataset *ds = NULL;
-	bool created = false;
-	uint64_t first;
+	struct zr_tar *t = &im->t;
+	struct plan *p = &im->p;
+	struct src vals[ZR_FIELDS_MAX];
+	int rc = 0;
 
-	if (argc < 2 || is_help(argv[1])) {
-		fputs(help, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USAGE : 0;
+	for (int i = 0; i < im->npos - 1 && rc == 0; i++)
+		rc = tar_scan_path(t, im->pos[i], p->err, sizeof p->err);
+	if (rc == 0 && t->fields.n == 0) {
+		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
+		rc = -1;
 	}
-	kind = argv[1];
-	if (strcmp(kind, "dir") != 0 && strcmp(kind, "npy") != 0 && strcmp(kind, "flat") != 0 &&
-	    strcmp(kind, "tar") != 0) {
-		zr_warn("import: unknown source kind '%s' (dir, npy, flat, tar; see 'zr import --help')",
-			kind);
-		return EXIT_USAGE;
+	p->width = im->nf = (unsigned)t->fields.n;
+	for (size_t m = 0, k = 0; rc == 0 && k < t->keys; k++) {
+		memset(vals, 0, sizeof vals);
+		for (; m < t->n && t->m[m].key == k; m++)
+			vals[t->m[m].field] = (struct src){t->m[m].shard, t->m[m].off, t->m[m].len};
+		rc = plan_add_record(p, vals, 0);
 	}
+	for (unsigned i = 0; rc == 0 && i < im->nf; i++) {
+		im->f[i] = (zr_field_spec){.name = t->fields.v[i], .dtype = ZR_BYTES,
+					   .compress = im->o.compress, .ext = t->fields.v[i]};
+		if (strlen(im->f[i].ext) > ZR_EXT_MAX)
+			im->f[i].ext = NULL; /* a name, but too long for a file extension */
+	}
+	return rc;
+}
+
+/* flat: consecutive records of --record-size bytes, u8 of that shape. */
+static int plan_flat(struct import *im)
+{
+	struct plan *p = &im->p;
+	uint64_t rsz = im->o.record_size;
+	struct stat st;
+	int rc = 0;
+
+	int e = stat(im->pos[0], &st) < 0 ? errno : 0;
+
+	if (e || !S_ISREG(st.st_mode)) {
+		snprintf(p->err, sizeof p->err, "%s: %s", im->pos[0],
+			 e ? strerror(e) : "not a regular file");
+		return -1;
+	}
+	if ((uint64_t)st.st_size % rsz) {
+		snprintf(p->err, sizeof p->err,
+			 "%s: %lld bytes is not a multiple of the record size %llu (%llu left over)",
+			 im->pos[0], (long long)st.st_size, (unsigned long long)rsz,
+			 (unsigned long long)((uint64_t)st.st_size % rsz));
+		return -1;
+	}
+	for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += rsz)
+		rc = plan_add(p, im->pos[0], off, rsz, 0);
+	im->f[0].dtype = ZR_U8;
+	im->f[0].fixed = 1;
+	im->f[0].ndim = 1;
+	im->f[0].shape[0] = rsz;
+	return rc;
+}
+
+/* ---- the command ---- */
+
+static const struct source {
+	const char *kind;
+	int (*plan)(struct import *im);
+	const char *args;     /* the positional arguments, for messages */
+	bool many;            /* takes several inputs */
+} sources[] = {
+	{"dir", plan_dir, "SRC DEST", false},
+	{"npy", plan_npy, "FILE.npy... DEST", true},
+	{"flat", plan_flat, "FILE DEST --record-size BYTES", false},
+	{"tar", plan_tar, "SHARD.tar... DEST", true},
+};
+
+/* The options and positional arguments after KIND: -1 when they are good,
+ * else the exit status (the message printed). */
+static int parse_args(struct import *im, int argc, char **argv)
+{
+	struct opts *o = &im->o;
+	const char *kind = im->src->kind;
+
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 		if (is_help(a)) {
@@ -491,11 +590,11 @@ int cmd_import(int argc, char **argv)
 			return 0;
 		}
 		if (a[0] != '-' || strcmp(a, "-") == 0) {
-			if (npos == (int)(sizeof pos / sizeof *pos)) {
+			if (im->npos == (int)(sizeof im->pos / sizeof *im->pos)) {
 				zr_warn("import: too many files");
 				return EXIT_USAGE;
 			}
-			pos[npos++] = a;
+			im->pos[im->npos++] = a;
 			continue;
 		}
 		if (!val) {
@@ -504,188 +603,147 @@ int cmd_import(int argc, char **argv)
 		}
 		i++;
 		if (strcmp(a, "--field") == 0) {
-			o.field = val;
-		} else if (strcmp(a, "--label-from-parent") == 0 && strcmp(kind, "dir") == 0) {
-			o.label_field = val;
+			o->field = val;
+		} else if (strcmp(a, "--label-from-parent") == 0 && im->src->plan == plan_dir) {
+			o->label_field = val;
 		} else if (strcmp(a, "--compress") == 0) {
-			if (zr_compress_parse(val, &o.compress) < 0) {
+			if (zr_compress_parse(val, &o->compress) < 0) {
 				zr_warn("import: --compress: %s", zr_errmsg(NULL));
 				return EXIT_USAGE;
 			}
 		} else if (strcmp(a, "--chunk-size") == 0) {
-			if (parse_u64(val, 1, UINT32_MAX, a, &o.chunk_size) < 0)
+			if (parse_u64(val, 1, UINT32_MAX, a, &o->chunk_size) < 0)
 				return EXIT_USAGE;
 		} else if (strcmp(a, "--writers") == 0) {
-			if (parse_u64(val, 1, 4, a, &o.writers) < 0)
+			if (parse_u64(val, 1, 4, a, &o->writers) < 0)
 				return EXIT_USAGE;
-		} else if (strcmp(a, "--record-size") == 0 && strcmp(kind, "flat") == 0) {
-			if (parse_size(val, ZR_RECORD_MAX, a, &o.record_size) < 0 ||
-			    o.record_size == 0)
+		} else if (strcmp(a, "--record-size") == 0 && im->src->plan == plan_flat) {
+			if (parse_size(val, ZR_RECORD_MAX, a, &o->record_size) < 0 ||
+			    o->record_size == 0)
 				return EXIT_USAGE;
 		} else {
 			zr_warn("import %s: unknown option '%s' (see 'zr import --help')", kind, a);
 			return EXIT_USAGE;
 		}
 	}
-	bool many = strcmp(kind, "npy") == 0 || strcmp(kind, "tar") == 0;
-	if (npos < 2 || (!many && npos != 2) ||
-	    (strcmp(kind, "flat") == 0 && o.record_size == 0)) {
-		zr_warn("import %s: expected %s (see 'zr import --help')", kind,
-			strcmp(kind, "npy") == 0	 ? "FILE.npy... DEST"
-			: strcmp(kind, "tar") == 0  ? "SHARD.tar... DEST"
-			: strcmp(kind, "flat") == 0 ? "FILE DEST --record-size BYTES"
-						    : "SRC DEST");
+	if (im->npos < 2 || (!im->src->many && im->npos != 2) ||
+	    (im->src->plan == plan_flat && o->record_size == 0)) {
+		zr_warn("import %s: expected %s (see 'zr import --help')", kind, im->src->args);
 		return EXIT_USAGE;
 	}
-	const char *dest = pos[npos - 1];
-	if (zr_name_check(o.field) < 0 || (o.label_field && zr_name_check(o.label_field) < 0) ||
-	    (o.label_field && strcmp(o.label_field, o.field) == 0)) {
-		zr_warn("import: %s", o.label_field && strcmp(o.label_field, o.field) == 0
-					      ? "the label field needs a name of its own"
-					      : zr_errmsg(NULL));
+	if (zr_name_check(o->field) < 0 || (o->label_field && zr_name_check(o->label_field) < 0)) {
+		zr_warn("import: %s", zr_errmsg(NULL));
 		return EXIT_USAGE;
 	}
-	pthread_mutex_init(&p.err_lock, NULL);
-	p.width = 1;
-	if (o.label_field && !(p.labels = malloc(sizeof *p.labels))) {
+	if (o->label_field && strcmp(o->label_field, o->field) == 0) {
+		zr_warn("import: the label field needs a name of its own");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* {"classes": {"FIELD": ["a", "b", ...]}}: the class names of the labels,
+ * kept in meta.json; NULL if out of memory. */
+static char *class_attrs(const char *field, const struct strs *classes)
+{
+	json_t *names = json_array(), *root;
+	char *text;
+
+	for (size_t i = 0; names && i < classes->n; i++)
+		if (json_array_append_new(names, json_string(classes->v[i])) < 0) {
+			json_decref(names);
+			return NULL;
+		}
+	root = json_pack("{s:{s:o}}", "classes", field, names);
+	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	return text;
+}
+
+/* Create DEST with the planned fields and write every record: the exit
+ * status, DEST removed again on failure. */
+static int write_dataset(struct import *im, const char *dest, const char *attrs)
+{
+	zr_dataset *ds = NULL;
+	uint64_t first;
+	int rc = zr_create(dest, im->f, im->nf,
+			   &(zr_create_opts){.chunk_size = (uint32_t)im->o.chunk_size, .attrs = attrs});
+
+	if (rc < 0) {
+		zr_warn("import: %s", zr_errmsg(NULL));
+		return rc == ZR_EINVAL_SPEC ? EXIT_USAGE : 1;
+	}
+	if ((rc = zr_open(&ds, dest, ZR_RDWR)) < 0 || (rc = zr_reserve(ds, im->p.n, &first)) < 0) {
+		zr_warn("import: %s", zr_errmsg(ds));
+	} else {
+		write_all_records(&im->p, ds, first, (unsigned)im->o.writers);
+		if (atomic_load(&im->p.failed))
+			zr_warn("import: %s", im->p.err);
+		else if ((rc = zr_commit(ds)) < 0)
+			zr_warn("import: %s", zr_errmsg(ds));
+	}
+	zr_close(ds); /* without a commit, nothing of this import stays */
+	if (rc < 0 || atomic_load(&im->p.failed)) {
+		rm_tree(dest);
+		return 1;
+	}
+	printf("%s: %llu records, %.1f MB\n", dest, (unsigned long long)im->p.n,
+	       (double)im->p.bytes / 1e6);
+	return 0;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	struct import *im;
+	char *attrs = NULL;
+	int status;
+
+	if (argc < 2 || is_help(argv[1])) {
+		fputs(help, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (!(im = calloc(1, sizeof *im))) {
 		zr_warn("import: out of memory");
 		return 1;
 	}
-	f[0] = (zr_field_spec){.name = o.field, .dtype = ZR_BYTES, .compress = o.compress};
-
-	/* the plan: everything checked before DEST is touched */
-	int rc = 0;
-	if (strcmp(kind, "dir") == 0) {
-		rc = plan_dir(&p, pos[0], o.label_field != NULL, &files, &classes, ext, sizeof ext);
-		if (rc == 0 && ext[0] && zr_name_check(ext) == 0)
-			f[0].ext = ext;
-	} else if (strcmp(kind, "npy") == 0) {
-		struct npy first_npy = {0}, n = {0};
-		for (int i = 0; i < npos - 1 && rc == 0; i++) {
-			rc = npy_read(pos[i], &n, p.err, sizeof p.err);
-			if (rc == 0 && i > 0 &&
-			    (n.spec.dtype != first_npy.spec.dtype || n.spec.ndim != first_npy.spec.ndim ||
-			     memcmp(n.spec.shape, first_npy.spec.shape,
-				    n.spec.ndim * sizeof *n.spec.shape) != 0)) {
-				snprintf(p.err, sizeof p.err,
-					 "%s: dtype or row shape differs from %s's", pos[i], pos[0]);
-				rc = -1;
-			}
-			if (i == 0)
-				first_npy = n;
-			for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
-				rc = plan_add(&p, pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
-		}
-		if (rc == 0) { /* first_npy is only set when its header was read */
-			first_npy.spec.name = f[0].name;
-			first_npy.spec.compress = f[0].compress;
-			f[0] = first_npy.spec;
-		}
-	} else if (strcmp(kind, "tar") == 0) {
-		for (int i = 0; i < npos - 1 && rc == 0; i++)
-			rc = tar_scan_path(&t, pos[i], p.err, sizeof p.err);
-		if (rc == 0 && t.fields.n == 0) {
-			snprintf(p.err, sizeof p.err, "%s: no members", pos[0]);
-			rc = -1;
-		}
-		p.width = nf = (unsigned)t.fields.n;
-		struct src vals[ZR_FIELDS_MAX];
-		for (size_t m = 0, k = 0; rc == 0 && k < t.keys; k++) {
-			memset(vals, 0, sizeof vals);
-			for (; m < t.n && t.m[m].key == k; m++)
-				vals[t.m[m].field] = (struct src){t.m[m].shard, t.m[m].off, t.m[m].len};
-			rc = plan_add_record(&p, vals, 0);
-		}
-		for (unsigned i = 0; rc == 0 && i < nf; i++) {
-			f[i] = (zr_field_spec){.name = t.fields.v[i], .dtype = ZR_BYTES,
-					       .compress = o.compress, .ext = t.fields.v[i]};
-			if (strlen(f[i].ext) > ZR_EXT_MAX)
-				f[i].ext = NULL; /* a name, but too long for a file extension */
-		}
+	for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
+		if (strcmp(argv[1], sources[i].kind) == 0)
+			im->src = &sources[i];
+	im->o = (struct opts){.field = "data", .compress = ZR_RAW, .writers = 4};
+	if (!im->src) {
+		zr_warn("import: unknown source kind '%s' (dir, npy, flat, tar; see 'zr import --help')",
+			argv[1]);
+		status = EXIT_USAGE;
 	} else {
-		struct stat st;
-		if (stat(pos[0], &st) < 0 || !S_ISREG(st.st_mode)) {
-			snprintf(p.err, sizeof p.err, "%s: %s", pos[0],
-				 errno ? strerror(errno) : "not a regular file");
-			rc = -1;
-		} else if ((uint64_t)st.st_size % o.record_size) {
-			snprintf(p.err, sizeof p.err,
-				 "%s: %lld bytes is not a multiple of the record size %llu (%llu left over)",
-				 pos[0], (long long)st.st_size, (unsigned long long)o.record_size,
-				 (unsigned long long)((uint64_t)st.st_size % o.record_size));
-			rc = -1;
+		status = parse_args(im, argc, argv);
+	}
+	if (status < 0) {
+		pthread_mutex_init(&im->p.err_lock, NULL);
+		im->p.width = im->nf = 1;
+		im->f[0] = (zr_field_spec){.name = im->o.field, .dtype = ZR_BYTES,
+					   .compress = im->o.compress};
+		status = 1;
+		if (im->o.label_field && !(im->p.labels = malloc(sizeof *im->p.labels)))
+			zr_warn("import: out of memory");
+		else if (im->src->plan(im) < 0) /* everything checked before DEST is touched */
+			zr_warn("import: %s", im->p.err[0] ? im->p.err : "out of memory");
+		else if (im->o.label_field &&
+			 !(attrs = class_attrs(im->o.label_field, &im->classes)))
+			zr_warn("import: out of memory");
+		else {
+			if (im->o.label_field)
+				im->f[im->nf++] = (zr_field_spec){.name = im->o.label_field,
+								  .dtype = ZR_I64, .fixed = 1};
+			status = write_dataset(im, im->pos[im->npos - 1], attrs);
 		}
-		for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += o.record_size)
-			rc = plan_add(&p, pos[0], off, o.record_size, 0);
-		f[0].dtype = ZR_U8;
-		f[0].fixed = 1;
-		f[0].ndim = 1;
-		f[0].shape[0] = (uint32_t)o.record_size;
+		pthread_mutex_destroy(&im->p.err_lock);
 	}
-	if (rc < 0) {
-		zr_warn("import: %s", p.err[0] ? p.err : "out of memory");
-		goto out;
-	}
-	if (o.label_field) {
-		{
-			/* {"classes": {"FIELD": ["a", "b", ...]}}, names JSON-escaped */
-			size_t cap = 64 + strlen(o.label_field);
-			for (size_t i = 0; i < classes.n; i++)
-				cap += 6 * strlen(classes.v[i]) + 4;
-			attrs = malloc(cap);
-			if (!attrs)
-				goto out;
-			size_t at = (size_t)sprintf(attrs, "{\"classes\": {\"%s\": [", o.label_field);
-			for (size_t i = 0; i < classes.n; i++) {
-				attrs[at++] = i ? ',' : ' ';
-				attrs[at++] = '"';
-				for (const unsigned char *c = (const unsigned char *)classes.v[i]; *c; c++)
-					at += (size_t)(*c == '"' || *c == '\\'
-							       ? sprintf(attrs + at, "\\%c", *c)
-						       : *c < 0x20 ? sprintf(attrs + at, "\\u%04x", *c)
-								   : sprintf(attrs + at, "%c", *c));
-				attrs[at++] = '"';
-			}
-			sprintf(attrs + at, "]}}");
-		}
-		f[1] = (zr_field_spec){.name = o.label_field, .dtype = ZR_I64, .fixed = 1};
-		nf = 2;
-	}
-
-	/* write */
-	rc = zr_create(dest, f, nf,
-		       &(zr_create_opts){.chunk_size = (uint32_t)o.chunk_size, .attrs = attrs});
-	if (rc < 0) {
-		zr_warn("import: %s", zr_errmsg(NULL));
-		status = rc == ZR_EINVAL_SPEC ? EXIT_USAGE : 1;
-		goto out;
-	}
-	created = true;
-	if ((rc = zr_open(&ds, dest, ZR_RDWR)) < 0 || (rc = zr_reserve(ds, p.n, &first)) < 0) {
-		zr_warn("import: %s", zr_errmsg(ds));
-		goto out;
-	}
-	write_all_records(&p, ds, first, (unsigned)o.writers);
-	if (atomic_load(&p.failed)) {
-		zr_warn("import: %s", p.err);
-		goto out;
-	}
-	if ((rc = zr_commit(ds)) < 0) {
-		zr_warn("import: %s", zr_errmsg(ds));
-		goto out;
-	}
-	printf("%s: %llu records, %.1f MB\n", dest, (unsigned long long)p.n, (double)p.bytes / 1e6);
-	status = 0;
-out:
-	zr_close(ds); /* without a commit, nothing of this import stays */
-	if (status != 0 && created)
-		remove_created(dest);
-	strs_free(&files);
-	strs_free(&classes);
-	zr_tar_free(&t);
-	free(p.srcs);
-	free(p.labels);
+	strs_free(&im->files);
+	strs_free(&im->classes);
+	zr_tar_free(&im->t);
+	free(im->p.srcs);
+	free(im->p.labels);
 	free(attrs);
-	pthread_mutex_destroy(&p.err_lock);
+	free(im);
 	return status;
 }

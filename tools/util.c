@@ -155,80 +155,15 @@ double now_sec(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-uint64_t bench_splitmix(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed)
-{
-	for (uint64_t i = n; i > 1; i--) {
-		uint64_t j = (uint64_t)(((unsigned __int128)bench_splitmix(&seed) * i) >> 64);
-		uint64_t t = ids[i - 1];
-		ids[i - 1] = ids[j];
-		ids[j] = t;
-	}
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-double bench_median(double *v, uint64_t n)
-{
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
 	(void)st, (void)flag, (void)f;
 	return remove(p);
 }
 
-void bench_rm_rf(const char *path)
+void rm_tree(const char *path)
 {
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(o)) {
-			fputs(help, stdout);
-			return 1;
-		}
-		if (!val) {
-			zr_warn("bench: '%s' needs a value or is unknown", o);
-			return -1;
-		}
-		i++;
-		if (strcmp(o, "--records") == 0) {
-			if (parse_u64(val, a->records_min, 10000000, o, &a->records) < 0)
-				return -1;
-		} else if (strcmp(o, "--size") == 0) {
-			if (parse_size(val, 1 << 24, o, &a->size) < 0 || a->size == 0)
-				return -1;
-		} else if (strcmp(o, "--runs") == 0) {
-			if (parse_u64(val, 1, 100, o, &a->runs) < 0)
-				return -1;
-		} else if (strcmp(o, "--dir") == 0) {
-			a->dir = val;
-		} else if (strcmp(o, "--zrfs") == 0 && a->takes_zrfs) {
-			a->zrfs = val;
-		} else {
-			zr_warn("bench: unknown option '%s'", o);
-			return -1;
-		}
-	}
-	return 0;
 }
 
 int strs_add(struct strs *s, char *x)

@@ -45,7 +45,6 @@ int cmd_verify(int argc, char **argv);
 int cmd_rebalance(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
-int bench_sampler(int argc, char **argv);
 
 /* Print "zr: " + message to stderr. */
 void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -63,6 +62,8 @@ int read_file(const char *path, void **buf, size_t *len);
 int write_all(int fd, const void *buf, size_t len);
 /* Monotonic seconds. */
 double now_sec(void);
+/* Remove @path and everything under it (symbolic links not followed). */
+void rm_tree(const char *path);
 
 /* A growing list of malloc'd strings. strs_add takes @x (NULL: -ENOMEM;
  * freed on failure); strs_free frees the strings and the list. */
@@ -91,25 +92,5 @@ struct zr_tar {
 };
 int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen);
 void zr_tar_free(struct zr_tar *t);
-
-/* Benchmarks: SplitMix64 stream, Fisher-Yates shuffle, median (sorts @v). */
-uint64_t bench_splitmix(uint64_t *s);
-void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
-double bench_median(double *v, uint64_t n);
-void bench_rm_rf(const char *path);
-
-/* Options shared by the benchmarks that make a dataset. */
-struct bench_args {
-	uint64_t records, size, runs;
-	const char *dir, *zrfs;
-	uint64_t records_min;
-	bool takes_zrfs;      /* --zrfs PATH is an option */
-};
-/* Parse --records, --size, --runs, --dir (and --zrfs): 0, 1 (help printed),
- * or -1 (usage error, reported). */
-int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
-int bench_fs(int argc, char **argv);
-int bench_batches(int argc, char **argv);
-int bench_import(int argc, char **argv);
 
 #endif

@@ -1,0 +1,282 @@
+/*
+ * bench_batches.c - zr bench batches: every batch file of one epoch read
+ * through a fresh zrfs mount, against zr_gather of the same ids in process
+ * and against the same records read as files of a native directory; warm
+ * and cold, raw and flate, shuffle and block orders. Every consumer
+ * checksums the bytes it gets, and the checksums must agree.
+ */
+#include "bench_i.h"
+#include "zrsampler.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char help_batches[] =
+	"usage: zr bench batches [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
+	"                        [--zrfs PATH]\n"
+	"\n"
+	"Read every batch file of one epoch of shuffle,seed=1,batch=256 through a\n"
+	"fresh zrfs mount (/.batches/SPEC/epoch-0/K/data), with 1 and 2 threads,\n"
+	"against (a) zr_gather of the same ids in this process and (b) the same\n"
+	"records read in the same order as files of a native directory; warm (data\n"
+	"in the page cache) and cold (after dropping caches: needs root), cold also\n"
+	"for block,seed=1,batch=256; a flate field against (a) as well. Every\n"
+	"consumer checksums the bytes it gets. Medians of R runs (default 3).\n";
+
+enum bkind { B_MOUNT, B_GATHER, B_NATIVE };
+
+struct bpass {
+	enum bkind kind;
+	const struct bench_env *c;
+	const zs_sampler *s;
+	zr_dataset *ds;
+	unsigned field;
+	char dir[PATH_MAX + 300];  /* B_MOUNT: the epoch directory */
+	atomic_ulong next;
+	atomic_ullong bytes, sum;
+	atomic_int bad;
+};
+
+static uint64_t sum64(const uint8_t *p, size_t n)
+{
+	uint64_t a = 0, v;
+	size_t k = 0;
+
+	for (; k + 8 <= n; k += 8) {
+		memcpy(&v, p + k, 8);
+		a += v;
+	}
+	for (; k < n; k++)
+		a += p[k];
+	return a;
+}
+
+static void *batch_worker(void *arg)
+{
+	struct bpass *p = arg;
+	uint64_t *ids = malloc(zs_batch_max(p->s) * sizeof *ids), k;
+	uint8_t *buf = malloc(1 << 20);
+	char path[PATH_MAX + 400];
+
+	while (ids && buf && (k = atomic_fetch_add(&p->next, 1)) < zs_steps(p->s)) {
+		uint64_t bytes = 0, sum = 0;
+		int64_t n = zs_batch(p->s, 0, k, ids);
+		if (p->kind == B_MOUNT) {
+			ssize_t r = 0;
+			snprintf(path, sizeof path, "%s/%llu/%s", p->dir, (unsigned long long)k,
+				 p->field ? "z" : "data");
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
+				sum += sum64(buf, (size_t)r);
+				bytes += (uint64_t)r;
+			}
+			if (fd < 0 || r < 0)
+				atomic_store(&p->bad, 1);
+			if (fd >= 0)
+				close(fd);
+		} else if (p->kind == B_GATHER) {
+			zr_batch *b;
+			size_t m;
+			if (zr_gather(p->ds, p->field, ids, (size_t)n, &b) < 0) {
+				atomic_store(&p->bad, 1);
+				break;
+			}
+			const zr_slice *sl = zr_batch_records(b, &m);
+			for (size_t i = 0; i < m; i++) {
+				sum += sum64(sl[i].data, sl[i].len);
+				bytes += sl[i].len;
+			}
+			zr_batch_release(b);
+		} else {
+			for (int64_t i = 0; i < n; i++) {
+				ssize_t r = 0;
+				snprintf(path, sizeof path, "%s/%llu", p->c->tree,
+					 (unsigned long long)ids[i]);
+				int fd = open(path, O_RDONLY | O_CLOEXEC);
+				while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
+					sum += sum64(buf, (size_t)r);
+					bytes += (uint64_t)r;
+				}
+				if (fd < 0 || r < 0)
+					atomic_store(&p->bad, 1);
+				if (fd >= 0)
+					close(fd);
+			}
+		}
+		atomic_fetch_add(&p->bytes, bytes);
+		atomic_fetch_add(&p->sum, sum);
+	}
+	free(ids);
+	free(buf);
+	return NULL;
+}
+
+static int drop_caches(void)
+{
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "3\n", 2) != 2) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* One pass of @kind over the epoch of @spec: MB/s, and the checksum. */
+static int batch_pass(struct bench_env *c, enum bkind kind, const char *spec, unsigned field,
+		      int threads, bool cold, double *mbs, uint64_t *sum)
+{
+	struct bpass p = {.kind = kind, .c = c, .field = field};
+	zs_spec sp;
+	zs_sampler *s = NULL;
+	pthread_t th[2];
+	int rc = 0;
+	double t0;
+
+	if (zs_spec_parse(spec, &sp) < 0 || zs_sampler_create(&s, &sp, c->records) < 0) {
+		zr_warn("bench: %s: %s", spec, zs_errmsg());
+		return -1;
+	}
+	p.s = s;
+	atomic_init(&p.next, 0);
+	atomic_init(&p.bytes, 0);
+	atomic_init(&p.sum, 0);
+	atomic_init(&p.bad, 0);
+	if (cold && drop_caches() < 0) {
+		zr_warn("bench: cannot drop caches (root needed)");
+		rc = -1;
+	}
+	if (rc == 0 && kind == B_MOUNT) {
+		rc = bench_mount_zrfs(c);
+		snprintf(p.dir, sizeof p.dir, "%s/.batches/%s/epoch-0", c->zmnt, spec);
+	}
+	if (rc == 0 && kind == B_GATHER)
+		rc = zr_open(&p.ds, c->ds, ZR_RDONLY) < 0 ? zr_fail(-1, "bench") : 0;
+	if (rc == 0) {
+		t0 = now_sec();
+		for (int i = 0; i < threads; i++)
+			pthread_create(&th[i], NULL, batch_worker, &p);
+		for (int i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+		*mbs = (double)atomic_load(&p.bytes) / (now_sec() - t0) / 1e6;
+		*sum = atomic_load(&p.sum);
+		if (atomic_load(&p.bad)) {
+			zr_warn("bench: reading batches (%s) failed", spec);
+			rc = -1;
+		}
+	}
+	if (kind == B_MOUNT)
+		bench_unmount_zrfs(c);
+	zr_close(p.ds);
+	zs_sampler_destroy(s);
+	return rc;
+}
+
+enum { BM, BA, BN, BZM, BZA, CM, CA, CN, CBM, CBA, BNV };
+static const char *const bnames[BNV] = {
+	"warm: zrfs batch files",   "warm: (a) zr_gather",       "warm: (b) native files",
+	"warm flate: zrfs batches", "warm flate: (a) zr_gather", "cold: zrfs batch files",
+	"cold: (a) zr_gather",      "cold: (b) native files",    "cold block: zrfs batch files",
+	"cold block: (a) zr_gather",
+};
+
+int bench_batches(int argc, char **argv)
+{
+	struct bench_env c = {.records = 50000, .size = 8192, .runs = 3, .dir = "/var/tmp"};
+	const char *shuf = "shuffle,seed=1,batch=256", *blk = "block,seed=1,batch=256";
+	char zrfs_path[PATH_MAX];
+	double v[2][BNV][100];
+	int rc = 0;
+
+	bench_find_zrfs(&c, zrfs_path);
+	if (!bench_start(&c, argc, argv, help_batches, "batches", 256, true, &rc))
+		return rc;
+	printf("zr bench batches: %llu records x %llu B, %s, %llu runs, zrfs %s\n",
+	       (unsigned long long)c.records, (unsigned long long)c.size, shuf,
+	       (unsigned long long)c.runs, c.zrfs);
+	fflush(stdout);
+	if (bench_make_inputs(&c, true, false) < 0)
+		rc = 1;
+	for (uint64_t r = 0; r < c.runs && rc == 0; r++) {
+		for (int t = 0; t < 2 && rc == 0; t++) {
+			struct {
+				int slot;
+				enum bkind kind;
+				const char *spec;
+				unsigned field;
+				bool cold;
+			} plan[] = {
+				{BM, B_MOUNT, shuf, 0, false},  {BA, B_GATHER, shuf, 0, false},
+				{BN, B_NATIVE, shuf, 0, false}, {BZM, B_MOUNT, shuf, 1, false},
+				{BZA, B_GATHER, shuf, 1, false}, {CM, B_MOUNT, shuf, 0, true},
+				{CA, B_GATHER, shuf, 0, true},  {CN, B_NATIVE, shuf, 0, true},
+				{CBM, B_MOUNT, blk, 0, true},   {CBA, B_GATHER, blk, 0, true},
+			};
+			uint64_t sums[BNV] = {0};
+			for (size_t i = 0; i < sizeof plan / sizeof *plan && rc == 0; i++) {
+				double warm;
+				uint64_t ws;
+				/* warm means warm: an untimed pass first */
+				if (!plan[i].cold)
+					rc = batch_pass(&c, plan[i].kind, plan[i].spec, plan[i].field,
+							t + 1, false, &warm, &ws);
+				if (rc == 0)
+					rc = batch_pass(&c, plan[i].kind, plan[i].spec, plan[i].field,
+							t + 1, plan[i].cold, &v[t][plan[i].slot][r],
+							&sums[plan[i].slot]);
+			}
+			if (rc == 0 && (sums[BM] != sums[BA] || sums[BM] != sums[BN] ||
+					sums[BZM] != sums[BZA] || sums[CBM] != sums[CBA])) {
+				zr_warn("bench: the consumers disagree on the bytes they read");
+				rc = 1;
+			}
+			if (rc == 0) {
+				printf("  run %llu, %d thread%s:", (unsigned long long)r + 1, t + 1,
+				       t ? "s" : "");
+				for (int k = 0; k < BNV; k++)
+					printf(" %.0f", v[t][k][r]);
+				printf(" MB/s\n");
+				fflush(stdout);
+			}
+		}
+	}
+	if (rc == 0) {
+		double m[2][BNV];
+		for (int t = 0; t < 2; t++)
+			for (int k = 0; k < BNV; k++) {
+				double col[100];
+				memcpy(col, v[t][k], c.runs * sizeof *col);
+				m[t][k] = bench_median(col, c.runs);
+			}
+		printf("\n%-32s %12s %12s\n", "MB/s (median)", "1 thread", "2 threads");
+		for (int k = 0; k < BNV; k++)
+			printf("%-32s %12.0f %12.0f\n", bnames[k], m[0][k], m[1][k]);
+		printf("\n%-40s %9s %9s   %s\n", "ratios of medians", "1 thread", "2 threads",
+		       "target");
+		printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "warm: zrfs / (a) gather", m[0][BM] / m[0][BA],
+		       m[1][BM] / m[1][BA]);
+		printf("%-40s %8.2fx %8.2fx   >= 3x\n", "warm: zrfs / (b) native files",
+		       m[0][BM] / m[0][BN], m[1][BM] / m[1][BN]);
+		printf("%-40s %8.2fx %8.2fx   >= 0.8x (2 threads)\n", "warm flate: zrfs / (a) gather",
+		       m[0][BZM] / m[0][BZA], m[1][BZM] / m[1][BZA]);
+		printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "cold: zrfs / (a) gather", m[0][CM] / m[0][CA],
+		       m[1][CM] / m[1][CA]);
+		printf("%-40s %8.2fx %8.2fx   >= 3x\n", "cold: zrfs / (b) native files",
+		       m[0][CM] / m[0][CN], m[1][CM] / m[1][CN]);
+		printf("%-40s %8.2fx %8.2fx   (what block buys)\n", "cold: zrfs block / zrfs shuffle",
+		       m[0][CBM] / m[0][CM], m[1][CBM] / m[1][CM]);
+	}
+	bench_unmount_zrfs(&c);
+	rm_tree(c.base);
+	return rc;
+}

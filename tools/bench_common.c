@@ -1,0 +1,271 @@
+/*
+ * bench_common.c - what the benchmarks share: seeded numbers, medians, the
+ * options every dataset benchmark takes, and the scratch environment of
+ * those that make a dataset (inputs, programs started and waited for,
+ * zrfs mounted in the foreground and unmounted).
+ */
+#include "bench_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+uint64_t bench_splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed)
+{
+	for (uint64_t i = n; i > 1; i--) {
+		uint64_t j = (uint64_t)(((unsigned __int128)bench_splitmix(&seed) * i) >> 64);
+		uint64_t t = ids[i - 1];
+		ids[i - 1] = ids[j];
+		ids[j] = t;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, uint64_t n)
+{
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		if (is_help(o)) {
+			fputs(help, stdout);
+			return 1;
+		}
+		if (!val) {
+			zr_warn("bench: '%s' needs a value or is unknown", o);
+			return -1;
+		}
+		i++;
+		if (strcmp(o, "--records") == 0) {
+			if (parse_u64(val, a->records_min, 10000000, o, &a->records) < 0)
+				return -1;
+		} else if (strcmp(o, "--size") == 0) {
+			if (parse_size(val, 1 << 24, o, &a->size) < 0 || a->size == 0)
+				return -1;
+		} else if (strcmp(o, "--runs") == 0) {
+			if (parse_u64(val, 1, 100, o, &a->runs) < 0)
+				return -1;
+		} else if (strcmp(o, "--dir") == 0) {
+			a->dir = val;
+		} else if (strcmp(o, "--zrfs") == 0 && a->takes_zrfs) {
+			a->zrfs = val;
+		} else {
+			zr_warn("bench: unknown option '%s'", o);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+pid_t bench_spawn(char *const argv[], bool quiet)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc == 0 ? pid : -1;
+}
+
+/* Run a program as bench_spawn() does; its exit status, or -1. */
+int bench_run_quiet(char *const argv[], bool quiet)
+{
+	pid_t pid = bench_spawn(argv, quiet);
+	int status;
+
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int bench_run(char *const argv[])
+{
+	return bench_run_quiet(argv, false);
+}
+
+/* zrfs is kept in the foreground as our child so that bench_unmount_zrfs()
+ * can wait for it to exit: a daemon still holding the chunk files mapped
+ * would keep their pages through the next drop of the caches. */
+int bench_mount_zrfs(struct bench_env *c)
+{
+	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", NULL};
+	struct stat before, st;
+	int status;
+
+	if (stat(c->zmnt, &before) < 0) {
+		zr_warn("bench: %s: %s", c->zmnt, strerror(errno));
+		return -1;
+	}
+	c->zpid = bench_spawn(argv, false);
+	/* mounted when the mount point changes device; polled, as nothing
+	 * else tells a foreground daemon's parent */
+	for (int i = 0; c->zpid > 0 && i < 10000; i++) {
+		if (stat(c->zmnt, &st) == 0 && st.st_dev != before.st_dev)
+			return 0;
+		if (waitpid(c->zpid, &status, WNOHANG) == c->zpid)
+			break;
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	zr_warn("bench: %s %s %s failed", c->zrfs, c->ds, c->zmnt);
+	if (c->zpid > 0 && waitpid(c->zpid, &status, WNOHANG) == 0) {
+		kill(c->zpid, SIGTERM);
+		waitpid(c->zpid, &status, 0);
+	}
+	c->zpid = 0;
+	return -1;
+}
+
+/* Unmount if mounted (the final clean-up calls it either way). */
+void bench_unmount(char *mnt)
+{
+	char *argv[] = {"fusermount3", "-u", mnt, NULL};
+	bench_run_quiet(argv, true);
+}
+
+/* Unmount zrfs and wait for its daemon to exit. */
+void bench_unmount_zrfs(struct bench_env *c)
+{
+	int status;
+
+	bench_unmount(c->zmnt);
+	if (c->zpid > 0)
+		waitpid(c->zpid, &status, 0);
+	c->zpid = 0;
+}
+
+int bench_make_inputs(struct bench_env *c, bool flate, bool squash)
+{
+	zr_field_spec f[2] = {{.name = "data", .dtype = ZR_U8, .compress = ZR_RAW, .fixed = 1,
+			       .ndim = 1, .shape = {(uint32_t)c->size}},
+			      {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
+	uint8_t *rec = malloc(c->size), *zrec = malloc(c->size);
+	char path[PATH_MAX + 32];
+	zr_dataset *ds = NULL;
+	uint64_t s = 1;
+	int rc;
+
+	rc = rec && zrec ? zr_create(c->ds, f, flate ? 2 : 1, NULL) : -ENOMEM;
+	if (rc == 0)
+		rc = zr_open(&ds, c->ds, ZR_RDWR);
+	if (rc == 0 && mkdir(c->tree, 0755) < 0)
+		rc = -errno;
+	for (uint64_t i = 0; i < c->records && rc == 0 && rec; i++) {
+		for (uint64_t k = 0; k < c->size; k += 8) {
+			uint64_t v = bench_splitmix(&s);
+			memcpy(rec + k, &v, c->size - k < 8 ? c->size - k : 8);
+		}
+		for (uint64_t k = 0; k < c->size; k++) /* text-like: a 16-letter alphabet */
+			zrec[k] = (uint8_t)('a' + (rec[k] & 15) * (k % 3 == 0));
+		rc = zr_append(ds, (zr_value[]){{rec, c->size}, {zrec, c->size}}, NULL);
+		snprintf(path, sizeof path, "%s/%llu", c->tree, (unsigned long long)i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (rc == 0 && (fd < 0 || write_all(fd, rec, c->size) < 0))
+			rc = -EIO;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc == 0)
+		rc = zr_commit(ds);
+	zr_close(ds);
+	free(rec);
+	free(zrec);
+	if (rc < 0)
+		return zr_fail(rc, "bench: creating the inputs");
+	if (!squash)
+		return 0;
+	char *mk[] = {"mksquashfs", c->tree, c->img, "-noI", "-noD", "-noF", "-noX",
+		      "-no-progress", "-quiet", NULL};
+	if (bench_run(mk) != 0) {
+		zr_warn("bench: mksquashfs failed (is squashfs-tools installed?)");
+		return -1;
+	}
+	return 0;
+}
+
+void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX])
+{
+	char self[PATH_MAX - 16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+	c->zrfs = "zrfs";
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(buf, PATH_MAX, "%s/../fs/zrfs", self); /* a build tree */
+	if (access(buf, X_OK) == 0) {
+		c->zrfs = buf;
+		return;
+	}
+	snprintf(buf, PATH_MAX, "%s/zrfs", self); /* installed side by side */
+	if (access(buf, X_OK) == 0)
+		c->zrfs = buf;
+}
+
+bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, const char *name,
+		 uint64_t records_min, bool takes_zrfs, int *status)
+{
+	struct bench_args ba = {c->records, c->size, c->runs, c->dir, c->zrfs, records_min,
+				takes_zrfs};
+	int rc = bench_args_parse(argc, argv, usage, &ba);
+
+	if (rc != 0) {
+		*status = rc > 0 ? 0 : EXIT_USAGE;
+		return false;
+	}
+	c->records = ba.records;
+	c->size = ba.size;
+	c->runs = ba.runs;
+	c->dir = ba.dir;
+	c->zrfs = ba.zrfs;
+	snprintf(c->base, sizeof c->base, "%s/zr-bench-%s-XXXXXX", c->dir, name);
+	if (!mkdtemp(c->base)) {
+		zr_warn("bench: cannot create a scratch directory in %s: %s", c->dir, strerror(errno));
+		*status = 1;
+		return false;
+	}
+	snprintf(c->ds, sizeof c->ds, "%s/ds", c->base);
+	snprintf(c->tree, sizeof c->tree, "%s/tree", c->base);
+	snprintf(c->img, sizeof c->img, "%s/tree.sqfs", c->base);
+	snprintf(c->flat, sizeof c->flat, "%s/flat.bin", c->base);
+	snprintf(c->zmnt, sizeof c->zmnt, "%s/zmnt", c->base);
+	snprintf(c->smnt, sizeof c->smnt, "%s/smnt", c->base);
+	if (takes_zrfs) {
+		mkdir(c->zmnt, 0755);
+		mkdir(c->smnt, 0755);
+	}
+	return true;
+}

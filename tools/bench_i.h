@@ -1,0 +1,75 @@
+/*
+ * bench_i.h - what the benchmarks of 'zr bench' share (bench_common.c):
+ * seeded numbers, medians, options, and for the benchmarks that make a
+ * dataset, the scratch environment they work in. One file per benchmark:
+ * bench_store.c, bench_sampler.c, bench_fs.c, bench_batches.c,
+ * bench_import.c; bench.c chooses one.
+ */
+#ifndef ZR_BENCH_I_H
+#define ZR_BENCH_I_H
+
+#include "zr_i.h"
+
+#include <sys/types.h>
+
+/* The benchmarks, each with its own --help. */
+int bench_store(int argc, char **argv);
+int bench_sampler(int argc, char **argv);
+int bench_fs(int argc, char **argv);
+int bench_batches(int argc, char **argv);
+int bench_import(int argc, char **argv);
+
+/* SplitMix64 stream, Fisher-Yates shuffle, median (sorts @v). */
+uint64_t bench_splitmix(uint64_t *s);
+void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
+double bench_median(double *v, uint64_t n);
+
+/* Options shared by the benchmarks that make a dataset. */
+struct bench_args {
+	uint64_t records, size, runs;
+	const char *dir, *zrfs;
+	uint64_t records_min;
+	bool takes_zrfs;      /* --zrfs PATH is an option */
+};
+/* Parse --records, --size, --runs, --dir (and --zrfs): 0, 1 (help printed),
+ * or -1 (usage error, reported). */
+int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
+
+/* Where a dataset benchmark works: DIR/zr-bench-NAME-XXXXXX holding the
+ * dataset, the same records as a native tree, a squashfs image of it, a
+ * flat file, and two mount points. */
+struct bench_env {
+	uint64_t records, size, runs;
+	const char *dir, *zrfs;
+	char base[PATH_MAX - 64];
+	char ds[PATH_MAX], tree[PATH_MAX], img[PATH_MAX], flat[PATH_MAX];
+	char zmnt[PATH_MAX], smnt[PATH_MAX];
+	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
+};
+
+/* Parse the options into @c (which holds the defaults), make the scratch
+ * directory and name the inputs and, for the benchmarks that mount
+ * (@takes_zrfs), the mount points in it. false with *status set when the
+ * caller must return (after --help, a usage error or a failure). */
+bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, const char *name,
+		 uint64_t records_min, bool takes_zrfs, int *status);
+/* The zrfs next to this zr (a build tree, or installed side by side), else
+ * "zrfs" from PATH; @buf holds the path. */
+void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX]);
+/* The dataset (field "data", and with @flate a compressible flate field
+ * "z" of the same size), the native tree of "data", and with @squash the
+ * squashfs image of the tree. 0 or -1 (reported). */
+int bench_make_inputs(struct bench_env *c, bool flate, bool squash);
+
+/* Start a program with its output (and with @quiet, its errors) discarded:
+ * its pid, or -1; run one to its end: its exit status, or -1. */
+pid_t bench_spawn(char *const argv[], bool quiet);
+int bench_run_quiet(char *const argv[], bool quiet);
+int bench_run(char *const argv[]);
+/* Mount the dataset with zrfs in the foreground as our child; unmount it
+ * and wait for the daemon to exit; unmount any mount point, if mounted. */
+int bench_mount_zrfs(struct bench_env *c);
+void bench_unmount_zrfs(struct bench_env *c);
+void bench_unmount(char *mnt);
+
+#endif
