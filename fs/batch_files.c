@@ -91,55 +91,63 @@ static void reply_le64s(fuse_req_t req, const uint64_t *v, size_t n, size_t size
 
 /* ---- raw batches: pieces of the chunk files, never assembled ---- */
 
-/* Where the records of raw field @field of a batch start in its <field>
- * file: offs[0..n], from their stored lengths. */
-static int raw_offsets(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-		       uint64_t *offs)
+/* A raw batch of @n records: where each is stored (@rows), and where each
+ * starts in its <field> file (@offs[0..n]). */
+struct raw_batch {
+	size_t n;
+	struct zrfs_row *rows;
+	uint64_t *offs;
+};
+
+static int raw_batch(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		     struct raw_batch *b)
 {
-	offs[0] = 0;
-	for (size_t i = 0; i < n; i++) {
-		zr_record_stat st;
-		int rc = zr_stat(fs->ds, field, ids[i], &st);
-		if (rc < 0) {
-			zrfs_log_record_error(fs, field, ids[i], rc);
-			return rc;
-		}
-		offs[i + 1] = offs[i] + (st.present ? st.physical_len : 0);
-	}
+	int rc;
+
+	b->n = n;
+	b->rows = malloc((n + 1) * sizeof *b->rows);
+	b->offs = malloc((n + 1) * sizeof *b->offs);
+	if (!b->rows || !b->offs)
+		return -ENOMEM;
+	if ((rc = zrfs_records_stat(fs, field, ids, n, b->rows)) < 0)
+		return rc;
+	b->offs[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		b->offs[i + 1] = b->offs[i] + b->rows[i].len;
 	return 0;
 }
 
-/* The pieces of bytes [@pos, @end) of the <field> file of a raw batch
- * whose records start at @offs (records under the range only). */
-static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			   const uint64_t *offs, uint64_t pos, uint64_t end, struct zrfs_pieces *p,
+static void raw_batch_free(struct raw_batch *b)
+{
+	free(b->rows);
+	free(b->offs);
+}
+
+/* The pieces of bytes [@pos, @end) of the <field> file of raw batch @b of
+ * records @ids: the records under the range, mapped (@g keeps them). */
+static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids,
+			   struct raw_batch *b, uint64_t pos, uint64_t end, struct zrfs_pieces *p,
 			   zr_batch **g)
 {
+	const uint64_t *offs = b->offs;
 	size_t lo = 0, hi;
-	struct zrfs_row *rows;
-	int rc;
+	int rc = 0;
 
-	if (end > offs[n])
-		end = offs[n];
-	while (lo < n && offs[lo + 1] <= pos) /* the first record under pos */
+	if (end > offs[b->n])
+		end = offs[b->n];
+	while (lo < b->n && offs[lo + 1] <= pos) /* the first record under pos */
 		lo++;
-	for (hi = lo; hi < n && offs[hi] < end; hi++)
+	for (hi = lo; hi < b->n && offs[hi] < end; hi++)
 		;
-	rows = malloc((hi - lo + 1) * sizeof *rows);
-	if (!rows)
-		return -ENOMEM;
-	rc = zrfs_records_locate(fs, field, ids + lo, hi - lo, rows, g);
+	zrfs_records_map(fs, field, ids + lo, hi - lo, b->rows + lo, g);
 	for (size_t i = lo; rc == 0 && i < hi; i++) {
-		const struct zrfs_row *r = &rows[i - lo];
+		const struct zrfs_row *r = &b->rows[i];
 		uint64_t from = pos > offs[i] ? pos : offs[i], to = end < offs[i + 1] ? end : offs[i + 1];
-		if (r->len != offs[i + 1] - offs[i])
-			rc = -EIO; /* not the record its offsets were made from */
-		else if (from < to)
+		if (from < to)
 			rc = zrfs_pieces_add(p, r->fd, r->pos + (from - offs[i]),
-				     r->mem ? (const uint8_t *)r->mem + (from - offs[i]) : NULL,
-				     to - from);
+					     r->mem ? (const uint8_t *)r->mem + (from - offs[i]) : NULL,
+					     to - from);
 	}
-	free(rows);
 	return rc;
 }
 
@@ -171,25 +179,24 @@ static int raw_npy_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, 
 static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *at, unsigned field,
 		     enum batch_part part, size_t size, off_t off, bool ahead)
 {
-	uint64_t *ids = NULL, *offs = NULL, pos = (uint64_t)off;
+	uint64_t *ids = NULL, pos = (uint64_t)off;
+	struct raw_batch b = {0};
 	struct zrfs_pieces p = {0};
 	struct zrfs_npy h;
 	zr_batch *g = NULL;
 	size_t n = 0;
 	int rc = step_ids(at, &ids, &n);
 
-	if (rc == 0 && part != PART_NPY) {
-		offs = malloc((n + 1) * sizeof *offs);
-		rc = offs ? raw_offsets(fs, field, ids, n, offs) : -ENOMEM;
-	}
+	if (rc == 0 && part != PART_NPY)
+		rc = raw_batch(fs, field, ids, n, &b);
 	if (rc == 0 && part == PART_OFFSETS) {
-		reply_le64s(req, offs, n + 1, size, off);
+		reply_le64s(req, b.offs, n + 1, size, off);
 		goto out;
 	}
 	if (rc == 0)
 		rc = zrfs_pieces_init(&p, 16);
 	if (rc == 0 && part == PART_DATA)
-		rc = raw_data_pieces(fs, field, ids, n, offs, pos, pos + size, &p, &g);
+		rc = raw_data_pieces(fs, field, ids, &b, pos, pos + size, &p, &g);
 	else if (rc == 0)
 		rc = raw_npy_pieces(fs, field, ids, n, pos, pos + size, &h, &p, &g);
 	if (rc == 0)
@@ -199,24 +206,25 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *a
 out:
 	zr_batch_release(g);
 	zrfs_pieces_free(&p);
-	free(offs);
+	raw_batch_free(&b);
 	free(ids);
 }
 
 void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
 {
-	uint64_t *ids = NULL, *offs = NULL;
+	struct raw_batch b = {0};
 	struct zrfs_pieces p = {0};
 	zr_batch *g = NULL;
+	uint64_t *ids = NULL;
 	size_t n = 0;
 
-	if (step_ids(at, &ids, &n) == 0 && (offs = malloc((n + 1) * sizeof *offs)) != NULL &&
-	    raw_offsets(fs, field, ids, n, offs) == 0 && zrfs_pieces_init(&p, n) == 0 &&
-	    raw_data_pieces(fs, field, ids, n, offs, 0, UINT64_MAX, &p, &g) == 0)
+	if (step_ids(at, &ids, &n) == 0 && raw_batch(fs, field, ids, n, &b) == 0 &&
+	    zrfs_pieces_init(&p, n) == 0 &&
+	    raw_data_pieces(fs, field, ids, &b, 0, UINT64_MAX, &p, &g) == 0)
 		zrfs_read_ahead(fs, &p);
 	zr_batch_release(g);
 	zrfs_pieces_free(&p);
-	free(offs);
+	raw_batch_free(&b);
 	free(ids);
 }
 
@@ -354,7 +362,7 @@ static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigne
 			   enum batch_part part, uint64_t *size)
 {
 	const struct zrfs_field *f = &fs->fields[field];
-	uint64_t n = zs_batch_size(at->s, at->step), *ids = NULL, *offs = NULL;
+	uint64_t n = zs_batch_size(at->s, at->step), *ids = NULL;
 	struct zrfs_npy h;
 	size_t got;
 	int rc = 0;
@@ -372,12 +380,12 @@ static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigne
 			zrfs_cache_release(fs->cache, e);
 		}
 	} else if ((rc = step_ids(at, &ids, &got)) == 0) {
-		offs = malloc((got + 1) * sizeof *offs);
-		rc = offs ? raw_offsets(fs, field, ids, got, offs) : -ENOMEM;
-		*size = rc == 0 ? offs[got] : 0;
+		struct raw_batch b = {0};
+		rc = raw_batch(fs, field, ids, got, &b);
+		*size = rc == 0 ? b.offs[got] : 0;
+		raw_batch_free(&b);
 	}
 	free(ids);
-	free(offs);
 	return rc;
 }
 

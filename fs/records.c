@@ -193,13 +193,9 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t 
 
 /* ---- rows ---- */
 
-int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			struct zrfs_row *rows, zr_batch **g)
+int zrfs_records_stat(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		      struct zrfs_row *rows)
 {
-	const zr_slice *maps = NULL;
-	size_t m;
-
-	*g = NULL;
 	for (size_t i = 0; i < n; i++) {
 		zr_record_stat st;
 		int rc = zr_stat(fs->ds, field, ids[i], &st);
@@ -210,13 +206,33 @@ int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, si
 		rows[i] = (struct zrfs_row){NULL, st.fd, st.offset,
 					    st.present ? st.physical_len : 0, st.present};
 	}
-	/* where they are mapped: a raw field's gather copies nothing; without
-	 * it the reply reads the files */
-	if (n && zr_gather(fs->ds, field, ids, n, g) == 0)
-		maps = zr_batch_records(*g, &m);
-	for (size_t i = 0; maps && i < n; i++)
-		rows[i].mem = rows[i].len ? maps[i].data : NULL;
 	return 0;
+}
+
+void zrfs_records_map(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		      struct zrfs_row *rows, zr_batch **g)
+{
+	const zr_slice *maps;
+	size_t m;
+
+	/* a raw field's gather copies nothing: it says where the records are */
+	*g = NULL;
+	if (n == 0 || zr_gather(fs->ds, field, ids, n, g) < 0)
+		return;
+	maps = zr_batch_records(*g, &m);
+	for (size_t i = 0; i < n; i++)
+		rows[i].mem = rows[i].len ? maps[i].data : NULL;
+}
+
+int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+			struct zrfs_row *rows, zr_batch **g)
+{
+	int rc = zrfs_records_stat(fs, field, ids, n, rows);
+
+	*g = NULL;
+	if (rc == 0)
+		zrfs_records_map(fs, field, ids, n, rows, g);
+	return rc;
 }
 
 int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,

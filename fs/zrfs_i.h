@@ -213,9 +213,16 @@ struct zrfs_row {
 	uint64_t len;         /* stored bytes; 0 for a missing or empty record */
 	bool present;         /* false: the record is missing */
 };
-/* Rows of records @ids[0..n) of raw field @field: where each is stored and
- * mapped. @*g keeps the mappings: release it after the reply
- * (zr_batch_release). 0 or -errno (logged). */
+/* Rows of records @ids[0..n) of raw field @field: where each is stored.
+ * 0 or a negative code (logged). */
+int zrfs_records_stat(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		      struct zrfs_row *rows);
+/* Where those rows are mapped, into rows[i].mem (left NULL if they are not:
+ * replies then read the files); @*g keeps the mappings until released
+ * (zr_batch_release) after the reply. */
+void zrfs_records_map(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+		      struct zrfs_row *rows, zr_batch **g);
+/* Both: zrfs_records_stat, then zrfs_records_map. */
 int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
 			struct zrfs_row *rows, zr_batch **g);
 /* Rows of records @ids[0..n) of flate field @field for a .npy view: those

@@ -57,6 +57,22 @@ static uint64_t sum64(const uint8_t *p, size_t n)
 	return a;
 }
 
+/* Read all of @path through @buf (1 MiB), adding to *sum and *bytes:
+ * 0, or -1 if it cannot be opened or read. */
+static int read_sum(const char *path, uint8_t *buf, uint64_t *sum, uint64_t *bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r = 0;
+
+	while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
+		*sum += sum64(buf, (size_t)r);
+		*bytes += (uint64_t)r;
+	}
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 || r < 0 ? -1 : 0;
+}
+
 static void *batch_worker(void *arg)
 {
 	struct bpass *p = arg;
@@ -68,18 +84,10 @@ static void *batch_worker(void *arg)
 		uint64_t bytes = 0, sum = 0;
 		int64_t n = zs_batch(p->s, 0, k, ids);
 		if (p->kind == B_MOUNT) {
-			ssize_t r = 0;
 			snprintf(path, sizeof path, "%s/%llu/%s", p->dir, (unsigned long long)k,
 				 p->field ? "z" : "data");
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
-				sum += sum64(buf, (size_t)r);
-				bytes += (uint64_t)r;
-			}
-			if (fd < 0 || r < 0)
+			if (read_sum(path, buf, &sum, &bytes) < 0)
 				atomic_store(&p->bad, 1);
-			if (fd >= 0)
-				close(fd);
 		} else if (p->kind == B_GATHER) {
 			zr_batch *b;
 			size_t m;
@@ -95,18 +103,10 @@ static void *batch_worker(void *arg)
 			zr_batch_release(b);
 		} else {
 			for (int64_t i = 0; i < n; i++) {
-				ssize_t r = 0;
 				snprintf(path, sizeof path, "%s/%llu", p->c->tree,
 					 (unsigned long long)ids[i]);
-				int fd = open(path, O_RDONLY | O_CLOEXEC);
-				while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
-					sum += sum64(buf, (size_t)r);
-					bytes += (uint64_t)r;
-				}
-				if (fd < 0 || r < 0)
+				if (read_sum(path, buf, &sum, &bytes) < 0)
 					atomic_store(&p->bad, 1);
-				if (fd >= 0)
-					close(fd);
 			}
 		}
 		atomic_fetch_add(&p->bytes, bytes);
