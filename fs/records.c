@@ -28,13 +28,14 @@ fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id)
 
 bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id)
 {
-	uint64_t f = (ino & ~ZRFS_INO_REC) >> ZRFS_ID_BITS;
+	/* bit 56 and nothing above it; the field in bits 40..55 (so a field
+	 * below nfields <= 256 leaves bits 48..55 clear) */
+	uint64_t f = (ino >> ZRFS_ID_BITS) & 0xffff, i = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);
 
-	if (!(ino & ZRFS_INO_REC) || (ino & ~(ZRFS_INO_REC | ((ZRFS_INO_REC >> 1) - 1))) ||
-	    f >= fs->nfields || (ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1)) >= fs->n)
+	if (ino >> 56 != 1 || f >= fs->nfields || i >= fs->n)
 		return false;
 	*field = (unsigned)f;
-	*id = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);
+	*id = i;
 	return true;
 }
 
@@ -46,10 +47,11 @@ int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out)
 		return -ENOENT;
 	for (size_t i = 0; i < len; i++) {
 		unsigned d = (unsigned)(s[i] - '0');
-		if (d > 9 || d > max || v > (max - d) / 10)
+		if (d > 9 || __builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
 			return -ENOENT;
-		v = v * 10 + d;
 	}
+	if (v > max)
+		return -ENOENT;
 	*out = v;
 	return 0;
 }

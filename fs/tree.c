@@ -23,6 +23,8 @@ enum node { N_NONE, N_META, N_DIR, N_NPY, N_REC };
 
 static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id)
 {
+	if (zrfs_rec_decode(fs, ino, field, id)) /* the most asked for, first */
+		return N_REC;
 	if (ino == ZRFS_INO_META)
 		return N_META;
 	if (ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields) {
@@ -34,7 +36,7 @@ static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, 
 		*field = (unsigned)(ino - ZRFS_INO_NPY);
 		return N_NPY;
 	}
-	return zrfs_rec_decode(fs, ino, field, id) ? N_REC : N_NONE;
+	return N_NONE;
 }
 
 static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)
