@@ -4,21 +4,30 @@
  * A commit, with every appender excluded by the write lock:
  *   1. fdatasync the chunks written since the last commit (and fsync chunk/
  *      if files were created), then the offset tables;
- *   2. if committed entries changed (the overlay is not empty), write them to
- *      `journal`, stamped with the generation being committed, and fsync it;
+ *   2. if the overlay is not empty (entries of records some committed state
+ *      has changed, since the tables were last brought up to date), write
+ *      all of it to journal.<G>, G the generation being committed, and fsync
+ *      it; log the entries this commit changed (changes.c);
  *   3. write meta.json.tmp, fsync, rename over meta.json, fsync the directory:
  *      the commit point;
- *   4. apply the journal to the tables, fdatasync them, unlink the journal.
+ *   4. settle: if no reader holds a state older than G, apply the overlay to
+ *      the tables, fdatasync them, and remove every journal; otherwise keep
+ *      the overlay (the next commit's journal holds it all again) and remove
+ *      only the journals of generations no reader holds.
  * A crash before 3 leaves the old meta.json: the new bytes lie beyond what it
- * references and a journal of the new generation is ignored. A crash after 3
- * leaves a journal whose generation equals meta.json's: opening the dataset
- * replays it (idempotent). So every instant has one complete committed state.
+ * references and journal.<G> is never read. A crash after 3 leaves
+ * journal.<G> beside meta.json of generation G: opening the dataset loads it
+ * (a reader overlays it, a writer settles it as in 4; idempotent). So every
+ * instant has one complete committed state, and a reader's state stays as it
+ * was for as long as it holds it.
  *
  * Journal file: "ZRJOURN1", generation u64, count u64, count records of
  * {field u32, 0 u32, id u64, entry 16 bytes}, then CRC-32 of all before it.
+ * A dataset written by an earlier version may have one named `journal`.
  */
 #include "store_i.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,7 +38,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define JOURNAL "journal"
+#define JOURNAL "journal"          /* an earlier version's single journal */
 #define JOURNAL_MAGIC "ZRJOURN1"
 #define JOURNAL_HDR 24
 #define JOURNAL_REC 32
@@ -41,6 +50,7 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m)
 	memset(m, 0, sizeof *m);
 	m->generation = ds->generation;
 	m->length = atomic_load(&ds->length);
+	m->high = ds->high > m->length ? ds->high : m->length;
 	m->created = ds->created;
 	m->modified = ds->modified;
 	m->chunk_size = ds->chunk_size;
@@ -61,8 +71,14 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m)
 
 /* ---- journal ---- */
 
+static void journal_name(char *buf, size_t cap, uint64_t generation)
+{
+	snprintf(buf, cap, JOURNAL ".%llu", (unsigned long long)generation);
+}
+
 static int journal_write(zr_dataset *ds, uint64_t generation)
 {
+	char name[48];
 	zr_overlay *o = &ds->overlay;
 	uint64_t count = 0, len = atomic_load(&ds->length);
 	size_t size;
@@ -91,18 +107,19 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	crc = (uint32_t)crc32(0, buf, (uInt)(size - 4));
 	for (int i = 0; i < 4; i++)
 		buf[size - 4 + i] = (uint8_t)(crc >> (8 * i));
-	fd = zr_sys.openat(ds->dirfd, JOURNAL, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	journal_name(name, sizeof name, generation);
+	fd = zr_sys.openat(ds->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0) {
 		rc = -errno;
 		free(buf);
-		return zr_err(rc, "%s/" JOURNAL ": %s", ds->path, strerror(-rc));
+		return zr_err(rc, "%s/%s: %s", ds->path, name, strerror(-rc));
 	}
 	rc = zr_write_full(fd, buf, size, 0);
 	if (rc == 0 && zr_sys.fsync(fd) < 0)
 		rc = -errno;
 	close(fd);
 	free(buf);
-	RETURN_IF(rc < 0, rc, "%s/" JOURNAL ": write failed: %s", ds->path, strerror(-rc));
+	RETURN_IF(rc < 0, rc, "%s/%s: write failed: %s", ds->path, name, strerror(-rc));
 	return 0;
 }
 
@@ -122,22 +139,106 @@ static int journal_apply(zr_dataset *ds)
 		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
 			return zr_err(-errno, "%s/%s.offset: fdatasync failed: %s", ds->path,
 				      ds->fields[f].def.name, strerror(errno));
-	zr_sys.unlinkat(ds->dirfd, JOURNAL, 0);
 	return 0;
+}
+
+/* The generation a journal file is named for (an earlier version's
+ * `journal`: the one in its header); false if @name is no journal. */
+static bool journal_of(zr_dataset *ds, const char *name, uint64_t *generation)
+{
+	uint8_t hdr[16];
+	char *end;
+	int fd;
+
+	if (strncmp(name, JOURNAL ".", sizeof JOURNAL) == 0 && name[sizeof JOURNAL] >= '0' &&
+	    name[sizeof JOURNAL] <= '9') {
+		*generation = strtoull(name + sizeof JOURNAL, &end, 10);
+		return *end == 0;
+	}
+	if (strcmp(name, JOURNAL) != 0)
+		return false;
+	fd = zr_sys.openat(ds->dirfd, name, O_RDONLY, 0);
+	*generation = UINT64_MAX; /* unreadable: nobody can use it */
+	if (fd >= 0 && zr_read_full(fd, hdr, sizeof hdr, 0) == 0 &&
+	    memcmp(hdr, JOURNAL_MAGIC, 8) == 0)
+		*generation = zr_le64(hdr + 8);
+	if (fd >= 0)
+		close(fd);
+	return true;
+}
+
+/* Remove the journals no reader can need: those of generations below the
+ * handle's that no reader holds (one that holds it has loaded it, or will
+ * find meta.json moved on and start over), the current one if @current,
+ * and any of a generation never committed. */
+static void journals_sweep(zr_dataset *ds, bool current)
+{
+	int fd = openat(ds->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	uint64_t g;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (journal_of(ds, de->d_name, &g) &&
+		    (g > ds->generation || (g == ds->generation && current) ||
+		     (g < ds->generation && !zr_readers_at(ds, g))))
+			zr_sys.unlinkat(ds->dirfd, de->d_name, 0);
+	closedir(d);
+}
+
+int zr_journal_settle(zr_dataset *ds)
+{
+	int rc = 0;
+
+	if (zr_readers_before(ds, ds->generation)) {
+		journals_sweep(ds, false);
+		return 0;
+	}
+	if (atomic_load(&ds->overlay.count) > 0) {
+		/* on failure the journal stays, and the next open settles it */
+		if ((rc = journal_apply(ds)) < 0)
+			return rc;
+		zr_overlay_clear(ds);
+	}
+	ds->high = ds->disk_length; /* no reader holds a longer state */
+	journals_sweep(ds, true);
+	return 0;
+}
+
+/* Open the journal of the handle's generation: journal.<generation>, or an
+ * earlier version's `journal`; -1 if there is none. */
+static int journal_open(zr_dataset *ds, char *name, size_t cap)
+{
+	int fd;
+
+	journal_name(name, cap, ds->generation);
+	fd = zr_sys.openat(ds->dirfd, name, O_RDONLY, 0);
+	if (fd < 0 && errno == ENOENT) {
+		snprintf(name, cap, JOURNAL);
+		fd = zr_sys.openat(ds->dirfd, name, O_RDONLY, 0);
+	}
+	return fd;
 }
 
 int zr_journal_load(zr_dataset *ds, bool apply)
 {
 	uint64_t count, len = atomic_load(&ds->length);
+	char name[48];
 	struct stat st;
 	uint8_t *buf = NULL;
 	uint32_t crc;
 	int fd, rc = 0;
 
-	fd = zr_sys.openat(ds->dirfd, JOURNAL, O_RDONLY, 0);
+	fd = journal_open(ds, name, sizeof name);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : zr_err(-errno, "%s/" JOURNAL ": %s", ds->path,
-						    strerror(errno));
+		return errno != ENOENT ? zr_err(-errno, "%s/%s: %s", ds->path, name, strerror(errno))
+		       : apply	       ? zr_journal_settle(ds)
+				       : 0;
 	if (fstat(fd, &st) < 0 || st.st_size < JOURNAL_HDR + 4 ||
 	    (uint64_t)st.st_size > (uint64_t)JOURNAL_HDR + 4 + (len + 1) * ds->nfields * JOURNAL_REC)
 		goto stale; /* torn or foreign: cannot belong to this generation */
@@ -160,25 +261,22 @@ int zr_journal_load(zr_dataset *ds, bool apply)
 		uint64_t field = zr_le64(p), id = zr_le64(p + 8);
 		zr_entry e;
 		if (field >= ds->nfields || id >= len) {
-			rc = zr_err(ZR_ECORRUPT, "%s/" JOURNAL ": record %llu names field %llu, id %llu",
-				    ds->path, (unsigned long long)i, (unsigned long long)field,
+			rc = zr_err(ZR_ECORRUPT, "%s/%s: record %llu names field %llu, id %llu",
+				    ds->path, name, (unsigned long long)i, (unsigned long long)field,
 				    (unsigned long long)id);
 			break;
 		}
 		zr_entry_decode(p + 16, &e);
-		rc = zr_overlay_set(ds, (unsigned)field, id, &e);
-	}
-	if (rc == 0 && apply) {
-		rc = journal_apply(ds);
-		zr_overlay_clear(ds);
+		rc = zr_overlay_set(ds, (unsigned)field, id, &e, ds->generation);
 	}
 	goto out;
 stale:
-	if (apply)
-		zr_sys.unlinkat(ds->dirfd, JOURNAL, 0);
+	zr_overlay_clear(ds); /* nothing of it counts */
 out:
 	free(buf);
 	close(fd);
+	if (rc == 0 && apply)
+		rc = zr_journal_settle(ds);
 	return rc;
 }
 
@@ -207,8 +305,10 @@ int zr_commit_locked(zr_dataset *ds)
 		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
 			return zr_err(-errno, "%s/%s.offset: fdatasync failed: %s", ds->path,
 				      ds->fields[f].def.name, strerror(errno));
-	if (journal)
+	if (journal) {
 		FORWARD_IF_ERR(journal_write(ds, ds->generation + 1));
+		FORWARD_IF_ERR(zr_changes_append(ds, ds->generation + 1));
+	}
 
 	zr_meta_from_ds(ds, &m);
 	if (!m.unfull || !m.fields) {
@@ -225,6 +325,8 @@ int zr_commit_locked(zr_dataset *ds)
 	ds->generation++;
 	ds->modified = now;
 	ds->disk_length = atomic_load(&ds->length);
+	if (ds->high < ds->disk_length)
+		ds->high = ds->disk_length;
 	for (uint32_t i = 0; i < num; i++) {
 		zr_chunk *c = atomic_load(&ds->chunks)[i];
 		c->committed_pos = c->write_pos;
@@ -233,12 +335,7 @@ int zr_commit_locked(zr_dataset *ds)
 		c->dirty = c->created = false;
 	}
 	atomic_store(&ds->dirty, false);
-	if (journal) {
-		/* on failure the journal stays and the next open replays it */
-		rc = journal_apply(ds);
-		zr_overlay_clear(ds);
-		(void)rc;
-	}
+	(void)zr_journal_settle(ds); /* committed whatever it finds; failure: the next open */
 	return 0;
 }
 

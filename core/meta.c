@@ -306,6 +306,11 @@ static int parse_top(json_t *root, const char *where, zr_meta *m)
 		  (unsigned long long)v, ZR_FORMAT_VERSION);
 	FORWARD_IF_ERR(get_uint(root, "generation", INT64_MAX, &m->generation, where));
 	FORWARD_IF_ERR(get_uint(root, "length", ZR_LENGTH_MAX, &m->length, where));
+	m->high = m->length;
+	if (json_object_get(root, "high"))
+		FORWARD_IF_ERR(get_uint(root, "high", ZR_LENGTH_MAX, &m->high, where));
+	RETURN_IF(m->high < m->length, ZR_ECORRUPT, "%s: 'high' = %llu is below 'length' = %llu",
+		  where, (unsigned long long)m->high, (unsigned long long)m->length);
 	get_time(root, "created", &m->created);
 	get_time(root, "modified", &m->modified);
 	RETURN_IF(attrs && !json_is_object(attrs), ZR_ECORRUPT, "%s: 'attrs' is not an object",
@@ -347,6 +352,8 @@ char *zr_meta_dump(const zr_meta *m)
 	json_object_set_new(root, "version", json_integer(ZR_FORMAT_VERSION));
 	json_object_set_new(root, "generation", json_integer((json_int_t)m->generation));
 	json_object_set_new(root, "length", json_integer((json_int_t)m->length));
+	if (m->high > m->length) /* only while readers may hold a longer state */
+		json_object_set_new(root, "high", json_integer((json_int_t)m->high));
 	json_object_set_new(root, "created", json_integer(m->created));
 	json_object_set_new(root, "modified", json_integer(m->modified));
 	json_object_set_new(chunks, "first", json_integer(m->chunk_first));

@@ -6,8 +6,9 @@
  * before the store: a full disk fails the growth with ENOSPC instead of
  * raising SIGBUS later. Growth doubles from 4096 entries (64 KiB) up to
  * zr_table_step (1 Mi entries, 16 MiB), then goes zr_table_step at a time:
- * a small dataset takes little disk, a big one few remaps. The file is
- * trimmed to the committed entries on close.
+ * a small dataset takes little disk, a big one few remaps. On close the
+ * file is trimmed back to the entries a committed state has, but never
+ * below its size at open: a reader may map that much (store_i.h (c)).
  *
  * An entry is written as two aligned 8-byte stores, the offset first and then
  * chunk_id|len with release order; a reader loads chunk_id|len with acquire
@@ -84,6 +85,7 @@ int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 		  (unsigned long long)need);
 	/* a reader maps what the committed state uses; a writer all the file has */
 	f->cap = rw ? (uint64_t)st.st_size / ZR_ENTRY_SIZE : need;
+	f->open_cap = (uint64_t)st.st_size / ZR_ENTRY_SIZE;
 	if (f->cap > 0)
 		FORWARD_IF_ERR(table_map(ds, f, f->cap));
 	return 0;
@@ -185,9 +187,9 @@ int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
 
 int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
 {
-	/* (c): the committed state's entries change only through the journal */
-	if (id < ds->disk_length)
-		return zr_overlay_set(ds, field, id, e);
+	/* (c): entries a committed state has change only through the journal */
+	if (id < ds->high)
+		return zr_overlay_set(ds, field, id, e, ds->generation + 1);
 	zr_entry_store(zr_table_slot(&ds->fields[field], id), e);
 	return 0;
 }

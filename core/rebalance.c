@@ -75,12 +75,14 @@ int zr_rebalance_pending(int dirfd, const char *dir, uint64_t generation, zr_met
 
 	if (fstatat(dirfd, MANIFEST, &st, 0) < 0)
 		return 0;
-	FORWARD_IF_ERR(zr_meta_read(dirfd, dir, MANIFEST, m));
+	rc = zr_meta_read(dirfd, dir, MANIFEST, m);
+	if (rc == -ENOENT)
+		return 0; /* finished and removed since it was seen */
+	FORWARD_IF_ERR(rc);
 	if (m->generation == generation + 1)
 		return 1;
 	zr_meta_free(m); /* finished earlier; only its removal was lost */
-	rc = 0;
-	return rc;
+	return 0;
 }
 
 static int write_manifest(zr_dataset *ds, const zr_meta *m)
@@ -202,6 +204,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 	zr_meta_from_ds(ds, m);
 	RETURN_IF(!m->unfull || !m->fields, -ENOMEM, "out of memory");
 	m->generation = ds->generation + 1;
+	m->high = m->length; /* readers of older states keep the old tables */
 	m->chunk_size = chunk_size;
 	m->chunk_first = first;
 	m->chunk_num = count;

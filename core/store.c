@@ -3,7 +3,9 @@
  *
  * Open reads meta.json, opens every table and chunk file (so that a later
  * rebalance, which unlinks chunks, cannot pull files from under a reader),
- * and validates sizes against meta.json. A writer takes flock(LOCK_EX) on
+ * and validates sizes against meta.json. A reader first registers the
+ * generation it reads (readers.c) and checks at the end that no commit
+ * landed meanwhile, or starts over (FORMAT.md, "Readers and writers"). A writer takes flock(LOCK_EX) on
  * the dataset directory itself, so no lock file is needed, and on open
  * removes chunk files that no commit references (left by a crash). Close
  * discards uncommitted changes and trims the files to the committed data.
@@ -99,6 +101,15 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 		fd = zr_sys.openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd < 0) {
 			rc = zr_err(-errno, "%s/%s: cannot create: %s", dir, name, strerror(errno));
+			goto out;
+		}
+		close(fd);
+	}
+	{
+		/* readers register in it from the first open on (readers.c) */
+		int fd = zr_sys.openat(dirfd, "readers", O_WRONLY | O_CREAT, 0644);
+		if (fd < 0) {
+			rc = zr_err(-errno, "%s/readers: cannot create: %s", dir, strerror(errno));
 			goto out;
 		}
 		close(fd);
@@ -220,7 +231,28 @@ static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 	return 0;
 }
 
-int zr_open(zr_dataset **out, const char *dir, unsigned flags)
+/* A reader's check, once everything is open: whether the committed state is
+ * still the one it opened (meta.json's generation, or a rebalance's manifest
+ * it took). If a commit came in between, files it opened may belong to the
+ * next state: it starts over. */
+static bool still_current(zr_dataset *ds)
+{
+	zr_meta m = {0}, pm = {0};
+	int pending;
+	bool same;
+
+	if (zr_meta_read(ds->dirfd, ds->path, "meta.json", &m) < 0)
+		return false;
+	pending = zr_rebalance_pending(ds->dirfd, ds->path, m.generation, &pm);
+	same = pending == 1 ? pm.generation == ds->generation
+			    : pending == 0 && m.generation == ds->generation;
+	zr_meta_free(&m);
+	zr_meta_free(&pm);
+	return same;
+}
+
+/* One attempt to open: -EAGAIN when a reader found the state moved on. */
+static int open_once(zr_dataset **out, const char *dir, unsigned flags)
 {
 	zr_dataset *ds;
 	zr_meta m = {0};
@@ -228,11 +260,10 @@ int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 	int rc;
 
 	*out = NULL;
-	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
 	ds = calloc(1, sizeof *ds);
 	RETURN_IF(!ds, -ENOMEM, "out of memory");
 	ds->flags = flags;
-	ds->dirfd = ds->chunkdirfd = -1;
+	ds->dirfd = ds->chunkdirfd = ds->readersfd = -1;
 	pthread_rwlock_init(&ds->wlock, NULL);
 	pthread_mutex_init(&ds->grow_lock, NULL);
 	pthread_mutex_init(&ds->default_lock, NULL);
@@ -253,8 +284,11 @@ int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
 		goto fail;
 	}
-	if ((rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
+	if ((rc = zr_readers_open(ds)) < 0 || (rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
+		goto fail;
+	/* a reader holds its state before it opens any of its files */
+	if (!(flags & ZR_RDWR) && (rc = zr_readers_hold(ds, m.generation)) < 0)
 		goto fail;
 	ds->generation = m.generation;
 	ds->created = m.created;
@@ -262,7 +296,8 @@ int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 	ds->chunk_size = m.chunk_size;
 	ds->attrs = m.attrs ? json_incref(m.attrs) : NULL;
 	atomic_init(&ds->length, m.length);
-	ds->disk_length = ds->open_length = m.length;
+	ds->disk_length = m.length;
+	ds->high = m.high;
 	ds->chunkdirfd = zr_sys.openat(ds->dirfd, "chunk", O_RDONLY | O_DIRECTORY, 0);
 	if (ds->chunkdirfd < 0) {
 		rc = zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s", dir,
@@ -275,17 +310,46 @@ int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 	if (flags & ZR_RDWR)
 		remove_stale_chunks(ds);
 	zr_meta_free(&m);
+	if (!(flags & ZR_RDWR) && !still_current(ds)) {
+		zr_close(ds);
+		return -EAGAIN;
+	}
 	*out = ds;
 	return 0;
 fail:
+	/* a reader that failed because a commit moved files from under it (a
+	 * rebalance removes the old chunks) starts over */
+	if (!(flags & ZR_RDWR) && m.nfields && ds->generation == m.generation &&
+	    !still_current(ds))
+		rc = -EAGAIN;
 	zr_meta_free(&m);
 	ds->flags &= ~(unsigned)ZR_RDWR; /* close must not trim anything */
 	zr_close(ds);
 	return rc;
 }
 
+#define OPEN_TRIES 1000
+
+int zr_open(zr_dataset **out, const char *dir, unsigned flags)
+{
+	int rc = -EAGAIN;
+
+	*out = NULL;
+	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
+	/* a reader retries while commits land under it; each try is short, and
+	 * a writer commits at most a few hundred times a second */
+	for (int i = 0; i < OPEN_TRIES && rc == -EAGAIN; i++)
+		rc = open_once(out, dir, flags);
+	RETURN_IF(rc == -EAGAIN, -EAGAIN,
+		  "%s: a commit landed during each of %d attempts to open the dataset", dir,
+		  OPEN_TRIES);
+	return rc;
+}
+
 /* Switch the handle to the state @m after a rebalance. Old mappings are
- * retired, not unmapped, so pointers from earlier gathers stay valid. */
+ * retired, not unmapped, so pointers from earlier gathers stay valid. The
+ * new tables hold every entry, the overlay's too: it is done with, and
+ * readers of older states keep the old table files they opened. */
 int zr_reload(zr_dataset *ds, const zr_meta *m)
 {
 	for (unsigned f = 0; f < ds->nfields; f++)
@@ -298,10 +362,12 @@ int zr_reload(zr_dataset *ds, const zr_meta *m)
 	ds->generation = m->generation;
 	ds->modified = m->modified;
 	ds->chunk_size = m->chunk_size;
+	zr_overlay_clear(ds);
+	ds->high = ds->disk_length;
 	FORWARD_IF_ERR(open_fields(ds, m, false));
 	FORWARD_IF_ERR(zr_chunk_open_all(ds, m));
 	remove_stale_chunks(ds);
-	return 0;
+	return zr_journal_settle(ds);
 }
 
 /* ---- close ---- */
@@ -321,12 +387,14 @@ static void revert_uncommitted(zr_dataset *ds)
 			zr_chunk_trim(ds, c, c->committed_pos);
 		}
 	}
-	/* never below the length at open: a reader that opened before us may
-	 * still map that much of the table */
-	uint64_t keep = ds->disk_length > ds->open_length ? ds->disk_length : ds->open_length;
-	for (unsigned f = 0; f < ds->nfields; f++)
-		if (ds->fields[f].fd >= 0 && ds->fields[f].cap != keep)
-			zr_table_trim(ds, &ds->fields[f], keep);
+	/* never below the file's size at open, nor the length of a state a
+	 * reader may hold: a reader may map that much of the table */
+	for (unsigned f = 0; f < ds->nfields; f++) {
+		zr_fstate *t = &ds->fields[f];
+		uint64_t keep = ds->high > t->open_cap ? ds->high : t->open_cap;
+		if (t->fd >= 0 && t->cap > keep)
+			zr_table_trim(ds, t, keep);
+	}
 }
 
 void zr_close(zr_dataset *ds)
@@ -344,6 +412,8 @@ void zr_close(zr_dataset *ds)
 	zr_overlay_destroy(&ds->overlay);
 	if (ds->chunkdirfd >= 0)
 		close(ds->chunkdirfd);
+	if (ds->readersfd >= 0)
+		close(ds->readersfd); /* releases a reader's hold */
 	if (ds->dirfd >= 0)
 		close(ds->dirfd); /* releases the writer lock */
 	json_decref(ds->attrs);
@@ -357,6 +427,11 @@ void zr_close(zr_dataset *ds)
 }
 
 /* ---- accessors ---- */
+
+uint64_t zr_generation(const zr_dataset *ds)
+{
+	return ds->generation;
+}
 
 uint64_t zr_length(const zr_dataset *ds)
 {

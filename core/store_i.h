@@ -12,9 +12,12 @@
  *     length that makes the id visible is raised (release/acquire). So a
  *     reader that sees id < length finds its entry mapped and its bytes within
  *     the chunk's extent.
- * (c) Entries of ids below disk_length belong to the committed state on disk
- *     and are never written in place before a commit: changes to them go to
- *     the overlay, which zr_commit() journals and then applies.
+ * (c) Entries of ids below ds->high belong to a committed state some reader
+ *     may be reading (high >= disk_length, and >= the length of every state a
+ *     registered reader holds) and are never written in place: changes to
+ *     them go to the overlay, which zr_commit() journals, and which is applied
+ *     to the tables only when no reader holds a state older than the last
+ *     commit (readers.c). Tables never shrink below what a reader may map.
  */
 #ifndef ZR_STORE_I_H
 #define ZR_STORE_I_H
@@ -124,6 +127,7 @@ typedef struct zr_fielddef {
 typedef struct zr_meta {
 	uint64_t generation;
 	uint64_t length;
+	uint64_t high;           /* >= the length of any state readers may hold */
 	int64_t created, modified;
 	uint32_t chunk_size, chunk_first, chunk_num;
 	uint32_t unfull_count;
@@ -164,6 +168,7 @@ typedef struct zr_chunk {
 /* ---- the overlay of uncommitted changes to committed entries (write.c) ---- */
 typedef struct zr_overlay_slot {
 	uint64_t key;             /* id * nfields + field, + 1; 0 = free */
+	uint64_t gen;             /* the generation that commits (or committed) it */
 	zr_entry e;
 } zr_overlay_slot;
 
@@ -182,11 +187,13 @@ typedef struct zr_fstate {
 	int fd;                   /* the offset table */
 	_Atomic(zr_map *) map;
 	uint64_t cap;             /* entries the file (and map) can hold */
+	uint64_t open_cap;        /* entries the file had at open: never trimmed below */
 } zr_fstate;
 
 struct zr_dataset {
 	char *path;
 	int dirfd, chunkdirfd;
+	int readersfd;            /* DATASET/readers (readers.c), or -1 */
 	unsigned flags;
 	unsigned nfields;
 	zr_fstate *fields;
@@ -197,7 +204,7 @@ struct zr_dataset {
 	uint32_t chunks_cap;
 	_Atomic uint64_t length;      /* visible records */
 	uint64_t disk_length;         /* records of the committed state */
-	uint64_t open_length;         /* records when the handle was opened */
+	uint64_t high;                /* see (c): entries below it change via the overlay */
 	uint64_t generation;
 	int64_t created, modified;
 	json_t *attrs;
@@ -264,17 +271,37 @@ int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, 
 void zr_overlay_init(zr_overlay *o);
 void zr_overlay_destroy(zr_overlay *o);
 bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
-int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
+/* Set (field, id)'s entry, as changed by the commit of @generation. */
+int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   uint64_t generation);
 void zr_overlay_clear(zr_dataset *ds);
 
 /* commit.c */
+/* Load the journal of the handle's generation into the overlay; a writer
+ * then applies it if no reader holds an older state. */
 int zr_journal_load(zr_dataset *ds, bool apply);
+/* Writer: apply the overlay to the tables if no reader holds a state older
+ * than the handle's; remove the journals nobody can read. */
+int zr_journal_settle(zr_dataset *ds);
 void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
 int zr_commit_locked(zr_dataset *ds);
 
 /* store.c */
 char *zr_pathcat(const zr_dataset *ds, const char *rel);
 int zr_reload(zr_dataset *ds, const zr_meta *m);
+
+/* readers.c: the states readers hold (a byte lock per generation) */
+int zr_readers_open(zr_dataset *ds);
+int zr_readers_hold(zr_dataset *ds, uint64_t generation);
+bool zr_readers_before(const zr_dataset *ds, uint64_t generation);
+bool zr_readers_at(const zr_dataset *ds, uint64_t generation);
+/* The oldest generation a reader holds below @below, or @below if none. */
+uint64_t zr_readers_oldest(const zr_dataset *ds, uint64_t below);
+
+/* changes.c: log the overlay entries set for @generation, durably; the log
+ * is compacted past zr_changes_max bytes (a variable for tests) */
+extern uint64_t zr_changes_max;
+int zr_changes_append(zr_dataset *ds, uint64_t generation);
 
 /* rebalance.c */
 int zr_rebalance_pending(int dirfd, const char *dir, uint64_t generation, zr_meta *m);

@@ -7,9 +7,10 @@
  * the new bytes the same way and redirects one entry; delete copies the last
  * record's entries into the hole and shrinks the length.
  *
- * Entries of committed records (id < disk_length) are not written in place:
- * they go to the overlay, a hash map consulted by readers while non-empty,
- * which zr_commit() journals and then applies (store_i.h (c)).
+ * Entries of records a committed state has (id < high) are not written in
+ * place: they go to the overlay, a hash map consulted by readers while
+ * non-empty, which zr_commit() journals and applies once no reader holds an
+ * older state (store_i.h (c)).
  *
  * Sections: overlay, validation and encoding, writers, public calls.
  */
@@ -77,7 +78,8 @@ bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
 	return found;
 }
 
-int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
+int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   uint64_t generation)
 {
 	zr_overlay *o = &ds->overlay;
 	uint64_t key = overlay_key(ds, field, id);
@@ -106,6 +108,7 @@ int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *
 		atomic_fetch_add_explicit(&o->count, 1, memory_order_release);
 	}
 	s->e = *e;
+	s->gen = generation;
 out:
 	pthread_rwlock_unlock(&o->lock);
 	return rc;
@@ -262,8 +265,8 @@ static int reserve_locked(zr_dataset *ds, uint64_t n, uint64_t *first)
 	for (unsigned f = 0; f < ds->nfields; f++) {
 		static const zr_entry zero;
 		uint64_t id = start;
-		for (; id < end && id < ds->disk_length && rc == 0; id++)
-			rc = zr_overlay_set(ds, f, id, &zero);
+		for (; id < end && id < ds->high && rc == 0; id++)
+			rc = zr_overlay_set(ds, f, id, &zero, ds->generation + 1);
 		if (id < end)
 			memset(zr_table_slot(&ds->fields[f], id), 0, (end - id) * ZR_ENTRY_SIZE);
 	}

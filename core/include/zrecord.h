@@ -18,6 +18,10 @@
  *   function that accepts NULL.
  * - Nothing is visible to other processes until zr_commit(). A crash at any
  *   instant leaves the state of the last commit readable and verify-clean.
+ * - A read-only handle reads one committed state, the one current when it
+ *   was opened, for as long as it is open, while writers in any process
+ *   commit: writers never change what an open reader's state consists of
+ *   (core/FORMAT.md, "Readers and writers").
  *
  * Thread safety
  * - A zr_dataset may be used by many threads at once. Reads (zr_stat,
@@ -237,6 +241,31 @@ ZR_API int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *
  */
 ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst,
 			      size_t cap);
+
+/* ---- following a dataset that changes ------------------------------------- */
+
+/**
+ * The generation of the committed state the handle reads (meta.json's
+ * commit counter). A read-only handle reads that one state for as long as it
+ * is open, whatever writers commit meanwhile: to follow the dataset, open a
+ * new handle and compare generations.
+ */
+ZR_API uint64_t zr_generation(const zr_dataset *ds);
+
+/** A record that may have changed: zr_changes() calls it once or more per (field, id). */
+typedef void (*zr_change_cb)(void *ctx, unsigned field, uint64_t id);
+
+/**
+ * The records whose values may differ between generation @p since and the
+ * handle's, among the ids both states have (ids below both lengths): each
+ * is passed to @p cb at least once (a few that did not change may be too).
+ * Ids beyond one state's length are new or gone; the lengths tell which.
+ * Costs O(changes logged since @p since), not O(records).
+ * @return 0; -ESTALE when the change log does not reach back to @p since
+ *         (then any record may have changed); -EINVAL (@p since is newer
+ *         than the handle's generation); -errno
+ */
+ZR_API int zr_changes(zr_dataset *ds, uint64_t since, zr_change_cb cb, void *ctx);
 
 /* ---- writing ------------------------------------------------------------ */
 
