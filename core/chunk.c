@@ -8,6 +8,12 @@
  * chunk that is being appended to is reserved zr_chunk_map_step (1 GiB) at a
  * time and grown with mremap(); see store_i.h (a) for why old mappings stay.
  *
+ * Read-only handles of one dataset share chunk objects (zr_reopen): a
+ * committed chunk id always names the same bytes, so a handle of a newer
+ * state takes the chunks an older one has open (counted in refs) and opens
+ * only the new ones. A shared chunk keeps its own old mappings, freed when
+ * its last handle lets go.
+ *
  * Sections: naming and lookup, open/close, mapping, writer side.
  */
 #include "store_i.h"
@@ -88,12 +94,63 @@ static zr_chunk *chunk_new(uint32_t id, int fd)
 	c->id = id;
 	c->fd = fd;
 	c->owner = -1;
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->map_lock, NULL);
 	atomic_init(&c->map, NULL);
 	atomic_init(&c->extent, 0);
 	return c;
 }
 
-int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m)
+static void map_free(zr_map *m)
+{
+	if (m) {
+		if (!m->alias)
+			munmap(m->base, m->size);
+		free(m);
+	}
+}
+
+/* Let go of @c: the last handle frees it, its mappings and its file. */
+static void chunk_put(zr_chunk *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	map_free(atomic_load(&c->map));
+	while (c->retired) {
+		zr_map *m = c->retired;
+		c->retired = m->next;
+		map_free(m);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	pthread_mutex_destroy(&c->map_lock);
+	free(c);
+}
+
+/* @donor's chunk @id, shared with the handle opening @m (its extent raised
+ * to what @m says), or NULL if @donor has no such chunk. */
+static zr_chunk *chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u)
+{
+	zr_chunk *c = donor ? zr_chunk_get(donor, id) : NULL;
+	uint64_t extent, cur;
+	struct stat st;
+
+	if (!c)
+		return NULL;
+	if (u)
+		extent = u->write_pos;
+	else if (c->committed_unfull) /* filled up since: its size is its data */
+		extent = fstat(c->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	else
+		extent = atomic_load(&c->extent);
+	cur = atomic_load(&c->extent);
+	while (cur < extent && !atomic_compare_exchange_weak(&c->extent, &cur, extent))
+		;
+	atomic_fetch_add(&c->refs, 1);
+	return c;
+}
+
+int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor)
 {
 	bool rw = ds->flags & ZR_RDWR;
 
@@ -105,11 +162,20 @@ int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m)
 		char name[32];
 		struct stat st;
 		zr_chunk *c;
-		int fd;
+		int fd, rc;
 
 		for (uint32_t j = 0; j < m->unfull_count; j++)
 			if (m->unfull[j].chunk_id == id)
 				u = &m->unfull[j];
+		if (!rw && (c = chunk_share(donor, id, u)) != NULL) {
+			if ((rc = chunks_grow(ds)) < 0) {
+				chunk_put(c);
+				return rc;
+			}
+			atomic_load(&ds->chunks)[i] = c;
+			atomic_store_explicit(&ds->chunk_num, i + 1, memory_order_release);
+			continue;
+		}
 		zr_chunk_name(name, sizeof name, id);
 		fd = zr_sys.openat(ds->chunkdirfd, name, (rw && u) ? O_RDWR : O_RDONLY, 0);
 		if (fd < 0)
@@ -146,27 +212,13 @@ int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m)
 	return 0;
 }
 
-static void map_free(zr_map *m)
-{
-	if (m) {
-		if (!m->alias)
-			munmap(m->base, m->size);
-		free(m);
-	}
-}
-
 void zr_chunk_close_all(zr_dataset *ds)
 {
 	zr_chunk **arr = atomic_load(&ds->chunks);
 	uint32_t num = atomic_load(&ds->chunk_num);
 
-	for (uint32_t i = 0; arr && i < num; i++) {
-		zr_chunk *c = arr[i];
-		map_free(atomic_load(&c->map));
-		if (c->fd >= 0)
-			close(c->fd);
-		free(c);
-	}
+	for (uint32_t i = 0; arr && i < num; i++)
+		chunk_put(arr[i]);
 	free(arr);
 	while (ds->retired) {
 		zr_map *m = ds->retired;
@@ -190,13 +242,19 @@ void zr_chunk_retire_all(zr_dataset *ds)
 	uint32_t num = atomic_load(&ds->chunk_num);
 	struct retired_array *r = malloc(sizeof *r);
 
+	/* a writer's chunks: shared with no other handle */
 	for (uint32_t i = 0; arr && i < num; i++) {
-		zr_map *m = atomic_load(&arr[i]->map);
+		zr_chunk *c = arr[i];
+		zr_map *m = atomic_load(&c->map);
 		if (m)
 			zr_retire(ds, m);
-		if (arr[i]->fd >= 0)
-			close(arr[i]->fd);
-		free(arr[i]);
+		while (c->retired) {
+			m = c->retired;
+			c->retired = m->next;
+			zr_retire(ds, m);
+		}
+		atomic_store(&c->map, NULL);
+		chunk_put(c);
 	}
 	if (r) {
 		r->p = arr;
@@ -219,17 +277,24 @@ static uint64_t map_size_for(const zr_chunk *c, uint64_t need)
 	return (need + zr_chunk_map_step - 1) / zr_chunk_map_step * zr_chunk_map_step;
 }
 
-/* Map (or grow the mapping of) @c to cover @need bytes; caller holds grow_lock. */
+/* Map (or grow the mapping of) @c to cover @need bytes. */
 static int map_cover(zr_dataset *ds, zr_chunk *c, uint64_t need)
 {
-	zr_map *cur = atomic_load_explicit(&c->map, memory_order_acquire), *m;
+	zr_map *cur, *m;
 	uint64_t size = map_size_for(c, need);
 	void *p;
 
-	if (cur && cur->size >= need)
+	pthread_mutex_lock(&c->map_lock);
+	cur = atomic_load_explicit(&c->map, memory_order_acquire);
+	if (cur && cur->size >= need) {
+		pthread_mutex_unlock(&c->map_lock);
 		return 0;
+	}
 	m = malloc(sizeof *m);
-	RETURN_IF(!m, -ENOMEM, "out of memory");
+	if (!m) {
+		pthread_mutex_unlock(&c->map_lock);
+		return zr_err(-ENOMEM, "out of memory");
+	}
 	p = MAP_FAILED;
 	if (cur)
 		p = zr_sys.mremap(cur->base, cur->size, size, 0); /* in place, or not at all */
@@ -238,6 +303,7 @@ static int map_cover(zr_dataset *ds, zr_chunk *c, uint64_t need)
 	if (p == MAP_FAILED) {
 		int e = errno;
 		free(m);
+		pthread_mutex_unlock(&c->map_lock);
 		return zr_err(-e, "%s/chunk/%u.zr: mmap of %llu bytes failed: %s", ds->path, c->id,
 			      (unsigned long long)size, strerror(e));
 	}
@@ -247,26 +313,32 @@ static int map_cover(zr_dataset *ds, zr_chunk *c, uint64_t need)
 	m->next = NULL;
 	if (cur) {
 		cur->alias = cur->base == m->base; /* grown in place: unmap once */
-		zr_retire(ds, cur);
+		cur->next = c->retired;
+		c->retired = cur;
 	}
 	atomic_store_explicit(&c->map, m, memory_order_release);
+	pthread_mutex_unlock(&c->map_lock);
 	return 0;
 }
 
 int zr_chunk_map(zr_dataset *ds, zr_chunk *c, const uint8_t **base)
 {
 	zr_map *m = atomic_load_explicit(&c->map, memory_order_acquire);
-	uint64_t extent;
+	uint64_t extent = atomic_load_explicit(&c->extent, memory_order_acquire);
 	int rc = 0;
 
-	if (!m) {
-		pthread_mutex_lock(&ds->grow_lock);
+	/* unmapped, or mapped by a sharing handle of an older state for less */
+	if (!m || m->size < extent) {
+		bool rw = ds->flags & ZR_RDWR;
+		if (rw)
+			pthread_mutex_lock(&ds->grow_lock);
 		extent = atomic_load_explicit(&c->extent, memory_order_acquire);
-		if (c->reserve_end > extent)
+		if (rw && c->reserve_end > extent)
 			extent = c->reserve_end; /* bytes a writer is putting there now */
 		if (extent > 0)
 			rc = map_cover(ds, c, extent);
-		pthread_mutex_unlock(&ds->grow_lock);
+		if (rw)
+			pthread_mutex_unlock(&ds->grow_lock);
 		FORWARD_IF_ERR(rc);
 		m = atomic_load_explicit(&c->map, memory_order_acquire);
 		RETURN_IF(!m, ZR_ECORRUPT, "%s/chunk/%u.zr: empty", ds->path, c->id);

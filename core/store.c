@@ -251,8 +251,9 @@ static bool still_current(zr_dataset *ds)
 	return same;
 }
 
-/* One attempt to open: -EAGAIN when a reader found the state moved on. */
-static int open_once(zr_dataset **out, const char *dir, unsigned flags)
+/* One attempt to open: -EAGAIN when a reader found the state moved on. A
+ * reader takes the chunks @donor has open. */
+static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
 {
 	zr_dataset *ds;
 	zr_meta m = {0};
@@ -304,7 +305,7 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags)
 			    zr_open_strerror(errno));
 		goto fail;
 	}
-	if ((rc = open_fields(ds, &m, new_tables)) < 0 || (rc = zr_chunk_open_all(ds, &m)) < 0 ||
+	if ((rc = open_fields(ds, &m, new_tables)) < 0 || (rc = zr_chunk_open_all(ds, &m, donor)) < 0 ||
 	    (rc = zr_journal_load(ds, flags & ZR_RDWR)) < 0)
 		goto fail;
 	if (flags & ZR_RDWR)
@@ -330,20 +331,33 @@ fail:
 
 #define OPEN_TRIES 1000
 
-int zr_open(zr_dataset **out, const char *dir, unsigned flags)
+static int open_retrying(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
 {
 	int rc = -EAGAIN;
 
-	*out = NULL;
-	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
 	/* a reader retries while commits land under it; each try is short, and
 	 * a writer commits at most a few hundred times a second */
 	for (int i = 0; i < OPEN_TRIES && rc == -EAGAIN; i++)
-		rc = open_once(out, dir, flags);
+		rc = open_once(out, dir, flags, donor);
 	RETURN_IF(rc == -EAGAIN, -EAGAIN,
 		  "%s: a commit landed during each of %d attempts to open the dataset", dir,
 		  OPEN_TRIES);
 	return rc;
+}
+
+int zr_open(zr_dataset **out, const char *dir, unsigned flags)
+{
+	*out = NULL;
+	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
+	return open_retrying(out, dir, flags, NULL);
+}
+
+int zr_reopen(zr_dataset *prev, zr_dataset **out)
+{
+	*out = NULL;
+	RETURN_IF(prev->flags & ZR_RDWR, -EINVAL, "%s: zr_reopen takes a read-only handle",
+		  prev->path);
+	return open_retrying(out, prev->path, ZR_RDONLY, prev);
 }
 
 /* Switch the handle to the state @m after a rebalance. Old mappings are
@@ -365,7 +379,7 @@ int zr_reload(zr_dataset *ds, const zr_meta *m)
 	zr_overlay_clear(ds);
 	ds->high = ds->disk_length;
 	FORWARD_IF_ERR(open_fields(ds, m, false));
-	FORWARD_IF_ERR(zr_chunk_open_all(ds, m));
+	FORWARD_IF_ERR(zr_chunk_open_all(ds, m, NULL));
 	remove_stale_chunks(ds);
 	return zr_journal_settle(ds);
 }

@@ -149,8 +149,13 @@ uint64_t zr_spec_record_size(const zr_field_spec *f);
 typedef struct zr_chunk {
 	uint32_t id;
 	int fd;
+	atomic_uint refs;         /* handles using it: read-only handles share chunks
+				   * (zr_reopen); a committed chunk id is never reused */
+	pthread_mutex_t map_lock; /* making or growing the mapping */
 	_Atomic(zr_map *) map;    /* NULL until first read */
-	_Atomic uint64_t extent;  /* bytes readers may touch: the data written */
+	zr_map *retired;          /* earlier mappings, valid until the chunk goes */
+	_Atomic uint64_t extent;  /* bytes readers may touch: the data written (shared:
+				   * the largest any sharing handle's state has) */
 	/* writer side, under the owning writer (or ds->grow_lock when unowned) */
 	uint64_t write_pos;       /* next append offset == extent when owned */
 	uint64_t reserve_end;     /* under grow_lock: end of an append in progress */
@@ -230,7 +235,9 @@ struct zr_writer {
 
 /* chunk.c */
 zr_chunk *zr_chunk_get(zr_dataset *ds, uint32_t chunk_id);
-int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m);
+/* Open the chunks of @m; a read-only handle takes those @donor (a read-only
+ * handle, or NULL) has open instead of opening them again. */
+int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor);
 void zr_chunk_close_all(zr_dataset *ds);
 void zr_chunk_retire_all(zr_dataset *ds);
 int zr_chunk_map(zr_dataset *ds, zr_chunk *c, const uint8_t **base);

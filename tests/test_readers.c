@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <stdatomic.h>
 
 TestSuite(readers, .init = t_setup, .fini = t_cleanup);
@@ -119,7 +120,17 @@ static struct model make(zr_compress comp, uint64_t n)
 	return m;
 }
 
-static void readers_keep_their_states(zr_compress comp)
+/* Open a reader: from nothing, or reopened from @prev (NULL: zr_open). */
+static zr_dataset *open_reader(zr_dataset *prev)
+{
+	zr_dataset *r = NULL;
+	if (!prev)
+		return t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_reopen(prev, &r), 0, "%s", zr_errmsg(NULL));
+	return r;
+}
+
+static void readers_keep_their_states(zr_compress comp, bool reopen)
 {
 	struct model m = make(comp, 200);
 	struct {
@@ -131,7 +142,10 @@ static void readers_keep_their_states(zr_compress comp)
 	zr_dataset *w = t_open(t_ds, ZR_RDWR);
 
 	for (int round = 0; round < 40; round++) {
-		held[nheld].r = t_open(t_ds, ZR_RDONLY);
+		zr_dataset *prev = NULL;
+		for (int i = nheld - 1; reopen && i >= 0 && !prev; i--)
+			prev = held[i].r;
+		held[nheld].r = open_reader(prev);
 		held[nheld++].m = model_copy(&m);
 		edit_round(w, &m, &rng, &next);
 		cr_assert_eq(zr_commit(w), 0, "%s", zr_errmsg(w));
@@ -166,12 +180,56 @@ static void readers_keep_their_states(zr_compress comp)
 
 Test(readers, open_readers_keep_their_states_raw)
 {
-	readers_keep_their_states(ZR_RAW);
+	readers_keep_their_states(ZR_RAW, false);
 }
 
 Test(readers, open_readers_keep_their_states_flate)
 {
-	readers_keep_their_states(ZR_FLATE);
+	readers_keep_their_states(ZR_FLATE, false);
+}
+
+Test(readers, reopened_readers_keep_their_states)
+{
+	readers_keep_their_states(ZR_RAW, true);
+}
+
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	cr_assert_not_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+Test(readers, reopen_shares_the_chunk_files)
+{
+	struct model m = make(ZR_RAW, 1000); /* 20 chunks of 50 records */
+	zr_dataset *r[10];
+	uint8_t buf[MAXLEN];
+	zr_dataset *w = t_open(t_ds, ZR_RDWR);
+	zr_value v0 = value_of(5000, buf); /* the writer opens a fresh chunk */
+	cr_assert_eq(zr_append(w, &v0, NULL), 0);
+	cr_assert_eq(zr_commit(w), 0);
+	r[0] = t_open(t_ds, ZR_RDONLY);
+	int one = open_fds();
+	for (int i = 1; i < 10; i++) {
+		zr_value v = value_of(5000 + (uint64_t)i, buf);
+		cr_assert_eq(zr_append(w, &v, NULL), 0);
+		cr_assert_eq(zr_commit(w), 0);
+		cr_assert_eq(zr_reopen(r[i - 1], &r[i]), 0, "%s", zr_errmsg(NULL));
+		cr_assert_eq(zr_generation(r[i]), zr_generation(r[i - 1]) + 1);
+		cr_assert_eq(zr_length(r[i]), 1001 + (uint64_t)i);
+	}
+	/* each handle: the directory, chunk/, readers, one table; not the 21 chunks */
+	int all = open_fds();
+	cr_assert_leq(all - one, 9 * 4 + 2, "%d descriptors for 9 more handles", all - one);
+	zr_close(w);
+	for (int i = 0; i < 10; i++) /* any order: the chunks go with the last */
+		zr_close(r[(i * 7) % 10]);
+	free(m.tags);
 }
 
 static bool exists(const char *name)

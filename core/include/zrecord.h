@@ -252,6 +252,18 @@ ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void 
  */
 ZR_API uint64_t zr_generation(const zr_dataset *ds);
 
+/**
+ * Open the dataset's current committed state read-only, as zr_open() does,
+ * sharing with @p prev (a read-only handle of the same dataset, which stays
+ * valid and unchanged) the chunk files it has open: the cost is that of the
+ * chunks written since, not of all of them, and the two handles together
+ * hold each chunk file open once. For following a dataset: keep the old
+ * handle while it is in use, reopen when meta.json changes.
+ * @param[out] out the new handle; release with zr_close().
+ * @return as zr_open(); -EINVAL if @p prev was opened for writing
+ */
+ZR_API int zr_reopen(zr_dataset *prev, zr_dataset **out);
+
 /** A record that may have changed: zr_changes() calls it once or more per (field, id). */
 typedef void (*zr_change_cb)(void *ctx, unsigned field, uint64_t id);
 
