@@ -53,6 +53,11 @@ int zr_reader_open(zr_dataset *ds, unsigned depth, zr_reader **out)
 	return 0;
 }
 
+void zr_reader_retarget(zr_reader *r, zr_dataset *ds)
+{
+	r->ds = ds;
+}
+
 int zr_reader_uses_uring(const zr_reader *r)
 {
 	return r->uring;

@@ -231,6 +231,49 @@ static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 	return 0;
 }
 
+/* DATASET/writer says who holds the writer lock, for the message a second
+ * writer gets: written by each writer once it holds the lock (a writer that
+ * dies keeps no lock, and the next one overwrites the file). */
+static void writer_write(int dirfd)
+{
+	char line[512], comm[64] = "?", host[128] = "?";
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd = zr_sys.openat(dirfd, "writer", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	FILE *f = fopen("/proc/self/comm", "r");
+
+	if (f) {
+		if (fgets(comm, sizeof comm, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	gethostname(host, sizeof host - 1);
+	gmtime_r(&now, &tm);
+	int n = snprintf(line, sizeof line, "pid %ld (%s) on %s, since %04d-%02d-%02d %02d:%02d:%02d UTC\n",
+			 (long)getpid(), comm, host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (fd >= 0) {
+		if (n > 0)
+			zr_write_full(fd, line, (size_t)n, 0); /* best effort: only a message */
+		close(fd);
+	}
+}
+
+/* Who holds the writer lock, as DATASET/writer says, into @buf. */
+static const char *writer_read(int dirfd, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, "writer", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return "it does not say who";
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
 /* A reader's check, once everything is open: whether the committed state is
  * still the one it opened (meta.json's generation, or a rebalance's manifest
  * it took). If a commit came in between, files it opened may belong to the
@@ -280,11 +323,15 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 		goto fail;
 	}
 	if ((flags & ZR_RDWR) && flock(ds->dirfd, LOCK_EX | LOCK_NB) < 0) {
+		char who[256];
 		rc = errno == EWOULDBLOCK
-			     ? zr_err(-EBUSY, "%s: another writer has the dataset open", dir)
+			     ? zr_err(-EBUSY, "%s: another writer has the dataset open: %s", dir,
+				      writer_read(ds->dirfd, who, sizeof who))
 			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
 		goto fail;
 	}
+	if (flags & ZR_RDWR)
+		writer_write(ds->dirfd);
 	if ((rc = zr_readers_open(ds)) < 0 || (rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
 		goto fail;

@@ -59,7 +59,7 @@ static int step_ids(const struct batch_step *at, uint64_t **ids, size_t *n)
 	return 0;
 }
 
-static int info_json(const struct zrfs *fs, const struct batch_step *at, char *buf, size_t cap)
+static int info_json(const struct batch_step *at, char *buf, size_t cap)
 {
 	const zs_spec *sp = zs_sampler_spec(at->s);
 	char canon[ZS_SPEC_MAX + 1];
@@ -72,7 +72,8 @@ static int info_json(const struct zrfs *fs, const struct batch_step *at, char *b
 			at->spec, canon, (unsigned long long)at->epoch, (unsigned long long)at->step,
 			(unsigned long long)zs_steps(at->s), sp->rank, sp->world,
 			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
-			zs_batch_size(at->s, at->step), (unsigned long long)fs->n);
+			zs_batch_size(at->s, at->step),
+			(unsigned long long)(sp->hi - sp->lo)); /* the epoch's records */
 }
 
 /* Reply with part of @n values as little-endian u64s. */
@@ -99,8 +100,8 @@ struct raw_batch {
 	uint64_t *offs;
 };
 
-static int raw_batch(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-		     struct raw_batch *b)
+static int raw_batch(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+		     size_t n, struct raw_batch *b)
 {
 	int rc;
 
@@ -109,7 +110,7 @@ static int raw_batch(struct zrfs *fs, unsigned field, const uint64_t *ids, size_
 	b->offs = malloc((n + 1) * sizeof *b->offs);
 	if (!b->rows || !b->offs)
 		return -ENOMEM;
-	if ((rc = zrfs_records_stat(fs, field, ids, n, b->rows)) < 0)
+	if ((rc = zrfs_records_stat(fs, v, field, ids, n, b->rows)) < 0)
 		return rc;
 	b->offs[0] = 0;
 	for (size_t i = 0; i < n; i++)
@@ -125,7 +126,7 @@ static void raw_batch_free(struct raw_batch *b)
 
 /* The pieces of bytes [@pos, @end) of the <field> file of raw batch @b of
  * records @ids: the records under the range, mapped (@g keeps them). */
-static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids,
+static int raw_data_pieces(struct zrfs_view *v, unsigned field, const uint64_t *ids,
 			   struct raw_batch *b, uint64_t pos, uint64_t end, struct zrfs_pieces *p,
 			   zr_batch **g)
 {
@@ -139,7 +140,7 @@ static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids,
 		lo++;
 	for (hi = lo; hi < b->n && offs[hi] < end; hi++)
 		;
-	zrfs_records_map(fs, field, ids + lo, hi - lo, b->rows + lo, g);
+	zrfs_records_map(v, field, ids + lo, hi - lo, b->rows + lo, g);
 	for (size_t i = lo; rc == 0 && i < hi; i++) {
 		const struct zrfs_row *r = &b->rows[i];
 		uint64_t from = pos > offs[i] ? pos : offs[i], to = end < offs[i + 1] ? end : offs[i + 1];
@@ -153,9 +154,9 @@ static int raw_data_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids,
 
 /* The pieces of bytes [@pos, @end) of the <field>.npy file of a raw batch;
  * @h receives the header the pieces point into. */
-static int raw_npy_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			  uint64_t pos, uint64_t end, struct zrfs_npy *h, struct zrfs_pieces *p,
-			  zr_batch **g)
+static int raw_npy_pieces(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+			  size_t n, uint64_t pos, uint64_t end, struct zrfs_npy *h,
+			  struct zrfs_pieces *p, zr_batch **g)
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	struct zrfs_row *rows;
@@ -168,7 +169,7 @@ static int raw_npy_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, 
 	rows = malloc((hi - lo + 1) * sizeof *rows);
 	if (!rows)
 		return -ENOMEM;
-	rc = zrfs_records_locate(fs, field, ids + lo, (size_t)(hi - lo), rows, g);
+	rc = zrfs_records_locate(fs, v, field, ids + lo, (size_t)(hi - lo), rows, g);
 	if (rc == 0)
 		rc = zrfs_npy_pieces(p, h, rows, lo, pos, end);
 	free(rows);
@@ -176,8 +177,9 @@ static int raw_npy_pieces(struct zrfs *fs, unsigned field, const uint64_t *ids, 
 }
 
 /* Reply to a read of part @part of raw field @field's batch of step @at. */
-static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *at, unsigned field,
-		     enum batch_part part, size_t size, off_t off, bool ahead)
+static void read_raw(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+		     const struct batch_step *at, unsigned field, enum batch_part part, size_t size,
+		     off_t off, bool ahead)
 {
 	uint64_t *ids = NULL, pos = (uint64_t)off;
 	struct raw_batch b = {0};
@@ -188,7 +190,7 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *a
 	int rc = step_ids(at, &ids, &n);
 
 	if (rc == 0 && part != PART_NPY)
-		rc = raw_batch(fs, field, ids, n, &b);
+		rc = raw_batch(fs, v, field, ids, n, &b);
 	if (rc == 0 && part == PART_OFFSETS) {
 		reply_le64s(req, b.offs, n + 1, size, off);
 		goto out;
@@ -196,11 +198,11 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, const struct batch_step *a
 	if (rc == 0)
 		rc = zrfs_pieces_init(&p, 16);
 	if (rc == 0 && part == PART_DATA)
-		rc = raw_data_pieces(fs, field, ids, &b, pos, pos + size, &p, &g);
+		rc = raw_data_pieces(v, field, ids, &b, pos, pos + size, &p, &g);
 	else if (rc == 0)
-		rc = raw_npy_pieces(fs, field, ids, n, pos, pos + size, &h, &p, &g);
+		rc = raw_npy_pieces(fs, v, field, ids, n, pos, pos + size, &h, &p, &g);
 	if (rc == 0)
-		zrfs_reply_pieces(req, fs, &p, ahead);
+		zrfs_reply_pieces(req, fs, v, &p, ahead);
 	else
 		zrfs_reply_err(req, rc);
 out:
@@ -210,7 +212,8 @@ out:
 	free(ids);
 }
 
-void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
+void zrfs_batch_read_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			   unsigned field)
 {
 	struct raw_batch b = {0};
 	struct zrfs_pieces p = {0};
@@ -218,9 +221,9 @@ void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigne
 	uint64_t *ids = NULL;
 	size_t n = 0;
 
-	if (step_ids(at, &ids, &n) == 0 && raw_batch(fs, field, ids, n, &b) == 0 &&
+	if (step_ids(at, &ids, &n) == 0 && raw_batch(fs, v, field, ids, n, &b) == 0 &&
 	    zrfs_pieces_init(&p, n) == 0 &&
-	    raw_data_pieces(fs, field, ids, &b, 0, UINT64_MAX, &p, &g) == 0)
+	    raw_data_pieces(v, field, ids, &b, 0, UINT64_MAX, &p, &g) == 0)
 		zrfs_read_ahead(fs, &p);
 	zr_batch_release(g);
 	zrfs_pieces_free(&p);
@@ -232,9 +235,49 @@ void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigne
 
 struct assemble {
 	struct zrfs *fs;
+	struct zrfs_view *v;
 	const struct batch_step *at;
 	unsigned field;
 };
+
+/* zr_batch_bytes, with ids of UINT64_MAX (records the view does not
+ * have) counted as missing. */
+static int batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n,
+		       uint64_t *total)
+{
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t one;
+		int rc = ids[i] == UINT64_MAX ? 0 : zr_batch_bytes(ds, field, &ids[i], 1, &one);
+		if (rc < 0)
+			return rc;
+		*total += ids[i] == UINT64_MAX ? 0 : one;
+	}
+	return 0;
+}
+
+/* zr_reader_read of the present ids (not UINT64_MAX), the others empty:
+ * @offs gets n + 1 offsets into @dst. */
+static int read_present(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, uint8_t *dst,
+			uint64_t cap, uint64_t *offs)
+{
+	size_t k = 0;
+	uint64_t *have = malloc((n + 1) * sizeof *have), *o = malloc((n + 1) * sizeof *o);
+	int rc = have && o ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (ids[i] != UINT64_MAX)
+			have[k++] = ids[i];
+	if (rc == 0)
+		rc = zr_reader_read(r, field, have, k, dst, cap, o);
+	for (size_t i = 0, j = 0; rc == 0 && i <= n; i++) {
+		offs[i] = o[j];
+		j += i < n && ids[i] != UINT64_MAX;
+	}
+	free(have);
+	free(o);
+	return rc;
+}
 
 /* The cache's loader of a flate field's blob: (B + 1) little-endian u64
  * offsets, then the inflated records. */
@@ -242,27 +285,32 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 {
 	struct assemble *a = ctx;
 	struct zrfs *fs = a->fs;
+	zr_dataset *ds = a->v->ds;
 	uint64_t *ids = NULL, *offs = NULL, total = 0;
 	zr_reader *r;
 	size_t n = 0;
 	int rc = step_ids(a->at, &ids, &n);
 
 	*data = NULL;
+	/* ids the view no longer has read as missing: the reader must not see them */
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (ids[i] >= a->v->n)
+			ids[i] = UINT64_MAX;
 	if (rc == 0)
-		rc = zr_batch_bytes(fs->ds, a->field, ids, n, &total);
+		rc = batch_bytes(ds, a->field, ids, n, &total);
 	if (rc == 0 && (n + 1) * 8 + total > fs->opts.cache_bytes) {
 		free(ids);
 		return zrfs_too_big(fs, (n + 1) * 8 + total);
 	}
 	if (rc == 0)
-		rc = zrfs_scratch_reader(fs->ds, &r);
+		rc = zrfs_scratch_reader(ds, &r);
 	if (rc == 0) {
 		offs = malloc((n + 1) * sizeof *offs);
 		*data = zrfs_cache_alloc(fs->cache, (n + 1) * 8 + total + 1);
 		if (!offs || !*data)
 			rc = -ENOMEM;
 		if (rc == 0)
-			rc = zr_reader_read(r, a->field, ids, n, *data + (n + 1) * 8, total, offs);
+			rc = read_present(r, a->field, ids, n, *data + (n + 1) * 8, total, offs);
 		if (rc == 0)
 			put_le64s(*data, offs, n + 1);
 		*len = (n + 1) * 8 + total;
@@ -270,7 +318,7 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 	if (rc < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: batch %llu of epoch %llu, field '%s': %s (%s)\n",
 			 (unsigned long long)a->at->step, (unsigned long long)a->at->epoch,
-			 fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(fs->ds));
+			 fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(ds));
 		zrfs_cache_free(fs->cache, *data);
 		*data = NULL;
 	}
@@ -280,21 +328,22 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 }
 
 /* Flate field @field's blob of step @at, through the cache: release after use. */
-static int get_blob(struct zrfs *fs, const struct batch_step *at, unsigned field,
-		    struct zrfs_cached **e, const uint8_t **data, uint64_t *len)
+static int get_blob(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+		    unsigned field, struct zrfs_cached **e, const uint8_t **data, uint64_t *len)
 {
-	struct assemble a = {fs, at, field};
+	struct assemble a = {fs, v, at, field};
 
 	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), load_blob, &a, e,
 			      data, len);
 }
 
-int zrfs_batch_assemble(struct zrfs *fs, const struct batch_step *at, unsigned field)
+int zrfs_batch_assemble(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			unsigned field)
 {
 	struct zrfs_cached *e;
 	const uint8_t *data;
 	uint64_t len;
-	int rc = get_blob(fs, at, field, &e, &data, &len);
+	int rc = get_blob(fs, v, at, field, &e, &data, &len);
 
 	if (rc == 0)
 		zrfs_cache_release(fs->cache, e);
@@ -303,8 +352,8 @@ int zrfs_batch_assemble(struct zrfs *fs, const struct batch_step *at, unsigned f
 
 /* Reply with [off, off + size) of the .npy view of a flate field's batch,
  * from its blob of @n records: rows in the blob's memory. */
-static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, unsigned field, const uint8_t *blob,
-			   size_t n, size_t size, off_t off)
+static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsigned field,
+			   const uint8_t *blob, size_t n, size_t size, off_t off)
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	const uint8_t *bytes = blob + (n + 1) * 8;
@@ -326,7 +375,7 @@ static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, unsigned field, cons
 	if (rc == 0)
 		rc = zrfs_npy_pieces(&p, &h, rows, lo, pos, pos + size);
 	if (rc == 0)
-		zrfs_reply_pieces(req, fs, &p, true);
+		zrfs_reply_pieces(req, fs, v, &p, true);
 	else
 		zrfs_reply_err(req, rc);
 	zrfs_pieces_free(&p);
@@ -334,14 +383,15 @@ static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, unsigned field, cons
 }
 
 /* Reply to a read of part @part of flate field @field's batch of step @at. */
-static void read_flate(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
-		       unsigned field, enum batch_part part, size_t size, off_t off)
+static void read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+		       const struct batch_step *at, unsigned field, enum batch_part part,
+		       size_t size, off_t off)
 {
 	size_t n = zs_batch_size(at->s, at->step);
 	uint64_t head = ((uint64_t)n + 1) * 8, len;
 	struct zrfs_cached *e;
 	const uint8_t *data;
-	int rc = get_blob(fs, at, field, &e, &data, &len);
+	int rc = get_blob(fs, v, at, field, &e, &data, &len);
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
@@ -352,14 +402,14 @@ static void read_flate(fuse_req_t req, struct zrfs *fs, const struct batch_step 
 	else if (part == PART_OFFSETS)
 		zrfs_reply_slice(req, data, head, size, off);
 	else
-		reply_blob_npy(req, fs, field, data, n, size, off);
+		reply_blob_npy(req, fs, v, field, data, n, size, off);
 	zrfs_cache_release(fs->cache, e);
 }
 
 /* ---- sizes and reads ---- */
 
-static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigned field,
-			   enum batch_part part, uint64_t *size)
+static int field_file_size(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			   unsigned field, enum batch_part part, uint64_t *size)
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	uint64_t n = zs_batch_size(at->s, at->step), *ids = NULL;
@@ -375,13 +425,13 @@ static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigne
 	} else if (f->flate) {
 		struct zrfs_cached *e;
 		const uint8_t *data;
-		if ((rc = get_blob(fs, at, field, &e, &data, size)) == 0) {
+		if ((rc = get_blob(fs, v, at, field, &e, &data, size)) == 0) {
 			*size -= (n + 1) * 8;
 			zrfs_cache_release(fs->cache, e);
 		}
 	} else if ((rc = step_ids(at, &ids, &got)) == 0) {
 		struct raw_batch b = {0};
-		rc = raw_batch(fs, field, ids, got, &b);
+		rc = raw_batch(fs, v, field, ids, got, &b);
 		*size = rc == 0 ? b.offs[got] : 0;
 		raw_batch_free(&b);
 	}
@@ -389,8 +439,8 @@ static int field_file_size(struct zrfs *fs, const struct batch_step *at, unsigne
 	return rc;
 }
 
-int zrfs_batch_file_size(struct zrfs *fs, const struct batch_step *at, unsigned kind,
-			 uint64_t *size)
+int zrfs_batch_file_size(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			 unsigned kind, uint64_t *size)
 {
 	char info[1024];
 
@@ -399,14 +449,15 @@ int zrfs_batch_file_size(struct zrfs *fs, const struct batch_step *at, unsigned 
 		return 0;
 	}
 	if (kind == STEP_INFO) {
-		*size = (uint64_t)info_json(fs, at, info, sizeof info);
+		*size = (uint64_t)info_json(at, info, sizeof info);
 		return 0;
 	}
-	return field_file_size(fs, at, kind_field(kind), kind_part(kind), size);
+	return field_file_size(fs, v, at, kind_field(kind), kind_part(kind), size);
 }
 
-void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
-			  unsigned kind, size_t size, off_t off, bool ahead)
+void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+			  const struct batch_step *at, unsigned kind, size_t size, off_t off,
+			  bool ahead)
 {
 	if (kind == STEP_IDS) {
 		uint64_t *ids;
@@ -420,11 +471,18 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, const struct batch_st
 		free(ids);
 	} else if (kind == STEP_INFO) {
 		char info[1024];
-		int n = info_json(fs, at, info, sizeof info);
+		int n = info_json(at, info, sizeof info);
 		zrfs_reply_slice(req, info, (uint64_t)n, size, off);
 	} else if (fs->fields[kind_field(kind)].flate) {
-		read_flate(req, fs, at, kind_field(kind), kind_part(kind), size, off);
+		read_flate(req, fs, v, at, kind_field(kind), kind_part(kind), size, off);
 	} else {
-		read_raw(req, fs, at, kind_field(kind), kind_part(kind), size, off, ahead);
+		read_raw(req, fs, v, at, kind_field(kind), kind_part(kind), size, off, ahead);
 	}
+}
+
+void zrfs_batch_forget(struct zrfs *fs, const struct batch_step *at)
+{
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if (fs->fields[f].flate)
+			zrfs_cache_forget(fs->cache, batch_key(at->slot, at->step, f));
 }

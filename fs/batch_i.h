@@ -13,6 +13,13 @@
  * A file's kind is STEP_IDS, STEP_INFO, or step_kind(field, part); the
  * directory itself is STEP_DIR. Step inode numbers:
  * ZRFS_INO_STEP | slot << 42 | step << 10 | kind.
+ *
+ * While the dataset changes: an epoch's order is fixed by the number of
+ * records when the epoch was first opened (its slot's sampler); records
+ * appended later join from the next epoch opened. A step directory shows
+ * one view, pinned when it is first looked up or prefetched, so all its
+ * files are of one committed state and none changes size; a record of the
+ * order that view no longer has reads as missing.
  */
 #ifndef ZRFS_BATCH_I_H
 #define ZRFS_BATCH_I_H
@@ -63,27 +70,46 @@ static inline uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
 
 /* Batch @step of epoch @epoch of a spec, as the tables know it. */
 struct batch_step {
-	const zs_sampler *s;  /* immutable; lives as long as the mount */
+	const zs_sampler *s;  /* the epoch's: immutable, lives as long as the mount */
 	const char *spec;     /* the spec's name as looked up; as long-lived */
 	uint32_t slot;        /* the (spec, epoch) pair's index in the table */
 	uint64_t epoch, step;
 };
 
+/* The numbers of a step's directory, and of its epoch's (the directory the
+ * step's name is in). */
+static inline fuse_ino_t step_dir_ino(const struct batch_step *at)
+{
+	return step_ino(at->slot, at->step, STEP_DIR);
+}
+
+static inline fuse_ino_t epoch_ino(uint32_t slot)
+{
+	return ZRFS_INO_EPOCH | slot;
+}
+
 /* ---- batch_files.c ---- */
+
+/* Every function below reads step @at from view @v, the one it shows. */
 
 /* Size of file @kind (not STEP_DIR) of step @at; assembles a flate field's
  * batch. 0 or a negative code (logged). */
-int zrfs_batch_file_size(struct zrfs *fs, const struct batch_step *at, unsigned kind,
-			 uint64_t *size);
+int zrfs_batch_file_size(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			 unsigned kind, uint64_t *size);
 /* Reply to a read of file @kind of step @at; @ahead: its records were
  * asked for already (a prefetch). */
-void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, const struct batch_step *at,
-			  unsigned kind, size_t size, off_t off, bool ahead);
+void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+			  const struct batch_step *at, unsigned kind, size_t size, off_t off,
+			  bool ahead);
 /* Assemble flate field @field's batch of step @at into the cache (a
  * prefetch); 0 or a negative code (logged). */
-int zrfs_batch_assemble(struct zrfs *fs, const struct batch_step *at, unsigned field);
+int zrfs_batch_assemble(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			unsigned field);
 /* Ask the kernel for the records of raw field @field's batch of step @at. */
-void zrfs_batch_read_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
+void zrfs_batch_read_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			   unsigned field);
+/* Forget the assembled batches of step @at (its view may change). */
+void zrfs_batch_forget(struct zrfs *fs, const struct batch_step *at);
 
 /* ---- batch_prefetch.c ---- */
 
@@ -91,8 +117,10 @@ int zrfs_prefetch_create(struct zrfs *fs);
 /* Threads: one per CPU, at most 4 and -o prefetch, at least one. */
 void zrfs_prefetch_start(struct zrfs *fs);
 void zrfs_prefetch_destroy(struct zrfs *fs);
-/* A reader started step @at of @field: make steps after it ready. */
-void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
+/* A reader started step @at of @field, shown from @v: make steps after it
+ * ready, pinned to the view they will show (@v unless pinned already). */
+void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			 unsigned field);
 /* A reader started step @at: drop the files of step - drop_behind. */
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */

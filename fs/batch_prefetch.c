@@ -7,9 +7,12 @@
  * cache, raw ones have their records read ahead by the kernel
  * (POSIX_FADV_WILLNEED, in -o readaround windows; a read of a raw step no
  * prefetch reached asks for its own records first), so a cold epoch
- * streams. It also queues the drop of step k - drop_behind: its files leave
- * the kernel's page cache (FUSE_NOTIFY_INVAL_INODE) and its flate batches
- * the cache, whose buffers are then reused. Batch files are read once per
+ * streams; a step made ready ahead is pinned to the view it was made from,
+ * so that its reader later sees what was prepared. It also queues the drop
+ * of step k - drop_behind: its files leave the kernel's page cache
+ * (FUSE_NOTIFY_INVAL_INODE), its name the kernel's cache of names (so that
+ * the kernel forgets the step and its view's pin with it), and its flate
+ * batches the cache, whose buffers are then reused. Batch files are read once per
  * epoch; keeping them would double the memory the records take, and on
  * virtual machines every fresh page of page cache costs a host fault on
  * first touch (~10 us per 4 KiB on the machine of BENCHMARKS.md) that
@@ -21,7 +24,9 @@
 #include "batch_i.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define THREADS_MAX 4
@@ -30,6 +35,7 @@
 
 struct job {
 	struct batch_step at;
+	struct zrfs_view *v;  /* held: the view the step shows (NULL for a drop) */
 	unsigned field;
 	bool drop;            /* drop the step's files from the page cache */
 };
@@ -75,34 +81,46 @@ static bool push(struct zrfs_prefetch *q, const struct job *j)
 	return true;
 }
 
-void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
+void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			 unsigned field)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
 
 	if (!q || q->nthreads == 0)
 		return;
-	pthread_mutex_lock(&q->lock);
 	for (uint64_t k = at->step + 1; k <= at->step + fs->opts.prefetch && k < zs_steps(at->s);
 	     k++) {
+		struct job j = {*at, NULL, field, false};
 		bool queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field));
-		for (unsigned i = 0; i < q->qlen && !queued; i++) {
-			const struct job *j = &q->queue[(q->qhead + i) % QUEUE_MAX];
-			queued = !j->drop && j->at.slot == at->slot && j->at.step == k &&
-				 j->field == field;
-		}
-		struct job j = {*at, field, false};
 		j.at.step = k;
-		if (!queued && !push(q, &j))
+		pthread_mutex_lock(&q->lock);
+		for (unsigned i = 0; i < q->qlen && !queued; i++) {
+			const struct job *o = &q->queue[(q->qhead + i) % QUEUE_MAX];
+			queued = !o->drop && o->at.slot == at->slot && o->at.step == k &&
+				 o->field == field;
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (queued)
+			continue;
+		/* the view the step will show: pinned now, if no lookup was first */
+		zrfs_pin(fs, step_dir_ino(&j.at), v);
+		if (!(j.v = zrfs_pinned_view(fs, step_dir_ino(&j.at))))
+			j.v = zrfs_view_ref(v);
+		pthread_mutex_lock(&q->lock);
+		bool pushed = push(q, &j);
+		pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		if (!pushed) {
+			zrfs_view_put(j.v);
 			break;
+		}
 	}
-	pthread_cond_broadcast(&q->cond);
-	pthread_mutex_unlock(&q->lock);
 }
 
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct job j = {*at, 0, true};
+	struct job j = {*at, NULL, 0, true};
 
 	if (!q || q->nthreads == 0 || fs->opts.drop_behind == 0 ||
 	    at->step < fs->opts.drop_behind)
@@ -119,18 +137,21 @@ static void run(struct zrfs *fs, const struct job *j)
 	struct zrfs_prefetch *q = fs->prefetch;
 
 	if (j->drop) {
+		char name[32];
 		for (unsigned kind = STEP_IDS; kind < step_kinds(fs); kind++)
 			fuse_lowlevel_notify_inval_inode(fs->se, step_ino(j->at.slot, j->at.step, kind),
 							 0, 0);
-		for (unsigned f = 0; f < fs->nfields; f++)
-			if (fs->fields[f].flate)
-				zrfs_cache_forget(fs->cache, batch_key(j->at.slot, j->at.step, f));
+		/* the kernel may forget the step now, and the view it showed */
+		snprintf(name, sizeof name, "%llu", (unsigned long long)j->at.step);
+		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
+		zrfs_unpin(fs, step_dir_ino(&j->at));
+		zrfs_batch_forget(fs, &j->at);
 	} else if (fs->fields[j->field].flate) {
-		zrfs_batch_assemble(fs, &j->at, j->field);
+		zrfs_batch_assemble(fs, j->v, &j->at, j->field);
 	} else {
 		/* raw: start the disk on the records; the kernel caches them */
 		uint64_t key = batch_key(j->at.slot, j->at.step, j->field);
-		zrfs_batch_read_ahead(fs, &j->at, j->field);
+		zrfs_batch_read_ahead(fs, j->v, &j->at, j->field);
 		pthread_mutex_lock(&q->lock);
 		q->hinted[hint_slot(key)] = key;
 		pthread_mutex_unlock(&q->lock);
@@ -153,6 +174,7 @@ static void *prefetcher(void *arg)
 		q->qlen--;
 		pthread_mutex_unlock(&q->lock);
 		run(fs, &j);
+		zrfs_view_put(j.v);
 		pthread_mutex_lock(&q->lock);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -198,6 +220,11 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < q->nthreads; i++)
 		pthread_join(q->threads[i], NULL);
+	while (q->qlen) { /* jobs never run hold views */
+		zrfs_view_put(q->queue[q->qhead].v);
+		q->qhead = (q->qhead + 1) % QUEUE_MAX;
+		q->qlen--;
+	}
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 	free(q);

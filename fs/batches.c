@@ -35,12 +35,14 @@
 
 struct spec_entry {
 	char name[ZS_SPEC_MAX + 1];
-	zs_sampler *s;
+	zs_spec spec;
 };
 
+/* An epoch of a spec, opened: its order over the records there were then. */
 struct slot {
 	uint32_t spec;
 	uint64_t epoch;
+	zs_sampler *s;
 };
 
 /* An entry of either table is written once, before the count that makes
@@ -63,8 +65,9 @@ static int find_spec(struct zrfs_batches *b, const char *name)
 	return -ENOENT;
 }
 
-/* Index of spec @name, interned on first sight; -ENOENT (logged) if bad. */
-static int spec_index(struct zrfs *fs, const char *name, bool listed)
+/* Index of spec @name, interned on first sight; -ENOENT (logged) if bad
+ * (for a dataset of @n records: hi beyond it, say). */
+static int spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed)
 {
 	struct zrfs_batches *b = fs->batches;
 	zs_sampler *s = NULL;
@@ -76,33 +79,34 @@ static int spec_index(struct zrfs *fs, const char *name, bool listed)
 	pthread_mutex_unlock(&b->lock);
 	if (idx >= 0)
 		return idx;
-	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, fs->n) < 0) {
+	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, n) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: %s\n", ZRFS_BATCHES_NAME, name, zs_errmsg());
 		return -ENOENT;
 	}
+	zs_sampler_destroy(s); /* each epoch has its own */
 	pthread_mutex_lock(&b->lock);
 	idx = find_spec(b, name); /* another thread may have been first */
 	if (idx < 0 && b->nspecs < SPECS_MAX) {
 		idx = (int)b->nspecs;
 		snprintf(b->specs[idx].name, sizeof b->specs[idx].name, "%s", name);
-		b->specs[idx].s = s;
-		s = NULL;
+		b->specs[idx].spec = spec;
 		b->nspecs++;
 		if (listed)
 			b->nlisted = b->nspecs;
 	}
 	pthread_mutex_unlock(&b->lock);
-	zs_sampler_destroy(s);
 	if (idx < 0)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: more than %d specs in one mount\n",
 			 ZRFS_BATCHES_NAME, name, SPECS_MAX);
 	return idx < 0 ? -ENOENT : idx;
 }
 
-/* The slot of (@spec, @epoch), made on first sight; -ENOENT (logged) if
- * the table is full. */
-static int slot_of(struct zrfs_batches *b, uint32_t spec, uint64_t epoch)
+/* The slot of (@spec, @epoch), made on first sight with an order over the
+ * @n records of the view current then; -ENOENT (logged) if the table is
+ * full or the spec does not fit the records (hi beyond a shrunken n). */
+static int slot_of(struct zrfs_batches *b, uint32_t spec, uint64_t epoch, uint64_t n)
 {
+	zs_sampler *s = NULL;
 	int found = -ENOENT;
 
 	pthread_mutex_lock(&b->lock);
@@ -111,13 +115,17 @@ static int slot_of(struct zrfs_batches *b, uint32_t spec, uint64_t epoch)
 			found = (int)i;
 			break;
 		}
-	if (found < 0 && b->nslots < SLOTS_MAX) {
-		b->slots[b->nslots] = (struct slot){spec, epoch};
+	if (found < 0 && b->nslots < SLOTS_MAX &&
+	    zs_sampler_create(&s, &b->specs[spec].spec, n) == 0) {
+		b->slots[b->nslots] = (struct slot){spec, epoch, s};
 		found = (int)b->nslots++;
 	}
 	pthread_mutex_unlock(&b->lock);
 	if (found < 0)
-		fuse_log(FUSE_LOG_ERR, "zrfs: more than %d epochs opened in one mount\n", SLOTS_MAX);
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s/epoch-%llu: %s\n", ZRFS_BATCHES_NAME,
+			 b->specs[spec].name, (unsigned long long)epoch,
+			 b->nslots >= SLOTS_MAX ? "more than 65536 epochs opened in one mount"
+						: zs_errmsg());
 	return found;
 }
 
@@ -160,10 +168,8 @@ static enum node decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
 		pthread_mutex_lock(&b->lock);
 		found = ino >= ZRFS_INO_SPEC && w->spec < b->nspecs;
 		pthread_mutex_unlock(&b->lock);
-		if (found) {
-			w->at.s = b->specs[w->spec].s;
+		if (found)
 			w->at.spec = b->specs[w->spec].name;
-		}
 		return found ? N_SPEC : N_NONE;
 	}
 	w->at.slot = (uint32_t)(top == ZRFS_INO_EPOCH ? ino & (SLOTS_MAX - 1)
@@ -175,7 +181,7 @@ static enum node decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
 		return N_NONE;
 	w->spec = b->slots[w->at.slot].spec;
 	w->at.epoch = b->slots[w->at.slot].epoch;
-	w->at.s = b->specs[w->spec].s;
+	w->at.s = b->slots[w->at.slot].s;
 	w->at.spec = b->specs[w->spec].name;
 	if (top == ZRFS_INO_EPOCH)
 		return N_EPOCH;
@@ -225,10 +231,33 @@ static int kind_of(const struct zrfs *fs, const char *name)
 
 /* ---- the subtree ---- */
 
-static int batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
+static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino)
 {
 	struct where w = {0};
-	uint64_t v;
+	struct zrfs_view *v;
+
+	if (decode(fs, ino, &w) != N_STEP)
+		return zrfs_view_ref(cur);
+	/* a step shows the view it was pinned to first */
+	if ((v = zrfs_pinned_view(fs, step_dir_ino(&w.at))) != NULL)
+		return v;
+	zrfs_pin(fs, step_dir_ino(&w.at), cur); /* full: it shows the current one */
+	return zrfs_view_ref(cur);
+}
+
+static void batches_forget(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct where w = {0};
+
+	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino))
+		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
+}
+
+static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
+			  const char *name, fuse_ino_t *out)
+{
+	struct where w = {0};
+	uint64_t num;
 	int idx;
 
 	if (parent == ZRFS_INO_ROOT) {
@@ -237,21 +266,22 @@ static int batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, 
 	}
 	switch (decode(fs, parent, &w)) {
 	case N_TOP:
-		if ((idx = spec_index(fs, name, false)) < 0)
+		if ((idx = spec_index(fs, v->n, name, false)) < 0)
 			return idx;
 		*out = ZRFS_INO_SPEC + (uint64_t)idx;
 		return 0;
 	case N_SPEC:
 		if (strncmp(name, "epoch-", 6) != 0 ||
-		    zrfs_parse_dec(name + 6, strlen(name + 6), ZS_EPOCH_MAX, &v) < 0 ||
-		    (idx = slot_of(fs->batches, w.spec, v)) < 0)
+		    zrfs_parse_dec(name + 6, strlen(name + 6), ZS_EPOCH_MAX, &num) < 0 ||
+		    (idx = slot_of(fs->batches, w.spec, num, v->n)) < 0)
 			return -ENOENT;
 		*out = ZRFS_INO_EPOCH | (uint64_t)idx;
 		return 0;
 	case N_EPOCH:
-		if (zrfs_parse_dec(name, strlen(name), STEPS_MAX - 1, &v) < 0 || v >= zs_steps(w.at.s))
+		if (zrfs_parse_dec(name, strlen(name), STEPS_MAX - 1, &num) < 0 ||
+		    num >= zs_steps(w.at.s))
 			return -ENOENT;
-		*out = step_ino(w.at.slot, v, STEP_DIR);
+		*out = step_ino(w.at.slot, num, STEP_DIR);
 		return 0;
 	case N_STEP:
 		if (w.kind != STEP_DIR)
@@ -266,7 +296,7 @@ static int batches_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, 
 	return -ENOENT;
 }
 
-static int batches_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+static int batches_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct where w = {0};
 	enum node node = decode(fs, ino, &w);
@@ -276,16 +306,17 @@ static int batches_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 	if (node == N_NONE)
 		return -ENOENT;
 	if (node != N_STEP || w.kind == STEP_DIR) {
-		zrfs_dir_attr(fs, ino, st);
+		zrfs_dir_attr(fs, v, ino, st);
 		return 0;
 	}
-	if ((rc = zrfs_batch_file_size(fs, &w.at, w.kind, &size)) < 0)
+	if ((rc = zrfs_batch_file_size(fs, v, &w.at, w.kind, &size)) < 0)
 		return rc;
-	zrfs_file_attr(fs, ino, size, st);
+	zrfs_file_attr(fs, v, ino, size, st);
 	return 0;
 }
 
-static int batches_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *out)
+static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+			 struct zrfs_dirent *out)
 {
 	struct zrfs_batches *b = fs->batches;
 	struct where w = {0};
@@ -311,7 +342,7 @@ static int batches_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct z
 		out->ino = ZRFS_INO_SPEC + i;
 		return 1;
 	case N_SPEC: /* epoch-0 is listed; every epoch-<e> works on lookup */
-		if (i > 0 || (slot = slot_of(b, w.spec, 0)) < 0)
+		if (i > 0 || (slot = slot_of(b, w.spec, 0, v->n)) < 0)
 			return 0;
 		snprintf(out->name, sizeof out->name, "epoch-0");
 		out->ino = ZRFS_INO_EPOCH | (uint64_t)slot;
@@ -341,7 +372,8 @@ static int batches_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct z
 	return -ENOENT;
 }
 
-static void batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off)
+static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+			 size_t size, off_t off)
 {
 	struct where w = {0};
 	enum node node = decode(fs, ino, &w);
@@ -356,15 +388,18 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t
 	if (w.kind >= STEP_FIELD0) {
 		unsigned f = kind_field(w.kind);
 		if (off == 0)
-			zrfs_prefetch_ahead(fs, &w.at, f);
+			zrfs_prefetch_ahead(fs, v, &w.at, f);
 		ahead = !fs->fields[f].flate && zrfs_prefetch_hinted(fs, &w.at, f);
 	}
-	zrfs_batch_file_read(req, fs, &w.at, w.kind, size, off, ahead);
+	zrfs_batch_file_read(req, fs, v, &w.at, w.kind, size, off, ahead);
 }
 
 const struct zrfs_subtree zrfs_batches = {
 	.name = ZRFS_BATCHES_NAME,
+	.volatile_names = true, /* a spec or an epoch may fit the records later */
 	.owns = batches_owns,
+	.view_of = batches_view_of,
+	.forget = batches_forget,
 	.lookup = batches_lookup,
 	.attr = batches_attr,
 	.entry = batches_entry,
@@ -373,7 +408,7 @@ const struct zrfs_subtree zrfs_batches = {
 
 /* ---- set-up ---- */
 
-int zrfs_batches_create(struct zrfs *fs, const char *specs)
+int zrfs_batches_create(struct zrfs *fs, struct zrfs_view *v, const char *specs)
 {
 	struct zrfs_batches *b = calloc(1, sizeof *b);
 	char *list = specs ? strdup(specs) : NULL, *save = NULL;
@@ -394,13 +429,13 @@ int zrfs_batches_create(struct zrfs *fs, const char *specs)
 	fs->batches = b;
 	for (char *s = list ? strtok_r(list, ":", &save) : NULL; s && rc == 0;
 	     s = strtok_r(NULL, ":", &save)) {
-		if (spec_index(fs, s, true) < 0) {
+		if (spec_index(fs, v->n, s, true) < 0) {
 			fprintf(stderr, "zrfs: -o batches: '%s': %s\n", s, zs_errmsg());
 			rc = -EINVAL;
 		}
 	}
-	if (rc == 0 && fs->n > 0)
-		spec_index(fs, DEFAULT_SPEC, true);
+	if (rc == 0 && v->n > 0)
+		spec_index(fs, v->n, DEFAULT_SPEC, true);
 	free(list);
 	return rc;
 }
@@ -417,8 +452,8 @@ void zrfs_batches_destroy(struct zrfs *fs)
 	zrfs_prefetch_destroy(fs); /* its threads use the tables */
 	if (!b)
 		return;
-	for (uint32_t i = 0; i < b->nspecs; i++)
-		zs_sampler_destroy(b->specs[i].s);
+	for (uint32_t i = 0; i < b->nslots; i++)
+		zs_sampler_destroy(b->slots[i].s);
 	free(b->specs);
 	free(b->slots);
 	pthread_mutex_destroy(&b->lock);

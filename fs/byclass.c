@@ -7,7 +7,9 @@
  * records of that class as files of the dataset's first other field. Such a
  * file is the record file itself (same inode, same page cache), so
  * torchvision.datasets.ImageFolder(mount + "/by/label") sees the original
- * class layout. The labels are read once at mount: 4 bytes per record.
+ * class layout. The labels are read once at mount, 4 bytes per record, and
+ * kept up to date by follow.c with the records each commit changed, under
+ * the names lock (lookups and listings read them under it).
  *
  * /by is shown when some label field has class names and no field is
  * called "by"; its only entry in the root is at position 2.
@@ -26,6 +28,7 @@ struct by_field {
 	unsigned nclasses;
 	char **names;
 	int32_t *label_of;    /* per record; -1: missing or out of range */
+	uint64_t cap;         /* records label_of has room for */
 };
 
 struct zrfs_byclass {
@@ -39,37 +42,59 @@ static bool usable_name(const char *s)
 	       strlen(s) < 256;
 }
 
-static int load_labels(struct zrfs *fs, struct by_field *b)
+/* The class of a label record's bytes: -1 for missing or out of range. */
+static int32_t class_of(const struct by_field *b, const zr_slice *s)
 {
-	enum { STEP = 4096 };
-	uint64_t ids[STEP];
+	int64_t v = -1;
 
-	b->label_of = malloc((fs->n ? fs->n : 1) * sizeof *b->label_of);
-	if (!b->label_of)
+	if (s->data && s->len == 8)
+		memcpy(&v, s->data, 8); /* little-endian hosts: as stored */
+	return v >= 0 && v < (int64_t)b->nclasses ? (int32_t)v : -1;
+}
+
+/* Room for the labels of @n records; new ones are -1 until read. */
+static int labels_reserve(struct by_field *b, uint64_t n)
+{
+	uint64_t cap = b->cap ? b->cap : 1024;
+	int32_t *l;
+
+	if (n <= b->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	if (!(l = realloc(b->label_of, cap * sizeof *l)))
 		return -ENOMEM;
-	for (uint64_t first = 0; first < fs->n; first += STEP) {
-		size_t n = fs->n - first < STEP ? (size_t)(fs->n - first) : STEP, m;
-		zr_batch *batch;
-		for (size_t i = 0; i < n; i++)
-			ids[i] = first + i;
-		int rc = zr_gather(fs->ds, b->label, ids, n, &batch);
-		if (rc < 0)
-			return rc;
-		const zr_slice *s = zr_batch_records(batch, &m);
-		for (size_t i = 0; i < m; i++) {
-			int64_t v = -1;
-			if (s[i].data && s[i].len == 8)
-				memcpy(&v, s[i].data, 8); /* little-endian hosts: as stored */
-			b->label_of[first + i] = v >= 0 && v < (int64_t)b->nclasses ? (int32_t)v : -1;
-		}
-		zr_batch_release(batch);
-	}
+	for (uint64_t id = b->cap; id < cap; id++)
+		l[id] = -1;
+	b->label_of = l;
+	b->cap = cap;
 	return 0;
 }
 
-int zrfs_byclass_create(struct zrfs *fs)
+static int load_labels(struct zrfs_view *v, struct by_field *b)
 {
-	char *text = zr_attrs(fs->ds);
+	enum { STEP = 4096 };
+	uint64_t ids[STEP];
+	int rc = labels_reserve(b, v->n ? v->n : 1);
+
+	for (uint64_t first = 0; rc == 0 && first < v->n; first += STEP) {
+		size_t n = v->n - first < STEP ? (size_t)(v->n - first) : STEP, m;
+		zr_batch *batch;
+		for (size_t i = 0; i < n; i++)
+			ids[i] = first + i;
+		if ((rc = zr_gather(v->ds, b->label, ids, n, &batch)) < 0)
+			return rc;
+		const zr_slice *s = zr_batch_records(batch, &m);
+		for (size_t i = 0; i < m; i++)
+			b->label_of[first + i] = class_of(b, &s[i]);
+		zr_batch_release(batch);
+	}
+	return rc;
+}
+
+int zrfs_byclass_create(struct zrfs *fs, struct zrfs_view *view)
+{
+	char *text = zr_attrs(view->ds);
 	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
 	json_t *classes = json_object_get(root, "classes");
 	struct zrfs_byclass *bc = calloc(1, sizeof *bc);
@@ -107,7 +132,7 @@ int zrfs_byclass_create(struct zrfs *fs)
 				rc = -ENOMEM;
 		}
 		if (rc == 0)
-			rc = load_labels(fs, b);
+			rc = load_labels(view, b);
 	}
 	json_decref(root);
 	return bc->f ? rc : -ENOMEM;
@@ -180,18 +205,19 @@ static bool by_owns(const struct zrfs *fs, fuse_ino_t ino)
 	return decode(fs, ino, &b, &cls) != N_NONE;
 }
 
-static int by_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+static int by_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct by_field *b;
 	unsigned cls;
 
 	if (decode(fs, ino, &b, &cls) == N_NONE)
 		return -ENOENT;
-	zrfs_dir_attr(fs, ino, st);
+	zrfs_dir_attr(fs, v, ino, st);
 	return 0;
 }
 
-static int by_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
+static int by_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
+		     fuse_ino_t *out)
 {
 	const struct zrfs_byclass *bc = fs->byclass;
 	struct by_field *b = NULL;
@@ -218,10 +244,10 @@ static int by_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_
 			}
 		return -ENOENT;
 	case N_CLASS:
-		if (zrfs_record_name_parse(&fs->fields[b->data], name, fs->n, &id) < 0 ||
+		if (zrfs_record_name_parse(&fs->fields[b->data], name, v->n, &id) < 0 ||
 		    b->label_of[id] != (int32_t)cls)
 			return -ENOENT;
-		*out = zrfs_rec_ino(b->data, id);
+		*out = zrfs_rec_ino(b->data, id, zrfs_rec_version(fs, b->data, id));
 		return 0;
 	case N_NONE:
 		break;
@@ -230,14 +256,14 @@ static int by_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_
 }
 
 /* The first record of class @cls of @b at or after @id that has a file. */
-static int class_entry(struct zrfs *fs, const struct by_field *b, unsigned cls, uint64_t id,
-		       struct zrfs_dirent *out)
+static int class_entry(struct zrfs *fs, struct zrfs_view *v, const struct by_field *b, unsigned cls,
+		       uint64_t id, struct zrfs_dirent *out)
 {
-	for (; id < fs->n; id++) {
-		if (b->label_of[id] != (int32_t)cls || !zrfs_record_listed(fs, b->data, id))
+	for (; id < v->n; id++) {
+		if (b->label_of[id] != (int32_t)cls || !zrfs_record_listed(v, b->data, id))
 			continue;
 		zrfs_record_name_format(&fs->fields[b->data], id, out->name, sizeof out->name);
-		out->ino = zrfs_rec_ino(b->data, id);
+		out->ino = zrfs_rec_ino(b->data, id, zrfs_rec_version(fs, b->data, id));
 		out->type = S_IFREG;
 		out->pos = id + 2;
 		return 1;
@@ -245,7 +271,8 @@ static int class_entry(struct zrfs *fs, const struct by_field *b, unsigned cls, 
 	return 0;
 }
 
-static int by_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *out)
+static int by_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+		    struct zrfs_dirent *out)
 {
 	const struct zrfs_byclass *bc = fs->byclass;
 	struct by_field *b = NULL;
@@ -275,17 +302,68 @@ static int by_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_d
 		out->ino = class_ino(fs, b, (unsigned)i);
 		return 1;
 	case N_CLASS:
-		return class_entry(fs, b, cls, i, out);
+		return class_entry(fs, v, b, cls, i, out);
 	case N_NONE:
 		break;
 	}
 	return -ENOENT;
 }
 
-static void by_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off)
+static void by_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		    size_t size, off_t off)
 {
-	(void)fs, (void)ino, (void)size, (void)off;
+	(void)fs, (void)v, (void)ino, (void)size, (void)off;
 	fuse_reply_err(req, EISDIR); /* its files are record files, read through tree.c */
+}
+
+/* ---- following commits ---- */
+
+/* Tell the kernel that @b's record @id left or joined class @cls. */
+static int note_class(struct zrfs *fs, const struct by_field *b, int32_t cls, uint64_t id,
+		      struct zrfs_notes *notes)
+{
+	char name[ZRFS_NAME_MAX + 1];
+	fuse_ino_t dir;
+	int rc;
+
+	if (cls < 0)
+		return 0;
+	dir = class_ino(fs, b, (unsigned)cls);
+	zrfs_record_name_format(&fs->fields[b->data], id, name, sizeof name);
+	rc = zrfs_notes_entry(notes, dir, name);
+	return rc < 0 ? rc : zrfs_notes_inode(notes, dir);
+}
+
+int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+			struct zrfs_notes *notes)
+{
+	struct zrfs_byclass *bc = fs->byclass;
+	int rc = 0;
+
+	for (unsigned i = 0; bc && i < bc->n && rc == 0; i++) {
+		struct by_field *b = &bc->f[i];
+		int32_t was, now = -1;
+		if (field == b->data) {
+			/* a new inode number under the same name, in its class */
+			rc = id < b->cap ? note_class(fs, b, b->label_of[id], id, notes) : 0;
+			continue;
+		}
+		if (field != b->label || (rc = labels_reserve(b, id + 1)) < 0)
+			continue;
+		was = b->label_of[id];
+		if (id < v->n) {
+			zr_batch *g;
+			size_t m;
+			if (zr_gather(v->ds, b->label, &id, 1, &g) == 0) {
+				now = class_of(b, zr_batch_records(g, &m));
+				zr_batch_release(g);
+			}
+		}
+		b->label_of[id] = now;
+		if (was != now && (rc = note_class(fs, b, was, id, notes)) == 0)
+			rc = note_class(fs, b, now, id, notes);
+	}
+	return rc;
 }
 
 const struct zrfs_subtree zrfs_byclass = {

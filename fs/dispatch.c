@@ -5,11 +5,15 @@
  * the dispatcher's own: a name in it is asked of every subtree in turn, and
  * its listing is theirs one after the other.
  *
- * A dataset does not change under the mount, so every reply carries the
- * mount's long timeout, negative lookups included, and open and opendir
- * return ENOSYS where the kernel allows it (FUSE_CAP_NO_OPEN_SUPPORT): the
- * kernel then stops sending OPEN and RELEASE for these immutable files and
- * keeps their page cache across opens.
+ * Every request answers from one view (view.c): a lookup or a listing from
+ * the current one, under the names lock, so that the names and inode
+ * numbers it hands out belong together; a request about an inode from the
+ * view its owner says the inode shows. Content never changes under an
+ * inode number, so every reply carries the mount's long timeout, negative
+ * lookups included (follow.c tells the kernel which names to look up
+ * again), and open and opendir return ENOSYS where the kernel allows it
+ * (FUSE_CAP_NO_OPEN_SUPPORT): the kernel then stops sending OPEN and
+ * RELEASE and keeps the page cache of these immutable files across opens.
  *
  * Sections: owners, lookup and getattr, listings, contents, the rest.
  */
@@ -37,23 +41,52 @@ static const struct zrfs_subtree *owner(const struct zrfs *fs, fuse_ino_t ino)
 	return NULL;
 }
 
-/* Attributes of @ino: 0, -ENOENT, or another error (logged by its owner). */
-static int attr_of(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+/* The view @ino shows, held, with @cur the current one (under the names
+ * lock); NULL when it shows none any more. */
+static struct zrfs_view *view_of(struct zrfs *fs, const struct zrfs_subtree *t,
+				 struct zrfs_view *cur, fuse_ino_t ino)
+{
+	return t && t->view_of ? t->view_of(fs, cur, ino) : zrfs_view_ref(cur);
+}
+
+/* The owner of @ino and the view it shows, held: 0, -ENOENT (nobody owns
+ * it), -ESTALE (its view is gone). */
+static int resolve(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree **t,
+		   struct zrfs_view **v)
+{
+	struct zrfs_view *cur = zrfs_names_begin(fs);
+
+	*t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
+	*v = ino == ZRFS_INO_ROOT || *t ? view_of(fs, *t, cur, ino) : NULL;
+	zrfs_names_end(fs);
+	return *v ? 0 : ino != ZRFS_INO_ROOT && !*t ? -ENOENT : -ESTALE;
+}
+
+/* Attributes of @ino in view @cur (or the view it shows): 0, -ENOENT,
+ * -ESTALE, or another error (logged by its owner). Under the names lock. */
+static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struct stat *st)
 {
 	const struct zrfs_subtree *t;
+	struct zrfs_view *v;
+	int rc;
 
 	if (ino == ZRFS_INO_ROOT) {
-		zrfs_dir_attr(fs, ino, st);
+		zrfs_dir_attr(fs, cur, ino, st);
 		st->st_nlink = 2 + fs->nfields;
 		return 0;
 	}
-	t = owner(fs, ino);
-	return t ? t->attr(fs, ino, st) : -ENOENT;
+	if (!(t = owner(fs, ino)))
+		return -ENOENT;
+	if (!(v = view_of(fs, t, cur, ino)))
+		return -ESTALE;
+	rc = t->attr(fs, v, ino, st);
+	zrfs_view_put(v);
+	return rc;
 }
 
 /* ---- lookup and getattr ---- */
 
-static void reply_entry(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
+static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
 {
 	struct fuse_entry_param e;
 	int rc;
@@ -61,7 +94,7 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
 	memset(&e, 0, sizeof e);
 	e.entry_timeout = fs->opts.timeout;
 	e.attr_timeout = fs->opts.timeout;
-	if (ino != 0 && (rc = attr_of(fs, ino, &e.attr)) < 0) {
+	if (ino != 0 && (rc = attr_of(fs, v, ino, &e.attr)) < 0) {
 		if (rc != -ENOENT) {
 			zrfs_reply_err(req, rc);
 			return;
@@ -76,31 +109,33 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_view *v = zrfs_names_begin(fs);
 	const struct zrfs_subtree *t = NULL;
 	fuse_ino_t ino = 0;
 	int rc = -ENOENT;
 
 	if (parent == ZRFS_INO_ROOT) {
 		for (size_t k = 0; k < NSUBTREES && rc == -ENOENT; k++)
-			rc = subtrees[k]->lookup(fs, parent, name, &ino);
-	} else if ((t = owner(fs, parent)) == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	} else {
-		rc = t->lookup(fs, parent, name, &ino);
+			rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
+	} else if ((t = owner(fs, parent)) != NULL) {
+		rc = t->lookup(fs, v, parent, name, &ino);
 	}
-	if (rc < 0 && rc != -ENOENT)
+	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
+		fuse_reply_err(req, ENOENT); /* not cached */
+	else if (rc < 0 && rc != -ENOENT)
 		zrfs_reply_err(req, rc);
 	else
-		reply_entry(req, fs, rc < 0 ? 0 : ino);
+		reply_entry(req, fs, v, rc < 0 ? 0 : ino);
+	zrfs_names_end(fs);
 }
 
 static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
 	struct stat st;
-	int rc = attr_of(fs, ino, &st);
+	int rc = attr_of(fs, zrfs_names_begin(fs), ino, &st);
 
+	zrfs_names_end(fs);
 	(void)fi;
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
@@ -110,10 +145,11 @@ static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 
 /* ---- listings ---- */
 
-/* A directory listing being filled. */
+/* A directory listing being filled, from view v. */
 struct listing {
 	fuse_req_t req;
 	struct zrfs *fs;
+	struct zrfs_view *v;
 	bool plus;
 	char *buf;
 	size_t size, used;
@@ -129,12 +165,12 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		memset(&e, 0, sizeof e);
 		e.ino = ino;
 		e.entry_timeout = e.attr_timeout = l->fs->opts.timeout;
-		if (attr_of(l->fs, ino, &e.attr) < 0) {
+		if (attr_of(l->fs, l->v, ino, &e.attr) < 0) {
 			/* listed, but every access goes through lookup and fails there */
 			if (type == S_IFDIR)
-				zrfs_dir_attr(l->fs, ino, &e.attr);
+				zrfs_dir_attr(l->fs, l->v, ino, &e.attr);
 			else
-				zrfs_file_attr(l->fs, ino, 0, &e.attr);
+				zrfs_file_attr(l->fs, l->v, ino, 0, &e.attr);
 			e.entry_timeout = e.attr_timeout = 0;
 		}
 		n = fuse_add_direntry_plus(l->req, l->buf + l->used, l->size - l->used, name, &e,
@@ -155,13 +191,13 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 /* The first entry of @dir at a position >= @pos (>= 2): in the root, the
  * subtrees' entries one subtree after the other. 1, 0 past the last, or
  * -errno. */
-static int next_entry(struct zrfs *fs, const struct zrfs_subtree *t, fuse_ino_t dir, uint64_t pos,
-		      struct zrfs_dirent *d)
+static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_subtree *t,
+		      fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *d)
 {
 	if (dir != ZRFS_INO_ROOT)
-		return t->entry(fs, dir, pos, d);
+		return t->entry(fs, v, dir, pos, d);
 	for (uint64_t k = pos / ROOT_SPAN, q = pos % ROOT_SPAN; k < NSUBTREES; k++, q = 2) {
-		int rc = subtrees[k]->entry(fs, dir, q > 2 ? q : 2, d);
+		int rc = subtrees[k]->entry(fs, v, dir, q > 2 ? q : 2, d);
 		if (rc != 0) {
 			d->pos += k * ROOT_SPAN;
 			return rc;
@@ -173,33 +209,27 @@ static int next_entry(struct zrfs *fs, const struct zrfs_subtree *t, fuse_ino_t 
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	struct listing l = {req, fs, plus, NULL, size, 0};
+	struct listing l = {req, fs, zrfs_names_begin(fs), plus, NULL, size, 0};
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
 	struct zrfs_dirent d;
 	uint64_t pos = off > 2 ? (uint64_t)off : 2;
-	int rc;
-
-	if (ino != ZRFS_INO_ROOT && !t) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
 	/* the first entry before anything is added: a file is ENOTDIR */
-	rc = next_entry(fs, t, ino, pos, &d);
+	int rc = ino != ZRFS_INO_ROOT && !t ? -ENOENT : next_entry(fs, l.v, t, ino, pos, &d);
+
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
-		return;
-	}
-	if (!(l.buf = malloc(size))) {
+	} else if (!(l.buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+	} else {
+		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
+		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
+			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
+				rc = next_entry(fs, l.v, t, ino, d.pos + 1, &d);
+		}
+		fuse_reply_buf(req, l.buf, l.used);
+		free(l.buf);
 	}
-	if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
-	    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
-		while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
-			rc = next_entry(fs, t, ino, d.pos + 1, &d);
-	}
-	fuse_reply_buf(req, l.buf, l.used);
-	free(l.buf);
+	zrfs_names_end(fs);
 }
 
 static void zrfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -239,13 +269,43 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	const struct zrfs_subtree *t = owner(fs, ino);
+	const struct zrfs_subtree *t;
+	struct zrfs_view *v;
+	int rc = resolve(fs, ino, &t, &v);
 
 	(void)fi;
-	if (t)
-		t->read(req, fs, ino, size, off);
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else if (!t)
+		fuse_reply_err(req, EISDIR); /* the root */
 	else
-		fuse_reply_err(req, ino == ZRFS_INO_ROOT ? EISDIR : ENOENT);
+		t->read(req, fs, v, ino, size, off);
+	zrfs_view_put(v);
+}
+
+/* The kernel dropped @ino: whatever pinned a view to it lets go. */
+static void forget_one(struct zrfs *fs, fuse_ino_t ino)
+{
+	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
+
+	if (t && t->forget)
+		t->forget(fs, ino);
+	else
+		zrfs_unpin(fs, ino);
+}
+
+static void zrfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)nlookup; /* the kernel forgets an inode once, with all its lookups */
+	forget_one(fuse_req_userdata(req), ino);
+	fuse_reply_none(req);
+}
+
+static void zrfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		forget_one(fuse_req_userdata(req), forgets[i].ino);
+	fuse_reply_none(req);
 }
 
 /* ---- the rest ---- */
@@ -261,7 +321,7 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	else
 		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
-	/* the dataset cannot change under the mount: never revalidate pages */
+	/* bytes never change under an inode number: never revalidate pages */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	conn->max_readahead = 1 << 20;
 	conn->max_background = 64;
@@ -285,12 +345,14 @@ static void zrfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_view *v = zrfs_view_hold(fs);
 	struct statvfs sv;
 
 	(void)ino;
 	memset(&sv, 0, sizeof sv);
 	sv.f_bsize = sv.f_frsize = 4096;
-	sv.f_files = fs->n * fs->nfields + fs->nfields * 2 + 2;
+	sv.f_files = v->n * fs->nfields + fs->nfields * 2 + 2;
+	zrfs_view_put(v);
 	sv.f_namemax = 255;
 	sv.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
@@ -299,6 +361,8 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 const struct fuse_lowlevel_ops zrfs_ops = {
 	.init = zrfs_init,
 	.lookup = zrfs_lookup,
+	.forget = zrfs_forget,
+	.forget_multi = zrfs_forget_multi,
 	.getattr = zrfs_getattr,
 	.open = zrfs_open,
 	.read = zrfs_read,

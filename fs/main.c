@@ -39,7 +39,9 @@ static const char usage[] =
 	"Options (-o):\n"
 	"  ro                   read-only (the default; 'rw' is refused)\n"
 	"  timeout=SECS         how long the kernel may cache names and attributes\n"
-	"                       (default 31536000: the dataset cannot change)\n"
+	"                       (default 31536000: content never changes under a\n"
+	"                       name's inode; commits are followed by telling the\n"
+	"                       kernel what changed)\n"
 	"  cache=SIZE           bytes of inflated flate records and assembled batch\n"
 	"                       files kept (default 256M; K, M, G suffixes); a file\n"
 	"                       larger than this is refused (EFBIG)\n"
@@ -184,7 +186,7 @@ static void log_func(enum fuse_log_level level, const char *fmt, va_list ap)
 }
 
 /* The options of @c into @fs, checked: 0, or -1 (reported). */
-static int take_options(const struct cli *c, struct zrfs *fs)
+static int take_options(struct cli *c, struct zrfs *fs)
 {
 	struct {
 		const char *what, *text;
@@ -216,6 +218,15 @@ static int take_options(const struct cli *c, struct zrfs *fs)
 		fs->opts.readaround = v[4];
 	if (c->readahead)
 		fs->opts.readahead_kb = (unsigned)v[5];
+	/* absolute: the daemon leaves the working directory for "/", and it
+	 * opens the dataset again for every commit it follows */
+	char *abs = realpath(c->dataset, NULL);
+	if (!abs) {
+		fprintf(stderr, "zrfs: %s: %s\n", c->dataset, strerror(errno));
+		return -1;
+	}
+	free(c->dataset);
+	c->dataset = abs;
 	fs->dataset = c->dataset;
 	fs->opts.splice = c->splice;
 	return 0;
@@ -240,6 +251,9 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 		openlog("zrfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(opts->foreground); /* returns in the child; the parent exits 0 */
 	zrfs_batches_start(fs);
+	if (zrfs_follow_start(fs) < 0)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot follow commits: the mount shows the "
+			 "dataset as it was when mounted\n", fs->dataset);
 	if (opts->singlethread) {
 		rc = fuse_session_loop(se) < 0;
 	} else {
@@ -256,6 +270,7 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 
 static void teardown(struct zrfs *fs)
 {
+	zrfs_follow_stop(fs);
 	zrfs_batches_destroy(fs); /* its threads may still use the session */
 	if (fs->se)
 		fuse_session_destroy(fs->se);
@@ -308,15 +323,19 @@ int main(int argc, char **argv)
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
 	if (zrfs_dataset_open(&fs) < 0)
 		goto out;
-	if (zrfs_batches_create(&fs, cli.batches) < 0) {
+	struct zrfs_view *first = zrfs_view_hold(&fs);
+	if (zrfs_batches_create(&fs, first, cli.batches) < 0) {
+		zrfs_view_put(first);
 		rc = 2;
 		goto out;
 	}
-	if (zrfs_byclass_create(&fs) < 0) {
+	if (zrfs_byclass_create(&fs, first) < 0) {
 		fprintf(stderr, "zrfs: %s: cannot read the label fields: %s\n", fs.dataset,
-			zr_errmsg(fs.ds));
+			zr_errmsg(first->ds));
+		zrfs_view_put(first);
 		goto out;
 	}
+	zrfs_view_put(first);
 	fuse_set_log_func(log_func);
 	fs.se = fuse_session_new(&args, &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (fs.se)

@@ -4,8 +4,9 @@
  * and the rows of records that .npy views and batch files are made of.
  *
  * A record file's name is its id in decimal plus the field's extension, its
- * inode number ZRFS_INO_REC | field << 40 | id, its size the record's
- * logical length from the offset table: all O(1). A raw record is sent
+ * inode number ZRFS_INO_REC | version << 48 | field << 40 | id (the version
+ * changes with its bytes, view.c), its size the record's logical length
+ * from the offset table of the view it shows: all O(1). A raw record is sent
  * from the chunk mapping (reply.c); a flate record is inflated once into
  * the bounded cache (cache.c) and served from there, as the kernel asks for
  * a file in pieces and a stream inflates only whole.
@@ -21,21 +22,24 @@
 
 /* ---- names and numbers ---- */
 
-fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id)
+fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version)
 {
-	return ZRFS_INO_REC | (uint64_t)field << ZRFS_ID_BITS | id;
+	return ZRFS_INO_REC | (uint64_t)(version & (ZRFS_VERSIONS - 1)) << 48 |
+	       (uint64_t)field << ZRFS_ID_BITS | id;
 }
 
-bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id)
+bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
+		     unsigned *version)
 {
-	/* bit 56 and nothing above it; the field in bits 40..55 (so a field
-	 * below nfields <= 256 leaves bits 48..55 clear) */
-	uint64_t f = (ino >> ZRFS_ID_BITS) & 0xffff, i = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);
+	/* bit 56 and nothing above it; the version in bits 48..55, the field
+	 * in 40..47, the id below */
+	uint64_t f = (ino >> ZRFS_ID_BITS) & 0xff;
 
-	if (ino >> 56 != 1 || f >= fs->nfields || i >= fs->n)
+	if (ino >> 56 != 1 || f >= fs->nfields)
 		return false;
 	*field = (unsigned)f;
-	*id = i;
+	*id = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);
+	*version = (unsigned)(ino >> 48) & (ZRFS_VERSIONS - 1);
 	return true;
 }
 
@@ -74,41 +78,45 @@ void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf,
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
 }
 
-void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc)
+void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc)
 {
 	fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s' record %llu: %s (%s)\n", fs->dataset,
 		 fs->fields[field].spec->name, (unsigned long long)id, zr_strerror(rc),
-		 zr_errmsg(fs->ds));
+		 zr_errmsg(ds));
 }
 
 /* ---- attributes ---- */
 
-int zrfs_record_attr(struct zrfs *fs, unsigned field, uint64_t id, struct stat *st)
+int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
+		     uint64_t id, struct stat *st)
 {
 	zr_record_stat rs;
-	int rc = zr_stat(fs->ds, field, id, &rs);
+	int rc;
 
-	if (rc < 0) {
-		zrfs_log_record_error(fs, field, id, rc);
+	if (id >= v->n)
+		return -ENOENT;
+	if ((rc = zr_stat(v->ds, field, id, &rs)) < 0) {
+		zrfs_log_record_error(fs, v->ds, field, id, rc);
 		return rc;
 	}
 	if (!rs.present)
 		return -ENOENT;
-	zrfs_file_attr(fs, zrfs_rec_ino(field, id), rs.logical_len, st);
+	zrfs_file_attr(fs, v, ino, rs.logical_len, st);
 	return 0;
 }
 
-bool zrfs_record_listed(struct zrfs *fs, unsigned field, uint64_t id)
+bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)
 {
 	zr_record_stat rs;
 
-	return zr_stat(fs->ds, field, id, &rs) < 0 || rs.present;
+	return zr_stat(v->ds, field, id, &rs) < 0 || rs.present;
 }
 
 /* ---- contents ---- */
 
 struct flate_job {
 	struct zrfs *fs;
+	struct zrfs_view *v;
 	unsigned field;
 	uint64_t id;
 };
@@ -120,7 +128,9 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	int64_t got;
 	int rc;
 
-	if ((rc = zr_stat(j->fs->ds, j->field, j->id, &st)) < 0)
+	if (j->id >= j->v->n)
+		return -ENOENT;
+	if ((rc = zr_stat(j->v->ds, j->field, j->id, &st)) < 0)
 		return rc;
 	if (!st.present)
 		return -ENOENT;
@@ -129,7 +139,7 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	*data = zrfs_cache_alloc(j->fs->cache, st.logical_len ? st.logical_len : 1);
 	if (!*data)
 		return -ENOMEM;
-	got = zr_record_load(j->fs->ds, j->field, j->id, *data, st.logical_len);
+	got = zr_record_load(j->v->ds, j->field, j->id, *data, st.logical_len);
 	if (got < 0) {
 		zrfs_cache_free(j->fs->cache, *data);
 		*data = NULL;
@@ -139,21 +149,22 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	return 0;
 }
 
-static void read_flate(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t id, size_t size,
-		       off_t off)
+static void read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		       unsigned field, uint64_t id, size_t size, off_t off)
 {
-	struct flate_job j = {fs, field, id};
+	struct flate_job j = {fs, v, field, id};
 	struct zrfs_cached *e;
 	const uint8_t *data;
 	uint64_t len;
-	/* keys of records: field << 40 | id, below 2^48; batch blobs use bit 63 */
-	int rc = zrfs_cache_get(fs->cache, (uint64_t)field << ZRFS_ID_BITS | id, load_flate, &j,
-				&e, &data, &len);
+	/* the key of a record: its inode number without the top bits, so each
+	 * version has its own (below 2^56; batch blobs use bit 63) */
+	int rc = zrfs_cache_get(fs->cache, ino & ((UINT64_C(1) << 56) - 1), load_flate, &j, &e,
+				&data, &len);
 
 	if (rc < 0) {
 		/* EFBIG is logged with the reason; a missing record is no damage */
 		if (rc != -EFBIG && rc != -ENOENT)
-			zrfs_log_record_error(fs, field, id, rc);
+			zrfs_log_record_error(fs, v->ds, field, id, rc);
 		zrfs_reply_err(req, rc);
 		return;
 	}
@@ -161,8 +172,8 @@ static void read_flate(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t
 	zrfs_cache_release(fs->cache, e);
 }
 
-void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t id, size_t size,
-		      off_t off)
+void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		      unsigned field, uint64_t id, size_t size, off_t off)
 {
 	struct zrfs_pieces p;
 	struct zrfs_row row;
@@ -170,10 +181,10 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t 
 	int rc;
 
 	if (fs->fields[field].flate) {
-		read_flate(req, fs, field, id, size, off);
+		read_flate(req, fs, v, ino, field, id, size, off);
 		return;
 	}
-	if ((rc = zrfs_records_locate(fs, field, &id, 1, &row, &g)) < 0 || !row.present) {
+	if ((rc = zrfs_records_locate(fs, v, field, &id, 1, &row, &g)) < 0 || !row.present) {
 		/* missing: the file was removed under a cached name */
 		zrfs_reply_err(req, rc < 0 ? rc : -ENOENT);
 		zr_batch_release(g);
@@ -187,7 +198,7 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t 
 		uint64_t n = row.len - (uint64_t)off < size ? row.len - (uint64_t)off : size;
 		zrfs_pieces_add(&p, row.fd, row.pos + (uint64_t)off,
 				row.mem ? (const uint8_t *)row.mem + off : NULL, n);
-		zrfs_reply_pieces(req, fs, &p, false);
+		zrfs_reply_pieces(req, fs, v, &p, false);
 		zrfs_pieces_free(&p);
 	}
 	zr_batch_release(g);
@@ -195,14 +206,14 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t 
 
 /* ---- rows ---- */
 
-int zrfs_records_stat(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-		      struct zrfs_row *rows)
+int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+		      size_t n, struct zrfs_row *rows)
 {
 	for (size_t i = 0; i < n; i++) {
-		zr_record_stat st;
-		int rc = zr_stat(fs->ds, field, ids[i], &st);
+		zr_record_stat st = {.fd = -1};
+		int rc = ids[i] < v->n ? zr_stat(v->ds, field, ids[i], &st) : 0;
 		if (rc < 0) {
-			zrfs_log_record_error(fs, field, ids[i], rc);
+			zrfs_log_record_error(fs, v->ds, field, ids[i], rc);
 			return rc;
 		}
 		rows[i] = (struct zrfs_row){NULL, st.fd, st.offset,
@@ -211,34 +222,38 @@ int zrfs_records_stat(struct zrfs *fs, unsigned field, const uint64_t *ids, size
 	return 0;
 }
 
-void zrfs_records_map(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+void zrfs_records_map(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
 		      struct zrfs_row *rows, zr_batch **g)
 {
 	const zr_slice *maps;
 	size_t m;
 
-	/* a raw field's gather copies nothing: it says where the records are */
+	/* a raw field's gather copies nothing: it says where the records are
+	 * (ids beyond the view's length are missing: no mappings then) */
 	*g = NULL;
-	if (n == 0 || zr_gather(fs->ds, field, ids, n, g) < 0)
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] >= v->n)
+			return;
+	if (n == 0 || zr_gather(v->ds, field, ids, n, g) < 0)
 		return;
 	maps = zr_batch_records(*g, &m);
 	for (size_t i = 0; i < n; i++)
 		rows[i].mem = rows[i].len ? maps[i].data : NULL;
 }
 
-int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			struct zrfs_row *rows, zr_batch **g)
+int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+			size_t n, struct zrfs_row *rows, zr_batch **g)
 {
-	int rc = zrfs_records_stat(fs, field, ids, n, rows);
+	int rc = zrfs_records_stat(fs, v, field, ids, n, rows);
 
 	*g = NULL;
 	if (rc == 0)
-		zrfs_records_map(fs, field, ids, n, rows, g);
+		zrfs_records_map(v, field, ids, n, rows, g);
 	return rc;
 }
 
-int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			      struct zrfs_row *rows)
+int zrfs_records_inflate_rows(struct zrfs *fs, struct zrfs_view *v, unsigned field,
+			      const uint64_t *ids, size_t n, struct zrfs_row *rows)
 {
 	uint64_t rsz = fs->fields[field].record_size;
 	uint64_t *want = malloc((n + 1) * sizeof *want), *offs = malloc((n + 1) * sizeof *offs);
@@ -250,10 +265,10 @@ int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *i
 	/* only rows of the right size are read: the others are zeros, and a
 	 * damaged length cannot make this request allocate more than its rows */
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		zr_record_stat st;
+		zr_record_stat st = {0};
 		rows[i] = (struct zrfs_row){NULL, -1, 0, 0, false};
-		if ((rc = zr_stat(fs->ds, field, ids[i], &st)) < 0) {
-			zrfs_log_record_error(fs, field, ids[i], rc);
+		if (ids[i] < v->n && (rc = zr_stat(v->ds, field, ids[i], &st)) < 0) {
+			zrfs_log_record_error(fs, v->ds, field, ids[i], rc);
 		} else if (st.present && st.logical_len == rsz) {
 			want[k] = ids[i];
 			row_of[k++] = i;
@@ -261,10 +276,10 @@ int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *i
 	}
 	if (rc == 0 && k && !(buf = zrfs_scratch(ZRFS_SCRATCH_VIEW, k * rsz)))
 		rc = -ENOMEM;
-	if (rc == 0 && k && (rc = zrfs_scratch_reader(fs->ds, &r)) == 0 &&
+	if (rc == 0 && k && (rc = zrfs_scratch_reader(v->ds, &r)) == 0 &&
 	    (rc = zr_reader_read(r, field, want, k, buf, k * rsz, offs)) < 0)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
-			 fs->fields[field].spec->name, zr_strerror(rc), zr_errmsg(fs->ds));
+			 fs->fields[field].spec->name, zr_strerror(rc), zr_errmsg(v->ds));
 	for (size_t j = 0; rc == 0 && j < k; j++) {
 		if (offs[j + 1] - offs[j] != rsz) { /* changed since it was looked at */
 			rc = -EIO;

@@ -44,7 +44,8 @@ void zrfs_reply_err(fuse_req_t req, int rc)
 
 /* ---- attributes ---- */
 
-static void base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct stat *st)
+static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
+		      mode_t mode, struct stat *st)
 {
 	memset(st, 0, sizeof *st);
 	st->st_ino = ino;
@@ -53,18 +54,20 @@ static void base_attr(const struct zrfs *fs, fuse_ino_t ino, mode_t mode, struct
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_blksize = 1 << 16;
-	st->st_atim = st->st_mtim = st->st_ctim = fs->mtime;
+	st->st_atim = st->st_mtim = st->st_ctim = v->mtime;
 }
 
-void zrfs_dir_attr(const struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
+		   struct stat *st)
 {
-	base_attr(fs, ino, S_IFDIR | 0555, st);
+	base_attr(fs, v, ino, S_IFDIR | 0555, st);
 	st->st_nlink = 2;
 }
 
-void zrfs_file_attr(const struct zrfs *fs, fuse_ino_t ino, uint64_t size, struct stat *st)
+void zrfs_file_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
+		    uint64_t size, struct stat *st)
 {
-	base_attr(fs, ino, S_IFREG | 0444, st);
+	base_attr(fs, v, ino, S_IFREG | 0444, st);
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }
@@ -188,7 +191,8 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct zrfs_piec
 
 /* Read the pieces into this thread's buffer (file pieces with the core's
  * reader, all in one submission) and send that. */
-static void reply_buffered(fuse_req_t req, struct zrfs *fs, const struct zrfs_pieces *p)
+static void reply_buffered(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+			   const struct zrfs_pieces *p)
 {
 	const struct fuse_bufvec *bv = p->bv;
 	uint64_t total = zrfs_pieces_size(p);
@@ -209,7 +213,7 @@ static void reply_buffered(fuse_req_t req, struct zrfs *fs, const struct zrfs_pi
 			memcpy(buf + at, b->mem, b->size);
 	}
 	if (rc == 0 && nranges)
-		rc = zrfs_scratch_reader(fs->ds, &r);
+		rc = zrfs_scratch_reader(v->ds, &r);
 	if (rc == 0 && nranges)
 		rc = zr_reader_read_ranges(r, ranges, nranges);
 	free(ranges);
@@ -217,14 +221,15 @@ static void reply_buffered(fuse_req_t req, struct zrfs *fs, const struct zrfs_pi
 		if (rc == -ENOMEM)
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s: out of memory\n", fs->dataset);
 		else
-			fuse_log(FUSE_LOG_ERR, "zrfs: %s\n", zr_errmsg(fs->ds));
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s\n", zr_errmsg(v->ds));
 		fuse_reply_err(req, rc == -ENOMEM ? ENOMEM : EIO);
 		return;
 	}
 	fuse_reply_buf(req, buf, total);
 }
 
-void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, const struct zrfs_pieces *p, bool ahead)
+void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+		       const struct zrfs_pieces *p, bool ahead)
 {
 	if (fs->opts.splice) {
 		/* answers the request whatever happens (with the error if reading fails) */
@@ -232,5 +237,5 @@ void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, const struct zrfs_pieces
 		return;
 	}
 	if (!reply_mapped(req, fs, p, ahead))
-		reply_buffered(req, fs, p);
+		reply_buffered(req, fs, v, p);
 }

@@ -79,6 +79,7 @@ int zrfs_scratch_reader(zr_dataset *ds, zr_reader **out)
 		if (rc < 0)
 			return rc;
 	}
+	zr_reader_retarget(s->reader, ds); /* the handle of this request's view */
 	*out = s->reader;
 	return 0;
 }

@@ -3,10 +3,13 @@
  * per field holding one file per present record (records.c), and
  * FIELD.npy, the whole field as one array, for fixed-shape fields.
  *
- * Everything is computed from the dataset in O(1) per entry. Its entries in
+ * Everything is computed from the view in O(1) per entry. Its entries in
  * the root, by position: 2 meta.json, 3 + 2f field f's directory, 4 + 2f
  * its .npy; in a field's directory: 2 + id record id (missing records are
- * absent).
+ * absent). Files carry versions in their inode numbers (view.c): meta.json
+ * the generation, FIELD.npy the generation it last changed in, a record
+ * file its own; a number that is not the current one's shows the view it
+ * is pinned to.
  *
  * Sections: nodes, lookup and attributes, listings, contents.
  */
@@ -21,40 +24,83 @@
 
 enum node { N_NONE, N_META, N_DIR, N_NPY, N_REC };
 
-static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id)
+/* What @ino is; with its field, id and version where it has them. */
+static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
+			uint64_t *version)
 {
-	if (zrfs_rec_decode(fs, ino, field, id)) /* the most asked for, first */
+	unsigned rv;
+
+	if (zrfs_rec_decode(fs, ino, field, id, &rv)) { /* the most asked for, first */
+		*version = rv;
 		return N_REC;
-	if (ino == ZRFS_INO_META)
-		return N_META;
+	}
+	if (ino >> 59 == 1) {
+		*version = ino & ZRFS_GEN_MASK;
+		return (ino & ~ZRFS_GEN_MASK) == ZRFS_INO_META ? N_META : N_NONE;
+	}
 	if (ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields) {
 		*field = (unsigned)(ino - ZRFS_INO_DIR);
 		return N_DIR;
 	}
-	if (ino >= ZRFS_INO_NPY && ino < ZRFS_INO_NPY + fs->nfields &&
-	    fs->fields[ino - ZRFS_INO_NPY].has_npy) {
-		*field = (unsigned)(ino - ZRFS_INO_NPY);
+	if (ino >> 58 == 1 && (ino & 0xff) < fs->nfields && fs->fields[ino & 0xff].has_npy &&
+	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff)) == ZRFS_INO_NPY) {
+		*field = (unsigned)(ino & 0xff);
+		*version = (ino >> 8) & ZRFS_GEN_MASK;
 		return N_NPY;
 	}
 	return N_NONE;
 }
 
+static fuse_ino_t meta_ino(const struct zrfs_view *v)
+{
+	return ZRFS_INO_META | (v->gen & ZRFS_GEN_MASK);
+}
+
+static fuse_ino_t npy_ino(const struct zrfs *fs, unsigned field)
+{
+	return ZRFS_INO_NPY | (zrfs_npy_version(fs, field) & ZRFS_GEN_MASK) << 8 | field;
+}
+
 static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
 	unsigned field;
-	uint64_t id;
+	uint64_t id, version;
 
-	return decode(fs, ino, &field, &id) != N_NONE;
+	return decode(fs, ino, &field, &id, &version) != N_NONE;
+}
+
+static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino)
+{
+	unsigned field = 0;
+	uint64_t id = 0, version = 0;
+	bool current = true;
+
+	switch (decode(fs, ino, &field, &id, &version)) {
+	case N_META:
+		current = version == (cur->gen & ZRFS_GEN_MASK);
+		break;
+	case N_NPY:
+		current = version == (zrfs_npy_version(fs, field) & ZRFS_GEN_MASK);
+		break;
+	case N_REC:
+		current = version == zrfs_rec_version(fs, field, id);
+		break;
+	case N_DIR:
+	case N_NONE:
+		break;
+	}
+	/* an older number: the view it was pinned to when its bytes changed */
+	return current ? zrfs_view_ref(cur) : zrfs_pinned_view(fs, ino);
 }
 
 /* ---- lookup and attributes ---- */
 
-static fuse_ino_t root_child(const struct zrfs *fs, const char *name)
+static fuse_ino_t root_child(const struct zrfs *fs, const struct zrfs_view *v, const char *name)
 {
 	size_t len = strlen(name);
 
 	if (strcmp(name, "meta.json") == 0)
-		return ZRFS_INO_META;
+		return meta_ino(v);
 	for (unsigned f = 0; f < fs->nfields; f++) {
 		const struct zrfs_field *fd = &fs->fields[f];
 		if (len == fd->name_len && memcmp(name, fd->spec->name, len) == 0)
@@ -62,45 +108,46 @@ static fuse_ino_t root_child(const struct zrfs *fs, const char *name)
 		if (fd->has_npy && len == fd->name_len + 4 &&
 		    memcmp(name, fd->spec->name, fd->name_len) == 0 &&
 		    memcmp(name + fd->name_len, ".npy", 4) == 0)
-			return ZRFS_INO_NPY + f;
+			return npy_ino(fs, f);
 	}
 	return 0;
 }
 
-static int tree_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
+static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
+		       fuse_ino_t *out)
 {
 	unsigned field = 0;
-	uint64_t id;
+	uint64_t id, version;
 
 	if (parent == ZRFS_INO_ROOT) {
-		*out = root_child(fs, name);
+		*out = root_child(fs, v, name);
 		return *out ? 0 : -ENOENT;
 	}
-	if (decode(fs, parent, &field, &id) != N_DIR)
+	if (decode(fs, parent, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
-	if (zrfs_record_name_parse(&fs->fields[field], name, fs->n, &id) < 0)
+	if (zrfs_record_name_parse(&fs->fields[field], name, v->n, &id) < 0)
 		return -ENOENT;
-	*out = zrfs_rec_ino(field, id);
+	*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	return 0;
 }
 
-static int tree_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	unsigned field = 0;
-	uint64_t id = 0;
+	uint64_t id = 0, version;
 
-	switch (decode(fs, ino, &field, &id)) {
+	switch (decode(fs, ino, &field, &id, &version)) {
 	case N_META:
-		zrfs_file_attr(fs, ino, fs->meta_len, st);
+		zrfs_file_attr(fs, v, ino, v->meta_len, st);
 		return 0;
 	case N_DIR:
-		zrfs_dir_attr(fs, ino, st);
+		zrfs_dir_attr(fs, v, ino, st);
 		return 0;
 	case N_NPY:
-		zrfs_file_attr(fs, ino, fs->fields[field].npy.size, st);
+		zrfs_file_attr(fs, v, ino, v->npy[field].size, st);
 		return 0;
 	case N_REC:
-		return zrfs_record_attr(fs, field, id, st);
+		return zrfs_record_attr(fs, v, ino, field, id, st);
 	case N_NONE:
 		break;
 	}
@@ -109,7 +156,7 @@ static int tree_attr(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 
 /* ---- listings ---- */
 
-static int root_entry(struct zrfs *fs, uint64_t pos, struct zrfs_dirent *out)
+static int root_entry(struct zrfs *fs, struct zrfs_view *v, uint64_t pos, struct zrfs_dirent *out)
 {
 	for (uint64_t p = pos; p < 3 + 2 * (uint64_t)fs->nfields; p++) {
 		const struct zrfs_field *f = &fs->fields[(p - 3) / 2];
@@ -117,14 +164,14 @@ static int root_entry(struct zrfs *fs, uint64_t pos, struct zrfs_dirent *out)
 		out->type = S_IFREG;
 		if (p == 2) {
 			snprintf(out->name, sizeof out->name, "meta.json");
-			out->ino = ZRFS_INO_META;
+			out->ino = meta_ino(v);
 		} else if ((p - 3) % 2 == 0) {
 			snprintf(out->name, sizeof out->name, "%s", f->spec->name);
 			out->ino = ZRFS_INO_DIR + (p - 3) / 2;
 			out->type = S_IFDIR;
 		} else if (f->has_npy) {
 			snprintf(out->name, sizeof out->name, "%s.npy", f->spec->name);
-			out->ino = ZRFS_INO_NPY + (p - 3) / 2;
+			out->ino = npy_ino(fs, (unsigned)((p - 3) / 2));
 		} else {
 			continue;
 		}
@@ -133,20 +180,21 @@ static int root_entry(struct zrfs *fs, uint64_t pos, struct zrfs_dirent *out)
 	return 0;
 }
 
-static int tree_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *out)
+static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+		      struct zrfs_dirent *out)
 {
 	unsigned field = 0;
-	uint64_t id;
+	uint64_t id, version;
 
 	if (dir == ZRFS_INO_ROOT)
-		return root_entry(fs, pos, out);
-	if (decode(fs, dir, &field, &id) != N_DIR)
+		return root_entry(fs, v, pos, out);
+	if (decode(fs, dir, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
-	for (id = pos - 2; id < fs->n; id++) {
-		if (!zrfs_record_listed(fs, field, id))
+	for (id = pos - 2; id < v->n; id++) {
+		if (!zrfs_record_listed(v, field, id))
 			continue; /* missing: absent from the directory */
 		zrfs_record_name_format(&fs->fields[field], id, out->name, sizeof out->name);
-		out->ino = zrfs_rec_ino(field, id);
+		out->ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 		out->type = S_IFREG;
 		out->pos = id + 2;
 		return 1;
@@ -156,10 +204,12 @@ static int tree_entry(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs
 
 /* ---- contents ---- */
 
-/* Bytes [off, off + size) of field @field's .npy view. */
-static void read_view(fuse_req_t req, struct zrfs *fs, unsigned field, size_t size, off_t off)
+/* Bytes [off, off + size) of field @field's .npy view in @v. */
+static void read_view(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsigned field,
+		      size_t size, off_t off)
 {
 	const struct zrfs_field *f = &fs->fields[field];
+	const struct zrfs_npy *h = &v->npy[field];
 	uint64_t pos = (uint64_t)off, end = pos + size, lo, hi;
 	struct zrfs_pieces p = {0};
 	struct zrfs_row *rows = NULL;
@@ -167,11 +217,11 @@ static void read_view(fuse_req_t req, struct zrfs *fs, unsigned field, size_t si
 	zr_batch *g = NULL;
 	int rc = 0;
 
-	if (pos >= f->npy.size) {
+	if (pos >= h->size) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
-	zrfs_npy_span(&f->npy, pos, end, &lo, &hi);
+	zrfs_npy_span(h, pos, end, &lo, &hi);
 	size_t n = (size_t)(hi - lo);
 	ids = malloc((n ? n : 1) * sizeof *ids);
 	rows = malloc((n ? n : 1) * sizeof *rows);
@@ -180,12 +230,12 @@ static void read_view(fuse_req_t req, struct zrfs *fs, unsigned field, size_t si
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		ids[i] = lo + i;
 	if (rc == 0)
-		rc = f->flate ? zrfs_records_inflate_rows(fs, field, ids, n, rows)
-			      : zrfs_records_locate(fs, field, ids, n, rows, &g);
+		rc = f->flate ? zrfs_records_inflate_rows(fs, v, field, ids, n, rows)
+			      : zrfs_records_locate(fs, v, field, ids, n, rows, &g);
 	if (rc == 0)
-		rc = zrfs_npy_pieces(&p, &f->npy, rows, lo, pos, end);
+		rc = zrfs_npy_pieces(&p, h, rows, lo, pos, end);
 	if (rc == 0)
-		zrfs_reply_pieces(req, fs, &p, false);
+		zrfs_reply_pieces(req, fs, v, &p, false);
 	else
 		zrfs_reply_err(req, rc);
 	zr_batch_release(g);
@@ -194,20 +244,21 @@ static void read_view(fuse_req_t req, struct zrfs *fs, unsigned field, size_t si
 	free(ids);
 }
 
-static void tree_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off)
+static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		      size_t size, off_t off)
 {
 	unsigned field = 0;
-	uint64_t id = 0;
+	uint64_t id = 0, version;
 
-	switch (decode(fs, ino, &field, &id)) {
+	switch (decode(fs, ino, &field, &id, &version)) {
 	case N_META:
-		zrfs_reply_slice(req, fs->meta, fs->meta_len, size, off);
+		zrfs_reply_slice(req, v->meta, v->meta_len, size, off);
 		return;
 	case N_NPY:
-		read_view(req, fs, field, size, off);
+		read_view(req, fs, v, field, size, off);
 		return;
 	case N_REC:
-		zrfs_record_read(req, fs, field, id, size, off);
+		zrfs_record_read(req, fs, v, ino, field, id, size, off);
 		return;
 	case N_DIR:
 		fuse_reply_err(req, EISDIR);
@@ -221,6 +272,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t si
 const struct zrfs_subtree zrfs_tree = {
 	.name = "fields",
 	.owns = tree_owns,
+	.view_of = tree_view_of,
 	.lookup = tree_lookup,
 	.attr = tree_attr,
 	.entry = tree_entry,

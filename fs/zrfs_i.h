@@ -6,6 +6,8 @@
  * only files below it, never back up:
  *
  *   main.c            the command: options, mount, session loop
+ *   follow.c          the thread that follows commits: new views, versions,
+ *                     and what the kernel must forget
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
  *   tree.c            subtree: meta.json, field directories, FIELD.npy
@@ -18,18 +20,21 @@
  *   reply.c           where every reply is built and sent
  *   readahead.c       asking the kernel for pages before they are sent
  *   cache.c           bounded cache of inflated records and batch blobs
+ *   view.c            the committed state shown (a view per generation),
+ *                     inode versions, and views pinned to older inodes
  *   scratch.c         per-thread buffers and core readers
- *   dataset.c         the dataset opened, its fields and meta.json; closed
+ *   dataset.c         the dataset opened, its fields and first view; closed
  *
- * Inode numbers are a pure function of the path, so they are stable for as
- * long as the dataset is mounted and need no table (FORGET is a no-op);
- * each subtree owns one part of the 64-bit space:
+ * Inode numbers are a pure function of the path and, for files whose bytes
+ * a commit can change, a version (view.c: content never changes under a
+ * number); each subtree owns one part of the 64-bit space:
  *
  *   /                          ZRFS_INO_ROOT (1)                 dispatch.c
- *   /meta.json                 ZRFS_INO_META                     tree.c
+ *   /meta.json                 ZRFS_INO_META | generation        tree.c
  *   /<field>/                  ZRFS_INO_DIR + field              tree.c
- *   /<field>.npy               ZRFS_INO_NPY + field              tree.c
- *   /<field>/<id>[.ext]        ZRFS_INO_REC | field << 40 | id   records.c
+ *   /<field>.npy               ZRFS_INO_NPY | version << 8 | field  tree.c
+ *   /<field>/<id>[.ext]        ZRFS_INO_REC | version << 48 | field << 40 | id
+ *                                                                records.c
  *   /.batches/...              ZRFS_INO_BATCHES, ZRFS_INO_SPEC + spec,
  *                              bits 60-61 = 2 (epochs), 3 (steps) batches.c
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
@@ -50,18 +55,20 @@
 #include <sys/stat.h>
 
 #define ZRFS_INO_ROOT FUSE_ROOT_ID
-#define ZRFS_INO_META UINT64_C(2)
 #define ZRFS_INO_BATCHES UINT64_C(3)
 #define ZRFS_INO_BY UINT64_C(4)
 #define ZRFS_INO_DIR UINT64_C(0x1000)
-#define ZRFS_INO_NPY UINT64_C(0x2000)
 #define ZRFS_INO_BY_FIELD UINT64_C(0x4000)
 #define ZRFS_INO_SPEC UINT64_C(0x10000)
 #define ZRFS_INO_BY_CLASS (UINT64_C(1) << 55)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
+#define ZRFS_INO_NPY (UINT64_C(1) << 58)
+#define ZRFS_INO_META (UINT64_C(1) << 59)
 #define ZRFS_INO_EPOCH (UINT64_C(2) << 60)
 #define ZRFS_INO_STEP (UINT64_C(3) << 60)
 #define ZRFS_ID_BITS 40
+#define ZRFS_VERSIONS 256 /* record versions: 8 bits of the inode number */
+#define ZRFS_GEN_MASK ((UINT64_C(1) << 40) - 1) /* generations in .npy numbers */
 
 #define ZRFS_BATCHES_NAME ".batches"
 #define ZRFS_BY_NAME "by"
@@ -79,13 +86,14 @@ struct zrfs_npy {
 };
 
 struct zrfs_field {
-	const zr_field_spec *spec;
+	const zr_field_spec *spec; /* = &own: outlives every dataset handle */
+	zr_field_spec own;
+	char name[ZR_NAME_MAX + 1], ext[ZR_EXT_MAX + 1];
 	size_t name_len;
 	size_t ext_len;       /* 0: record files have no extension */
 	uint64_t record_size; /* fixed-shape fields; 0 = variable */
 	bool flate;
-	bool has_npy;
-	struct zrfs_npy npy;  /* the whole-field view, when has_npy */
+	bool has_npy;         /* a fixed shape: FIELD.npy, the whole field */
 };
 
 struct zrfs_opts {
@@ -102,16 +110,26 @@ struct zrfs_cache;
 struct zrfs_batches;
 struct zrfs_prefetch;
 struct zrfs_byclass;
+struct zrfs_state;
+struct zrfs_follow;
 
-struct zrfs {
-	zr_dataset *ds;
-	const char *dataset;  /* as given on the command line */
+/* One committed state as the mount shows it (view.c): immutable once
+ * published, counted, freed by the last zrfs_view_put(). */
+struct zrfs_view {
+	atomic_uint refs;
+	zr_dataset *ds;       /* read-only, of generation gen */
+	uint64_t gen;
 	uint64_t n;           /* records */
-	unsigned nfields;
-	struct zrfs_field *fields;
 	char *meta;           /* meta.json as served */
 	size_t meta_len;
-	struct timespec mtime;
+	struct timespec mtime; /* of meta.json: every file's times */
+	struct zrfs_npy npy[]; /* per field, when it has_npy: the whole-field view */
+};
+
+struct zrfs {
+	const char *dataset;  /* as given on the command line */
+	unsigned nfields;
+	struct zrfs_field *fields;
 	uid_t uid;
 	gid_t gid;
 	struct zrfs_opts opts;
@@ -119,15 +137,59 @@ struct zrfs {
 	struct zrfs_batches *batches;
 	struct zrfs_prefetch *prefetch;
 	struct zrfs_byclass *byclass;
+	struct zrfs_state *state;   /* the current view, versions, pins (view.c) */
+	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct fuse_session *se;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
 };
 
-/* dataset.c: open fs->dataset with fs->opts set (messages on stderr): 0 or
- * -1; and close it (also after a failed open). */
+/* dataset.c: open fs->dataset with fs->opts set, its first view the current
+ * one (messages on stderr): 0 or -1; and close it (also after a failed
+ * open). */
 int zrfs_dataset_open(struct zrfs *fs);
 void zrfs_dataset_close(struct zrfs *fs);
+
+/* ---- view.c: views, versions, pins ---- */
+
+/* A view of @ds (which it then owns), counted once: 0 or -errno. */
+int zrfs_view_make(struct zrfs *fs, zr_dataset *ds, struct zrfs_view **out);
+struct zrfs_view *zrfs_view_ref(struct zrfs_view *v);
+void zrfs_view_put(struct zrfs_view *v);
+int zrfs_state_create(struct zrfs *fs, struct zrfs_view *first);
+void zrfs_state_destroy(struct zrfs *fs);
+/* The current view, held. */
+struct zrfs_view *zrfs_view_hold(struct zrfs *fs);
+/* Lookups and listings run between these: names resolve against the view
+ * returned (valid until the end; not held) and its versions. */
+struct zrfs_view *zrfs_names_begin(struct zrfs *fs);
+void zrfs_names_end(struct zrfs *fs);
+/* The current version of record (@field, @id), and of @field's .npy (the
+ * generation it last changed in); between zrfs_names_begin and _end. */
+unsigned zrfs_rec_version(const struct zrfs *fs, unsigned field, uint64_t id);
+uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field);
+/* follow.c publishes a new view between these (the names lock, written). */
+void zrfs_state_lock(struct zrfs *fs);
+void zrfs_state_unlock(struct zrfs *fs);
+int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id);
+void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version);
+/* Make @v current; returns the view it replaces (the caller's to put). */
+struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v);
+/* Pins: inode @ino shows view @v until the kernel forgets it. A second pin
+ * of one number keeps the first. -ENOSPC past a bound (the number is then
+ * ESTALE once its content changed). */
+int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v);
+bool zrfs_pinned(struct zrfs *fs, fuse_ino_t ino);
+/* The view @ino is pinned to, held; NULL if none. */
+struct zrfs_view *zrfs_pinned_view(struct zrfs *fs, fuse_ino_t ino);
+/* Forget @ino's pin; whether it had one. */
+bool zrfs_unpin(struct zrfs *fs, fuse_ino_t ino);
+
+/* ---- follow.c ---- */
+
+/* Follow commits from a thread of its own (after fuse_daemonize()); stop. */
+int zrfs_follow_start(struct zrfs *fs);
+void zrfs_follow_stop(struct zrfs *fs);
 
 /* ---- subtrees (tree.c, batches.c, byclass.c), iterated by dispatch.c ---- */
 
@@ -143,24 +205,40 @@ struct zrfs_dirent {
  * A part of the tree and everything about its inodes. Every function is
  * thread-safe. The root directory belongs to dispatch.c, which asks every
  * subtree for its entries there (lookup and entry with ZRFS_INO_ROOT);
- * every other inode has exactly one owner. Errors are negative codes
- * (-errno or ZR_E*, see zrfs_errno()); "no such name" is -ENOENT.
+ * every other inode has exactly one owner. Every call answers from the view
+ * @v it is given: for lookups and listings the current one, under the
+ * names lock; for an inode, the one view_of says it shows. Errors are
+ * negative codes (-errno or ZR_E*, see zrfs_errno()); "no such name" is
+ * -ENOENT.
  */
 struct zrfs_subtree {
 	const char *name;
+	/* A name it does not know now may come to be without a commit telling
+	 * the kernel (a spec that fits the records after appends): not cached. */
+	bool volatile_names;
 	/* Whether @ino (not the root) is one of this subtree's nodes. */
 	bool (*owns)(const struct zrfs *fs, fuse_ino_t ino);
+	/* The view owned node @ino shows, held, given the current one @cur
+	 * (under the names lock): @cur itself (referenced), a pinned older one,
+	 * or NULL when it shows none any more (ESTALE). NULL for a subtree
+	 * whose nodes always show the current view. */
+	struct zrfs_view *(*view_of)(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino);
+	/* The kernel forgot @ino (NULL: nothing to do but drop its pin). */
+	void (*forget)(struct zrfs *fs, fuse_ino_t ino);
 	/* @name in directory @parent (the root or an owned node): *out, or
 	 * -ENOENT, -ENOTDIR (@parent is a file). */
-	int (*lookup)(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
+	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
+		      fuse_ino_t *out);
 	/* Attributes of an owned node: 0, -ENOENT, -errno. */
-	int (*attr)(struct zrfs *fs, fuse_ino_t ino, struct stat *st);
+	int (*attr)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st);
 	/* The first entry of directory @dir (the root or an owned node) at
 	 * a position >= @pos (positions start at 2, after "." and ".."):
 	 * 1 with *out, 0 past the last, or -ENOTDIR, -errno. */
-	int (*entry)(struct zrfs *fs, fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *out);
+	int (*entry)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+		     struct zrfs_dirent *out);
 	/* Reply to a read of an owned node (EISDIR for a directory). */
-	void (*read)(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, size_t size, off_t off);
+	void (*read)(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		     size_t size, off_t off);
 };
 
 extern const struct zrfs_subtree zrfs_tree;
@@ -170,23 +248,50 @@ extern const struct zrfs_subtree zrfs_byclass;
 /* dispatch.c: the FUSE operations */
 extern const struct fuse_lowlevel_ops zrfs_ops;
 
-/* batches.c: set-up of /.batches (tables and background threads) */
-int zrfs_batches_create(struct zrfs *fs, const char *specs);
+/* batches.c: set-up of /.batches (tables and background threads), with
+ * the -o batches specs checked against view @v */
+int zrfs_batches_create(struct zrfs *fs, struct zrfs_view *v, const char *specs);
 /* Start the background threads: after fuse_daemonize(), whose fork()
  * would leave them behind in the parent. */
 void zrfs_batches_start(struct zrfs *fs);
 void zrfs_batches_destroy(struct zrfs *fs);
 
 /* byclass.c: /by exists when a label field has class names and no field is
- * called "by"; the labels are read once, here */
-int zrfs_byclass_create(struct zrfs *fs);
+ * called "by"; the labels are read once, here, from @v */
+int zrfs_byclass_create(struct zrfs *fs, struct zrfs_view *v);
 void zrfs_byclass_destroy(struct zrfs *fs);
+struct zrfs_notes;
+/* Record @id of field @field changed, came or went in @v, about to be
+ * published (follow.c, under the names lock): update the labels, and note
+ * what the kernel must look up again in the class directories. */
+int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+			struct zrfs_notes *notes);
+
+/* ---- notify.c: what the kernel must forget, collected, then sent ---- */
+
+struct zrfs_notes {
+	struct zrfs_note {
+		fuse_ino_t ino;   /* the directory of the name, or the inode */
+		char *name;       /* a name to look up again; NULL: ino's content */
+	} *v;
+	size_t n, cap;
+};
+/* Note that @name in directory @parent names something else now (or
+ * nothing, or something where there was nothing). 0 or -ENOMEM. */
+int zrfs_notes_entry(struct zrfs_notes *notes, fuse_ino_t parent, const char *name);
+/* Note that what the kernel caches of @ino (a directory's listing) is old. */
+int zrfs_notes_inode(struct zrfs_notes *notes, fuse_ino_t ino);
+/* Tell the kernel everything noted (duplicates once), and empty @notes. */
+void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes);
+void zrfs_notes_free(struct zrfs_notes *notes);
 
 /* ---- records.c: record files ---- */
 
-fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id);
-/* Whether @ino is a record file's number, with its field and id (< N). */
-bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id);
+fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version);
+/* Whether @ino is a record file's number (of any version), with its field,
+ * id and version. */
+bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
+		     unsigned *version);
 /* The @len characters at @s as a decimal without sign or leading zeros, at
  * most @max: 0, or -ENOENT (not such a number). */
 int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out);
@@ -195,15 +300,17 @@ int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out);
 int zrfs_record_name_parse(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id);
 void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf, size_t cap);
 /* Log a failed access to record @id of @field with the library's detail. */
-void zrfs_log_record_error(struct zrfs *fs, unsigned field, uint64_t id, int rc);
-/* Attributes of a record file: 0, -ENOENT (missing), -errno (logged). */
-int zrfs_record_attr(struct zrfs *fs, unsigned field, uint64_t id, struct stat *st);
+void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc);
+/* Attributes of record file @ino ((@field, @id) as @v has it): 0, -ENOENT
+ * (missing), -errno (logged). */
+int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
+		     uint64_t id, struct stat *st);
 /* Whether record @id of @field has a file (is present, or cannot be
  * checked: a damaged record is listed and fails when accessed). */
-bool zrfs_record_listed(struct zrfs *fs, unsigned field, uint64_t id);
-/* Reply to a read of a record file. */
-void zrfs_record_read(fuse_req_t req, struct zrfs *fs, unsigned field, uint64_t id, size_t size,
-		      off_t off);
+bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id);
+/* Reply to a read of record file @ino. */
+void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		      unsigned field, uint64_t id, size_t size, off_t off);
 
 /* Where one record's stored bytes are, for replies (npy_view.c, batch_files.c). */
 struct zrfs_row {
@@ -213,23 +320,23 @@ struct zrfs_row {
 	uint64_t len;         /* stored bytes; 0 for a missing or empty record */
 	bool present;         /* false: the record is missing */
 };
-/* Rows of records @ids[0..n) of raw field @field: where each is stored.
- * 0 or a negative code (logged). */
-int zrfs_records_stat(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-		      struct zrfs_row *rows);
+/* Rows of records @ids[0..n) of raw field @field in @v: where each is
+ * stored (ids @v does not have are missing). 0 or a negative code (logged). */
+int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+		      size_t n, struct zrfs_row *rows);
 /* Where those rows are mapped, into rows[i].mem (left NULL if they are not:
  * replies then read the files); @*g keeps the mappings until released
  * (zr_batch_release) after the reply. */
-void zrfs_records_map(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
+void zrfs_records_map(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
 		      struct zrfs_row *rows, zr_batch **g);
 /* Both: zrfs_records_stat, then zrfs_records_map. */
-int zrfs_records_locate(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			struct zrfs_row *rows, zr_batch **g);
+int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
+			size_t n, struct zrfs_row *rows, zr_batch **g);
 /* Rows of records @ids[0..n) of flate field @field for a .npy view: those
  * of the view's row size are inflated into this thread's view scratch
  * (scratch.c, ZRFS_SCRATCH_VIEW), the others get len 0 (read as zeros). */
-int zrfs_records_inflate_rows(struct zrfs *fs, unsigned field, const uint64_t *ids, size_t n,
-			      struct zrfs_row *rows);
+int zrfs_records_inflate_rows(struct zrfs *fs, struct zrfs_view *v, unsigned field,
+			      const uint64_t *ids, size_t n, struct zrfs_row *rows);
 
 /* ---- npy_view.c: .npy views ---- */
 
@@ -254,9 +361,12 @@ int zrfs_npy_pieces(struct zrfs_pieces *p, const struct zrfs_npy *h, const struc
  * bad spec -EINVAL, -errno as it is. */
 int zrfs_errno(int rc);
 void zrfs_reply_err(fuse_req_t req, int rc);
-/* Attributes: a directory (0555) or a read-only file of @size bytes. */
-void zrfs_dir_attr(const struct zrfs *fs, fuse_ino_t ino, struct stat *st);
-void zrfs_file_attr(const struct zrfs *fs, fuse_ino_t ino, uint64_t size, struct stat *st);
+/* Attributes: a directory (0555) or a read-only file of @size bytes, with
+ * the times of view @v. */
+void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
+		   struct stat *st);
+void zrfs_file_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
+		    uint64_t size, struct stat *st);
 /* Reply with bytes [@off, @off + @size) of @len bytes at @data. */
 void zrfs_reply_slice(fuse_req_t req, const void *data, uint64_t len, size_t size, off_t off);
 
@@ -284,7 +394,8 @@ uint64_t zrfs_pieces_size(const struct zrfs_pieces *p);
  * from it with one writev (after asking the kernel for their pages, unless
  * @ahead: a prefetch did); others are read into a buffer with the core's
  * reader, or spliced (-o splice). */
-void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, const struct zrfs_pieces *p, bool ahead);
+void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+		       const struct zrfs_pieces *p, bool ahead);
 
 /* ---- readahead.c ---- */
 
@@ -327,7 +438,7 @@ enum zrfs_scratch_use {
 /* This thread's buffer for @use, at least @n bytes, valid until the next
  * call for the same use in this thread; NULL: out of memory. */
 void *zrfs_scratch(enum zrfs_scratch_use use, size_t n);
-/* This thread's core reader of @ds. 0 or -errno. */
+/* This thread's core reader, reading from @ds. 0 or -errno. */
 int zrfs_scratch_reader(zr_dataset *ds, zr_reader **out);
 /* Free the calling thread's scratch now (the main thread, before the
  * dataset closes); other threads' go when they exit. */

@@ -166,8 +166,10 @@ static inline void t_fs_open(const char *dir, const char *specs)
 			     .opts = {.timeout = 1, .cache_bytes = 64 << 20, .prefetch = 2,
 				      .drop_behind = 16, .readaround = 0}};
 	cr_assert_eq(zrfs_dataset_open(&t_fs), 0);
-	cr_assert_eq(zrfs_batches_create(&t_fs, specs), 0);
-	cr_assert_eq(zrfs_byclass_create(&t_fs), 0);
+	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	cr_assert_eq(zrfs_batches_create(&t_fs, v, specs), 0);
+	cr_assert_eq(zrfs_byclass_create(&t_fs, v), 0);
+	zrfs_view_put(v);
 }
 
 static inline void t_fs_close(void)
@@ -192,15 +194,53 @@ static inline void t_fs_teardown(void)
 	t_cleanup();
 }
 
+/* The subtree calls, each with the view dispatch.c would give it. */
+
+/* The view @ino shows through @t, held (NULL: none any more). */
+static inline struct zrfs_view *t_view_of(const struct zrfs_subtree *t, fuse_ino_t ino)
+{
+	struct zrfs_view *cur = zrfs_names_begin(&t_fs);
+	struct zrfs_view *v = t->view_of ? t->view_of(&t_fs, cur, ino) : zrfs_view_ref(cur);
+	zrfs_names_end(&t_fs);
+	return v;
+}
+
 /* @name in @parent through subtree @t: the inode, or 0 with *rc set. */
 static inline fuse_ino_t t_lookup(const struct zrfs_subtree *t, fuse_ino_t parent,
 				  const char *name, int *rc)
 {
 	fuse_ino_t ino = 0;
-	int r = t->lookup(&t_fs, parent, name, &ino);
+	int r = t->lookup(&t_fs, zrfs_names_begin(&t_fs), parent, name, &ino);
+	zrfs_names_end(&t_fs);
 	if (rc)
 		*rc = r;
 	return r == 0 ? ino : 0;
+}
+
+static inline int t_attr(const struct zrfs_subtree *t, fuse_ino_t ino, struct stat *st)
+{
+	struct zrfs_view *v = t_view_of(t, ino);
+	int rc = v ? t->attr(&t_fs, v, ino, st) : -ESTALE;
+	zrfs_view_put(v);
+	return rc;
+}
+
+static inline int t_entry(const struct zrfs_subtree *t, fuse_ino_t dir, uint64_t pos,
+			  struct zrfs_dirent *d)
+{
+	int rc = t->entry(&t_fs, zrfs_names_begin(&t_fs), dir, pos, d);
+	zrfs_names_end(&t_fs);
+	return rc;
+}
+
+static inline void t_read(const struct zrfs_subtree *t, fuse_ino_t ino, size_t size, off_t off)
+{
+	struct zrfs_view *v = t_view_of(t, ino);
+	if (v)
+		t->read(NULL, &t_fs, v, ino, size, off);
+	else
+		fuse_reply_err(NULL, ESTALE);
+	zrfs_view_put(v);
 }
 
 /* Read all of @ino through @t in reads of @chunk bytes: malloc'd, *len. */
@@ -211,7 +251,7 @@ static inline uint8_t *t_read_all(const struct zrfs_subtree *t, fuse_ino_t ino, 
 	size_t n = 0, got;
 
 	for (;;) {
-		t->read(NULL, &t_fs, ino, chunk, (off_t)n);
+		t_read(t, ino, chunk, (off_t)n);
 		const uint8_t *b = t_bytes(&got);
 		all = realloc(all, n + got + 1);
 		memcpy(all + n, b, got);

@@ -84,7 +84,7 @@ static void check_file(fuse_ino_t dir, const char *name, const uint64_t *ids, si
 	fuse_ino_t ino = t_lookup(B, dir, name, &rc);
 
 	cr_assert_eq(rc, 0, "%s", name);
-	cr_assert_eq(B->attr(&t_fs, ino, &st), 0);
+	cr_assert_eq(t_attr(B, ino, &st), 0);
 	cr_assert_eq((size_t)st.st_size, e.len, "%s: size %lld, want %zu", name,
 		     (long long)st.st_size, e.len);
 	/* whole, then in pieces of 5 and 7 bytes: inside records and rows */
@@ -96,7 +96,7 @@ static void check_file(fuse_ino_t dir, const char *name, const uint64_t *ids, si
 		free(got);
 	}
 	/* past the end: nothing */
-	B->read(NULL, &t_fs, ino, 100, (off_t)e.len + 3);
+	t_read(B, ino, 100, (off_t)e.len + 3);
 	t_bytes(&len);
 	cr_assert_eq(len, 0);
 	free(e.b);
@@ -148,7 +148,7 @@ Test(batch_files, info_json_names_the_step)
 	cr_assert_not_null(strstr((char *)got, "\"batch_size\": 2,"), "the last, short step");
 	cr_assert_not_null(strstr((char *)got, "\"records\": 10\n"));
 	struct stat st;
-	cr_assert_eq(B->attr(&t_fs, info, &st), 0);
+	cr_assert_eq(t_attr(B, info, &st), 0);
 	cr_assert_eq((size_t)st.st_size, len);
 	free(got);
 }
@@ -163,8 +163,8 @@ Test(batch_files, a_flate_batch_larger_than_the_cache_is_efbig)
 	fuse_ino_t ep = t_lookup(B, t_lookup(B, top, SPEC, &rc), "epoch-0", &rc);
 	fuse_ino_t y = t_lookup(B, t_lookup(B, ep, "0", &rc), "y", &rc);
 	struct stat st;
-	cr_assert_eq(B->attr(&t_fs, y, &st), -EFBIG);
-	B->read(NULL, &t_fs, y, 4096, 0);
+	cr_assert_eq(t_attr(B, y, &st), -EFBIG);
+	t_read(B, y, 4096, 0);
 	cr_assert_eq(t_reply.kind, 'e');
 	cr_assert_eq(t_reply.err, EFBIG);
 }

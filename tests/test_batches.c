@@ -35,7 +35,7 @@ static mode_t type_of(fuse_ino_t ino)
 		  (unsigned long long)ino);
 	cr_assert(!zrfs_tree.owns(&t_fs, ino) && !zrfs_byclass.owns(&t_fs, ino),
 		  "inode %llx has two owners", (unsigned long long)ino);
-	cr_assert_eq(B->attr(&t_fs, ino, &st), 0, "attr of %llx", (unsigned long long)ino);
+	cr_assert_eq(t_attr(B, ino, &st), 0, "attr of %llx", (unsigned long long)ino);
 	cr_assert_eq(st.st_ino, ino);
 	return st.st_mode & S_IFMT;
 }
@@ -72,9 +72,9 @@ Test(batches, each_level_decodes_to_its_node)
 	}
 	/* sizes that follow from the batch alone: step 2 holds 2 ids */
 	struct stat st;
-	cr_assert_eq(B->attr(&t_fs, seen[0], &st), 0);
+	cr_assert_eq(t_attr(B, seen[0], &st), 0);
 	cr_assert_eq(st.st_size, 2 * 8);
-	cr_assert_eq(B->attr(&t_fs, seen[3], &st), 0);
+	cr_assert_eq(t_attr(B, seen[3], &st), 0);
 	cr_assert_eq(st.st_size, 3 * 8);
 }
 
@@ -127,14 +127,14 @@ Test(batches, numbers_that_name_no_node_are_enoent)
 	fuse_ino_t ids = t_lookup(B, k0, "ids", &rc);
 
 	/* a slot, spec, step or kind nobody looked up */
-	cr_assert_eq(B->attr(&t_fs, ZRFS_INO_EPOCH | 999, &st), -ENOENT);
-	cr_assert_eq(B->attr(&t_fs, ZRFS_INO_SPEC + 999, &st), -ENOENT);
-	cr_assert_eq(B->attr(&t_fs, k0 + (UINT64_C(3) << 10), &st), -ENOENT, "step 3 of 3");
-	cr_assert_eq(B->attr(&t_fs, ids + 1000, &st), -ENOENT, "no such kind");
+	cr_assert_eq(t_attr(B, ZRFS_INO_EPOCH | 999, &st), -ENOENT);
+	cr_assert_eq(t_attr(B, ZRFS_INO_SPEC + 999, &st), -ENOENT);
+	cr_assert_eq(t_attr(B, k0 + (UINT64_C(3) << 10), &st), -ENOENT, "step 3 of 3");
+	cr_assert_eq(t_attr(B, ids + 1000, &st), -ENOENT, "no such kind");
 	/* x.npy's kind exists, v.npy's (no fixed shape) does not */
 	fuse_ino_t xnpy = t_lookup(B, k0, "x.npy", &rc), v = t_lookup(B, k0, "v", &rc);
-	cr_assert_eq(B->attr(&t_fs, xnpy, &st), 0);
-	cr_assert_eq(B->attr(&t_fs, v + 2, &st), -ENOENT, "v's .npy kind");
+	cr_assert_eq(t_attr(B, xnpy, &st), 0);
+	cr_assert_eq(t_attr(B, v + 2, &st), -ENOENT, "v's .npy kind");
 }
 
 /* Every entry of directory @dir, names joined by ' ', with positions that
@@ -147,7 +147,7 @@ static void listing(fuse_ino_t dir, char *out, size_t cap)
 	int rc;
 
 	out[0] = 0;
-	while ((rc = B->entry(&t_fs, dir, pos, &d)) == 1) {
+	while ((rc = t_entry(B, dir, pos, &d)) == 1) {
 		cr_assert_geq(d.pos, pos);
 		at += (size_t)snprintf(out + at, cap - at, "%s%s", at ? " " : "", d.name);
 		/* what lookup gives for the name is what the listing says */
@@ -181,19 +181,19 @@ Test(batches, listings_of_each_level)
 	cr_assert_str_eq(names, "ids info.json x x.offsets x.npy y y.offsets y.npy v v.offsets");
 	/* the root holds .batches only, at position 2 */
 	struct zrfs_dirent d;
-	cr_assert_eq(B->entry(&t_fs, ZRFS_INO_ROOT, 2, &d), 1);
+	cr_assert_eq(t_entry(B, ZRFS_INO_ROOT, 2, &d), 1);
 	cr_assert_str_eq(d.name, ".batches");
-	cr_assert_eq(B->entry(&t_fs, ZRFS_INO_ROOT, 3, &d), 0);
+	cr_assert_eq(t_entry(B, ZRFS_INO_ROOT, 3, &d), 0);
 	/* a file has no entries */
 	fuse_ino_t ids = t_lookup(B, step_dir(SPEC, "epoch-3", "1"), "ids", &rc);
-	cr_assert_eq(B->entry(&t_fs, ids, 2, &d), -ENOTDIR);
+	cr_assert_eq(t_entry(B, ids, 2, &d), -ENOTDIR);
 }
 
 Test(batches, reads_of_directories_and_unknown_nodes_fail)
 {
-	B->read(NULL, &t_fs, step_dir(SPEC, "epoch-0", "0"), 4096, 0);
+	t_read(B, step_dir(SPEC, "epoch-0", "0"), 4096, 0);
 	cr_assert_eq(t_reply.kind, 'e');
 	cr_assert_eq(t_reply.err, EISDIR);
-	B->read(NULL, &t_fs, ZRFS_INO_EPOCH | 999, 4096, 0);
+	t_read(B, ZRFS_INO_EPOCH | 999, 4096, 0);
 	cr_assert_eq(t_reply.err, ENOENT);
 }

@@ -76,48 +76,55 @@ Test(records, decimals_stop_at_their_bound)
 	cr_assert_eq(zrfs_parse_dec("1:", 2, 100, &v), -ENOENT, "':' is just above '9'");
 }
 
-Test(records, inode_numbers_decode_to_field_and_id_only, .init = t_fs_setup,
+Test(records, inode_numbers_decode_to_field_id_and_version, .init = t_fs_setup,
      .fini = t_fs_teardown)
 {
-	unsigned f;
+	unsigned f, version;
 	uint64_t id;
 
 	for (unsigned field = 0; field < 3; field++)
-		for (uint64_t i = 0; i < T_N; i++) {
-			cr_assert(zrfs_rec_decode(&t_fs, zrfs_rec_ino(field, i), &f, &id));
-			cr_assert_eq(f, field);
-			cr_assert_eq(id, i);
-		}
-	cr_assert(!zrfs_rec_decode(&t_fs, zrfs_rec_ino(0, T_N), &f, &id), "id >= N");
-	cr_assert(!zrfs_rec_decode(&t_fs, zrfs_rec_ino(3, 0), &f, &id), "no field 3");
-	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_META, &f, &id));
-	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_STEP | zrfs_rec_ino(0, 1), &f, &id),
+		for (uint64_t i = 0; i < T_N; i++)
+			for (unsigned ver = 0; ver < ZRFS_VERSIONS; ver += 85) {
+				fuse_ino_t ino = zrfs_rec_ino(field, i, ver);
+				cr_assert(zrfs_rec_decode(&t_fs, ino, &f, &id, &version));
+				cr_assert(f == field && id == i && version == ver);
+				for (unsigned other = 0; other < ZRFS_VERSIONS; other += 51)
+					cr_assert(other == ver || zrfs_rec_ino(field, i, other) != ino,
+						  "versions have numbers of their own");
+			}
+	cr_assert(!zrfs_rec_decode(&t_fs, zrfs_rec_ino(3, 0, 0), &f, &id, &version), "no field 3");
+	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_META, &f, &id, &version));
+	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_NPY | 1, &f, &id, &version));
+	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_STEP | zrfs_rec_ino(0, 1, 7), &f, &id, &version),
 		  "a batch step's number is not a record's");
-	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_BY_CLASS | zrfs_rec_ino(0, 1), &f, &id));
+	cr_assert(!zrfs_rec_decode(&t_fs, ZRFS_INO_BY_CLASS | 5, &f, &id, &version));
 }
 
 Test(records, attributes_and_bytes_of_record_files, .init = t_fs_setup, .fini = t_fs_teardown)
 {
+	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+
 	for (unsigned f = 0; f < 3; f++)
 		for (uint64_t id = 0; id < T_N; id++) {
 			uint8_t want[64];
 			int n = t_value(f, id, want);
 			struct stat st;
-			int rc = zrfs_record_attr(&t_fs, f, id, &st);
-			cr_assert_eq(zrfs_record_listed(&t_fs, f, id), n >= 0);
+			fuse_ino_t ino = zrfs_rec_ino(f, id, 0);
+			int rc = zrfs_record_attr(&t_fs, v, ino, f, id, &st);
+			cr_assert_eq(zrfs_record_listed(v, f, id), n >= 0);
 			if (n < 0) {
 				cr_assert_eq(rc, -ENOENT, "field %u record %llu is missing", f,
 					     (unsigned long long)id);
-				zrfs_record_read(NULL, &t_fs, f, id, 4096, 0);
+				zrfs_record_read(NULL, &t_fs, v, ino, f, id, 4096, 0);
 				cr_assert_eq(t_reply.err, ENOENT);
 				continue;
 			}
 			cr_assert_eq(rc, 0);
 			cr_assert_eq(st.st_size, n);
-			cr_assert_eq(st.st_ino, zrfs_rec_ino(f, id));
+			cr_assert_eq(st.st_ino, ino);
 			for (off_t off = 0; off <= n; off += 5) {
 				size_t len;
-				zrfs_record_read(NULL, &t_fs, f, id, 4, off);
+				zrfs_record_read(NULL, &t_fs, v, ino, f, id, 4, off);
 				const uint8_t *b = t_bytes(&len);
 				size_t want_len = (size_t)(n - off < 4 ? n - off : 4);
 				cr_assert_eq(len, want_len, "field %u record %llu at %lld", f,
@@ -125,4 +132,8 @@ Test(records, attributes_and_bytes_of_record_files, .init = t_fs_setup, .fini = 
 				cr_assert_eq(memcmp(b, want + off, len), 0);
 			}
 		}
+	/* an id beyond the view: no such record */
+	struct stat st;
+	cr_assert_eq(zrfs_record_attr(&t_fs, v, zrfs_rec_ino(0, T_N, 0), 0, T_N, &st), -ENOENT);
+	zrfs_view_put(v);
 }

@@ -68,23 +68,23 @@ Test(reply, slices)
 
 /* The pieces of records 1, 7 and 8 (whole) and half of 9, with their
  * mappings or without, and a header in memory between them. */
-static void record_pieces(struct zrfs_pieces *p, bool mapped, zr_batch **g, uint8_t *want,
-			  size_t *want_len)
+static void record_pieces(struct zrfs_view *v, struct zrfs_pieces *p, bool mapped, zr_batch **g,
+			  uint8_t *want, size_t *want_len)
 {
 	uint64_t ids[] = {1, 7, 8, 9};
 	struct zrfs_row rows[4];
 	size_t at = 0;
-	cr_assert_eq(zrfs_records_locate(&t_fs, 2, ids, 4, rows, g), 0);
+	cr_assert_eq(zrfs_records_locate(&t_fs, v, 2, ids, 4, rows, g), 0);
 	cr_assert_eq(zrfs_pieces_init(p, 1), 0);
 	for (int i = 0; i < 4; i++) {
-		uint8_t v[64];
-		int n = t_value(2, ids[i], v);
+		uint8_t val[64];
+		int n = t_value(2, ids[i], val);
 		cr_assert_eq(rows[i].len, (uint64_t)n);
 		if (i == 3)
 			n /= 2;
 		cr_assert_eq(zrfs_pieces_add(p, rows[i].fd, rows[i].pos, mapped ? rows[i].mem : NULL,
 					     (uint64_t)n), 0);
-		memcpy(want + at, v, (size_t)n);
+		memcpy(want + at, val, (size_t)n);
 		at += (size_t)n;
 		cr_assert_eq(zrfs_pieces_add(p, -1, 0, "--", 2), 0);
 		memcpy(want + at, "--", 2);
@@ -101,13 +101,15 @@ Test(reply, mapped_and_read_replies_send_the_same_bytes, .init = t_fs_setup,
 		zr_batch *g;
 		uint8_t want[256];
 		size_t want_len, len;
-		record_pieces(&p, mapped, &g, want, &want_len);
-		zrfs_reply_pieces(NULL, &t_fs, &p, false);
+		struct zrfs_view *v = zrfs_view_hold(&t_fs);
+		record_pieces(v, &p, mapped, &g, want, &want_len);
+		zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
 		const uint8_t *b = t_bytes(&len);
 		cr_assert_eq(len, want_len, "%s", mapped ? "mapped" : "read");
 		cr_assert_eq(memcmp(b, want, len), 0, "%s", mapped ? "mapped" : "read");
 		zrfs_pieces_free(&p);
 		zr_batch_release(g);
+		zrfs_view_put(v);
 	}
 }
 
@@ -115,12 +117,14 @@ Test(reply, a_piece_past_the_end_of_its_file_is_eio, .init = t_fs_setup, .fini =
 {
 	struct zrfs_pieces p;
 	zr_record_stat st;
+	struct zrfs_view *v = zrfs_view_hold(&t_fs);
 
-	cr_assert_eq(zr_stat(t_fs.ds, 2, 9, &st), 0);
+	cr_assert_eq(zr_stat(v->ds, 2, 9, &st), 0);
 	cr_assert_eq(zrfs_pieces_init(&p, 1), 0);
 	cr_assert_eq(zrfs_pieces_add(&p, st.fd, UINT64_C(1) << 30, NULL, 100), 0);
-	zrfs_reply_pieces(NULL, &t_fs, &p, false);
+	zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
 	cr_assert_eq(t_reply.kind, 'e');
 	cr_assert_eq(t_reply.err, EIO);
 	zrfs_pieces_free(&p);
+	zrfs_view_put(v);
 }

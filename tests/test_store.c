@@ -313,6 +313,9 @@ Test(store, second_writer_is_refused_and_readers_cannot_write)
 	zr_dataset *w = t_open(t_ds, ZR_RDWR), *w2 = NULL, *r = t_open(t_ds, ZR_RDONLY);
 	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR), -EBUSY);
 	cr_assert_not_null(strstr(zr_errmsg(NULL), "another writer"));
+	char who[64];
+	snprintf(who, sizeof who, "pid %ld (", (long)getpid());
+	cr_assert_not_null(strstr(zr_errmsg(NULL), who), "names the holder: %s", zr_errmsg(NULL));
 	zr_value v = {"x", 1};
 	cr_assert_eq(zr_append(r, &v, NULL), -EROFS);
 	cr_assert_eq(zr_commit(r), -EROFS);

@@ -14,10 +14,12 @@ static const struct zrfs_subtree *const T = &zrfs_tree;
 Test(tree, root_names)
 {
 	int rc;
-	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "meta.json", &rc), ZRFS_INO_META);
 	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "x", &rc), ZRFS_INO_DIR + 0);
 	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "v", &rc), ZRFS_INO_DIR + 2);
-	cr_assert_eq(t_lookup(T, ZRFS_INO_ROOT, "y.npy", &rc), ZRFS_INO_NPY + 1);
+	fuse_ino_t npy = t_lookup(T, ZRFS_INO_ROOT, "y.npy", &rc), meta;
+	cr_assert(npy >> 58 == 1 && (npy & 0xff) == 1, "y.npy: %llx", (unsigned long long)npy);
+	meta = t_lookup(T, ZRFS_INO_ROOT, "meta.json", &rc);
+	cr_assert_eq(meta, ZRFS_INO_META | 1, "meta.json's number carries the generation");
 	static const char *const none[] = {"v.npy", "z", ".batches", "by", "x.np", "meta"};
 	for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
 		t_lookup(T, ZRFS_INO_ROOT, none[i], &rc);
@@ -25,12 +27,12 @@ Test(tree, root_names)
 	}
 	char names[256] = "";
 	struct zrfs_dirent d;
-	for (uint64_t pos = 2; T->entry(&t_fs, ZRFS_INO_ROOT, pos, &d) == 1; pos = d.pos + 1) {
+	for (uint64_t pos = 2; t_entry(T, ZRFS_INO_ROOT, pos, &d) == 1; pos = d.pos + 1) {
 		strcat(names, d.name);
 		strcat(names, d.type == S_IFDIR ? "/ " : " ");
 	}
 	cr_assert_str_eq(names, "meta.json x/ x.npy y/ y.npy v/ ");
-	t_lookup(T, ZRFS_INO_META, "x", &rc);
+	t_lookup(T, meta, "x", &rc);
 	cr_assert_eq(rc, -ENOTDIR);
 }
 
@@ -40,7 +42,7 @@ Test(tree, a_field_lists_its_present_records)
 	struct zrfs_dirent d;
 	int rc;
 	fuse_ino_t v = t_lookup(T, ZRFS_INO_ROOT, "v", &rc);
-	for (uint64_t pos = 2; T->entry(&t_fs, v, pos, &d) == 1; pos = d.pos + 1) {
+	for (uint64_t pos = 2; t_entry(T, v, pos, &d) == 1; pos = d.pos + 1) {
 		strcat(names, d.name);
 		strcat(names, " ");
 		cr_assert_eq(t_lookup(T, v, d.name, &rc), d.ino);
@@ -48,11 +50,11 @@ Test(tree, a_field_lists_its_present_records)
 	cr_assert_str_eq(names, "0.bin 1.bin 2.bin 3.bin 5.bin 6.bin 7.bin 8.bin 9.bin ",
 			 "record 4 is missing, record 2 is empty but present");
 	/* resuming in the middle skips nothing */
-	cr_assert_eq(T->entry(&t_fs, v, 6, &d), 1);
+	cr_assert_eq(t_entry(T, v, 6, &d), 1);
 	cr_assert_str_eq(d.name, "5.bin");
 	struct stat st;
-	cr_assert_eq(T->attr(&t_fs, t_lookup(T, v, "4.bin", &rc), &st), -ENOENT);
-	cr_assert_eq(T->entry(&t_fs, ZRFS_INO_META, 2, &d), -ENOTDIR);
+	cr_assert_eq(t_attr(T, t_lookup(T, v, "4.bin", &rc), &st), -ENOENT);
+	cr_assert_eq(t_entry(T, ZRFS_INO_META, 2, &d), -ENOTDIR);
 }
 
 Test(tree, whole_field_views)
@@ -70,7 +72,7 @@ Test(tree, whole_field_views)
 		size_t size = (size_t)h + T_N * rsz, len;
 		fuse_ino_t ino = t_lookup(T, ZRFS_INO_ROOT, name, &rc);
 		struct stat st;
-		cr_assert_eq(T->attr(&t_fs, ino, &st), 0);
+		cr_assert_eq(t_attr(T, ino, &st), 0);
 		cr_assert_eq((size_t)st.st_size, size);
 		static const size_t chunks[] = {1 << 20, 7, 3};
 		for (size_t c = 0; c < 3; c++) {
@@ -85,15 +87,21 @@ Test(tree, whole_field_views)
 Test(tree, meta_json_and_directories)
 {
 	size_t len;
-	uint8_t *got = t_read_all(T, ZRFS_INO_META, 1 << 20, &len);
-	cr_assert_eq(len, t_fs.meta_len);
-	cr_assert_eq(memcmp(got, t_fs.meta, len), 0);
+	int rc;
+	char path[512], want[4096];
+	snprintf(path, sizeof path, "%s/meta.json", t_ds);
+	FILE *f = fopen(path, "rb");
+	size_t want_len = fread(want, 1, sizeof want, f);
+	fclose(f);
+	uint8_t *got = t_read_all(T, t_lookup(T, ZRFS_INO_ROOT, "meta.json", &rc), 1 << 20, &len);
+	cr_assert_eq(len, want_len);
+	cr_assert_eq(memcmp(got, want, len), 0);
 	free(got);
-	T->read(NULL, &t_fs, ZRFS_INO_DIR, 4096, 0);
+	t_read(T, ZRFS_INO_DIR, 4096, 0);
 	cr_assert_eq(t_reply.err, EISDIR);
 	struct stat st;
-	cr_assert_eq(T->attr(&t_fs, ZRFS_INO_DIR + 1, &st), 0);
+	cr_assert_eq(t_attr(T, ZRFS_INO_DIR + 1, &st), 0);
 	cr_assert(S_ISDIR(st.st_mode));
-	cr_assert(!T->owns(&t_fs, ZRFS_INO_NPY + 2), "v has no .npy view");
+	cr_assert(!T->owns(&t_fs, ZRFS_INO_NPY | 2), "v has no .npy view");
 	cr_assert(!T->owns(&t_fs, ZRFS_INO_DIR + 3), "there are 3 fields");
 }

@@ -406,6 +406,12 @@ typedef struct zr_range {
  *         whole), -errno
  */
 ZR_API int zr_reader_read_ranges(zr_reader *r, const zr_range *ranges, size_t n);
+/**
+ * Make @p r read from @p ds from now on: another handle of any dataset, its
+ * ring and buffers kept (setting up a ring costs more than a small read).
+ * For a thread that reads from the handles of several states in turn.
+ */
+ZR_API void zr_reader_retarget(zr_reader *r, zr_dataset *ds);
 /** 1 if the reader uses io_uring, 0 if it fell back to pread. */
 ZR_API int zr_reader_uses_uring(const zr_reader *r);
 ZR_API void zr_reader_close(zr_reader *r);

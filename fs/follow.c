@@ -1,0 +1,388 @@
+/*
+ * follow.c - following commits: a thread that notices a newly committed
+ * state, makes it the mount's view, and tells the kernel what to look up
+ * again.
+ *
+ * It watches the dataset's directory with inotify (meta.json is renamed
+ * into place by every commit and rebalance) and stats meta.json every
+ * second as well (a filesystem shared with other machines tells inotify
+ * nothing). On a change it opens the new state with zr_reopen (sharing the
+ * chunk files of the current view), learns from the change log which
+ * records changed since the current view (zr_changes, O(changes); a full
+ * comparison if the log cannot say), and then, under the names lock:
+ *   - gives every changed, removed record file a new inode number (a new
+ *     version) and pins the old number to the old view; the same for
+ *     FIELD.npy of every field that changed and meta.json. A moment later
+ *     (GRACE_MS) it asks the kernel whether it holds each old number and
+ *     lets go of the pins of those it does not: the kernel forgets only
+ *     inodes it holds, and one it does not may still be on its way (a
+ *     lookup answered just before is turned into an inode by the asking
+ *     process, after the answer);
+ *   - updates the labels of /by;
+ *   - publishes the new view.
+ * Once the lock is released it tells the kernel the names that now name
+ * something else (notify.c): changed and removed records, appended ones
+ * (the kernel may cache their absence), the .npy views, meta.json, and the
+ * listings of the directories concerned. The work is proportional to the
+ * records that changed, never to the dataset.
+ *
+ * Sections: what changed, publishing, the thread.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS 1000
+#define GRACE_MS 250
+
+/* An old inode number pinned at @ms (monotonic), to be checked. */
+struct pending {
+	fuse_ino_t ino;
+	uint64_t ms;
+};
+
+struct zrfs_follow {
+	pthread_t thread;
+	bool running;
+	int inotify;          /* -1 where inotify is unavailable */
+	int stop[2];          /* a pipe: written to stop the thread */
+	struct stat seen;     /* meta.json when the current view was made */
+	char last_error[256]; /* said once until it changes */
+	struct pending *pending; /* pins to check, oldest first */
+	size_t npending, pending_cap;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- what changed ---- */
+
+struct changed {
+	uint64_t *keys;       /* id * ZR_FIELDS_MAX + field, sorted, unique */
+	size_t n, cap;
+	int rc;
+};
+
+static void add_key(struct changed *c, uint64_t key)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		uint64_t *k = realloc(c->keys, cap * sizeof *k);
+		if (!k) {
+			c->rc = -ENOMEM;
+			return;
+		}
+		c->keys = k;
+		c->cap = cap;
+	}
+	c->keys[c->n++] = key;
+}
+
+static void on_change(void *ctx, unsigned field, uint64_t id)
+{
+	add_key(ctx, id * ZR_FIELDS_MAX + field);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Without a change log that reaches back: every record both views have,
+ * compared by where its bytes are (a new value is stored somewhere new). */
+static void compare_all(struct zrfs *fs, struct zrfs_view *a, struct zrfs_view *b,
+			struct changed *c)
+{
+	uint64_t n = a->n < b->n ? a->n : b->n;
+
+	for (unsigned f = 0; f < fs->nfields && c->rc == 0; f++)
+		for (uint64_t id = 0; id < n && c->rc == 0; id++) {
+			zr_record_stat x, y;
+			int rx = zr_stat(a->ds, f, id, &x), ry = zr_stat(b->ds, f, id, &y);
+			if (rx < 0 || ry < 0 || x.present != y.present || x.chunk_id != y.chunk_id ||
+			    x.offset != y.offset || x.physical_len != y.physical_len)
+				add_key(c, id * ZR_FIELDS_MAX + f);
+		}
+}
+
+/* The records (field, id) that differ between @old and @new among the ids
+ * both have: c->keys, sorted. */
+static int changes_between(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view *new,
+			   struct changed *c)
+{
+	int rc = zr_changes(new->ds, old->gen, on_change, c);
+	size_t k = 0;
+
+	if (rc == -ESTALE) { /* no log, or not back that far: compare */
+		c->n = 0;
+		compare_all(fs, old, new, c);
+		rc = 0;
+	}
+	if (rc < 0 || c->rc < 0)
+		return rc < 0 ? rc : c->rc;
+	if (c->n)
+		qsort(c->keys, c->n, sizeof *c->keys, cmp_u64);
+	for (size_t i = 0; i < c->n; i++) /* unique, and below both lengths */
+		if ((i == 0 || c->keys[i] != c->keys[i - 1]) &&
+		    c->keys[i] / ZR_FIELDS_MAX < (old->n < new->n ? old->n : new->n))
+			c->keys[k++] = c->keys[i];
+	c->n = k;
+	return 0;
+}
+
+/* ---- publishing ---- */
+
+/* Pin old number @ino to @v, to be checked after GRACE_MS. */
+static void pin_old(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
+{
+	struct zrfs_follow *w = fs->follow;
+
+	if (w->npending == w->pending_cap) {
+		size_t cap = w->pending_cap ? w->pending_cap * 2 : 256;
+		struct pending *p = realloc(w->pending, cap * sizeof *p);
+		if (!p)
+			return; /* not pinned: ESTALE if the kernel reads it */
+		w->pending = p;
+		w->pending_cap = cap;
+	}
+	if (zrfs_pin(fs, ino, v) == 0)
+		w->pending[w->npending++] = (struct pending){ino, now_ms()};
+}
+
+/* Let go of the pins whose grace is over and whose numbers the kernel does
+ * not hold (asked by invalidating their attributes, which the pinned view
+ * gives back unchanged: -ENOENT for an inode the kernel does not have);
+ * the milliseconds until the next check, or -1. */
+static int check_pins(struct zrfs *fs)
+{
+	struct zrfs_follow *w = fs->follow;
+	uint64_t now = now_ms();
+	size_t k = 0;
+
+	for (; k < w->npending && w->pending[k].ms + GRACE_MS <= now; k++)
+		if (fuse_lowlevel_notify_inval_inode(fs->se, w->pending[k].ino, -1, 0) != 0)
+			zrfs_unpin(fs, w->pending[k].ino);
+	if (k > 0) {
+		memmove(w->pending, w->pending + k, (w->npending - k) * sizeof *w->pending);
+		w->npending -= k;
+	}
+	return w->npending ? (int)(w->pending[0].ms + GRACE_MS - now) : -1;
+}
+
+/* Record @id of @field has new bytes, or none: a new number, the old one
+ * pinned, its name noted. */
+static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, uint64_t id,
+			struct zrfs_notes *notes)
+{
+	char name[ZRFS_NAME_MAX + 1];
+	int rc;
+
+	pin_old(fs, zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id)), old);
+	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
+		return rc;
+	zrfs_record_name_format(&fs->fields[field], id, name, sizeof name);
+	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
+}
+
+/* Everything the move from @old to @new changes, under the names lock;
+ * @touched[f]: field f changed. */
+static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view *new,
+			const struct changed *c, bool *touched, struct zrfs_notes *notes)
+{
+	char name[ZRFS_NAME_MAX + 8];
+	int rc = 0;
+
+	for (size_t i = 0; i < c->n && rc == 0; i++) {
+		unsigned f = (unsigned)(c->keys[i] % ZR_FIELDS_MAX);
+		uint64_t id = c->keys[i] / ZR_FIELDS_MAX;
+		touched[f] = true;
+		if ((rc = record_moved(fs, old, f, id, notes)) == 0)
+			rc = zrfs_byclass_update(fs, new, f, id, notes);
+	}
+	/* records gone (a delete takes the last one) and records appended (a
+	 * lookup of their names may have been cached as missing) */
+	for (uint64_t id = new->n; id < old->n && rc == 0; id++)
+		for (unsigned f = 0; f < fs->nfields && rc == 0; f++)
+			if ((rc = record_moved(fs, old, f, id, notes)) == 0)
+				rc = zrfs_byclass_update(fs, new, f, id, notes);
+	for (uint64_t id = old->n; id < new->n && rc == 0; id++)
+		for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
+			zrfs_record_name_format(&fs->fields[f], id, name, sizeof name);
+			if ((rc = zrfs_notes_entry(notes, ZRFS_INO_DIR + f, name)) == 0)
+				rc = zrfs_byclass_update(fs, new, f, id, notes);
+		}
+	for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
+		if (!touched[f] && old->n == new->n)
+			continue;
+		rc = zrfs_notes_inode(notes, ZRFS_INO_DIR + f); /* its listing */
+		if (rc < 0 || !fs->fields[f].has_npy)
+			continue;
+		pin_old(fs,
+			    ZRFS_INO_NPY | (zrfs_npy_version(fs, f) & ZRFS_GEN_MASK) << 8 | f, old);
+		zrfs_npy_version_set(fs, f, new->gen);
+		snprintf(name, sizeof name, "%s.npy", fs->fields[f].spec->name);
+		rc = zrfs_notes_entry(notes, ZRFS_INO_ROOT, name);
+	}
+	pin_old(fs, ZRFS_INO_META | (old->gen & ZRFS_GEN_MASK), old);
+	return rc < 0 ? rc : zrfs_notes_entry(notes, ZRFS_INO_ROOT, "meta.json");
+}
+
+/* Say @msg once, until another one comes. */
+static void say(struct zrfs *fs, const char *msg)
+{
+	if (strcmp(fs->follow->last_error, msg) == 0)
+		return;
+	snprintf(fs->follow->last_error, sizeof fs->follow->last_error, "%s", msg);
+	if (msg[0])
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: not following the dataset for now: %s\n",
+			 fs->dataset, msg);
+}
+
+/* Make the dataset's current committed state the mount's view: false if
+ * it could not (said; the next poll tries again). */
+static bool refresh(struct zrfs *fs)
+{
+	struct zrfs_view *cur = zrfs_view_hold(fs), *new = NULL, *old;
+	struct zrfs_notes notes = {0};
+	struct changed c = {0};
+	bool *touched = calloc(fs->nfields, sizeof *touched);
+	zr_dataset *ds;
+	int rc = touched ? zr_reopen(cur->ds, &ds) : -ENOMEM;
+
+	if (rc < 0) {
+		say(fs, rc == -ENOMEM ? "out of memory" : zr_errmsg(NULL));
+		goto out;
+	}
+	if (zr_generation(ds) == cur->gen) {
+		zr_close(ds);
+		goto out;
+	}
+	if ((rc = zrfs_view_make(fs, ds, &new)) < 0) {
+		zr_close(ds);
+		say(fs, strerror(-rc));
+		goto out;
+	}
+	if ((rc = changes_between(fs, cur, new, &c)) < 0) {
+		say(fs, rc == -ENOMEM ? "out of memory" : zr_errmsg(new->ds));
+		zrfs_view_put(new);
+		goto out;
+	}
+	zrfs_state_lock(fs);
+	rc = note_changes(fs, cur, new, &c, touched, &notes);
+	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
+	zrfs_state_unlock(fs);
+	zrfs_view_put(old);
+	zrfs_notes_send(fs, &notes);
+	say(fs, rc < 0 ? "out of memory: some names may show an older state" : "");
+	rc = 0;
+out:
+	zrfs_notes_free(&notes);
+	free(c.keys);
+	free(touched);
+	zrfs_view_put(cur);
+	return rc == 0;
+}
+
+/* ---- the thread ---- */
+
+/* Whether meta.json is not the one last seen (a commit renames a new file
+ * into place: another inode). */
+static bool meta_changed(struct zrfs *fs)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
+	if (stat(path, &st) < 0)
+		return false;
+	if (st.st_ino == fs->follow->seen.st_ino && st.st_dev == fs->follow->seen.st_dev &&
+	    st.st_size == fs->follow->seen.st_size &&
+	    st.st_mtim.tv_sec == fs->follow->seen.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == fs->follow->seen.st_mtim.tv_nsec)
+		return false;
+	fs->follow->seen = st;
+	return true;
+}
+
+static void *follower(void *arg)
+{
+	struct zrfs *fs = arg;
+	struct zrfs_follow *w = fs->follow;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	for (;;) {
+		struct pollfd p[2] = {{w->stop[0], POLLIN, 0}, {w->inotify, POLLIN, 0}};
+		int next = check_pins(fs);
+		int n = poll(p, w->inotify >= 0 ? 2 : 1, next >= 0 && next < POLL_MS ? next : POLL_MS);
+		if (n > 0 && (p[0].revents & POLLIN))
+			break;
+		/* every event at once: several commits, one refresh */
+		while (w->inotify >= 0 && read(w->inotify, buf, sizeof buf) > 0)
+			;
+		if (meta_changed(fs) && !refresh(fs))
+			w->seen.st_ino = 0; /* not followed: try again */
+	}
+	return NULL;
+}
+
+int zrfs_follow_start(struct zrfs *fs)
+{
+	struct zrfs_follow *w = calloc(1, sizeof *w);
+	char path[4096];
+
+	if (!w)
+		return -ENOMEM;
+	fs->follow = w;
+	if (pipe2(w->stop, O_CLOEXEC) < 0) {
+		free(w);
+		fs->follow = NULL;
+		return -errno;
+	}
+	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
+	stat(path, &w->seen);
+	w->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (w->inotify >= 0 &&
+	    inotify_add_watch(w->inotify, fs->dataset, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+		close(w->inotify);
+		w->inotify = -1; /* the poll alone, then */
+	}
+	/* a commit between the first view's opening and now */
+	refresh(fs);
+	w->running = pthread_create(&w->thread, NULL, follower, fs) == 0;
+	return w->running ? 0 : -EAGAIN;
+}
+
+void zrfs_follow_stop(struct zrfs *fs)
+{
+	struct zrfs_follow *w = fs->follow;
+
+	if (!w)
+		return;
+	if (w->running) {
+		if (write(w->stop[1], "", 1) < 0)
+			pthread_cancel(w->thread); /* a pipe that cannot take a byte: never */
+		pthread_join(w->thread, NULL);
+	}
+	if (w->inotify >= 0)
+		close(w->inotify);
+	close(w->stop[0]);
+	close(w->stop[1]);
+	free(w->pending); /* their pins go with the state */
+	free(w);
+	fs->follow = NULL;
+}

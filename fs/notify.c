@@ -1,0 +1,80 @@
+/*
+ * notify.c - what the kernel must forget when a new view is published:
+ * names that name something else now (FUSE_NOTIFY_INVAL_ENTRY: a record
+ * file with a new inode number, one that came or went, a .npy view or
+ * meta.json of a new state) and directories whose listings changed
+ * (FUSE_NOTIFY_INVAL_INODE). They are collected while follow.c holds the
+ * names lock and sent after it lets go: a notification may wait on the
+ * kernel, which may wait on a request, which may wait on the lock.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int note(struct zrfs_notes *notes, fuse_ino_t ino, const char *name)
+{
+	char *copy = NULL;
+
+	if (notes->n == notes->cap) {
+		size_t cap = notes->cap ? notes->cap * 2 : 256;
+		struct zrfs_note *v = realloc(notes->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		notes->v = v;
+		notes->cap = cap;
+	}
+	if (name && !(copy = strdup(name)))
+		return -ENOMEM;
+	notes->v[notes->n++] = (struct zrfs_note){ino, copy};
+	return 0;
+}
+
+int zrfs_notes_entry(struct zrfs_notes *notes, fuse_ino_t parent, const char *name)
+{
+	return note(notes, parent, name);
+}
+
+int zrfs_notes_inode(struct zrfs_notes *notes, fuse_ino_t ino)
+{
+	return note(notes, ino, NULL);
+}
+
+static int cmp(const void *a, const void *b)
+{
+	const struct zrfs_note *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (!x->name || !y->name)
+		return !x->name - !y->name;
+	return strcmp(x->name, y->name);
+}
+
+void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes)
+{
+	if (notes->n)
+		qsort(notes->v, notes->n, sizeof *notes->v, cmp);
+	for (size_t i = 0; i < notes->n; i++) {
+		const struct zrfs_note *t = &notes->v[i];
+		if (i > 0 && cmp(t, t - 1) == 0)
+			continue;
+		/* -ENOENT: the kernel has nothing of it cached, which is fine */
+		if (t->name)
+			fuse_lowlevel_notify_inval_entry(fs->se, t->ino, t->name, strlen(t->name));
+		else
+			fuse_lowlevel_notify_inval_inode(fs->se, t->ino, 0, 0);
+	}
+	for (size_t i = 0; i < notes->n; i++)
+		free(notes->v[i].name);
+	notes->n = 0;
+}
+
+void zrfs_notes_free(struct zrfs_notes *notes)
+{
+	for (size_t i = 0; i < notes->n; i++)
+		free(notes->v[i].name);
+	free(notes->v);
+	memset(notes, 0, sizeof *notes);
+}

@@ -1,0 +1,384 @@
+/*
+ * view.c - what the mount shows: one committed state at a time, as a view,
+ * and the older views inodes the kernel still holds belong to.
+ *
+ * A view is immutable once published: the dataset handle of one generation
+ * (opened with zr_reopen, so views share chunk files), its length, meta.json
+ * as served, the .npy views' headers. Requests hold the view they answer
+ * from (counted), so a view lives while any request, inode or batch step
+ * uses it.
+ *
+ * Content never changes under an inode number. A record file's, a .npy
+ * view's and meta.json's inode numbers carry a version; when a commit
+ * changes one, follow.c gives it the next version and pins the old number
+ * to the old view, which serves it until the kernel forgets it (FORGET):
+ * like a file replaced by rename, a program that has it open reads the old
+ * bytes whole, and a new lookup finds the new ones, so no page the kernel
+ * caches is ever wrong and none needs invalidating. Batch step directories
+ * pin the view current when they are first looked up, which fixes every
+ * file of the step (batches.c).
+ *
+ * Sections: views, the current view and versions, pins.
+ */
+#include "zrfs_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PINS_MAX (1u << 20) /* a bound on memory; beyond it, old numbers are ESTALE */
+
+/* ---- views ---- */
+
+static int load_meta(struct zrfs_view *v, const char *dataset)
+{
+	char path[4096];
+	struct stat st;
+	int fd, rc = -EIO;
+
+	snprintf(path, sizeof path, "%s/meta.json", dataset);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (16 << 20) &&
+	    (v->meta = malloc((size_t)st.st_size + 1)) != NULL &&
+	    read(fd, v->meta, (size_t)st.st_size) == st.st_size) {
+		v->meta_len = (size_t)st.st_size;
+		v->mtime = st.st_mtim;
+		rc = 0;
+	}
+	close(fd);
+	return rc;
+}
+
+int zrfs_view_make(struct zrfs *fs, zr_dataset *ds, struct zrfs_view **out)
+{
+	struct zrfs_view *v = calloc(1, sizeof *v + fs->nfields * sizeof v->npy[0]);
+	int rc;
+
+	*out = NULL;
+	if (!v)
+		return -ENOMEM;
+	atomic_init(&v->refs, 1);
+	v->ds = ds;
+	v->gen = zr_generation(ds);
+	v->n = zr_length(ds);
+	/* meta.json as it was when the handle was opened: a commit may have
+	 * replaced it since, and then the next view serves that one */
+	if ((rc = load_meta(v, fs->dataset)) < 0) {
+		free(v);
+		return rc;
+	}
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if (fs->fields[f].has_npy &&
+		    (rc = zrfs_npy_header(fs->fields[f].spec, v->n, fs->fields[f].record_size,
+					  &v->npy[f])) < 0) {
+			free(v->meta);
+			free(v);
+			return rc;
+		}
+	*out = v;
+	return 0;
+}
+
+struct zrfs_view *zrfs_view_ref(struct zrfs_view *v)
+{
+	atomic_fetch_add(&v->refs, 1);
+	return v;
+}
+
+void zrfs_view_put(struct zrfs_view *v)
+{
+	if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
+		return;
+	zr_close(v->ds);
+	free(v->meta);
+	free(v);
+}
+
+/* ---- the current view and versions ---- */
+
+/* (field, id) -> version of record files that changed since the mount;
+ * open addressing, never shrinks (one slot per record ever changed). */
+struct version_slot {
+	uint64_t key;             /* id * ZR_FIELDS_MAX + field + 1; 0 = free */
+	uint8_t version;
+};
+
+/* inode number -> the older view it shows (a pin) */
+struct pin_slot {
+	fuse_ino_t ino;           /* 0 = free; ~0 = deleted */
+	struct zrfs_view *v;
+};
+
+struct zrfs_state {
+	pthread_rwlock_t lock;    /* the current view, versions, npy versions:
+				   * held for reading by lookups and listings */
+	struct zrfs_view *view;
+	struct version_slot *versions;
+	uint64_t nversions, versions_cap;
+	uint64_t *npy_version;    /* per field: the generation its .npy last changed */
+	pthread_mutex_t pins_lock; /* the pins */
+	struct pin_slot *pins;
+	uint64_t npins, pins_used, pins_cap;
+	atomic_ullong pin_count;  /* read without the lock: FORGET's fast path */
+};
+
+int zrfs_state_create(struct zrfs *fs, struct zrfs_view *first)
+{
+	struct zrfs_state *s = calloc(1, sizeof *s);
+
+	if (!s || !(s->npy_version = calloc(fs->nfields + 1, sizeof *s->npy_version))) {
+		free(s);
+		return -ENOMEM;
+	}
+	pthread_rwlock_init(&s->lock, NULL);
+	pthread_mutex_init(&s->pins_lock, NULL);
+	s->view = first;
+	for (unsigned f = 0; f < fs->nfields; f++)
+		s->npy_version[f] = first->gen;
+	fs->state = s;
+	return 0;
+}
+
+void zrfs_state_destroy(struct zrfs *fs)
+{
+	struct zrfs_state *s = fs->state;
+
+	if (!s)
+		return;
+	for (uint64_t i = 0; i < s->pins_cap; i++)
+		if (s->pins[i].ino && s->pins[i].ino != ~(fuse_ino_t)0)
+			zrfs_view_put(s->pins[i].v);
+	zrfs_view_put(s->view);
+	free(s->pins);
+	free(s->versions);
+	free(s->npy_version);
+	pthread_rwlock_destroy(&s->lock);
+	pthread_mutex_destroy(&s->pins_lock);
+	free(s);
+	fs->state = NULL;
+}
+
+struct zrfs_view *zrfs_view_hold(struct zrfs *fs)
+{
+	struct zrfs_view *v;
+
+	pthread_rwlock_rdlock(&fs->state->lock);
+	v = zrfs_view_ref(fs->state->view);
+	pthread_rwlock_unlock(&fs->state->lock);
+	return v;
+}
+
+struct zrfs_view *zrfs_names_begin(struct zrfs *fs)
+{
+	pthread_rwlock_rdlock(&fs->state->lock);
+	return fs->state->view;
+}
+
+void zrfs_names_end(struct zrfs *fs)
+{
+	pthread_rwlock_unlock(&fs->state->lock);
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct version_slot *version_slot(const struct zrfs_state *s, uint64_t key)
+{
+	uint64_t i = mix(key) & (s->versions_cap - 1);
+
+	while (s->versions[i].key && s->versions[i].key != key)
+		i = (i + 1) & (s->versions_cap - 1);
+	return &s->versions[i];
+}
+
+unsigned zrfs_rec_version(const struct zrfs *fs, unsigned field, uint64_t id)
+{
+	const struct zrfs_state *s = fs->state;
+
+	if (!s || s->nversions == 0)
+		return 0;
+	return version_slot(s, id * ZR_FIELDS_MAX + field + 1)->version;
+}
+
+uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field)
+{
+	return fs->state ? fs->state->npy_version[field] : 0;
+}
+
+/* ---- publishing (follow.c, under the write lock) ---- */
+
+void zrfs_state_lock(struct zrfs *fs)
+{
+	pthread_rwlock_wrlock(&fs->state->lock);
+}
+
+void zrfs_state_unlock(struct zrfs *fs)
+{
+	pthread_rwlock_unlock(&fs->state->lock);
+}
+
+int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	struct zrfs_state *s = fs->state;
+	uint64_t key = id * ZR_FIELDS_MAX + field + 1;
+	struct version_slot *slot;
+
+	if ((s->nversions + 1) * 2 > s->versions_cap) {
+		uint64_t cap = s->versions_cap ? s->versions_cap * 2 : 4096;
+		struct version_slot *old = s->versions, *nv = calloc(cap, sizeof *nv);
+		uint64_t old_cap = s->versions_cap;
+		if (!nv)
+			return -ENOMEM;
+		s->versions = nv;
+		s->versions_cap = cap;
+		for (uint64_t i = 0; i < old_cap; i++)
+			if (old[i].key)
+				*version_slot(s, old[i].key) = old[i];
+		free(old);
+	}
+	slot = version_slot(s, key);
+	if (!slot->key) {
+		slot->key = key;
+		s->nversions++;
+	}
+	/* the next version whose number no pin still holds (a version comes
+	 * round again after 256 changes of one record) */
+	for (int k = 0; k < ZRFS_VERSIONS; k++) {
+		slot->version = (uint8_t)(slot->version + 1);
+		if (!zrfs_pinned(fs, zrfs_rec_ino(field, id, slot->version)))
+			break;
+	}
+	return 0;
+}
+
+void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version)
+{
+	fs->state->npy_version[field] = version;
+}
+
+struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v)
+{
+	struct zrfs_view *old = fs->state->view;
+
+	fs->state->view = v;
+	return old;
+}
+
+/* ---- pins ---- */
+
+static struct pin_slot *pin_slot(const struct zrfs_state *s, fuse_ino_t ino, bool insert)
+{
+	uint64_t i = mix(ino) & (s->pins_cap - 1);
+	struct pin_slot *tomb = NULL;
+
+	while (s->pins[i].ino && s->pins[i].ino != ino) {
+		if (s->pins[i].ino == ~(fuse_ino_t)0 && !tomb)
+			tomb = &s->pins[i];
+		i = (i + 1) & (s->pins_cap - 1);
+	}
+	return s->pins[i].ino == ino || !insert || !tomb ? &s->pins[i] : tomb;
+}
+
+static int pins_grow(struct zrfs_state *s)
+{
+	uint64_t cap = s->pins_cap ? s->pins_cap * 2 : 1024, old_cap = s->pins_cap;
+	struct pin_slot *old = s->pins, *np = calloc(cap, sizeof *np);
+
+	if (!np)
+		return -ENOMEM;
+	s->pins = np;
+	s->pins_cap = cap;
+	s->pins_used = s->npins;
+	for (uint64_t i = 0; i < old_cap; i++)
+		if (old[i].ino && old[i].ino != ~(fuse_ino_t)0)
+			*pin_slot(s, old[i].ino, true) = old[i];
+	free(old);
+	return 0;
+}
+
+int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
+{
+	struct zrfs_state *s = fs->state;
+	struct pin_slot *slot;
+	int rc = 0;
+
+	pthread_mutex_lock(&s->pins_lock);
+	if (s->npins >= PINS_MAX) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	if ((s->pins_used + 1) * 2 > s->pins_cap && (rc = pins_grow(s)) < 0)
+		goto out;
+	slot = pin_slot(s, ino, true);
+	if (slot->ino == ino)
+		goto out; /* pinned already: the first view it showed stays */
+	if (!slot->ino)
+		s->pins_used++;
+	slot->ino = ino;
+	slot->v = zrfs_view_ref(v);
+	s->npins++;
+	atomic_store(&s->pin_count, s->npins);
+out:
+	pthread_mutex_unlock(&s->pins_lock);
+	return rc;
+}
+
+bool zrfs_pinned(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct zrfs_state *s = fs->state;
+	bool yes = false;
+
+	if (!atomic_load(&s->pin_count))
+		return false;
+	pthread_mutex_lock(&s->pins_lock);
+	yes = s->pins_cap && pin_slot(s, ino, false)->ino == ino;
+	pthread_mutex_unlock(&s->pins_lock);
+	return yes;
+}
+
+struct zrfs_view *zrfs_pinned_view(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct zrfs_state *s = fs->state;
+	struct zrfs_view *v = NULL;
+	struct pin_slot *slot;
+
+	if (!atomic_load(&s->pin_count))
+		return NULL;
+	pthread_mutex_lock(&s->pins_lock);
+	if (s->pins_cap && (slot = pin_slot(s, ino, false))->ino == ino)
+		v = zrfs_view_ref(slot->v);
+	pthread_mutex_unlock(&s->pins_lock);
+	return v;
+}
+
+bool zrfs_unpin(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct zrfs_state *s = fs->state;
+	struct zrfs_view *v = NULL;
+	struct pin_slot *slot;
+
+	if (!s || !atomic_load(&s->pin_count))
+		return false;
+	pthread_mutex_lock(&s->pins_lock);
+	if (s->pins_cap && (slot = pin_slot(s, ino, false))->ino == ino) {
+		v = slot->v;
+		slot->ino = ~(fuse_ino_t)0; /* a tombstone: probes go on past it */
+		slot->v = NULL;
+		s->npins--;
+		atomic_store(&s->pin_count, s->npins);
+	}
+	pthread_mutex_unlock(&s->pins_lock);
+	zrfs_view_put(v);
+	return v != NULL;
+}
