@@ -262,6 +262,7 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 		fuse_loop_cfg_set_max_threads(cfg, opts->max_threads);
 		rc = fuse_session_loop_mt(se, cfg) < 0;
 	}
+	zrfs_follow_stop(fs); /* it talks to the kernel through the session */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_loop_cfg_destroy(cfg);

@@ -20,6 +20,7 @@ static const struct {
 	{"fs", bench_fs, "record files through zrfs, against native files and squashfuse"},
 	{"batches", bench_batches, "batch files through zrfs, against gather and native files"},
 	{"import", bench_import, "zr import dir, against tar cf and mksquashfs"},
+	{"follow", bench_follow, "a mount following commits: latency and daemon CPU per commit"},
 };
 
 static void usage(FILE *out)

@@ -3,7 +3,7 @@
  * seeded numbers, medians, options, and for the benchmarks that make a
  * dataset, the scratch environment they work in. One file per benchmark:
  * bench_store.c, bench_sampler.c, bench_fs.c, bench_batches.c,
- * bench_import.c; bench.c chooses one.
+ * bench_import.c, bench_follow.c; bench.c chooses one.
  */
 #ifndef ZR_BENCH_I_H
 #define ZR_BENCH_I_H
@@ -18,6 +18,7 @@ int bench_sampler(int argc, char **argv);
 int bench_fs(int argc, char **argv);
 int bench_batches(int argc, char **argv);
 int bench_import(int argc, char **argv);
+int bench_follow(int argc, char **argv);
 
 /* SplitMix64 stream, Fisher-Yates shuffle, median (sorts @v). */
 uint64_t bench_splitmix(uint64_t *s);
