@@ -234,7 +234,7 @@ static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 /* DATASET/writer says who holds the writer lock, for the message a second
  * writer gets: written by each writer once it holds the lock (a writer that
  * dies keeps no lock, and the next one overwrites the file). */
-static void writer_write(int dirfd)
+static void writer_write(int dirfd, const char *what)
 {
 	char line[512], comm[64] = "?", host[128] = "?";
 	time_t now = time(NULL);
@@ -249,14 +249,25 @@ static void writer_write(int dirfd)
 	}
 	gethostname(host, sizeof host - 1);
 	gmtime_r(&now, &tm);
-	int n = snprintf(line, sizeof line, "pid %ld (%s) on %s, since %04d-%02d-%02d %02d:%02d:%02d UTC\n",
+	int n = snprintf(line, sizeof line,
+			 "pid %ld (%s) on %s, since %04d-%02d-%02d %02d:%02d:%02d UTC%s%.256s\n",
 			 (long)getpid(), comm, host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			 tm.tm_hour, tm.tm_min, tm.tm_sec);
+			 tm.tm_hour, tm.tm_min, tm.tm_sec, what ? ", " : "", what ? what : "");
 	if (fd >= 0) {
 		if (n > 0)
 			zr_write_full(fd, line, (size_t)n, 0); /* best effort: only a message */
 		close(fd);
 	}
+}
+
+int zr_holder_set(zr_dataset *ds, const char *what)
+{
+	if (!(ds->flags & ZR_RDWR))
+		return zr_err(-EROFS, "%s: not open for writing", ds->path);
+	if (what && strchr(what, '\n'))
+		return zr_err(-EINVAL, "the holder's description is one line");
+	writer_write(ds->dirfd, what);
+	return 0;
 }
 
 /* Who holds the writer lock, as DATASET/writer says, into @buf. */
@@ -331,7 +342,7 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 		goto fail;
 	}
 	if (flags & ZR_RDWR)
-		writer_write(ds->dirfd);
+		writer_write(ds->dirfd, NULL);
 	if ((rc = zr_readers_open(ds)) < 0 || (rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
 		goto fail;

@@ -15,7 +15,12 @@
  * (FUSE_CAP_NO_OPEN_SUPPORT): the kernel then stops sending OPEN and
  * RELEASE and keeps the page cache of these immutable files across opens.
  *
- * Sections: owners, lookup and getattr, listings, contents, the rest.
+ * A writable mount (-o rw) has the operations that change the dataset too
+ * (zrfs_rw_ops), each handed to write.c; it needs OPEN for every file, as
+ * a writer's file has a handle of its own.
+ *
+ * Sections: owners, lookup and getattr, listings, contents, the rest,
+ * changes.
  */
 #include "zrfs_i.h"
 
@@ -23,6 +28,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 static const struct zrfs_subtree *const subtrees[] = {&zrfs_tree, &zrfs_batches, &zrfs_byclass};
 #define NSUBTREES (sizeof subtrees / sizeof subtrees[0])
@@ -129,14 +135,34 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_names_end(fs);
 }
 
+/* Attributes of @ino as the file handle @fi (if any) has it: a record
+ * being written has the size written so far, even before it exists. */
+static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
+{
+	struct zrfs_view *v = zrfs_names_begin(fs);
+	int rc = attr_of(fs, v, ino, st);
+
+	if (fs->writes) {
+		struct stat w;
+		zrfs_file_attr(fs, v, ino, 0, &w);
+		if (zrfs_write_attr(fs, ino, fi, &w)) {
+			if (rc < 0)
+				*st = w;
+			st->st_size = w.st_size;
+			st->st_blocks = w.st_blocks;
+			rc = 0;
+		}
+	}
+	zrfs_names_end(fs);
+	return rc;
+}
+
 static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
 	struct stat st;
-	int rc = attr_of(fs, zrfs_names_begin(fs), ino, &st);
+	int rc = attr_now(fs, ino, fi, &st);
 
-	zrfs_names_end(fs);
-	(void)fi;
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
@@ -252,9 +278,11 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
 
-	(void)ino;
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EROFS);
+		if (fs->writes)
+			zrfs_write_open(req, fs, ino, fi);
+		else
+			fuse_reply_err(req, EROFS);
 		return;
 	}
 	if (fs->no_open) {
@@ -262,6 +290,7 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->keep_cache = 1;
+	fi->noflush = 1; /* nothing to flush: closing costs no request */
 	fuse_reply_open(req, fi);
 }
 
@@ -271,10 +300,13 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zrfs *fs = fuse_req_userdata(req);
 	const struct zrfs_subtree *t;
 	struct zrfs_view *v;
-	int rc = resolve(fs, ino, &t, &v);
+	int rc;
 
-	(void)fi;
-	if (rc < 0)
+	if (fs->writes && fi && fi->fh) {
+		zrfs_write_read(req, fs, size, off, fi); /* the writer's own value */
+		return;
+	}
+	if ((rc = resolve(fs, ino, &t, &v)) < 0)
 		zrfs_reply_err(req, rc);
 	else if (!t)
 		fuse_reply_err(req, EISDIR); /* the root */
@@ -314,7 +346,10 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct zrfs *fs = userdata;
 
-	fs->no_open = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+	/* a writable mount needs an OPEN per file: a handle for each writer */
+	fs->no_open = !fs->writes && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+	if (fs->writes && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC; /* O_TRUNC comes with the OPEN */
 	if (!(conn->capable & FUSE_CAP_SPLICE_WRITE))
 		fs->opts.splice = 0;
 	if (fs->opts.splice)
@@ -354,20 +389,132 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_files = v->n * fs->nfields + fs->nfields * 2 + 2;
 	zrfs_view_put(v);
 	sv.f_namemax = 255;
-	sv.f_flag = ST_RDONLY;
+	sv.f_flag = fs->writes ? 0 : ST_RDONLY;
+	if (fs->writes) { /* room for values: the dataset's filesystem's */
+		struct statvfs under;
+		if (statvfs(fs->dataset, &under) == 0) {
+			sv.f_blocks = under.f_blocks * under.f_frsize / sv.f_frsize;
+			sv.f_bfree = under.f_bfree * under.f_frsize / sv.f_frsize;
+			sv.f_bavail = under.f_bavail * under.f_frsize / sv.f_frsize;
+		}
+	}
 	fuse_reply_statfs(req, &sv);
 }
 
-const struct fuse_lowlevel_ops zrfs_ops = {
-	.init = zrfs_init,
-	.lookup = zrfs_lookup,
-	.forget = zrfs_forget,
-	.forget_multi = zrfs_forget_multi,
-	.getattr = zrfs_getattr,
-	.open = zrfs_open,
-	.read = zrfs_read,
-	.opendir = zrfs_opendir,
-	.readdir = zrfs_readdir,
-	.readdirplus = zrfs_readdirplus,
-	.statfs = zrfs_statfs,
+/* ---- changes (-o rw): write.c, and what no mount can do ---- */
+
+static void zrfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			 struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct stat now;
+	int rc = attr_now(fs, ino, fi, &now);
+
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else if ((to_set & FUSE_SET_ATTR_SIZE) && !S_ISREG(now.st_mode))
+		fuse_reply_err(req, EISDIR);
+	else
+		zrfs_write_setattr(req, fs, ino, attr, to_set, fi, &now);
+}
+
+static void zrfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+			struct fuse_file_info *fi)
+{
+	zrfs_write_create(req, fuse_req_userdata(req), parent, name, mode, fi);
+}
+
+static void zrfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	zrfs_write_write(req, fuse_req_userdata(req), buf, size, off, fi);
+}
+
+static void zrfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	zrfs_write_flush(req, fuse_req_userdata(req), fi);
+}
+
+static void zrfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	zrfs_write_fsync(req, fuse_req_userdata(req), fi);
+}
+
+static void zrfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	zrfs_write_release(req, fuse_req_userdata(req), fi);
+}
+
+static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	zrfs_write_unlink(req, fuse_req_userdata(req), parent, name);
+}
+
+/* Directories, links, special files and renames: the tree is the dataset's. */
+static void zrfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)parent, (void)name, (void)mode;
+	fuse_reply_err(req, EPERM);
+}
+
+static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		       dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent, (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void zrfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	(void)ino, (void)parent, (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+			const char *newname, unsigned flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	fuse_reply_err(req, EPERM);
+}
+
+#define READ_OPS                                                                                \
+	.init = zrfs_init, .lookup = zrfs_lookup, .forget = zrfs_forget,                        \
+	.forget_multi = zrfs_forget_multi, .getattr = zrfs_getattr, .open = zrfs_open,          \
+	.read = zrfs_read, .opendir = zrfs_opendir, .readdir = zrfs_readdir,                    \
+	.readdirplus = zrfs_readdirplus, .statfs = zrfs_statfs
+
+const struct fuse_lowlevel_ops zrfs_ops = {READ_OPS};
+
+const struct fuse_lowlevel_ops zrfs_rw_ops = {
+	READ_OPS,
+	.setattr = zrfs_setattr,
+	.create = zrfs_create,
+	.write = zrfs_write,
+	.flush = zrfs_flush,
+	.fsync = zrfs_fsync,
+	.release = zrfs_release,
+	.unlink = zrfs_unlink,
+	.mkdir = zrfs_mkdir,
+	.mknod = zrfs_mknod,
+	.rmdir = zrfs_rmdir,
+	.symlink = zrfs_symlink,
+	.link = zrfs_link,
+	.rename = zrfs_rename,
 };

@@ -26,7 +26,11 @@
  * listings of the directories concerned. The work is proportional to the
  * records that changed, never to the dataset.
  *
- * Sections: what changed, publishing, the thread.
+ * A change made through a writable mount (write.c) is answered from here:
+ * the request waits until the view of its commit is published and the
+ * kernel told, so the program that made it finds it on its next open.
+ *
+ * Sections: what changed, publishing, watching, answers, the thread.
  */
 #include "zrfs_i.h"
 
@@ -50,11 +54,29 @@ struct pending {
 	uint64_t ms;
 };
 
+/* A request answered once the mount shows generation gen. */
+struct answer {
+	fuse_req_t req;
+	uint64_t gen;
+	bool with_attr;
+	struct stat st;
+};
+
 struct zrfs_follow {
 	pthread_t thread;
 	bool running;
+	atomic_bool stopping;
 	int inotify;          /* -1 where inotify is unavailable */
-	int stop[2];          /* a pipe: written to stop the thread */
+	int wake[2];          /* a pipe: written to wake the thread (to stop, or look now) */
+	/* Taken to make a view current (the thread, or a request that must
+	 * see its own commit: zrfs_follow_publish) and for the pins; never
+	 * while telling the kernel anything. */
+	pthread_mutex_t lock;
+	/* Taken after lock, if both: */
+	pthread_mutex_t answers_lock;
+	struct answer *answers; /* requests waiting for a generation */
+	size_t nanswers, answers_cap;
+	struct zrfs_notes unsent; /* of views a request made current */
 	struct stat seen;     /* meta.json when the current view was made */
 	char last_error[256]; /* said once until it changes */
 	struct pending *pending; /* pins to check, oldest first */
@@ -172,16 +194,27 @@ static int check_pins(struct zrfs *fs)
 {
 	struct zrfs_follow *w = fs->follow;
 	uint64_t now = now_ms();
+	fuse_ino_t *due = NULL;
 	size_t k = 0;
+	int next;
 
-	for (; k < w->npending && w->pending[k].ms + GRACE_MS <= now; k++)
-		if (fuse_lowlevel_notify_inval_inode(fs->se, w->pending[k].ino, -1, 0) != 0)
-			zrfs_unpin(fs, w->pending[k].ino);
-	if (k > 0) {
+	pthread_mutex_lock(&w->lock);
+	while (k < w->npending && w->pending[k].ms + GRACE_MS <= now)
+		k++;
+	if (k > 0 && (due = malloc(k * sizeof *due)) != NULL) {
+		for (size_t i = 0; i < k; i++)
+			due[i] = w->pending[i].ino;
 		memmove(w->pending, w->pending + k, (w->npending - k) * sizeof *w->pending);
 		w->npending -= k;
 	}
-	return w->npending ? (int)(w->pending[0].ms + GRACE_MS - now) : -1;
+	next = !due && k > 0 ? 100 /* short of memory: soon */
+	       : w->npending ? (int)(w->pending[0].ms + GRACE_MS - now) : -1;
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; due && i < k; i++) /* the kernel, without the lock */
+		if (fuse_lowlevel_notify_inval_inode(fs->se, due[i], -1, 0) != 0)
+			zrfs_unpin(fs, due[i]);
+	free(due);
+	return next;
 }
 
 /* Record @id of @field has new bytes, or none: a new number, the old one
@@ -253,12 +286,12 @@ static void say(struct zrfs *fs, const char *msg)
 			 fs->dataset, msg);
 }
 
-/* Make the dataset's current committed state the mount's view: false if
- * it could not (said; the next poll tries again). */
-static bool refresh(struct zrfs *fs)
+/* Make the dataset's current committed state the mount's view, noting in
+ * @notes what the kernel must be told: false if it could not (said; the
+ * next poll tries again). Under the lock. */
+static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 {
 	struct zrfs_view *cur = zrfs_view_hold(fs), *new = NULL, *old;
-	struct zrfs_notes notes = {0};
 	struct changed c = {0};
 	bool *touched = calloc(fs->nfields, sizeof *touched);
 	zr_dataset *ds;
@@ -283,22 +316,20 @@ static bool refresh(struct zrfs *fs)
 		goto out;
 	}
 	zrfs_state_lock(fs);
-	rc = note_changes(fs, cur, new, &c, touched, &notes);
+	rc = note_changes(fs, cur, new, &c, touched, notes);
 	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
 	zrfs_state_unlock(fs);
 	zrfs_view_put(old);
-	zrfs_notes_send(fs, &notes);
 	say(fs, rc < 0 ? "out of memory: some names may show an older state" : "");
 	rc = 0;
 out:
-	zrfs_notes_free(&notes);
 	free(c.keys);
 	free(touched);
 	zrfs_view_put(cur);
 	return rc == 0;
 }
 
-/* ---- the thread ---- */
+/* ---- watching ---- */
 
 /* Whether meta.json is not the one last seen (a commit renames a new file
  * into place: another inode). */
@@ -319,6 +350,108 @@ static bool meta_changed(struct zrfs *fs)
 	return true;
 }
 
+/* If a commit came since the last look, make it the mount's view (noting
+ * in @notes what the kernel must be told). Under the lock. */
+static void look(struct zrfs *fs, struct zrfs_notes *notes)
+{
+	if (meta_changed(fs) && !refresh(fs, notes))
+		fs->follow->seen.st_ino = 0; /* not followed: try again */
+}
+
+/* Move the notes of @src to the end of @dst (as many as memory allows;
+ * the rest are dropped: those names show an older state until looked up
+ * again after a timeout). */
+static void notes_move(struct zrfs_notes *dst, struct zrfs_notes *src)
+{
+	for (size_t i = 0; i < src->n; i++) {
+		struct zrfs_note *t = &src->v[i];
+		if (t->name ? zrfs_notes_entry(dst, t->ino, t->name) < 0
+			    : zrfs_notes_inode(dst, t->ino) < 0)
+			break;
+	}
+	zrfs_notes_free(src);
+}
+
+void zrfs_follow_publish(struct zrfs *fs)
+{
+	struct zrfs_follow *w = fs->follow;
+	struct zrfs_notes notes = {0};
+
+	if (!w || !w->running)
+		return;
+	pthread_mutex_lock(&w->lock);
+	look(fs, &notes);
+	pthread_mutex_lock(&w->answers_lock);
+	notes_move(&w->unsent, &notes);
+	pthread_mutex_unlock(&w->answers_lock);
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->wake[1], "", 1) < 0) {
+		/* full: the thread has wake-ups waiting already */
+	}
+}
+
+/* ---- answers ---- */
+
+static void answer(const struct answer *a)
+{
+	if (a->with_attr)
+		fuse_reply_attr(a->req, &a->st, 0);
+	else
+		fuse_reply_err(a->req, 0);
+}
+
+/* Answer the requests waiting for generation @gen or an older one (all of
+ * them when @all). */
+static void answer_up_to(struct zrfs *fs, uint64_t gen, bool all)
+{
+	struct zrfs_follow *w = fs->follow;
+	size_t k = 0;
+
+	pthread_mutex_lock(&w->answers_lock);
+	for (size_t i = 0; i < w->nanswers; i++)
+		if (all || w->answers[i].gen <= gen)
+			answer(&w->answers[i]);
+		else
+			w->answers[k++] = w->answers[i];
+	w->nanswers = k;
+	pthread_mutex_unlock(&w->answers_lock);
+}
+
+void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const struct stat *st)
+{
+	struct zrfs_follow *w = fs->follow;
+	struct answer a = {req, gen, st != NULL, {0}};
+	bool queued = false;
+
+	if (st)
+		a.st = *st;
+	if (w && w->running) {
+		pthread_mutex_lock(&w->answers_lock);
+		if (w->nanswers == w->answers_cap) {
+			size_t cap = w->answers_cap ? w->answers_cap * 2 : 64;
+			struct answer *p = realloc(w->answers, cap * sizeof *p);
+			if (p) {
+				w->answers = p;
+				w->answers_cap = cap;
+			}
+		}
+		if (w->nanswers < w->answers_cap) {
+			w->answers[w->nanswers++] = a;
+			queued = true;
+		}
+		pthread_mutex_unlock(&w->answers_lock);
+	}
+	if (!queued) {
+		answer(&a); /* nothing follows, or short of memory: the commit is made */
+		return;
+	}
+	if (write(w->wake[1], "", 1) < 0) {
+		/* the pipe is full: the thread has wake-ups waiting already */
+	}
+}
+
+/* ---- the thread ---- */
+
 static void *follower(void *arg)
 {
 	struct zrfs *fs = arg;
@@ -326,16 +459,32 @@ static void *follower(void *arg)
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	for (;;) {
-		struct pollfd p[2] = {{w->stop[0], POLLIN, 0}, {w->inotify, POLLIN, 0}};
+		struct pollfd p[2] = {{w->wake[0], POLLIN, 0}, {w->inotify, POLLIN, 0}};
 		int next = check_pins(fs);
-		int n = poll(p, w->inotify >= 0 ? 2 : 1, next >= 0 && next < POLL_MS ? next : POLL_MS);
-		if (n > 0 && (p[0].revents & POLLIN))
+		poll(p, w->inotify >= 0 ? 2 : 1, next >= 0 && next < POLL_MS ? next : POLL_MS);
+		if (atomic_load(&w->stopping))
 			break;
-		/* every event at once: several commits, one refresh */
+		/* every event and wake-up at once: several commits, one refresh */
+		while (read(w->wake[0], buf, sizeof buf) > 0)
+			;
 		while (w->inotify >= 0 && read(w->inotify, buf, sizeof buf) > 0)
 			;
-		if (meta_changed(fs) && !refresh(fs))
-			w->seen.st_ino = 0; /* not followed: try again */
+		/* the view now current, and everything to tell of it and before */
+		struct zrfs_notes notes = {0};
+		pthread_mutex_lock(&w->lock);
+		look(fs, &notes);
+		struct zrfs_view *cur = zrfs_view_hold(fs);
+		uint64_t gen = cur->gen;
+		zrfs_view_put(cur);
+		pthread_mutex_lock(&w->answers_lock);
+		notes_move(&w->unsent, &notes);
+		notes = w->unsent;
+		memset(&w->unsent, 0, sizeof w->unsent);
+		pthread_mutex_unlock(&w->answers_lock);
+		pthread_mutex_unlock(&w->lock);
+		zrfs_notes_send(fs, &notes);
+		zrfs_notes_free(&notes);
+		answer_up_to(fs, gen, false);
 	}
 	return NULL;
 }
@@ -348,7 +497,9 @@ int zrfs_follow_start(struct zrfs *fs)
 	if (!w)
 		return -ENOMEM;
 	fs->follow = w;
-	if (pipe2(w->stop, O_CLOEXEC) < 0) {
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->answers_lock, NULL);
+	if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		free(w);
 		fs->follow = NULL;
 		return -errno;
@@ -361,8 +512,12 @@ int zrfs_follow_start(struct zrfs *fs)
 		close(w->inotify);
 		w->inotify = -1; /* the poll alone, then */
 	}
-	/* a commit between the first view's opening and now */
-	refresh(fs);
+	/* a commit between the first view's opening and now (no request is
+	 * served yet: the kernel can be told from here) */
+	struct zrfs_notes notes = {0};
+	refresh(fs, &notes);
+	zrfs_notes_send(fs, &notes);
+	zrfs_notes_free(&notes);
 	w->running = pthread_create(&w->thread, NULL, follower, fs) == 0;
 	return w->running ? 0 : -EAGAIN;
 }
@@ -374,15 +529,23 @@ void zrfs_follow_stop(struct zrfs *fs)
 	if (!w)
 		return;
 	if (w->running) {
-		if (write(w->stop[1], "", 1) < 0)
-			pthread_cancel(w->thread); /* a pipe that cannot take a byte: never */
+		atomic_store(&w->stopping, true);
+		if (write(w->wake[1], "", 1) < 0) {
+			/* full: the thread is woken already */
+		}
 		pthread_join(w->thread, NULL);
+		w->running = false;
 	}
+	answer_up_to(fs, 0, true); /* the commits they wait for are made */
 	if (w->inotify >= 0)
 		close(w->inotify);
-	close(w->stop[0]);
-	close(w->stop[1]);
+	close(w->wake[0]);
+	close(w->wake[1]);
 	free(w->pending); /* their pins go with the state */
+	free(w->answers);
+	zrfs_notes_free(&w->unsent);
+	pthread_mutex_destroy(&w->answers_lock);
+	pthread_mutex_destroy(&w->lock);
 	free(w);
 	fs->follow = NULL;
 }

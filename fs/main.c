@@ -1,8 +1,9 @@
 /*
  * main.c - the zrfs command: options, mount, session loop, shutdown.
  *
- * zrfs opens the dataset read-only before mounting, so a bad dataset is
- * reported on the terminal and nothing is mounted. It then mounts, detaches
+ * zrfs opens the dataset read-only before mounting (and its writer, for
+ * -o rw), so a bad dataset or a writer already at work is reported on the
+ * terminal and nothing is mounted. It then mounts, detaches
  * (unless -f) only once the mount is in place, so that the mount is ready
  * when the command returns, and serves requests on a multithreaded loop
  * until unmounted (fusermount3 -u, umount) or sent SIGINT/SIGTERM/SIGHUP,
@@ -25,10 +26,11 @@
 static const char usage[] =
 	"usage: zrfs DATASET MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
 	"\n"
-	"Mount the zrecord dataset DATASET on MOUNTPOINT, read-only: one directory\n"
-	"per field holding one file per record, FIELD.npy for fixed-shape fields,\n"
-	"meta.json, and .batches/SPEC/epoch-E/K/ holding batch K of epoch E of a\n"
-	"sampler order (ids, FIELD, FIELD.offsets, FIELD.npy, info.json).\n"
+	"Mount the zrecord dataset DATASET on MOUNTPOINT, read-only unless -o rw:\n"
+	"one directory per field holding one file per record, FIELD.npy for\n"
+	"fixed-shape fields, meta.json, and .batches/SPEC/epoch-E/K/ holding batch\n"
+	"K of epoch E of a sampler order (ids, FIELD, FIELD.offsets, FIELD.npy,\n"
+	"info.json). The mount follows commits made by any writer.\n"
 	"Unmount with 'fusermount3 -u MOUNTPOINT'.\n"
 	"\n"
 	"  -f                   stay in the foreground\n"
@@ -37,7 +39,12 @@ static const char usage[] =
 	"  -h, --help           this text;  -V, --version  the version\n"
 	"\n"
 	"Options (-o):\n"
-	"  ro                   read-only (the default; 'rw' is refused)\n"
+	"  ro                   read-only (the default)\n"
+	"  rw                   writable: the mount becomes the dataset's writer;\n"
+	"                       writing a record file and closing it replaces the\n"
+	"                       value, creating FIELD/N[.ext] (N = the record count)\n"
+	"                       appends, removing a record file makes the value\n"
+	"                       missing; each change is a commit (see zrfs(8))\n"
 	"  timeout=SECS         how long the kernel may cache names and attributes\n"
 	"                       (default 31536000: content never changes under a\n"
 	"                       name's inode; commits are followed by telling the\n"
@@ -250,6 +257,9 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 	if (to_syslog)
 		openlog("zrfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(opts->foreground); /* returns in the child; the parent exits 0 */
+	char *where = realpath(opts->mountpoint, NULL);
+	zrfs_writes_mounted(fs, where ? where : opts->mountpoint);
+	free(where);
 	zrfs_batches_start(fs);
 	if (zrfs_follow_start(fs) < 0)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot follow commits: the mount shows the "
@@ -276,6 +286,7 @@ static void teardown(struct zrfs *fs)
 	if (fs->se)
 		fuse_session_destroy(fs->se);
 	zrfs_byclass_destroy(fs);
+	zrfs_writes_close(fs);
 	zrfs_dataset_close(fs);
 }
 
@@ -300,20 +311,16 @@ int main(int argc, char **argv)
 		fputs(usage, stderr);
 		goto out;
 	}
-	if (cli.rw) {
-		fprintf(stderr, "zrfs: read-write mounts are not supported; mount without -o rw "
-				"(read-only is the default)\n");
-		goto out;
-	}
 	if (take_options(&cli, &fs) < 0)
 		goto out;
-	/* read-only, permissions checked by the kernel, named after the dataset */
+	/* read-only unless asked, permissions checked by the kernel, named
+	 * after the dataset */
 	if (fuse_opt_add_opt_escaped(&fsname, cli.dataset) < 0 ||
 	    (o = malloc(strlen(fsname) + 64)) == NULL) {
 		rc = 1;
 		goto out;
 	}
-	sprintf(o, "-oro,default_permissions,subtype=zrfs,fsname=%s", fsname);
+	sprintf(o, "-o%s,default_permissions,subtype=zrfs,fsname=%s", cli.rw ? "rw" : "ro", fsname);
 	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0)
 		goto out;
 	if (opts.show_help || opts.show_version || !opts.mountpoint) {
@@ -322,7 +329,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
-	if (zrfs_dataset_open(&fs) < 0)
+	if (zrfs_dataset_open(&fs) < 0 || (cli.rw && zrfs_writes_open(&fs) < 0))
 		goto out;
 	struct zrfs_view *first = zrfs_view_hold(&fs);
 	if (zrfs_batches_create(&fs, first, cli.batches) < 0) {
@@ -338,7 +345,7 @@ int main(int argc, char **argv)
 	}
 	zrfs_view_put(first);
 	fuse_set_log_func(log_func);
-	fs.se = fuse_session_new(&args, &zrfs_ops, sizeof zrfs_ops, &fs);
+	fs.se = fuse_session_new(&args, cli.rw ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (fs.se)
 		rc = serve(&fs, fs.se, &opts);
 out:

@@ -60,14 +60,18 @@ static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino
 void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
 		   struct stat *st)
 {
-	base_attr(fs, v, ino, S_IFDIR | 0555, st);
+	/* -o rw: a field directory takes new records */
+	bool w = fs->writes && ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields;
+
+	base_attr(fs, v, ino, S_IFDIR | (w ? 0755 : 0555), st);
 	st->st_nlink = 2;
 }
 
 void zrfs_file_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
 		    uint64_t size, struct stat *st)
 {
-	base_attr(fs, v, ino, S_IFREG | 0444, st);
+	/* -o rw: record files can be written; what is made from them cannot */
+	base_attr(fs, v, ino, S_IFREG | (fs->writes && ino >> 56 == 1 ? 0644 : 0444), st);
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }

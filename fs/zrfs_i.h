@@ -6,10 +6,13 @@
  * only files below it, never back up:
  *
  *   main.c            the command: options, mount, session loop
- *   follow.c          the thread that follows commits: new views, versions,
- *                     and what the kernel must forget
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
+ *   write.c           a writable mount (-o rw): record files written,
+ *                     created, removed, each change a commit
+ *   follow.c          the thread that follows commits: new views, versions,
+ *                     and what the kernel must forget; requests answered
+ *                     once the mount shows their commit
  *   tree.c            subtree: meta.json, field directories, FIELD.npy
  *   byclass.c         subtree: /by/LABEL/CLASS/, the ImageFolder view
  *   batches.c         subtree: /.batches, spec and epoch tables, batch names
@@ -112,6 +115,7 @@ struct zrfs_prefetch;
 struct zrfs_byclass;
 struct zrfs_state;
 struct zrfs_follow;
+struct zrfs_writes;
 
 /* One committed state as the mount shows it (view.c): immutable once
  * published, counted, freed by the last zrfs_view_put(). */
@@ -139,6 +143,7 @@ struct zrfs {
 	struct zrfs_byclass *byclass;
 	struct zrfs_state *state;   /* the current view, versions, pins (view.c) */
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
+	struct zrfs_writes *writes; /* -o rw: the writer (write.c); NULL read-only */
 	struct fuse_session *se;
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
@@ -190,6 +195,46 @@ bool zrfs_unpin(struct zrfs *fs, fuse_ino_t ino);
 /* Follow commits from a thread of its own (after fuse_daemonize()); stop. */
 int zrfs_follow_start(struct zrfs *fs);
 void zrfs_follow_stop(struct zrfs *fs);
+/* Answer @req once the mount shows generation @gen or a later one and the
+ * kernel has been told what changed: with attributes @st if not NULL, else
+ * success. At once when nothing follows. */
+void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const struct stat *st);
+/* Make the newest commit the mount's view now, from a request; the kernel
+ * is told what changed by the following thread, later. For a request during
+ * which the kernel holds a directory's lock (unlink): telling the kernel
+ * takes that lock, so the request cannot wait for it. */
+void zrfs_follow_publish(struct zrfs *fs);
+
+/* ---- write.c: -o rw ---- */
+
+/* Open the dataset's writer (before mounting: a refusal is said on the
+ * terminal): 0 or -1; say in DATASET/writer that the mount on @mountpoint
+ * holds it (after fuse_daemonize: the daemon's pid); close it. */
+int zrfs_writes_open(struct zrfs *fs);
+void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint);
+void zrfs_writes_close(struct zrfs *fs);
+/* The FUSE operations that change the dataset, for dispatch.c. An open for
+ * writing of a record file gets a handle of its own (fi->fh); reads,
+ * attributes and flushes with one go to it. */
+void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi);
+void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       mode_t mode, struct fuse_file_info *fi);
+void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t size, off_t off,
+		      struct fuse_file_info *fi);
+void zrfs_write_read(fuse_req_t req, struct zrfs *fs, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
+void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
+/* (@req NULL: a handle whose opener is gone, freed without an answer) */
+void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
+void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+/* Change attributes of @ino, which has @now: only its size (a change of the
+ * value) and its times (accepted, ignored). */
+void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *attr,
+			int to_set, struct fuse_file_info *fi, const struct stat *now);
+/* The size of the value being written to @ino (through @fi, or a file
+ * created and still open) into *st: false if none is. */
+bool zrfs_write_attr(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st);
 
 /* ---- subtrees (tree.c, batches.c, byclass.c), iterated by dispatch.c ---- */
 
@@ -245,8 +290,9 @@ extern const struct zrfs_subtree zrfs_tree;
 extern const struct zrfs_subtree zrfs_batches;
 extern const struct zrfs_subtree zrfs_byclass;
 
-/* dispatch.c: the FUSE operations */
+/* dispatch.c: the FUSE operations of a read-only mount, and of -o rw */
 extern const struct fuse_lowlevel_ops zrfs_ops;
+extern const struct fuse_lowlevel_ops zrfs_rw_ops;
 
 /* batches.c: set-up of /.batches (tables and background threads), with
  * the -o batches specs checked against view @v */

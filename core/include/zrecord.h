@@ -253,6 +253,14 @@ ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void 
 ZR_API uint64_t zr_generation(const zr_dataset *ds);
 
 /**
+ * Say who holds the writer lock of a dataset opened ZR_RDWR, for the message
+ * a second writer gets: the calling process (its pid, as after a fork that
+ * kept the lock) and @p what, one line (e.g. "zrfs mount on /mnt/ds").
+ * @return 0, -EROFS (opened read-only), -EINVAL (@p what has a newline)
+ */
+ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
+
+/**
  * Open the dataset's current committed state read-only, as zr_open() does,
  * sharing with @p prev (a read-only handle of the same dataset, which stays
  * valid and unchanged) the chunk files it has open: the cost is that of the

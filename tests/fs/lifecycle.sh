@@ -1,6 +1,6 @@
 #!/bin/sh
-# Options and errors: -o rw and bad datasets are refused before anything is
-# mounted; SIGTERM unmounts cleanly; unmounting under busy readers returns.
+# Options and errors: bad options, bad datasets and -o rw while another
+# writer holds the dataset are refused before anything is mounted; SIGTERM unmounts cleanly; unmounting under busy readers returns.
 . "$(dirname "$0")/lib.sh"
 make_ds --records 64
 
@@ -8,9 +8,12 @@ make_ds --records 64
 "$ZRFS" --version | grep -q '^zrfs ' || fail "--version"
 "$ZRFS" "$DS" 2>/dev/null
 [ $? -eq 2 ] || fail "a missing mount point is not a usage error"
-out=$("$ZRFS" "$DS" "$MNT" -o rw 2>&1)
-[ $? -eq 2 ] || fail "-o rw was not refused"
-case $out in *"read-write mounts are not supported"*) ;; *) fail "-o rw: $out" ;; esac
+# the writer lock is flock(2) on the dataset's directory: held by flock(1) here
+out=$(flock "$DS" "$ZRFS" "$DS" "$MNT" -o rw 2>&1)
+[ $? -eq 1 ] || fail "-o rw while another writer holds the dataset"
+mountpoint -q "$MNT" && fail "mounted although the writer lock is held"
+case $out in *"cannot mount read-write"*"another writer has the dataset open"*) ;;
+*) fail "-o rw with the lock held: $out" ;; esac
 out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1) && fail "a missing dataset mounted"
 case $out in *"$T/nonexistent"*) ;; *) fail "missing dataset: $out" ;; esac
 out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"

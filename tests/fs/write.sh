@@ -1,0 +1,154 @@
+#!/bin/sh
+# A writable mount (-o rw): record files replaced with cp, dd, shell
+# redirections, truncate and Python writes at random offsets; records
+# appended by creating FIELD/N.ext; values removed with rm; everything else
+# refused with the errno a user expects; a second writer told which mount
+# holds the dataset; every change visible through the mount as soon as the
+# writing program's close returns, and in zr cat; zr verify clean after.
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+make_ds --records 40
+"$ZRFS" "$DS" "$MNT" -o rw -f 2>"$T/log" &
+pid=$!
+timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
+[ "$n" = 40 ] || fail "zr info says $n records"
+
+# a read-only mount stays the default, and a second writer is refused
+# with the mount named
+mkdir "$T/mnt2"
+"$ZRFS" "$DS" "$T/mnt2" -o rw 2>"$T/err" && { fusermount3 -u "$T/mnt2"; fail "a second rw mount"; }
+grep -q "zrfs mount on $MNT" "$T/err" || fail "second rw mount said: $(cat "$T/err")"
+printf x >"$T/x"
+"$ZR" set "$DS" 0 --img="$T/x" 2>"$T/err" && fail "zr set while mounted rw"
+grep -q "zrfs mount on $MNT" "$T/err" || fail "zr set said: $(cat "$T/err")"
+
+# replace: cp over a record, then read it back at once
+head -c 5000 /dev/urandom >"$T/a"
+cp "$T/a" "$MNT/img/3.jpg" || fail "cp onto img/3.jpg"
+same "$T/a" "$MNT/img/3.jpg"
+"$ZR" cat "$DS" img 3 >"$T/got" || fail "zr cat img 3"
+same "$T/a" "$T/got"
+# a shell redirection (O_TRUNC), a shorter value on a flate field
+printf 'short text' >"$MNT/txt/5.txt" || fail "> txt/5.txt"
+[ "$(cat "$MNT/txt/5.txt")" = "short text" ] || fail "txt/5.txt: $(head -c 40 "$MNT/txt/5.txt")"
+# dd into the middle without truncating: the rest of the value is kept
+cp "$MNT/img/7.jpg" "$T/seven" 2>/dev/null || : >"$T/seven"
+printf 'MIDDLE' | dd of="$MNT/img/7.jpg" bs=1 seek=2 conv=notrunc status=none || fail "dd into img/7.jpg"
+"$PY" - "$T/seven" "$MNT/img/7.jpg" <<'EOF' || fail "patched img/7.jpg"
+import sys
+old = open(sys.argv[1], 'rb').read()
+want = old[:2].ljust(2, b'\0') + b'MIDDLE' + old[8:]
+got = open(sys.argv[2], 'rb').read()
+assert got == want, (len(got), len(want))
+EOF
+# truncate(1) of a file not open
+truncate -s 100 "$MNT/img/3.jpg" || fail "truncate img/3.jpg"
+[ "$(stat -c %s "$MNT/img/3.jpg")" = 100 ] || fail "img/3.jpg after truncate: $(stat -c %s "$MNT/img/3.jpg")"
+head -c 100 "$T/a" | cmp -s - "$MNT/img/3.jpg" || fail "img/3.jpg after truncate differs"
+
+# Python: several writes at random offsets, a hole, fsync, then a read
+"$PY" - "$MNT" <<'EOF' || fail "python writes"
+import os, random, sys
+p = sys.argv[1] + '/img/9.jpg'
+rng = random.Random(1)
+want = bytearray(30000)
+fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+for _ in range(50):
+    off = rng.randrange(0, 29000)
+    b = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 1000)))
+    os.pwrite(fd, b, off)
+    want[off:off + len(b)] = b
+end = max(i for i in range(len(want)) if want[i]) + 1 if any(want) else 0
+os.pwrite(fd, b'\x01', 29999)   # the last byte: the size is 30000, a hole before
+want[29999] = 1
+os.fsync(fd)
+os.close(fd)
+got = open(p, 'rb').read()
+assert got == bytes(want), 'random writes differ'
+# a fixed-shape field takes exactly its size
+lab = sys.argv[1] + '/lab/4'
+with open(lab, 'wb') as f:
+    f.write((1234).to_bytes(8, 'little'))
+assert open(lab, 'rb').read() == (1234).to_bytes(8, 'little')
+try:
+    with open(lab, 'wb') as f:
+        f.write(b'123')
+    raise SystemExit('a 3-byte value of an i64 field was accepted')
+except OSError as e:
+    assert e.errno == 22, e
+assert open(lab, 'rb').read() == (1234).to_bytes(8, 'little'), 'refused value changed the record'
+fd = os.open(lab, os.O_WRONLY | os.O_TRUNC)
+try:
+    os.write(fd, b'x' * 9)
+    raise SystemExit('a 9-byte write to an i64 field was accepted')
+except OSError as e:
+    assert e.errno == 27, e   # EFBIG
+try:
+    os.close(fd)              # what is left, 0 bytes, does not fit either
+    raise SystemExit('an empty i64 value was accepted')
+except OSError as e:
+    assert e.errno == 22, e
+assert open(lab, 'rb').read() == (1234).to_bytes(8, 'little'), 'refused value changed the record'
+EOF
+
+# append: create FIELD/N.ext; a listing and the .npy view grow
+head -c 777 /dev/urandom >"$T/new"
+cp "$T/new" "$MNT/img/40.jpg" || fail "cp to img/40.jpg (append)"
+same "$T/new" "$MNT/img/40.jpg"
+[ -e "$MNT/img/41.jpg" ] && fail "img/41.jpg exists"
+ls "$MNT/img" | grep -qx 40.jpg || fail "40.jpg not listed"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = 41 ] || fail "not 41 records"
+[ -e "$MNT/txt/40.txt" ] && fail "txt/40.txt should be missing"
+"$PY" -c "
+import numpy as np, sys
+a = np.load('$MNT/vec.npy')
+assert a.shape == (41, 4, 3), a.shape
+" || fail "vec.npy after the append"
+printf 'late' >"$MNT/txt/40.txt" || fail "filling in a missing value"
+[ "$(cat "$MNT/txt/40.txt")" = late ] || fail "txt/40.txt"
+
+# remove: the value goes missing, the id stays
+rm "$MNT/img/3.jpg" || fail "rm img/3.jpg"
+[ -e "$MNT/img/3.jpg" ] && fail "img/3.jpg still there"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = 41 ] || fail "rm renumbered"
+rm "$MNT/img/3.jpg" 2>/dev/null && fail "rm of a missing value"
+
+# refused: errno as a user expects (root bypasses mode bits: EPERM from us)
+expect() { # expect ERRNO-TEXT COMMAND...: fails with that message
+	want=$1
+	shift
+	"$@" 2>"$T/err" && fail "$* succeeded"
+	grep -q "$want" "$T/err" || fail "$*: $(cat "$T/err")"
+}
+expect "not permitted" mkdir "$MNT/img/d"
+expect "not permitted" mkdir "$MNT/newfield"
+expect "not permitted" touch "$MNT/img/cat.jpg"
+expect "not permitted" touch "$MNT/img/99.jpg"
+expect "not permitted" ln -s x "$MNT/img/s"
+expect "not permitted" ln "$MNT/img/5.jpg" "$MNT/img/l"
+expect "not permitted" mv "$MNT/img/5.jpg" "$MNT/img/6.jpg"
+expect "not permitted" chmod 600 "$MNT/img/5.jpg"
+expect "not permitted" chown 1:1 "$MNT/img/5.jpg"
+expect "not permitted" sh -c "echo '{}' >'$MNT/meta.json'"
+expect "not permitted" sh -c "echo x >'$MNT/vec.npy'"
+expect "not permitted" sh -c "echo x >>'$MNT/.batches/seq,batch=4/epoch-0/0/ids'"
+expect "not permitted" rm "$MNT/meta.json"
+expect "not permitted" rmdir "$MNT/img"
+touch -d 2001-01-01 "$MNT/img/5.jpg" || fail "touch -d (times are accepted and ignored)"
+[ "$(stat -c %a "$MNT/img/5.jpg")" = 644 ] || fail "mode $(stat -c %a "$MNT/img/5.jpg")"
+
+# everything the mount shows equals the dataset, which verifies clean
+for f in img txt vec lab; do
+	for p in "$MNT/$f"/*; do
+		id=$(basename "$p" | cut -d. -f1)
+		"$ZR" cat "$DS" "$f" "$id" | cmp -s - "$p" || fail "$p differs from zr cat"
+	done
+done
+grep -q "lab/4: 3 bytes written, the field's shape takes 8: not stored" "$T/log" ||
+	fail "no log line for a refused value: $(cat "$T/log")"
+fusermount3 -u "$MNT" || fail "unmount"
+wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
+"$ZR" verify "$DS" >/dev/null || fail "zr verify after the writes"
+# the writer lock went with the daemon
+"$ZR" set "$DS" 0 --img="$T/x" >/dev/null || fail "zr set after unmounting"
