@@ -320,6 +320,14 @@ Test(store, second_writer_is_refused_and_readers_cannot_write)
 	cr_assert_eq(zr_append(r, &v, NULL), -EROFS);
 	cr_assert_eq(zr_commit(r), -EROFS);
 	cr_assert_eq(zr_delete(r, 0), -EROFS);
+	/* the holder may say more about itself, one line; a reader holds nothing */
+	cr_assert_eq(zr_holder_set(w, "zrfs mount on /mnt/x"), 0);
+	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR), -EBUSY);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "UTC, zrfs mount on /mnt/x"), "%s",
+			   zr_errmsg(NULL));
+	cr_assert_not_null(strstr(zr_errmsg(NULL), who));
+	cr_assert_eq(zr_holder_set(w, "two\nlines"), -EINVAL);
+	cr_assert_eq(zr_holder_set(r, "x"), -EROFS);
 	zr_close(w);
 	w2 = t_open(t_ds, ZR_RDWR); /* free again */
 	zr_close(w2);
