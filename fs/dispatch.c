@@ -126,7 +126,13 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if ((t = owner(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
 	}
-	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
+	if (rc == -ENOENT && fs->writes && zrfs_write_lookup(fs, parent, name, &ino) == 0) {
+		struct fuse_entry_param e = {.ino = ino}; /* a file being written: not cached */
+		if ((rc = zrfs_write_attr(fs, v, ino, NULL, &e.attr)) == 0)
+			fuse_reply_entry(req, &e);
+		else
+			zrfs_reply_err(req, rc > 0 ? -ENOENT : rc);
+	} else if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
 		fuse_reply_err(req, ENOENT); /* not cached */
 	else if (rc < 0 && rc != -ENOENT)
 		zrfs_reply_err(req, rc);
@@ -136,22 +142,16 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* Attributes of @ino as the file handle @fi (if any) has it: a record
- * being written has the size written so far, even before it exists. */
+ * being written has the size written so far, even before it exists (-o rw). */
 static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
 {
 	struct zrfs_view *v = zrfs_names_begin(fs);
 	int rc = attr_of(fs, v, ino, st);
 
-	if (fs->writes) {
-		struct stat w;
-		zrfs_file_attr(fs, v, ino, 0, &w);
-		if (zrfs_write_attr(fs, ino, fi, &w)) {
-			if (rc < 0)
-				*st = w;
-			st->st_size = w.st_size;
-			st->st_blocks = w.st_blocks;
-			rc = 0;
-		}
+	/* a handle for writing, a file created and not stored yet */
+	if (fs->writes && ((fi && fi->fh) || (ino & ZRFS_INO_STAGED) || rc == -ENOENT)) {
+		int w = zrfs_write_attr(fs, v, ino, fi, st);
+		rc = w <= 0 ? w : rc;
 	}
 	zrfs_names_end(fs);
 	return rc;
@@ -278,7 +278,7 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (ino & ZRFS_INO_STAGED)) {
 		if (fs->writes)
 			zrfs_write_open(req, fs, ino, fi);
 		else
@@ -302,8 +302,11 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct zrfs_view *v;
 	int rc;
 
-	if (fs->writes && fi && fi->fh) {
-		zrfs_write_read(req, fs, size, off, fi); /* the writer's own value */
+	if (fs->writes && ((fi && fi->fh) || (ino & ZRFS_INO_STAGED))) {
+		v = zrfs_view_hold(fs); /* a value being written, or one placed */
+		if (!zrfs_write_read(req, fs, v, ino, size, off, fi))
+			fuse_reply_err(req, ESTALE);
+		zrfs_view_put(v);
 		return;
 	}
 	if ((rc = resolve(fs, ino, &t, &v)) < 0)
@@ -320,7 +323,9 @@ static void forget_one(struct zrfs *fs, fuse_ino_t ino)
 {
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
 
-	if (t && t->forget)
+	if (fs->writes && (ino & ZRFS_INO_STAGED))
+		zrfs_write_forget(fs, ino);
+	else if (t && t->forget)
 		t->forget(fs, ino);
 	else
 		zrfs_unpin(fs, ino);
@@ -455,7 +460,7 @@ static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_write_unlink(req, fuse_req_userdata(req), parent, name);
 }
 
-/* Directories, links, special files and renames: the tree is the dataset's. */
+/* Directories, links, special files: the tree is the dataset's. */
 static void zrfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	(void)parent, (void)name, (void)mode;
@@ -490,8 +495,7 @@ static void zrfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const c
 static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 			const char *newname, unsigned flags)
 {
-	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-	fuse_reply_err(req, EPERM);
+	zrfs_write_rename(req, fuse_req_userdata(req), parent, name, newparent, newname, flags);
 }
 
 #define READ_OPS                                                                                \

@@ -58,6 +58,7 @@ struct pending {
 struct answer {
 	fuse_req_t req;
 	uint64_t gen;
+	uint64_t ticket;      /* in the order asked: notes noted before it are sent first */
 	bool with_attr;
 	struct stat st;
 };
@@ -76,6 +77,7 @@ struct zrfs_follow {
 	pthread_mutex_t answers_lock;
 	struct answer *answers; /* requests waiting for a generation */
 	size_t nanswers, answers_cap;
+	uint64_t tickets;     /* answers asked for so far */
 	struct zrfs_notes unsent; /* of views a request made current */
 	struct stat seen;     /* meta.json when the current view was made */
 	char last_error[256]; /* said once until it changes */
@@ -390,6 +392,17 @@ void zrfs_follow_publish(struct zrfs *fs)
 	}
 }
 
+void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_follow *w = fs->follow;
+
+	if (!w || !w->running)
+		return;
+	pthread_mutex_lock(&w->answers_lock);
+	zrfs_notes_entry(&w->unsent, parent, name); /* short of memory: cached until timeout */
+	pthread_mutex_unlock(&w->answers_lock);
+}
+
 /* ---- answers ---- */
 
 static void answer(const struct answer *a)
@@ -400,16 +413,16 @@ static void answer(const struct answer *a)
 		fuse_reply_err(a->req, 0);
 }
 
-/* Answer the requests waiting for generation @gen or an older one (all of
- * them when @all). */
-static void answer_up_to(struct zrfs *fs, uint64_t gen, bool all)
+/* Answer the requests waiting for generation @gen or an older one that
+ * were asked for up to ticket @upto (all of them when @all). */
+static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 {
 	struct zrfs_follow *w = fs->follow;
 	size_t k = 0;
 
 	pthread_mutex_lock(&w->answers_lock);
 	for (size_t i = 0; i < w->nanswers; i++)
-		if (all || w->answers[i].gen <= gen)
+		if (all || (w->answers[i].gen <= gen && w->answers[i].ticket <= upto))
 			answer(&w->answers[i]);
 		else
 			w->answers[k++] = w->answers[i];
@@ -420,7 +433,7 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, bool all)
 void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const struct stat *st)
 {
 	struct zrfs_follow *w = fs->follow;
-	struct answer a = {req, gen, st != NULL, {0}};
+	struct answer a = {req, gen, 0, st != NULL, {0}};
 	bool queued = false;
 
 	if (st)
@@ -436,6 +449,7 @@ void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const str
 			}
 		}
 		if (w->nanswers < w->answers_cap) {
+			a.ticket = ++w->tickets;
 			w->answers[w->nanswers++] = a;
 			queued = true;
 		}
@@ -480,11 +494,12 @@ static void *follower(void *arg)
 		notes_move(&w->unsent, &notes);
 		notes = w->unsent;
 		memset(&w->unsent, 0, sizeof w->unsent);
+		uint64_t upto = w->tickets;
 		pthread_mutex_unlock(&w->answers_lock);
 		pthread_mutex_unlock(&w->lock);
 		zrfs_notes_send(fs, &notes);
 		zrfs_notes_free(&notes);
-		answer_up_to(fs, gen, false);
+		answer_up_to(fs, gen, upto, false);
 	}
 	return NULL;
 }
@@ -536,7 +551,7 @@ void zrfs_follow_stop(struct zrfs *fs)
 		pthread_join(w->thread, NULL);
 		w->running = false;
 	}
-	answer_up_to(fs, 0, true); /* the commits they wait for are made */
+	answer_up_to(fs, 0, 0, true); /* the commits they wait for are made */
 	if (w->inotify >= 0)
 		close(w->inotify);
 	close(w->wake[0]);

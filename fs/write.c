@@ -15,17 +15,13 @@
  * answered only once the mount shows that commit (follow.c): a program
  * that closes a file and opens it again reads what it wrote.
  *
- * Names: a field directory holds "<id>[.ext]" for ids below the length N.
- * Creating "<id>[.ext]" for a missing value fills it in, and creating
- * "<N>[.ext]" appends record N (its other fields missing). Removing a
- * record file makes that value missing: ids never move under a mount.
- * Nothing else can be created, removed or renamed (EPERM): the tree is the
- * dataset's, not the user's. Times can be set and are ignored (cp -p and
- * rsync -a set them); modes and owners cannot be changed.
+ * Names (created, renamed, removed) are write_names.c's. Times can be set
+ * and are ignored (cp -p and rsync -a set them); modes and owners cannot
+ * be changed.
  *
- * Sections: the writer, values, open files, names, attributes.
+ * Sections: the writer, values, open files, attributes.
  */
-#include "zrfs_i.h"
+#include "write_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,29 +31,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-struct wfile;
-
-struct zrfs_writes {
-	zr_dataset *ds;       /* the writer: ZR_RDWR */
-	int dirfd;            /* the dataset's directory, for private files */
-	pthread_mutex_t lock; /* one change and its commit at a time */
-	pthread_mutex_t created_lock; /* taken before a file's, never after */
-	struct wfile *created; /* files created and still open: their inodes
-				  have attributes before the record has a value */
-};
-
-/* A record file open for writing: fi->fh. */
-struct wfile {
-	pthread_mutex_t lock;
-	unsigned field;
-	uint64_t id;
-	int fd;               /* the value as written so far */
-	uint64_t size;
-	bool dirty;           /* changed since it was last stored */
-	fuse_ino_t ino;       /* created: its inode, and the next created */
-	struct wfile *next;
-};
 
 /* ---- the writer ---- */
 
@@ -71,7 +44,7 @@ int zrfs_writes_open(struct zrfs *fs)
 		return -1;
 	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_mutex_init(&w->created_lock, NULL);
+	pthread_mutex_init(&w->names_lock, NULL);
 	w->dirfd = -1;
 	fs->writes = w;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
@@ -102,21 +75,19 @@ void zrfs_writes_close(struct zrfs *fs)
 
 	if (!w)
 		return;
+	zrfs_staged_free_all(fs); /* files never placed: said there */
 	zr_close(w->ds); /* every change was committed when it was stored */
 	if (w->dirfd >= 0)
 		close(w->dirfd);
 	pthread_mutex_destroy(&w->lock);
-	pthread_mutex_destroy(&w->created_lock);
+	pthread_mutex_destroy(&w->names_lock);
 	free(w);
 	fs->writes = NULL;
 }
 
 /* ---- values ---- */
 
-/* Make (@field, @id) hold @v (data NULL: missing), appending record @id
- * if it is the next one, and commit; the generation committed. Under the
- * writer's lock. */
-static int64_t change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
+int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
 {
 	zr_dataset *ds = fs->writes->ds;
 	uint64_t n = zr_length(ds);
@@ -140,9 +111,7 @@ static int64_t change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
 	return rc < 0 ? rc : (int64_t)zr_generation(ds);
 }
 
-/* Store what @f holds as its record's value and commit: the generation,
- * or a negative code (logged). Under @f's lock. */
-static int64_t store(struct zrfs *fs, struct wfile *f)
+int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id)
 {
 	const struct zrfs_field *fd = &fs->fields[f->field];
 	void *map = NULL;
@@ -151,17 +120,29 @@ static int64_t store(struct zrfs *fs, struct wfile *f)
 	if (fd->record_size && f->size != fd->record_size) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: %llu bytes written, the field's shape "
 			 "takes %llu: not stored\n", fs->dataset, fd->name,
-			 (unsigned long long)f->id, (unsigned long long)f->size,
+			 (unsigned long long)id, (unsigned long long)f->size,
 			 (unsigned long long)fd->record_size);
 		return -EINVAL;
 	}
 	if (f->size && (map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0)) == MAP_FAILED)
 		return -errno;
-	pthread_mutex_lock(&fs->writes->lock);
-	rc = change(fs, f->field, f->id, (zr_value){map ? map : "", f->size});
-	pthread_mutex_unlock(&fs->writes->lock);
+	rc = zrfs_change(fs, f->field, id, (zr_value){map ? map : "", f->size});
 	if (map)
 		munmap(map, f->size);
+	return rc;
+}
+
+/* Store what @f holds as its value: the generation, 0 (nothing to store
+ * yet), or a negative code (logged). Under @f's lock. */
+static int64_t store(struct zrfs *fs, struct wfile *f)
+{
+	int64_t rc;
+
+	if (f->staged)
+		return zrfs_staged_store(fs, f);
+	pthread_mutex_lock(&fs->writes->lock);
+	rc = zrfs_wfile_store(fs, f, f->id);
+	pthread_mutex_unlock(&fs->writes->lock);
 	return rc;
 }
 
@@ -193,8 +174,8 @@ static uint64_t value_max(const struct zrfs_field *f)
 
 /* A private file holding record (@field, @id) as it is now, unless
  * @truncate: 0 or -errno. */
-static int wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
-		      struct wfile **out)
+int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
+		    struct wfile **out)
 {
 	zr_dataset *ds = fs->writes->ds;
 	struct wfile *f = calloc(1, sizeof *f);
@@ -204,13 +185,14 @@ static int wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncat
 	if (!f)
 		return -ENOMEM;
 	pthread_mutex_init(&f->lock, NULL);
+	atomic_init(&f->refs, 1);
 	f->field = field;
 	f->id = id;
 	f->dirty = truncate;
 	f->fd = openat(fs->writes->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (f->fd < 0)
 		rc = -errno;
-	else if (!truncate && id < zr_length(ds) && (rc = zr_stat(ds, field, id, &rs)) == 0 &&
+	else if (!truncate && id != NO_ID && id < zr_length(ds) && (rc = zr_stat(ds, field, id, &rs)) == 0 &&
 		 rs.present && rs.logical_len > 0) {
 		void *buf = malloc(rs.logical_len);
 		int64_t got = buf ? zr_record_load(ds, field, id, buf, rs.logical_len) : -ENOMEM;
@@ -231,8 +213,16 @@ static int wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncat
 	return 0;
 }
 
-static void wfile_free(struct wfile *f)
+struct wfile *zrfs_wfile_ref(struct wfile *f)
 {
+	atomic_fetch_add(&f->refs, 1);
+	return f;
+}
+
+void zrfs_wfile_put(struct wfile *f)
+{
+	if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+		return;
 	close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
@@ -253,23 +243,30 @@ static bool record_of(struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t
 
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct wfile *f;
+	struct wfile *f = NULL;
 	unsigned field;
 	uint64_t id;
-	int rc;
+	int rc = 0;
 
-	if (!record_of(fs, ino, &field, &id)) {
-		fuse_reply_err(req, EPERM); /* meta.json, views, batches: made, not stored */
-		return;
+	if (zrfs_write_node(fs, ino, NULL, &f, &field, &id) == 0) {
+		/* created and not stored: its handles share the value; placed: its record */
+		if (!f && (fi->flags & O_ACCMODE) != O_RDONLY)
+			rc = zrfs_wfile_make(fs, field, id, (fi->flags & O_TRUNC) != 0, &f);
+	} else if (!record_of(fs, ino, &field, &id)) {
+		rc = -EPERM; /* meta.json, views, batches: made, not stored */
+	} else if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		rc = zrfs_wfile_make(fs, field, id, (fi->flags & O_TRUNC) != 0, &f);
 	}
-	if ((rc = wfile_make(fs, field, id, (fi->flags & O_TRUNC) != 0, &f)) < 0) {
+	if (rc < 0) {
 		zrfs_reply_err(req, rc);
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	fi->direct_io = 1;
+	fi->direct_io = f != NULL; /* shares no pages with the record's readers */
+	fi->keep_cache = f == NULL;
+	fi->noflush = f == NULL;
 	if (fuse_reply_open(req, fi) != 0)
-		wfile_free(f); /* the opener is gone: no RELEASE comes */
+		zrfs_wfile_put(f); /* the opener is gone: no RELEASE comes */
 }
 
 void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t size, off_t off,
@@ -301,23 +298,32 @@ void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t s
 		fuse_reply_write(req, (size_t)n);
 }
 
-void zrfs_write_read(fuse_req_t req, struct zrfs *fs, size_t size, off_t off,
-		     struct fuse_file_info *fi)
+bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		     size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct wfile *f = wfile_of(fi);
-	char *buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size);
+	struct wfile *f;
+	unsigned field;
+	uint64_t id;
+	char *buf;
 	ssize_t n;
 
-	(void)fs;
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	if (zrfs_write_node(fs, ino, fi, &f, &field, &id) < 0)
+		return false;
+	if (!f) { /* placed: the record */
+		zrfs_record_read(req, fs, v, ino, field, id, size, off);
+		return true;
 	}
-	n = pread(f->fd, buf, size, off);
-	if (n < 0)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
+	if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		n = pread(f->fd, buf, size, off);
+		if (n < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_buf(req, buf, (size_t)n);
+	}
+	zrfs_wfile_put(f);
+	return true;
 }
 
 /* Store @f's value if it changed; answer @req when the mount shows it. */
@@ -359,19 +365,12 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 	}
 	/* every close flushed it; a change after (through a mapping) is stored now */
 	pthread_mutex_lock(&f->lock);
-	if (f->dirty)
+	if (f->dirty) {
 		store(fs, f); /* the closer is gone: logged, not answered */
-	pthread_mutex_unlock(&f->lock);
-	if (f->ino) {
-		pthread_mutex_lock(&fs->writes->created_lock);
-		for (struct wfile **p = &fs->writes->created; *p; p = &(*p)->next)
-			if (*p == f) {
-				*p = f->next;
-				break;
-			}
-		pthread_mutex_unlock(&fs->writes->created_lock);
+		f->dirty = false;
 	}
-	wfile_free(f);
+	pthread_mutex_unlock(&f->lock);
+	zrfs_wfile_put(f);
 	if (req)
 		fuse_reply_err(req, 0);
 }
@@ -379,92 +378,6 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
 {
 	zrfs_write_flush(req, fs, fi); /* a change is a commit: durable when answered */
-}
-
-/* ---- names ---- */
-
-/* The record @name names in field directory @parent, among ids up to the
- * length (@next: and the next one): 0, -EPERM (not a field directory or not
- * a record's name). */
-static int name_of(struct zrfs *fs, fuse_ino_t parent, const char *name, bool next,
-		   unsigned *field, uint64_t *id)
-{
-	uint64_t n = zr_length(fs->writes->ds);
-
-	if (parent < ZRFS_INO_DIR || parent >= ZRFS_INO_DIR + fs->nfields)
-		return -EPERM;
-	*field = (unsigned)(parent - ZRFS_INO_DIR);
-	if (zrfs_record_name_parse(&fs->fields[*field], name, next ? n + 1 : n, id) < 0) {
-		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s: not a record's name (records are "
-			 "named by id; the next is %llu)\n", fs->dataset, fs->fields[*field].name,
-			 name, (unsigned long long)n);
-		return -EPERM;
-	}
-	return 0;
-}
-
-void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		       mode_t mode, struct fuse_file_info *fi)
-{
-	struct fuse_entry_param e;
-	zr_record_stat rs = {0};
-	struct zrfs_view *v;
-	struct wfile *f;
-	unsigned field;
-	uint64_t id;
-	int rc;
-
-	(void)mode; /* every record file has the same mode */
-	pthread_mutex_lock(&fs->writes->lock);
-	rc = name_of(fs, parent, name, true, &field, &id);
-	if (rc == 0 && id < zr_length(fs->writes->ds) &&
-	    zr_stat(fs->writes->ds, field, id, &rs) == 0 && rs.present)
-		rc = -EEXIST;
-	pthread_mutex_unlock(&fs->writes->lock);
-	if (rc == 0)
-		rc = wfile_make(fs, field, id, true, &f);
-	if (rc < 0) {
-		zrfs_reply_err(req, rc);
-		return;
-	}
-	memset(&e, 0, sizeof e);
-	v = zrfs_names_begin(fs);
-	e.ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
-	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
-	zrfs_names_end(fs);
-	/* not cached: until the value is committed the name is the writer's */
-	e.attr_timeout = e.entry_timeout = 0;
-	fi->fh = (uintptr_t)f;
-	fi->direct_io = 1;
-	f->ino = e.ino;
-	pthread_mutex_lock(&fs->writes->created_lock);
-	f->next = fs->writes->created;
-	fs->writes->created = f;
-	pthread_mutex_unlock(&fs->writes->created_lock);
-	if (fuse_reply_create(req, &e, fi) != 0)
-		zrfs_write_release(NULL, fs, fi); /* the creator is gone */
-}
-
-void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
-{
-	zr_record_stat rs = {0};
-	unsigned field;
-	uint64_t id;
-	int64_t rc;
-
-	pthread_mutex_lock(&fs->writes->lock);
-	rc = name_of(fs, parent, name, false, &field, &id);
-	if (rc == 0 && (rc = zr_stat(fs->writes->ds, field, id, &rs)) == 0 && !rs.present)
-		rc = -ENOENT;
-	if (rc == 0)
-		rc = change(fs, field, id, (zr_value){NULL, 0});
-	pthread_mutex_unlock(&fs->writes->lock);
-	if (rc < 0) {
-		zrfs_reply_err(req, (int)rc);
-		return;
-	}
-	zrfs_follow_publish(fs); /* the kernel holds the directory's lock: not told yet */
-	fuse_reply_err(req, 0);
 }
 
 /* ---- attributes ---- */
@@ -478,9 +391,12 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 	uint64_t id;
 	int64_t rc = 0;
 
-	if (((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
-	    ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
-	    ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) {
+	/* a mode or owner of a file at rest: refused; of a file being written
+	 * (cp -p and rsync -a set them before it is stored): ignored */
+	if ((((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
+	     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
+	     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
+	    !f && !(ino & ZRFS_INO_STAGED)) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -493,7 +409,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 			fuse_reply_err(req, EPERM);
 			return;
 		}
-		if ((rc = wfile_make(fs, field, id, false, &own)) < 0) {
+		if ((rc = zrfs_wfile_make(fs, field, id, false, &own)) < 0) {
 			zrfs_reply_err(req, (int)rc);
 			return;
 		}
@@ -518,8 +434,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		rc = store(fs, own);
 		pthread_mutex_unlock(&own->lock);
 	}
-	if (own)
-		wfile_free(own);
+	zrfs_wfile_put(own);
 	if (rc < 0)
 		zrfs_reply_err(req, (int)rc);
 	else if (own)
@@ -528,24 +443,22 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		fuse_reply_attr(req, &st, 0);
 }
 
-bool zrfs_write_attr(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
+int zrfs_write_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		    struct fuse_file_info *fi, struct stat *st)
 {
-	struct wfile *f = wfile_of(fi);
-	uint64_t size;
+	struct wfile *f;
+	unsigned field;
+	uint64_t id;
 
-	pthread_mutex_lock(&fs->writes->created_lock);
-	for (struct wfile *c = fs->writes->created; c && !f; c = c->next)
-		if (c->ino == ino)
-			f = c;
-	if (f) {
-		pthread_mutex_lock(&f->lock);
-		size = f->size;
-		pthread_mutex_unlock(&f->lock);
-	}
-	pthread_mutex_unlock(&fs->writes->created_lock);
-	if (!f)
-		return false;
-	st->st_size = (off_t)size;
-	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-	return true;
+	if (zrfs_write_node(fs, ino, fi, &f, &field, &id) < 0)
+		return 1;
+	if (!f) /* placed: its record, as the view has it */
+		return zrfs_record_attr(fs, v, ino, field, id, st);
+	zrfs_file_attr(fs, v, ino, 0, st);
+	pthread_mutex_lock(&f->lock);
+	st->st_size = (off_t)f->size;
+	st->st_blocks = (blkcnt_t)((f->size + 511) / 512);
+	pthread_mutex_unlock(&f->lock);
+	zrfs_wfile_put(f);
+	return 0;
 }

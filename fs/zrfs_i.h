@@ -8,8 +8,10 @@
  *   main.c            the command: options, mount, session loop
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
- *   write.c           a writable mount (-o rw): record files written,
- *                     created, removed, each change a commit
+ *   write_names.c     a writable mount (-o rw): names created, renamed,
+ *                     removed
+ *   write.c           -o rw: the writer; record files written, each
+ *                     change a commit
  *   follow.c          the thread that follows commits: new views, versions,
  *                     and what the kernel must forget; requests answered
  *                     once the mount shows their commit
@@ -42,6 +44,7 @@
  *                              bits 60-61 = 2 (epochs), 3 (steps) batches.c
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
  *                              ZRFS_INO_BY_CLASS | i << 32 | class byclass.c
+ *   /<field>/<new file> (rw)   ZRFS_INO_STAGED | n               write_names.c
  */
 #ifndef ZRFS_I_H
 #define ZRFS_I_H
@@ -69,6 +72,7 @@
 #define ZRFS_INO_META (UINT64_C(1) << 59)
 #define ZRFS_INO_EPOCH (UINT64_C(2) << 60)
 #define ZRFS_INO_STEP (UINT64_C(3) << 60)
+#define ZRFS_INO_STAGED (UINT64_C(1) << 62) /* -o rw: files not stored yet, write_names.c */
 #define ZRFS_ID_BITS 40
 #define ZRFS_VERSIONS 256 /* record versions: 8 bits of the inode number */
 #define ZRFS_GEN_MASK ((UINT64_C(1) << 40) - 1) /* generations in .npy numbers */
@@ -204,8 +208,11 @@ void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const str
  * which the kernel holds a directory's lock (unlink): telling the kernel
  * takes that lock, so the request cannot wait for it. */
 void zrfs_follow_publish(struct zrfs *fs);
+/* Tell the kernel that @name in @parent names something else now, with the
+ * notes of the next view (before any answer asked for after this call). */
+void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name);
 
-/* ---- write.c: -o rw ---- */
+/* ---- write.c, write_names.c: -o rw ---- */
 
 /* Open the dataset's writer (before mounting: a refusal is said on the
  * terminal): 0 or -1; say in DATASET/writer that the mount on @mountpoint
@@ -221,20 +228,30 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		       mode_t mode, struct fuse_file_info *fi);
 void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi);
-void zrfs_write_read(fuse_req_t req, struct zrfs *fs, size_t size, off_t off,
-		     struct fuse_file_info *fi);
+/* A read of @ino through handle @fi, or of a file created and not stored
+ * (or placed: it shows its record in view @v); false if neither: not ours. */
+bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		     size_t size, off_t off, struct fuse_file_info *fi);
 void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 /* (@req NULL: a handle whose opener is gone, freed without an answer) */
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned flags);
 /* Change attributes of @ino, which has @now: only its size (a change of the
  * value) and its times (accepted, ignored). */
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *attr,
 			int to_set, struct fuse_file_info *fi, const struct stat *now);
-/* The size of the value being written to @ino (through @fi, or a file
- * created and still open) into *st: false if none is. */
-bool zrfs_write_attr(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st);
+/* Attributes of @ino as the writes have it (a handle @fi, a file created
+ * and not stored, or placed: its record in @v): 0, or 1 if not theirs, or
+ * a negative code. */
+int zrfs_write_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+		    struct fuse_file_info *fi, struct stat *st);
+/* A name of a file created and not stored: 0 with *ino, or -ENOENT. */
+int zrfs_write_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *ino);
+/* The kernel forgot @ino. */
+void zrfs_write_forget(struct zrfs *fs, fuse_ino_t ino);
 
 /* ---- subtrees (tree.c, batches.c, byclass.c), iterated by dispatch.c ---- */
 

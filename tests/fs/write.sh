@@ -123,11 +123,18 @@ expect() { # expect ERRNO-TEXT COMMAND...: fails with that message
 }
 expect "not permitted" mkdir "$MNT/img/d"
 expect "not permitted" mkdir "$MNT/newfield"
-expect "not permitted" touch "$MNT/img/cat.jpg"
-expect "not permitted" touch "$MNT/img/99.jpg"
 expect "not permitted" ln -s x "$MNT/img/s"
 expect "not permitted" ln "$MNT/img/5.jpg" "$MNT/img/l"
-expect "not permitted" mv "$MNT/img/5.jpg" "$MNT/img/6.jpg"
+"$PY" -c "
+import errno, os, sys
+try:
+    os.rename('$MNT/img/5.jpg', '$MNT/txt/5.txt')
+    sys.exit('a rename between field directories worked')
+except OSError as e:
+    assert e.errno == errno.EXDEV, e
+" || fail "rename between field directories"
+expect "not permitted" mv "$MNT/img/5.jpg" "$MNT/img/five.jpg"
+expect "not permitted" mv "$MNT/meta.json" "$MNT/m.json"
 expect "not permitted" chmod 600 "$MNT/img/5.jpg"
 expect "not permitted" chown 1:1 "$MNT/img/5.jpg"
 expect "not permitted" sh -c "echo '{}' >'$MNT/meta.json'"
@@ -137,6 +144,51 @@ expect "not permitted" rm "$MNT/meta.json"
 expect "not permitted" rmdir "$MNT/img"
 touch -d 2001-01-01 "$MNT/img/5.jpg" || fail "touch -d (times are accepted and ignored)"
 [ "$(stat -c %a "$MNT/img/5.jpg")" = 644 ] || fail "mode $(stat -c %a "$MNT/img/5.jpg")"
+
+# other names append at the next id when stored; the name then goes away
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
+mkdir "$T/photos"
+for k in 1 2 3 4 5; do head -c $((k * 300)) /dev/urandom >"$T/photos/cat$k.jpg"; done
+cp -r "$T/photos/." "$MNT/img/" || fail "cp -r photos/. img/"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n + 5)) ] || fail "cp -r did not append 5"
+[ -e "$MNT/img/cat1.jpg" ] && fail "img/cat1.jpg still there after it was stored"
+for k in 1 2 3 4 5; do # in the order cp wrote them, which the log says
+	line=$(grep "img/cat$k.jpg is now img/" "$T/log") || fail "no log line for cat$k.jpg"
+	same "$T/photos/cat$k.jpg" "$MNT/img/${line##*img/}"
+done
+n=$((n + 5))
+
+# rsync: a temporary ".NAME.XXXXXX" renamed onto the name; onto a record's
+# name it replaces the value, onto another name it appends
+mkdir "$T/src"
+head -c 4000 /dev/urandom >"$T/src/0.jpg"
+head -c 3000 /dev/urandom >"$T/src/new.jpg"
+rsync -a "$T/src/" "$MNT/img/" || fail "rsync -a"
+same "$T/src/0.jpg" "$MNT/img/0.jpg"
+same "$T/src/new.jpg" "$MNT/img/$n.jpg"
+n=$((n + 1))
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $n ] || fail "rsync appended other than 1"
+head -c 4100 /dev/urandom >"$T/src/0.jpg"
+rsync -a --inplace "$T/src/0.jpg" "$MNT/img/0.jpg" || fail "rsync --inplace"
+same "$T/src/0.jpg" "$MNT/img/0.jpg"
+# a hidden file stays hidden until renamed; removed, it never was
+printf tmp >"$MNT/img/.scratch" || fail "writing a hidden file"
+[ "$(cat "$MNT/img/.scratch")" = tmp ] || fail "reading a hidden file back"
+rm "$MNT/img/.scratch" || fail "rm of a hidden file"
+[ -e "$MNT/img/.scratch" ] && fail ".scratch still there"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $n ] || fail "a hidden file was stored"
+# rename over an existing record moves the value; the source goes missing
+cp "$MNT/img/0.jpg" "$T/zero"
+mv "$MNT/img/0.jpg" "$MNT/img/1.jpg" || fail "mv img/0.jpg img/1.jpg"
+same "$T/zero" "$MNT/img/1.jpg"
+[ -e "$MNT/img/0.jpg" ] && fail "img/0.jpg still there after mv"
+# hostile names are names like any other: appended, or refused by the kernel
+printf 'a' >"$MNT/img/-rf" || fail "a name starting with -"
+printf 'b' >"$MNT/img/$(printf 'new\nline')" || fail "a name with a newline"
+printf 'c' >"$MNT/img/a..b" || fail "a name with dots"
+expect "too long" sh -c "printf d >'$MNT/img/$(printf 'x%.0s' $(seq 300))'"
+n=$((n + 3))
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $n ] || fail "hostile names: not 3 appended"
 
 # everything the mount shows equals the dataset, which verifies clean
 for f in img txt vec lab; do
@@ -149,6 +201,7 @@ grep -q "lab/4: 3 bytes written, the field's shape takes 8: not stored" "$T/log"
 	fail "no log line for a refused value: $(cat "$T/log")"
 fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
+grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files?)"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the writes"
 # the writer lock went with the daemon
 "$ZR" set "$DS" 0 --img="$T/x" >/dev/null || fail "zr set after unmounting"

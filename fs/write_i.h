@@ -1,0 +1,86 @@
+/*
+ * write_i.h - what the two halves of a writable mount share: write.c (the
+ * writer, values, files open for writing) and write_names.c (names created,
+ * staged, renamed and removed).
+ */
+#ifndef ZRFS_WRITE_I_H
+#define ZRFS_WRITE_I_H
+
+#include "zrfs_i.h"
+
+#define NO_ID UINT64_MAX
+/* Most files created under names that are not records' and not placed
+ * yet (each holds a private file open). */
+#define STAGED_MAX 1024
+
+struct staged;
+
+/* A value being written: shared by the handles open on it and, while it is
+ * not placed, by the name it was created under. */
+struct wfile {
+	atomic_uint refs;
+	pthread_mutex_t lock;
+	unsigned field;
+	uint64_t id;          /* the record it is the value of; NO_ID: not yet */
+	int fd;               /* its bytes: an O_TMPFILE in the dataset's directory */
+	uint64_t size;
+	bool dirty;           /* changed since it was last stored */
+	struct staged *staged; /* the name it was created under, if not a record's */
+};
+
+/* A file created in a field directory, until its value is stored: under a
+ * record's name (the record has no value yet, or is the next one), or
+ * under another name (placed as a new record when stored). */
+struct staged {
+	struct staged *next;
+	fuse_ino_t ino;       /* the record's, or ZRFS_INO_STAGED | n */
+	unsigned field;
+	char *name;
+	struct wfile *f;      /* its bytes; NULL once placed */
+	uint64_t id;          /* the record it is or became; NO_ID: the next one */
+	bool placed;          /* stored: ino shows record id (until forgotten) */
+	bool hidden;          /* a dot name: placed by a rename only (rsync's temporary files) */
+};
+
+struct zrfs_writes {
+	zr_dataset *ds;       /* the writer: ZR_RDWR */
+	int dirfd;            /* the dataset's directory, for private files */
+	pthread_mutex_t lock; /* the writer: one change and its commit at a time */
+	/* staged names; taken before a file's lock and the writer's, never after */
+	pthread_mutex_t names_lock;
+	struct staged *staged;
+	size_t nstaged;       /* not placed */
+	uint64_t next_staged;
+};
+
+/* write.c */
+int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
+		    struct wfile **out);
+struct wfile *zrfs_wfile_ref(struct wfile *f);
+void zrfs_wfile_put(struct wfile *f);
+/* Make (@field, @id) hold @v (data NULL: missing; @id the length: append)
+ * and commit: the generation, or a negative code (logged). Under the
+ * writer's lock. */
+int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v);
+/* Store @f's bytes as record @id's value and commit (@f's lock held):
+ * the generation or a negative code (logged). */
+int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id);
+/* The record of field directory @parent that @name names, among ids below
+ * the length (@next: or equal): 0, -ENOENT (not a record's name), -EPERM
+ * (not a field directory). */
+int zrfs_write_name(struct zrfs *fs, fuse_ino_t parent, const char *name, bool next,
+		    unsigned *field, uint64_t *id);
+
+/* write_names.c */
+/* Store the value of @f, which has a staged name (f->staged; @f's lock
+ * held): at its record, or as the next one: the generation, 0 (a hidden
+ * name: kept until renamed), or a negative code. */
+int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f);
+void zrfs_staged_free_all(struct zrfs *fs);
+/* What @ino is to the writes: the file of handle @fi, or of a file created
+ * and not stored (*f, referenced), or, placed, record (*field, *id) (*f
+ * NULL). 0, or -ENOENT: neither. */
+int zrfs_write_node(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct wfile **f, unsigned *field, uint64_t *id);
+
+#endif /* ZRFS_WRITE_I_H */
