@@ -148,8 +148,10 @@ static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, 
 	struct zrfs_view *v = zrfs_names_begin(fs);
 	int rc = attr_of(fs, v, ino, st);
 
-	/* a handle for writing, a file created and not stored yet */
-	if (fs->writes && ((fi && fi->fh) || (ino & ZRFS_INO_STAGED) || rc == -ENOENT)) {
+	/* a file created and not stored yet; a record being replaced shows its
+	 * committed value, even to its writer: the kernel keeps one size per
+	 * inode, and its other readers read the old value whole */
+	if (fs->writes && ((ino & ZRFS_INO_STAGED) || rc == -ENOENT)) {
 		int w = zrfs_write_attr(fs, v, ino, fi, st);
 		rc = w <= 0 ? w : rc;
 	}
@@ -289,8 +291,14 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOSYS); /* stateless: no OPEN/RELEASE from now on */
 		return;
 	}
-	fi->keep_cache = 1;
 	fi->noflush = 1; /* nothing to flush: closing costs no request */
+	/* -o rw: a record file's writer shares its inode with the readers, and
+	 * the kernel changes the inode's size as the writer writes; read past
+	 * the page cache, a reader gets the value the mount shows, whole */
+	if (fs->writes && zrfs_is_rec_ino(ino))
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -353,8 +361,11 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 
 	/* a writable mount needs an OPEN per file: a handle for each writer */
 	fs->no_open = !fs->writes && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
-	if (fs->writes && (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC))
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC; /* O_TRUNC comes with the OPEN */
+	/* O_TRUNC as a SETATTR with the new handle, answered with the size the
+	 * record still has: with it in the OPEN, the kernel would empty the
+	 * inode its readers share */
+	if (fs->writes)
+		conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	if (!(conn->capable & FUSE_CAP_SPLICE_WRITE))
 		fs->opts.splice = 0;
 	if (fs->opts.splice)

@@ -35,7 +35,7 @@ bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uin
 	 * in 40..47, the id below */
 	uint64_t f = (ino >> ZRFS_ID_BITS) & 0xff;
 
-	if (ino >> 56 != 1 || f >= fs->nfields)
+	if (!zrfs_is_rec_ino(ino) || f >= fs->nfields)
 		return false;
 	*field = (unsigned)f;
 	*id = ino & ((UINT64_C(1) << ZRFS_ID_BITS) - 1);

@@ -71,7 +71,7 @@ void zrfs_file_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t
 		    uint64_t size, struct stat *st)
 {
 	/* -o rw: record files can be written; what is made from them cannot */
-	base_attr(fs, v, ino, S_IFREG | (fs->writes && ino >> 56 == 1 ? 0644 : 0444), st);
+	base_attr(fs, v, ino, S_IFREG | (fs->writes && zrfs_is_rec_ino(ino) ? 0644 : 0444), st);
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }

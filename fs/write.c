@@ -45,6 +45,7 @@ int zrfs_writes_open(struct zrfs *fs)
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->names_lock, NULL);
+	pthread_mutex_init(&w->fresh_lock, NULL);
 	w->dirfd = -1;
 	fs->writes = w;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
@@ -81,6 +82,7 @@ void zrfs_writes_close(struct zrfs *fs)
 		close(w->dirfd);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->names_lock);
+	pthread_mutex_destroy(&w->fresh_lock);
 	free(w);
 	fs->writes = NULL;
 }
@@ -228,6 +230,57 @@ void zrfs_wfile_put(struct wfile *f)
 	free(f);
 }
 
+/* ---- just opened: O_TRUNC ---- */
+
+static void fresh_add(struct zrfs *fs, struct wfile *f, fuse_req_t req, fuse_ino_t ino)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	f->ino = ino;
+	f->pid = fuse_req_ctx(req)->pid;
+	pthread_mutex_lock(&w->fresh_lock);
+	f->fresh = true;
+	f->fresh_next = w->fresh;
+	w->fresh = f;
+	pthread_mutex_unlock(&w->fresh_lock);
+}
+
+/* @f is used: no SETATTR of its open comes any more. */
+static void fresh_end(struct zrfs *fs, struct wfile *f)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (!f || !f->fresh) /* read unlocked: it only goes from true to false */
+		return;
+	pthread_mutex_lock(&w->fresh_lock);
+	for (struct wfile **p = &w->fresh; *p; p = &(*p)->fresh_next)
+		if (*p == f) {
+			*p = f->fresh_next;
+			break;
+		}
+	f->fresh = false;
+	pthread_mutex_unlock(&w->fresh_lock);
+}
+
+/* The file that process @pid has just opened for writing on @ino, taken
+ * off the list and referenced; NULL if none. */
+static struct wfile *fresh_take(struct zrfs *fs, fuse_ino_t ino, pid_t pid)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wfile *f = NULL;
+
+	pthread_mutex_lock(&w->fresh_lock);
+	for (struct wfile **p = &w->fresh; *p; p = &(*p)->fresh_next)
+		if ((*p)->ino == ino && (*p)->pid == pid) {
+			f = zrfs_wfile_ref(*p);
+			*p = f->fresh_next;
+			f->fresh = false;
+			break;
+		}
+	pthread_mutex_unlock(&w->fresh_lock);
+	return f;
+}
+
 static struct wfile *wfile_of(const struct fuse_file_info *fi)
 {
 	return fi ? (struct wfile *)(uintptr_t)fi->fh : NULL;
@@ -262,11 +315,14 @@ void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fus
 		return;
 	}
 	fi->fh = (uintptr_t)f;
-	fi->direct_io = f != NULL; /* shares no pages with the record's readers */
-	fi->keep_cache = f == NULL;
+	fi->direct_io = 1; /* shares no pages with the record's readers (dispatch.c) */
 	fi->noflush = f == NULL;
-	if (fuse_reply_open(req, fi) != 0)
+	if (f)
+		fresh_add(fs, f, req, ino);
+	if (fuse_reply_open(req, fi) != 0) {
+		fresh_end(fs, f);
 		zrfs_wfile_put(f); /* the opener is gone: no RELEASE comes */
+	}
 }
 
 void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t size, off_t off,
@@ -279,6 +335,7 @@ void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t s
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	fresh_end(fs, f);
 	if ((uint64_t)off + size > value_max(&fs->fields[f->field])) {
 		fuse_reply_err(req, EFBIG);
 		return;
@@ -309,6 +366,7 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 
 	if (zrfs_write_node(fs, ino, fi, &f, &field, &id) < 0)
 		return false;
+	fresh_end(fs, f);
 	if (!f) { /* placed: the record */
 		zrfs_record_read(req, fs, v, ino, field, id, size, off);
 		return true;
@@ -349,10 +407,12 @@ void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi
 {
 	struct wfile *f = wfile_of(fi);
 
-	if (!f)
+	if (!f) {
 		fuse_reply_err(req, 0); /* opened for reading */
-	else
-		settle(req, fs, f);
+		return;
+	}
+	fresh_end(fs, f);
+	settle(req, fs, f);
 }
 
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
@@ -363,6 +423,7 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 		fuse_reply_err(req, 0);
 		return;
 	}
+	fresh_end(fs, f);
 	/* every close flushed it; a change after (through a mapping) is stored now */
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty) {
@@ -385,12 +446,13 @@ void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *attr,
 			int to_set, struct fuse_file_info *fi, const struct stat *now)
 {
-	struct wfile *f = wfile_of(fi), *own = NULL;
+	struct wfile *f = wfile_of(fi), *own = NULL, *taken = NULL;
 	struct stat st = *now;
 	unsigned field;
 	uint64_t id;
 	int64_t rc = 0;
 
+	fresh_end(fs, f);
 	/* a mode or owner of a file at rest: refused; of a file being written
 	 * (cp -p and rsync -a set them before it is stored): ignored */
 	if ((((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
@@ -404,7 +466,9 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		fuse_reply_attr(req, &st, 0); /* times: the commit's, whatever is asked */
 		return;
 	}
-	if (!f) { /* truncate(2) of a file not open: a change of its own */
+	if (!f && (f = taken = fresh_take(fs, ino, fuse_req_ctx(req)->pid)) != NULL) {
+		/* open(O_TRUNC): the handle the same call just opened */
+	} else if (!f) { /* truncate(2) of a file not open: a change of its own */
 		if (!record_of(fs, ino, &field, &id)) {
 			fuse_reply_err(req, EPERM);
 			return;
@@ -427,14 +491,20 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		}
 		pthread_mutex_unlock(&f->lock);
 	}
-	st.st_size = attr->st_size;
-	st.st_blocks = (st.st_size + 511) / 512;
+	/* a file created and not stored has the size asked; a record keeps the
+	 * size of its committed value until the new one is stored (its inode
+	 * is its readers' too: see attr_now in dispatch.c) */
+	if (f->staged || (ino & ZRFS_INO_STAGED)) {
+		st.st_size = attr->st_size;
+		st.st_blocks = (st.st_size + 511) / 512;
+	}
 	if (rc == 0 && own) {
 		pthread_mutex_lock(&own->lock);
 		rc = store(fs, own);
 		pthread_mutex_unlock(&own->lock);
 	}
 	zrfs_wfile_put(own);
+	zrfs_wfile_put(taken);
 	if (rc < 0)
 		zrfs_reply_err(req, (int)rc);
 	else if (own)

@@ -26,6 +26,12 @@ struct wfile {
 	uint64_t size;
 	bool dirty;           /* changed since it was last stored */
 	struct staged *staged; /* the name it was created under, if not a record's */
+	/* Just opened, by process pid, for inode ino: open(O_TRUNC) comes as an
+	 * OPEN and then a SETATTR without the handle, which is this one's. */
+	struct wfile *fresh_next;
+	fuse_ino_t ino;
+	pid_t pid;
+	bool fresh;
 };
 
 /* A file created in a field directory, until its value is stored: under a
@@ -51,6 +57,8 @@ struct zrfs_writes {
 	struct staged *staged;
 	size_t nstaged;       /* not placed */
 	uint64_t next_staged;
+	pthread_mutex_t fresh_lock; /* of the fresh list, taken alone */
+	struct wfile *fresh;  /* files just opened for writing */
 };
 
 /* write.c */

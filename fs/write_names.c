@@ -201,7 +201,7 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	if (strcmp(to, s->name) != 0)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset,
 			 fs->fields[s->field].name, s->name, fs->fields[s->field].name, to);
-	if (s->ino >> 56 == 1)
+	if (zrfs_is_rec_ino(s->ino))
 		drop(w, s); /* a record's own number: nothing to remember */
 	zrfs_wfile_put(f); /* the name's reference; the caller has another */
 	return gen;
@@ -221,7 +221,7 @@ int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f)
 	} else if (f->staged->hidden) {
 		gen = 0; /* kept until renamed */
 	} else {
-		renamed = f->staged->ino >> 56 != 1;
+		renamed = !zrfs_is_rec_ino(f->staged->ino);
 		snprintf(name, sizeof name, "%s", f->staged->name);
 		gen = place(fs, f->staged, f->staged->id);
 	}

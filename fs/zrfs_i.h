@@ -351,6 +351,11 @@ void zrfs_notes_free(struct zrfs_notes *notes);
 /* ---- records.c: record files ---- */
 
 fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version);
+/* Whether @ino is a record file's number (ZRFS_INO_REC and nothing above). */
+static inline bool zrfs_is_rec_ino(fuse_ino_t ino)
+{
+	return ino >> 56 == 1;
+}
 /* Whether @ino is a record file's number (of any version), with its field,
  * id and version. */
 bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,

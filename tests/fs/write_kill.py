@@ -1,0 +1,216 @@
+"""write_kill.py - a writable mount killed while programs write through it.
+
+usage: write_kill.py ZR ZRFS DATASET MOUNT TRIALS
+
+The dataset (made here) has a flate bytes field "txt" and a raw i64 "lab".
+TRIALS times: mount it with -o rw (in the foreground, this process's
+child), start a writer thread that replaces, appends and removes records
+through the mount (some files fsync'd, some only closed, some written in
+several pieces at random offsets) and a reader thread that reads the files
+the writer touches, then SIGKILL the daemon at a random instant. Checked:
+- every read returns a value that record has had, whole (the value it had
+  before the trial, or one written during it), or fails with ENOENT;
+- after the kill, `zr verify` is clean;
+- every value whose fsync returned is there, byte-exact, unless a later
+  write of the same record may have replaced it (its close began); every
+  record the writer never touched is as it was.
+
+Exit 0 on success; a message and 1 on the first failure.
+"""
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ZR, ZRFS, DS, MNT = sys.argv[1:5]
+TRIALS = int(sys.argv[5])
+N0 = 50
+
+
+DAEMON = []   # the daemon of the trial running, killed and unmounted on failure
+
+
+def fail(msg):
+    print('FAIL: ' + msg, file=sys.stderr)
+    for d in DAEMON:
+        d.kill()
+        d.wait()
+    subprocess.run(['umount', '-l', MNT], capture_output=True)
+    os._exit(1)
+
+
+def zr(*args, check=True):
+    r = subprocess.run([ZR, *args], capture_output=True)
+    if check and r.returncode != 0:
+        fail('zr %s: %s' % (' '.join(args), r.stderr.decode()))
+    return r
+
+
+def snapshot():
+    """The record count and every value (None: missing), by zr export."""
+    n = int(next(l.split()[1] for l in zr('info', DS).stdout.decode().splitlines()
+                 if l.startswith('records')))
+    values = {}
+    for f, ext in (('txt', '.txt'), ('lab', '')):
+        out = '%s.export-%s' % (DS, f)
+        subprocess.run(['rm', '-rf', out])
+        zr('export', 'dir', DS, f, out)
+        for i in range(n):
+            p = '%s/%d%s' % (out, i, ext)
+            values[(f, i)] = open(p, 'rb').read() if os.path.exists(p) else None
+    return n, values
+
+
+def mounted():
+    return os.path.ismount(MNT)
+
+
+class Trial:
+    def __init__(self, n, values, rng):
+        self.n = n                # record count when the trial began
+        self.rng = rng
+        self.had = {k: {v} for k, v in values.items()}  # every value a record has had
+        self.durable = {}         # (field, id) -> the value whose fsync returned
+        self.after = {}           # (field, id) -> values tried after it
+        self.lock = threading.Lock()
+        self.touched = []
+        self.errors = []
+        self.stop = False
+
+    def name(self, field, i):
+        return '%s/%s/%d%s' % (MNT, field, i, '.txt' if field == 'txt' else '')
+
+    def tried(self, key, v):
+        with self.lock:
+            self.had.setdefault(key, {None}).add(v)
+            self.after.setdefault(key, set()).add(v)
+            self.touched.append(key)
+
+    def writer(self):
+        rng = self.rng
+        try:
+            while not self.stop:
+                op = rng.random()
+                field = 'txt' if rng.random() < 0.7 else 'lab'
+                i = rng.randrange(self.n)
+                key = (field, i)
+                if op < 0.15:
+                    self.tried(key, None)
+                    os.unlink(self.name(field, i))
+                    continue
+                v = (bytes(rng.randrange(256) for _ in range(rng.randrange(1, 3000)))
+                     if field == 'txt' else rng.randrange(1 << 62).to_bytes(8, 'little'))
+                self.tried(key, v)
+                fd = os.open(self.name(field, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                if rng.random() < 0.3:     # in pieces, backwards
+                    cut = len(v) // 2
+                    os.pwrite(fd, v[cut:], cut)
+                    os.pwrite(fd, v[:cut], 0)
+                else:
+                    os.write(fd, v)
+                sync = rng.random() < 0.5
+                if sync:
+                    os.fsync(fd)
+                    with self.lock:
+                        self.durable[key] = v
+                        self.after[key] = set()
+                os.close(fd)
+        except OSError as e:
+            if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED, errno.ENOENT, errno.EIO):
+                self.errors.append('writer: %s' % e)
+
+    def reader(self):
+        rng = self.rng.__class__(self.rng.random())
+        while not self.stop:
+            with self.lock:
+                keys = self.touched[-20:] or [('txt', 0)]
+            field, i = rng.choice(keys)
+            try:
+                with open(self.name(field, i), 'rb') as f:
+                    got = f.read()
+            except OSError as e:
+                if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
+                    return
+                if e.errno != errno.ENOENT:
+                    self.errors.append('reader: %s/%d: %s' % (field, i, e))
+                continue
+            with self.lock:
+                had = self.had.get((field, i), set())
+                # a file being created (the record had no value) shows what is
+                # written so far; a value being replaced shows the old one whole
+                if got not in had and not (None in had and any(
+                        v and v.startswith(got) for v in had)):
+                    self.errors.append('reader: %s/%d: %d bytes that it never had (it had %s)'
+                                       % (field, i, len(got), sorted(
+                                           -1 if v is None else len(v) for v in had)))
+
+
+def main():
+    rng = random.Random(int(os.environ.get('SEED', '7')))
+    zr('create', DS, '--field', 'txt:bytes:flate:ext=txt', '--field', 'lab:i64:shape=')
+    for i in range(N0):
+        p = '%s.v' % DS
+        open(p + 't', 'wb').write(b'value %d ' % i * (i % 7 + 1))
+        open(p + 'l', 'wb').write(i.to_bytes(8, 'little'))
+        zr('put', DS, '--txt=' + p + 't', '--lab=' + p + 'l')
+    n, values = snapshot()
+    aborted = 0
+    for trial in range(TRIALS):
+        log = open('%s.log' % DS, 'ab')
+        d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'rw', '-f'], stderr=log)
+        DAEMON[:] = [d]
+        t0 = time.monotonic()
+        while not mounted():
+            if d.poll() is not None or time.monotonic() - t0 > 30:
+                fail('trial %d: not mounted (daemon exit %s)' % (trial, d.poll()))
+        t = Trial(n, values, rng)
+        threads = [threading.Thread(target=t.writer), threading.Thread(target=t.reader)]
+        for th in threads:
+            th.start()
+        time.sleep(rng.random() * 0.3)   # the instant of the kill, not a synchronisation
+        d.send_signal(signal.SIGKILL)
+        # A thread of the daemon may be telling the kernel about a commit and
+        # wait for a directory's lock that a program holds while it waits for
+        # the daemon: the daemon then cannot finish dying until the
+        # connection is aborted, as umount -f does (zrfs(8), BUGS).
+        try:
+            d.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            subprocess.run(['umount', '-f', MNT], capture_output=True)
+            d.wait()
+            aborted += 1
+        t.stop = True
+        for th in threads:
+            th.join(30)
+            if th.is_alive():
+                fail('trial %d: a thread is stuck after the daemon died' % trial)
+        subprocess.run(['umount', '-l', MNT], capture_output=True)
+        log.close()
+        if t.errors:
+            fail('trial %d: %s' % (trial, t.errors[0]))
+        r = zr('verify', DS, check=False)
+        if r.returncode != 0:
+            fail('trial %d: zr verify: %s%s' % (trial, r.stdout.decode(), r.stderr.decode()))
+        n2, values2 = snapshot()
+        if n2 < n:
+            fail('trial %d: %d records, %d before' % (trial, n2, n))
+        for key, v in values.items():
+            now = values2.get(key)
+            if key in t.durable:
+                if now != t.durable[key] and now not in t.after.get(key, set()):
+                    fail('trial %d: %s/%d: an fsync\'d value was lost' % ((trial,) + key))
+            elif key in t.had and len(t.had[key]) > 1:
+                if now not in t.had[key]:
+                    fail('trial %d: %s/%d: a value it never had' % ((trial,) + key))
+            elif now != v:
+                fail('trial %d: %s/%d changed though nobody wrote it' % ((trial,) + key))
+        n, values = n2, values2
+    print('%d daemons killed while writing (%d stuck until the mount was aborted); '
+          'every fsync\'d value kept' % (TRIALS, aborted))
+
+
+main()
