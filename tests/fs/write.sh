@@ -8,7 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 make_ds --records 40
-"$ZRFS" "$DS" "$MNT" -o rw -f 2>"$T/log" &
+# ZRFS_WRAP: a command the daemon runs under (the valgrind build's memcheck)
+${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o rw -f 2>"$T/log" &
 pid=$!
 timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
 n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
