@@ -15,124 +15,31 @@
  * answered only once the mount shows that commit (follow.c): a program
  * that closes a file and opens it again reads what it wrote.
  *
- * Names (created, renamed, removed) are write_names.c's. Times can be set
- * and are ignored (cp -p and rsync -a set them); modes and owners cannot
- * be changed.
+ * These are the FUSE operations on files; names (created, renamed,
+ * removed) are write_names.c's, the writer and the values writer.c's.
+ * Times can be set and are ignored (cp -p and rsync -a set them); modes
+ * and owners cannot be changed on a file at rest.
  *
- * Sections: the writer, values, open files, attributes.
+ * Sections: the mount, storing, just opened, open files, attributes.
  */
 #include "write_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the writer ---- */
-
-int zrfs_writes_open(struct zrfs *fs)
-{
-	struct zrfs_writes *w = calloc(1, sizeof *w);
-	int rc;
-
-	if (!w) {
-		fprintf(stderr, "zrfs: out of memory\n");
-		return -1;
-	}
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_mutex_init(&w->names_lock, NULL);
-	pthread_mutex_init(&w->fresh_lock, NULL);
-	w->dirfd = -1;
-	fs->writes = w;
-	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
-		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));
-		return -1;
-	}
-	w->dirfd = open(fs->dataset, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (w->dirfd < 0) {
-		fprintf(stderr, "zrfs: %s: %s\n", fs->dataset, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint)
-{
-	char what[4200];
-
-	if (!fs->writes)
-		return;
-	snprintf(what, sizeof what, "zrfs mount on %s", mountpoint);
-	zr_holder_set(fs->writes->ds, what); /* only a message: best effort */
-}
+/* ---- the mount ---- */
 
 void zrfs_writes_close(struct zrfs *fs)
 {
-	struct zrfs_writes *w = fs->writes;
-
-	if (!w)
+	if (!fs->writes)
 		return;
 	zrfs_staged_free_all(fs); /* files never placed: said there */
-	zr_close(w->ds); /* every change was committed when it was stored */
-	if (w->dirfd >= 0)
-		close(w->dirfd);
-	pthread_mutex_destroy(&w->lock);
-	pthread_mutex_destroy(&w->names_lock);
-	pthread_mutex_destroy(&w->fresh_lock);
-	free(w);
-	fs->writes = NULL;
+	zrfs_writer_close(fs);
 }
 
-/* ---- values ---- */
-
-int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
-{
-	zr_dataset *ds = fs->writes->ds;
-	uint64_t n = zr_length(ds);
-	int rc;
-
-	if (id == n) {
-		zr_value *row = calloc(fs->nfields, sizeof *row);
-		if (!row)
-			return -ENOMEM;
-		row[field] = v;
-		rc = zr_append(ds, row, NULL);
-		free(row);
-	} else {
-		rc = id < n ? zr_modify(ds, field, id, v) : -ENOENT;
-	}
-	if (rc == 0)
-		rc = zr_commit(ds);
-	if (rc < 0) /* a change made but not committed goes with the next commit */
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot store: %s\n", fs->dataset,
-			 fs->fields[field].name, (unsigned long long)id, zr_errmsg(ds));
-	return rc < 0 ? rc : (int64_t)zr_generation(ds);
-}
-
-int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id)
-{
-	const struct zrfs_field *fd = &fs->fields[f->field];
-	void *map = NULL;
-	int64_t rc;
-
-	if (fd->record_size && f->size != fd->record_size) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: %llu bytes written, the field's shape "
-			 "takes %llu: not stored\n", fs->dataset, fd->name,
-			 (unsigned long long)id, (unsigned long long)f->size,
-			 (unsigned long long)fd->record_size);
-		return -EINVAL;
-	}
-	if (f->size && (map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0)) == MAP_FAILED)
-		return -errno;
-	rc = zrfs_change(fs, f->field, id, (zr_value){map ? map : "", f->size});
-	if (map)
-		munmap(map, f->size);
-	return rc;
-}
+/* ---- storing ---- */
 
 /* Store what @f holds as its value: the generation, 0 (nothing to store
  * yet), or a negative code (logged). Under @f's lock. */
@@ -146,88 +53,6 @@ static int64_t store(struct zrfs *fs, struct wfile *f)
 	rc = zrfs_wfile_store(fs, f, f->id);
 	pthread_mutex_unlock(&fs->writes->lock);
 	return rc;
-}
-
-/* ---- open files ---- */
-
-/* Write all @n bytes at @off of @fd: 0 or -errno. */
-static int write_at(int fd, const void *buf, size_t n, uint64_t off)
-{
-	const char *p = buf;
-
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* The longest value a record of field @f may take. */
-static uint64_t value_max(const struct zrfs_field *f)
-{
-	return f->record_size ? f->record_size : ZR_RECORD_MAX;
-}
-
-/* A private file holding record (@field, @id) as it is now, unless
- * @truncate: 0 or -errno. */
-int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
-		    struct wfile **out)
-{
-	zr_dataset *ds = fs->writes->ds;
-	struct wfile *f = calloc(1, sizeof *f);
-	zr_record_stat rs = {0};
-	int rc = 0;
-
-	if (!f)
-		return -ENOMEM;
-	pthread_mutex_init(&f->lock, NULL);
-	atomic_init(&f->refs, 1);
-	f->field = field;
-	f->id = id;
-	f->dirty = truncate;
-	f->fd = openat(fs->writes->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (f->fd < 0)
-		rc = -errno;
-	else if (!truncate && id != NO_ID && id < zr_length(ds) && (rc = zr_stat(ds, field, id, &rs)) == 0 &&
-		 rs.present && rs.logical_len > 0) {
-		void *buf = malloc(rs.logical_len);
-		int64_t got = buf ? zr_record_load(ds, field, id, buf, rs.logical_len) : -ENOMEM;
-		if (got >= 0 && (rc = write_at(f->fd, buf, (size_t)got, 0)) < 0)
-			got = rc;
-		rc = got < 0 ? (int)got : 0;
-		f->size = got < 0 ? 0 : (uint64_t)got;
-		free(buf);
-	}
-	if (rc < 0) {
-		if (f->fd >= 0)
-			close(f->fd);
-		pthread_mutex_destroy(&f->lock);
-		free(f);
-		return rc;
-	}
-	*out = f;
-	return 0;
-}
-
-struct wfile *zrfs_wfile_ref(struct wfile *f)
-{
-	atomic_fetch_add(&f->refs, 1);
-	return f;
-}
-
-void zrfs_wfile_put(struct wfile *f)
-{
-	if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
-		return;
-	close(f->fd);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
 }
 
 /* ---- just opened: O_TRUNC ---- */
@@ -336,12 +161,12 @@ void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t s
 		return;
 	}
 	fresh_end(fs, f);
-	if ((uint64_t)off + size > value_max(&fs->fields[f->field])) {
+	if ((uint64_t)off + size > zrfs_value_max(&fs->fields[f->field])) {
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
-	n = write_at(f->fd, buf, size, (uint64_t)off);
+	n = zrfs_pwrite_full(f->fd, buf, size, (uint64_t)off);
 	n = n < 0 ? n : (ssize_t)size;
 	if (n > 0) {
 		f->dirty = true;
@@ -479,7 +304,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		}
 		f = own;
 	}
-	if ((uint64_t)attr->st_size > value_max(&fs->fields[f->field])) {
+	if ((uint64_t)attr->st_size > zrfs_value_max(&fs->fields[f->field])) {
 		rc = -EFBIG;
 	} else {
 		pthread_mutex_lock(&f->lock);

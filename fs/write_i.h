@@ -1,7 +1,8 @@
 /*
- * write_i.h - what the two halves of a writable mount share: write.c (the
- * writer, values, files open for writing) and write_names.c (names created,
- * staged, renamed and removed).
+ * write_i.h - what the files of a writable mount share, from the top down:
+ * write.c (the FUSE operations on files), write_names.c (names created,
+ * staged, renamed and removed) and writer.c (the writer and the values
+ * being written).
  */
 #ifndef ZRFS_WRITE_I_H
 #define ZRFS_WRITE_I_H
@@ -61,7 +62,14 @@ struct zrfs_writes {
 	struct wfile *fresh;  /* files just opened for writing */
 };
 
-/* write.c */
+/* writer.c */
+void zrfs_writer_close(struct zrfs *fs);
+/* Write all @n bytes at @off of @fd: 0 or -errno. */
+int zrfs_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+/* The longest value a record of field @f may take. */
+uint64_t zrfs_value_max(const struct zrfs_field *f);
+/* A private file holding record (@field, @id) as it is now (NO_ID or past
+ * the end: nothing), unless @truncate: 0 or -errno. */
 int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
 		    struct wfile **out);
 struct wfile *zrfs_wfile_ref(struct wfile *f);

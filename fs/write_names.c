@@ -172,8 +172,13 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	e.attr_timeout = e.entry_timeout = 0;
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = 1;
-	if (fuse_reply_create(req, &e, fi) != 0)
-		zrfs_write_release(NULL, fs, fi); /* the creator is gone */
+	if (fuse_reply_create(req, &e, fi) != 0) { /* the creator is gone */
+		pthread_mutex_lock(&w->lock);
+		if (s->f == f)
+			drop(w, s);
+		pthread_mutex_unlock(&w->lock);
+		zrfs_wfile_put(f);
+	}
 }
 
 /* ---- storing ---- */

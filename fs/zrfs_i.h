@@ -8,10 +8,10 @@
  *   main.c            the command: options, mount, session loop
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
- *   write_names.c     a writable mount (-o rw): names created, renamed,
- *                     removed
- *   write.c           -o rw: the writer; record files written, each
- *                     change a commit
+ *   write.c           a writable mount (-o rw): record files opened,
+ *                     written, closed
+ *   write_names.c     -o rw: names created, renamed, removed
+ *   writer.c          -o rw: the writer, values stored, each a commit
  *   follow.c          the thread that follows commits: new views, versions,
  *                     and what the kernel must forget; requests answered
  *                     once the mount shows their commit
@@ -212,7 +212,7 @@ void zrfs_follow_publish(struct zrfs *fs);
  * notes of the next view (before any answer asked for after this call). */
 void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name);
 
-/* ---- write.c, write_names.c: -o rw ---- */
+/* ---- write.c, write_names.c, writer.c: -o rw ---- */
 
 /* Open the dataset's writer (before mounting: a refusal is said on the
  * terminal): 0 or -1; say in DATASET/writer that the mount on @mountpoint
