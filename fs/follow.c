@@ -85,13 +85,6 @@ struct zrfs_follow {
 	size_t npending, pending_cap;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- what changed ---- */
 
@@ -185,7 +178,7 @@ static void pin_old(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 		w->pending_cap = cap;
 	}
 	if (zrfs_pin(fs, ino, v) == 0)
-		w->pending[w->npending++] = (struct pending){ino, now_ms()};
+		w->pending[w->npending++] = (struct pending){ino, zrfs_now_ms()};
 }
 
 /* Let go of the pins whose grace is over and whose numbers the kernel does
@@ -195,7 +188,7 @@ static void pin_old(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 static int check_pins(struct zrfs *fs)
 {
 	struct zrfs_follow *w = fs->follow;
-	uint64_t now = now_ms();
+	uint64_t now = zrfs_now_ms();
 	fuse_ino_t *due = NULL;
 	size_t k = 0;
 	int next;

@@ -48,6 +48,9 @@ static const char usage[] =
 	"                       makes the value missing, dot files are temporary\n"
 	"                       until renamed (rsync); each change is a commit\n"
 	"                       (see zrfs(8))\n"
+	"  commit_ms=MS         -o rw: new files are committed in groups, at most\n"
+	"                       MS after they are closed (default 100; fsync: at once)\n"
+	"  commit_size=SIZE     or once SIZE bytes of them wait (default 64M)\n"
 	"  timeout=SECS         how long the kernel may cache names and attributes\n"
 	"                       (default 31536000: content never changes under a\n"
 	"                       name's inode; commits are followed by telling the\n"
@@ -78,6 +81,7 @@ struct cli {
 	char *dataset;
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
+	char *commit_ms, *commit_size;
 	int rw, splice;
 };
 
@@ -92,6 +96,8 @@ static const struct fuse_opt cli_spec[] = {
 	{"drop_behind=%s", offsetof(struct cli, drop_behind), 0},
 	{"readaround=%s", offsetof(struct cli, readaround), 0},
 	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
+	{"commit_ms=%s", offsetof(struct cli, commit_ms), 0},
+	{"commit_size=%s", offsetof(struct cli, commit_size), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
 	{"ro", offsetof(struct cli, rw), 0},
@@ -209,6 +215,8 @@ static int take_options(struct cli *c, struct zrfs *fs)
 		{"drop_behind", c->drop_behind, 1u << 20, false},
 		{"readaround", c->readaround, 64 << 20, true},
 		{"readahead_kb", c->readahead, 1u << 20, false},
+		{"commit_ms", c->commit_ms, 60000, false},
+		{"commit_size", c->commit_size, UINT64_C(1) << 40, true},
 	};
 	uint64_t v[sizeof nums / sizeof nums[0]];
 
@@ -228,6 +236,10 @@ static int take_options(struct cli *c, struct zrfs *fs)
 		fs->opts.readaround = v[4];
 	if (c->readahead)
 		fs->opts.readahead_kb = (unsigned)v[5];
+	if (c->commit_ms)
+		fs->opts.commit_ms = (unsigned)v[6];
+	if (c->commit_size)
+		fs->opts.commit_bytes = v[7];
 	/* absolute: the daemon leaves the working directory for "/", and it
 	 * opens the dataset again for every commit it follows */
 	char *abs = realpath(c->dataset, NULL);
@@ -300,7 +312,8 @@ int main(int argc, char **argv)
 	struct cli cli = {0};
 	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
-				   .drop_behind = 16, .readaround = UINT64_MAX}};
+				   .drop_behind = 16, .readaround = UINT64_MAX,
+				   .commit_ms = 100, .commit_bytes = 64 << 20}};
 	char *fsname = NULL, *o = NULL;
 	int rc = 2; /* usage errors until the arguments are understood */
 
@@ -362,6 +375,8 @@ out:
 	free(cli.prefetch);
 	free(cli.drop_behind);
 	free(cli.readaround);
+	free(cli.commit_ms);
+	free(cli.commit_size);
 	free(fsname);
 	free(o);
 	fuse_opt_free_args(&args);

@@ -26,15 +26,28 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the mount ---- */
 
+void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint)
+{
+	char what[4200];
+
+	if (!fs->writes)
+		return;
+	snprintf(what, sizeof what, "zrfs mount on %s", mountpoint);
+	zr_holder_set(fs->writes->ds, what); /* only a message: best effort */
+	zrfs_committer_start(fs);
+}
+
 void zrfs_writes_close(struct zrfs *fs)
 {
 	if (!fs->writes)
 		return;
+	zrfs_committer_stop(fs); /* new files not committed yet: committed now */
 	zrfs_staged_free_all(fs); /* files never placed: said there */
 	zrfs_writer_close(fs);
 }
@@ -50,7 +63,7 @@ static int64_t store(struct zrfs *fs, struct wfile *f)
 	if (f->staged)
 		return zrfs_staged_store(fs, f);
 	pthread_mutex_lock(&fs->writes->lock);
-	rc = zrfs_wfile_store(fs, f, f->id);
+	rc = zrfs_wfile_store(fs, f, f->id, true);
 	pthread_mutex_unlock(&fs->writes->lock);
 	return rc;
 }
@@ -263,7 +276,27 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
 {
-	zrfs_write_flush(req, fs, fi); /* a change is a commit: durable when answered */
+	struct wfile *f = wfile_of(fi);
+	int64_t gen;
+
+	if (!f) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	fresh_end(fs, f);
+	pthread_mutex_lock(&f->lock);
+	gen = f->dirty ? store(fs, f) : 0;
+	f->dirty = false; /* a value refused stays refused: said once */
+	pthread_mutex_unlock(&f->lock);
+	/* a new file is appended but committed in a group: commit it now */
+	if (gen == 0)
+		gen = zrfs_staged_sync(fs);
+	if (gen < 0)
+		zrfs_reply_err(req, (int)gen);
+	else if (gen == 0)
+		fuse_reply_err(req, 0);
+	else
+		zrfs_follow_answer(fs, (uint64_t)gen, req, NULL);
 }
 
 /* ---- attributes ---- */

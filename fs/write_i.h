@@ -46,6 +46,8 @@ struct staged {
 	struct wfile *f;      /* its bytes; NULL once placed */
 	uint64_t id;          /* the record it is or became; NO_ID: the next one */
 	bool placed;          /* stored: ino shows record id (until forgotten) */
+	bool pending;         /* appended as record id, not committed yet (f kept) */
+	uint64_t commit_no;   /* pending: the writer's commits when it was appended */
 	bool hidden;          /* a dot name: placed by a rename only (rsync's temporary files) */
 };
 
@@ -60,6 +62,15 @@ struct zrfs_writes {
 	uint64_t next_staged;
 	pthread_mutex_t fresh_lock; /* of the fresh list, taken alone */
 	struct wfile *fresh;  /* files just opened for writing */
+	uint64_t commits;     /* commits made so far (under lock) */
+	/* group commit of new files (write_names.c), under lock */
+	pthread_cond_t wake;  /* something to commit, or stop */
+	pthread_t committer;
+	bool committer_running, stopping;
+	size_t npending;      /* new files appended, not committed */
+	uint64_t pending_bytes, pending_since_ms;
+	unsigned commit_ms;   /* -o commit_ms: the longest a new file waits */
+	uint64_t commit_bytes; /* -o commit_size: or this many bytes */
 };
 
 /* writer.c */
@@ -78,9 +89,13 @@ void zrfs_wfile_put(struct wfile *f);
  * and commit: the generation, or a negative code (logged). Under the
  * writer's lock. */
 int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v);
-/* Store @f's bytes as record @id's value and commit (@f's lock held):
- * the generation or a negative code (logged). */
-int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id);
+/* Store @f's bytes as record @id's value and commit (@f's lock held, and
+ * the writer's): the generation or a negative code (logged). Without
+ * @commit: 0, the change left for the next commit. */
+int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id, bool commit);
+/* Commit what is left (under the writer's lock): the generation, or a
+ * negative code (logged). */
+int64_t zrfs_commit_now(struct zrfs *fs);
 /* The record of field directory @parent that @name names, among ids below
  * the length (@next: or equal): 0, -ENOENT (not a record's name), -EPERM
  * (not a field directory). */
@@ -93,6 +108,13 @@ int zrfs_write_name(struct zrfs *fs, fuse_ino_t parent, const char *name, bool n
  * name: kept until renamed), or a negative code. */
 int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f);
 void zrfs_staged_free_all(struct zrfs *fs);
+/* The thread that commits new files in groups: start (after fuse_daemonize),
+ * stop (committing what is left). */
+void zrfs_committer_start(struct zrfs *fs);
+void zrfs_committer_stop(struct zrfs *fs);
+/* Commit the new files not committed yet, now, and make the mount show
+ * them: the generation (0: nothing was pending), or a negative code. */
+int64_t zrfs_staged_sync(struct zrfs *fs);
 /* What @ino is to the writes: the file of handle @fi, or of a file created
  * and not stored (*f, referenced), or, placed, record (*field, *id) (*f
  * NULL). 0, or -ENOENT: neither. */

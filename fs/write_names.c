@@ -7,9 +7,13 @@
  *   - "<id>[.ext]" of a record without a value fills it in; "<N>[.ext]",
  *     N the record count, appends record N (its other fields missing);
  *   - any other name appends a record too, at the next id when the file is
- *     first stored (closed or fsync'd): the name then goes away, the
- *     record is listed as "<id>[.ext]", and the log says where it went.
- *     So `cp -r photos/. /mnt/ds/image/` appends one record per file;
+ *     first stored (closed or fsync'd), and the log says where it went.
+ *     Such new files are committed in groups (-o commit_ms, commit_size; at
+ *     once by fsync) by a thread of their own: until then the file keeps
+ *     its name and its private bytes; once the mount shows the commit the
+ *     name goes away and the record is listed as "<id>[.ext]". So
+ *     `cp -r photos/. /mnt/ds/image/` appends one record per file, without
+ *     a commit (three fsyncs) per file;
  *   - a name that starts with a dot is a temporary file: it stays as it is,
  *     in the daemon only, until it is renamed onto another name (which
  *     places it as above: onto a record's name it replaces that value) or
@@ -24,7 +28,8 @@
  * missing; ids never move under a mount. Renames between directories are
  * EXDEV (mv then copies and removes); anything else is EPERM.
  *
- * Sections: staged files, creating, storing, finding, renaming and removing.
+ * Sections: staged files, creating, storing, group commits, finding,
+ * renaming and removing.
  */
 #include "write_i.h"
 
@@ -32,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- staged files (under the writer's lock) ---- */
 
@@ -194,7 +200,7 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 
 	if (id == NO_ID)
 		id = zr_length(w->ds);
-	if ((gen = zrfs_wfile_store(fs, f, id)) < 0)
+	if ((gen = zrfs_wfile_store(fs, f, id, true)) < 0)
 		return gen;
 	f->id = id;
 	f->staged = NULL;
@@ -212,29 +218,172 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	return gen;
 }
 
+/* Append @s's value as the next record, to be committed with the next
+ * group (under the writer's lock, @s->f's lock held): 0 or a negative code. */
+static int place_later(struct zrfs *fs, struct staged *s)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wfile *f = s->f;
+	uint64_t id = zr_length(w->ds);
+	char to[ZRFS_NAME_MAX + 1];
+	int rc = (int)zrfs_wfile_store(fs, f, id, false);
+
+	if (rc < 0)
+		return rc;
+	f->id = id;
+	f->staged = NULL; /* written again, it is that record's value */
+	s->id = id;
+	s->pending = true;
+	s->commit_no = w->commits;
+	if (w->npending++ == 0)
+		w->pending_since_ms = zrfs_now_ms();
+	w->pending_bytes += f->size;
+	zrfs_record_name_format(&fs->fields[s->field], id, to, sizeof to);
+	fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset,
+		 fs->fields[s->field].name, s->name, fs->fields[s->field].name, to);
+	/* the first starts the clock; a full group is committed at once */
+	if (w->npending == 1 || w->npending >= STAGED_MAX / 2 ||
+	    w->pending_bytes >= w->commit_bytes)
+		pthread_cond_signal(&w->wake);
+	return 0;
+}
+
 int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f)
 {
 	struct zrfs_writes *w = fs->writes;
-	char name[ZRFS_NAME_MAX + 1];
-	unsigned field = f->field;
-	bool renamed = false;
 	int64_t gen;
 
 	pthread_mutex_lock(&w->lock);
-	if (!f->staged) { /* placed meanwhile through another handle */
-		gen = zrfs_wfile_store(fs, f, f->id);
-	} else if (f->staged->hidden) {
+	if (!f->staged) /* placed meanwhile through another handle */
+		gen = zrfs_wfile_store(fs, f, f->id, true);
+	else if (f->staged->hidden)
 		gen = 0; /* kept until renamed */
-	} else {
-		renamed = !zrfs_is_rec_ino(f->staged->ino);
-		snprintf(name, sizeof name, "%s", f->staged->name);
-		gen = place(fs, f->staged, f->staged->id);
-	}
+	else if (zrfs_is_rec_ino(f->staged->ino))
+		gen = place(fs, f->staged, f->staged->id); /* a record's own name */
+	else
+		gen = place_later(fs, f->staged);
 	pthread_mutex_unlock(&w->lock);
-	/* the name it was created under names nothing now */
-	if (gen > 0 && renamed)
-		zrfs_follow_note_entry(fs, ZRFS_INO_DIR + field, name);
 	return gen;
+}
+
+/* ---- group commits ---- */
+
+/* Settle the new files a commit took along (the mount shows it by now):
+ * their names go away (the kernel is told), their inodes show their
+ * records. Under the writer's lock. */
+static void settle_pending(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	for (struct staged *s = w->staged; s && w->npending; s = s->next) {
+		if (!s->pending || s->commit_no >= w->commits)
+			continue;
+		zrfs_follow_note_entry(fs, ZRFS_INO_DIR + s->field, s->name);
+		s->pending = false;
+		s->placed = true;
+		zrfs_wfile_put(s->f);
+		s->f = NULL;
+		w->nstaged--;
+		w->npending--;
+	}
+	if (w->npending == 0)
+		w->pending_bytes = 0;
+}
+
+/* Whether a new file waits for a commit that has not been made. Under the
+ * writer's lock. */
+static bool uncommitted(struct zrfs_writes *w)
+{
+	for (struct staged *s = w->staged; s; s = s->next)
+		if (s->pending && s->commit_no == w->commits)
+			return true;
+	return false;
+}
+
+/* Commit the new files not committed yet, make the mount show them, and
+ * settle them: the generation (0: none was pending). Called and returns
+ * with the writer's lock held, but lets go of it to publish: a lookup holds
+ * the names lock while it asks for the writer's (lock order: names, then
+ * writer). */
+static int64_t commit_pending(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t gen = uncommitted(w) ? zrfs_commit_now(fs) : 0;
+
+	if (gen < 0 || w->npending == 0)
+		return gen;
+	pthread_mutex_unlock(&w->lock);
+	zrfs_follow_publish(fs);
+	pthread_mutex_lock(&w->lock);
+	settle_pending(fs);
+	return gen;
+}
+
+int64_t zrfs_staged_sync(struct zrfs *fs)
+{
+	int64_t gen;
+
+	pthread_mutex_lock(&fs->writes->lock);
+	gen = commit_pending(fs);
+	pthread_mutex_unlock(&fs->writes->lock);
+	return gen;
+}
+
+static void *committer(void *arg)
+{
+	struct zrfs *fs = arg;
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->stopping) {
+		uint64_t due = w->pending_since_ms + w->commit_ms, now = zrfs_now_ms();
+		bool full = w->npending >= STAGED_MAX / 2 || w->pending_bytes >= w->commit_bytes;
+		if (w->npending && (full || now >= due)) {
+			commit_pending(fs); /* failures are logged; retried at the next */
+			w->pending_since_ms = now;
+			continue;
+		}
+		if (w->npending == 0) {
+			pthread_cond_wait(&w->wake, &w->lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000;
+			ts.tv_sec += (time_t)(ns / 1000000000);
+			ts.tv_nsec = (long)(ns % 1000000000);
+			pthread_cond_timedwait(&w->wake, &w->lock, &ts);
+		}
+		if (w->npending && !uncommitted(w))
+			commit_pending(fs); /* another commit took them along: settle */
+	}
+	commit_pending(fs);
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+void zrfs_committer_start(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	w->committer_running = pthread_create(&w->committer, NULL, committer, fs) == 0;
+	if (!w->committer_running)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: no thread to commit new files in groups: "
+			 "each is committed when it is closed\n", fs->dataset);
+}
+
+void zrfs_committer_stop(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (w->committer_running) {
+		pthread_mutex_lock(&w->lock);
+		w->stopping = true;
+		pthread_cond_signal(&w->wake);
+		pthread_mutex_unlock(&w->lock);
+		pthread_join(w->committer, NULL);
+		w->committer_running = false;
+	}
+	zrfs_staged_sync(fs); /* no thread, or it stopped: what is left */
 }
 
 /* ---- finding ---- */
@@ -303,8 +452,13 @@ static int resolve(struct zrfs *fs, fuse_ino_t parent, const char *name, struct 
 	*s = NULL;
 	if (rc == -EPERM)
 		return rc;
-	if ((*s = by_name(fs->writes, *field, name)) != NULL)
+	if ((*s = by_name(fs->writes, *field, name)) != NULL) {
+		if ((*s)->pending) { /* appended, its commit to come: the record */
+			*id = (*s)->id;
+			*s = NULL;
+		}
 		return 0;
+	}
 	if (rc == 0 && (rc = zr_stat(fs->writes->ds, *field, *id, &rs)) == 0 && !rs.present)
 		rc = -ENOENT;
 	return rc;
@@ -382,7 +536,7 @@ static int64_t rename_locked(struct zrfs *fs, fuse_ino_t parent, const char *nam
 	if ((rc = zrfs_wfile_make(fs, field, id, false, &f)) < 0)
 		return rc;
 	pthread_mutex_lock(&f->lock);
-	gen = zrfs_wfile_store(fs, f, tid);
+	gen = zrfs_wfile_store(fs, f, tid, true);
 	pthread_mutex_unlock(&f->lock);
 	zrfs_wfile_put(f);
 	if (gen >= 0 && tid != id)

@@ -32,6 +32,9 @@ int zrfs_writes_open(struct zrfs *fs)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->names_lock, NULL);
 	pthread_mutex_init(&w->fresh_lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	w->commit_ms = fs->opts.commit_ms;
+	w->commit_bytes = fs->opts.commit_bytes;
 	w->dirfd = -1;
 	fs->writes = w;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
@@ -46,15 +49,6 @@ int zrfs_writes_open(struct zrfs *fs)
 	return 0;
 }
 
-void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint)
-{
-	char what[4200];
-
-	if (!fs->writes)
-		return;
-	snprintf(what, sizeof what, "zrfs mount on %s", mountpoint);
-	zr_holder_set(fs->writes->ds, what); /* only a message: best effort */
-}
 
 void zrfs_writer_close(struct zrfs *fs)
 {
@@ -66,13 +60,15 @@ void zrfs_writer_close(struct zrfs *fs)
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->names_lock);
 	pthread_mutex_destroy(&w->fresh_lock);
+	pthread_cond_destroy(&w->wake);
 	free(w);
 	fs->writes = NULL;
 }
 
 /* ---- values ---- */
 
-int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
+/* Make (@field, @id) hold @v, not committed. Under the writer's lock. */
+static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
 {
 	zr_dataset *ds = fs->writes->ds;
 	uint64_t n = zr_length(ds);
@@ -88,15 +84,35 @@ int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
 	} else {
 		rc = id < n ? zr_modify(ds, field, id, v) : -ENOENT;
 	}
-	if (rc == 0)
-		rc = zr_commit(ds);
 	if (rc < 0) /* a change made but not committed goes with the next commit */
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot store: %s\n", fs->dataset,
 			 fs->fields[field].name, (unsigned long long)id, zr_errmsg(ds));
-	return rc < 0 ? rc : (int64_t)zr_generation(ds);
+	return rc;
 }
 
-int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id)
+int64_t zrfs_commit_now(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc = zr_commit(w->ds);
+
+	if (rc < 0) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset,
+			 zr_errmsg(w->ds));
+		return rc;
+	}
+	w->commits++;
+	pthread_cond_signal(&w->wake); /* new files it took along are committed */
+	return (int64_t)zr_generation(w->ds);
+}
+
+int64_t zrfs_change(struct zrfs *fs, unsigned field, uint64_t id, zr_value v)
+{
+	int rc = set_value(fs, field, id, v);
+
+	return rc < 0 ? rc : zrfs_commit_now(fs);
+}
+
+int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id, bool commit)
 {
 	const struct zrfs_field *fd = &fs->fields[f->field];
 	void *map = NULL;
@@ -111,7 +127,9 @@ int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id)
 	}
 	if (f->size && (map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0)) == MAP_FAILED)
 		return -errno;
-	rc = zrfs_change(fs, f->field, id, (zr_value){map ? map : "", f->size});
+	rc = set_value(fs, f->field, id, (zr_value){map ? map : "", f->size});
+	if (rc == 0 && commit)
+		rc = zrfs_commit_now(fs);
 	if (map)
 		munmap(map, f->size);
 	return rc;

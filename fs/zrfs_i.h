@@ -59,6 +59,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define ZRFS_INO_ROOT FUSE_ROOT_ID
 #define ZRFS_INO_BATCHES UINT64_C(3)
@@ -111,7 +112,18 @@ struct zrfs_opts {
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
+	unsigned commit_ms;   /* -o rw: new files wait at most this long for a commit */
+	uint64_t commit_bytes; /* or until this many bytes of them wait */
 };
+
+/* Milliseconds on the monotonic clock. */
+static inline uint64_t zrfs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 struct zrfs_cache;
 struct zrfs_batches;

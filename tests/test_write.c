@@ -6,11 +6,13 @@
  * value in one commit when flushed, or is refused (EFBIG past the field's
  * size, EINVAL for a fixed shape's wrong length, nothing stored); creating
  * the next id appends, another name appends when stored, a dot name stays
- * until renamed onto a record's name; unlinking makes a value missing; the
- * generation moves with each commit. No following thread runs here, so
- * every request is answered at once.
+ * until renamed onto a record's name; new files wait for a group commit;
+ * unlinking makes a value missing; the generation moves with each commit.
+ * No following or committing thread runs here, so every request is
+ * answered at once and groups are committed by hand.
  */
 #include "fs_fixture.h"
+#include "write_i.h"
 
 #include <fcntl.h>
 
@@ -257,6 +259,8 @@ static fuse_ino_t create(unsigned f, const char *name, const char *s, int want_e
 	fuse_ino_t ino = t_created.ino;
 	write_at(&fi, s, 0);
 	cr_assert_eq(close_w(&fi), 0);
+	/* new files are committed in groups (no committing thread here): now */
+	cr_assert_geq(zrfs_staged_sync(&t_fs), 0);
 	return ino;
 }
 
@@ -287,8 +291,18 @@ Test(write, creating_names_appends_fills_in_and_stages, .init = setup, .fini = t
 	expect_value(2, 10, "next");
 	cr_assert_eq(length_now(), T_N + 1);
 	expect_value(0, 10, NULL);                      /* its other fields missing */
-	ino = create(2, "photo.bin", "cat", 0);         /* any name: the next id, once stored */
+	/* any name: the next id, once stored; committed with the next group */
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, ZRFS_INO_DIR + 2, "photo.bin", 0644, &fi);
+	fi = t_opened;
+	ino = t_created.ino;
 	cr_assert(ino & ZRFS_INO_STAGED);
+	write_at(&fi, "cat", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	cr_assert_eq(length_now(), T_N + 1, "not committed at close");
+	cr_assert_eq(zrfs_write_lookup(&t_fs, ZRFS_INO_DIR + 2, "photo.bin", &ino), 0,
+		     "until it is, the name stays");
+	cr_assert_gt(zrfs_staged_sync(&t_fs), 0);
 	expect_value(2, 11, "cat");
 	cr_assert_eq(zrfs_write_lookup(&t_fs, ZRFS_INO_DIR + 2, "photo.bin", &ino), -ENOENT,
 		     "the name goes away once stored");
@@ -298,7 +312,7 @@ Test(write, creating_names_appends_fills_in_and_stages, .init = setup, .fini = t
 	memset(longname, 'a', 299);
 	longname[299] = 0;
 	create(2, longname, "", ENAMETOOLONG);
-	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	fi = (struct fuse_file_info){.flags = O_WRONLY | O_CREAT};
 	zrfs_write_create(NULL, &t_fs, ZRFS_INO_ROOT, "new", 0644, &fi);
 	cr_assert_eq(t_reply.err, EPERM, "not a field directory");
 }
