@@ -1,0 +1,60 @@
+#!/bin/sh
+# bench_write.sh - writing many small files: cp -r into a field directory
+# of a writable zrfs mount, against cp -r into a native directory and
+# zr import dir of the same tree, each followed by sync.
+#
+# usage: tools/bench_write.sh ZR ZRFS [FILES] [RUNS] [DIR]
+#   FILES  files of 8 KiB (default 50000); RUNS runs of each, alternating
+#   (default 3); DIR scratch space on the filesystem to measure (default
+#   /var/tmp). Prints each run and the medians, with ratios to the native
+#   copy measured in the same runs. Needs root (or FUSE access).
+set -eu
+ZR=$1 ZRFS=$2 FILES=${3:-50000} RUNS=${4:-3} DIR=${5:-/var/tmp}
+T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
+cleanup() {
+	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+mkdir "$T/src" "$T/mnt"
+i=0
+while [ $i -lt "$FILES" ]; do
+	head -c 8192 /dev/urandom >"$T/src/f$i.bin"
+	i=$((i + 1))
+done
+secs() { # COMMAND...: its wall time in seconds, then sync's included
+	s=$(date +%s.%N)
+	"$@" >/dev/null
+	sync
+	e=$(date +%s.%N)
+	awk "BEGIN {print $e - $s}"
+}
+run=1
+: >"$T/times"
+while [ $run -le "$RUNS" ]; do
+	rm -rf "$T/native" "$T/ds" "$T/imp"
+	mkdir "$T/native"
+	nat=$(secs cp -r "$T/src/." "$T/native/")
+	"$ZR" create "$T/ds" --field img:bytes:ext=bin >/dev/null
+	"$ZRFS" "$T/ds" "$T/mnt" -o rw
+	mnt=$(secs cp -r "$T/src/." "$T/mnt/img/")
+	fusermount3 -u "$T/mnt" # commits the last group
+	imp=$(secs "$ZR" import dir "$T/src" "$T/imp" --field img)
+	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
+	[ "$n" = "$FILES" ] || { echo "the mount holds $n records, not $FILES" >&2; exit 1; }
+	echo "run $run: native cp -r ${nat}s, zrfs -o rw cp -r ${mnt}s, zr import dir ${imp}s"
+	echo "$nat $mnt $imp" >>"$T/times"
+	run=$((run + 1))
+done
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+nat=$(cut -d' ' -f1 "$T/times" | median)
+mnt=$(cut -d' ' -f2 "$T/times" | median)
+imp=$(cut -d' ' -f3 "$T/times" | median)
+echo
+echo "$FILES files of 8 KiB, medians of $RUNS runs (each followed by sync):"
+printf '  %-28s %8.3f s  %8.0f files/s\n' "native cp -r" "$nat" "$(awk "BEGIN {print $FILES / $nat}")"
+printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx (target >= 0.5x)\n' \
+	"zrfs -o rw, cp -r" "$mnt" "$(awk "BEGIN {print $FILES / $mnt}")" "$(awk "BEGIN {print $nat / $mnt}")"
+printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx\n' \
+	"zr import dir" "$imp" "$(awk "BEGIN {print $FILES / $imp}")" "$(awk "BEGIN {print $nat / $imp}")"
