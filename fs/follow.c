@@ -353,20 +353,6 @@ static void look(struct zrfs *fs, struct zrfs_notes *notes)
 		fs->follow->seen.st_ino = 0; /* not followed: try again */
 }
 
-/* Move the notes of @src to the end of @dst (as many as memory allows;
- * the rest are dropped: those names show an older state until looked up
- * again after a timeout). */
-static void notes_move(struct zrfs_notes *dst, struct zrfs_notes *src)
-{
-	for (size_t i = 0; i < src->n; i++) {
-		struct zrfs_note *t = &src->v[i];
-		if (t->name ? zrfs_notes_entry(dst, t->ino, t->name) < 0
-			    : zrfs_notes_inode(dst, t->ino) < 0)
-			break;
-	}
-	zrfs_notes_free(src);
-}
-
 void zrfs_follow_publish(struct zrfs *fs)
 {
 	struct zrfs_follow *w = fs->follow;
@@ -377,9 +363,10 @@ void zrfs_follow_publish(struct zrfs *fs)
 	pthread_mutex_lock(&w->lock);
 	look(fs, &notes);
 	pthread_mutex_lock(&w->answers_lock);
-	notes_move(&w->unsent, &notes);
+	zrfs_notes_take(&w->unsent, &notes);
 	pthread_mutex_unlock(&w->answers_lock);
 	pthread_mutex_unlock(&w->lock);
+	zrfs_notes_free(&notes); /* what the swap left it */
 	if (write(w->wake[1], "", 1) < 0) {
 		/* full: the thread has wake-ups waiting already */
 	}
@@ -484,9 +471,7 @@ static void *follower(void *arg)
 		uint64_t gen = cur->gen;
 		zrfs_view_put(cur);
 		pthread_mutex_lock(&w->answers_lock);
-		notes_move(&w->unsent, &notes);
-		notes = w->unsent;
-		memset(&w->unsent, 0, sizeof w->unsent);
+		zrfs_notes_take(&notes, &w->unsent);
 		uint64_t upto = w->tickets;
 		pthread_mutex_unlock(&w->answers_lock);
 		pthread_mutex_unlock(&w->lock);

@@ -272,9 +272,7 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 	if (to_syslog)
 		openlog("zrfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(opts->foreground); /* returns in the child; the parent exits 0 */
-	char *where = realpath(opts->mountpoint, NULL);
-	zrfs_writes_mounted(fs, where ? where : opts->mountpoint);
-	free(where);
+	zrfs_writes_mounted(fs);
 	zrfs_batches_start(fs);
 	if (zrfs_follow_start(fs) < 0)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot follow commits: the mount shows the "
@@ -345,7 +343,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
-	if (zrfs_dataset_open(&fs) < 0 || (cli.rw && zrfs_writes_open(&fs) < 0))
+	if (zrfs_dataset_open(&fs) < 0 || (cli.rw && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;
 	struct zrfs_view *first = zrfs_view_hold(&fs);
 	if (zrfs_batches_create(&fs, first, cli.batches) < 0) {

@@ -71,6 +71,31 @@ void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes)
 	notes->n = 0;
 }
 
+int zrfs_notes_take(struct zrfs_notes *dst, struct zrfs_notes *src)
+{
+	if (src->n == 0)
+		return 0;
+	if (dst->n == 0) { /* the usual case: nothing to copy */
+		struct zrfs_notes empty = *dst;
+		*dst = *src;
+		*src = empty;
+		return 0;
+	}
+	if (dst->n + src->n > dst->cap) {
+		struct zrfs_note *v = realloc(dst->v, (dst->n + src->n) * sizeof *v);
+		if (!v) {
+			zrfs_notes_free(src);
+			return -ENOMEM;
+		}
+		dst->v = v;
+		dst->cap = dst->n + src->n;
+	}
+	memcpy(dst->v + dst->n, src->v, src->n * sizeof *src->v); /* the names move too */
+	dst->n += src->n;
+	src->n = 0;
+	return 0;
+}
+
 void zrfs_notes_free(struct zrfs_notes *notes)
 {
 	for (size_t i = 0; i < notes->n; i++)

@@ -26,20 +26,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the mount ---- */
 
-void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint)
+void zrfs_writes_mounted(struct zrfs *fs)
 {
-	char what[4200];
-
 	if (!fs->writes)
 		return;
-	snprintf(what, sizeof what, "zrfs mount on %s", mountpoint);
-	zr_holder_set(fs->writes->ds, what); /* only a message: best effort */
+	zr_holder_set(fs->writes->ds, fs->writes->holder); /* the daemon's pid now */
 	zrfs_committer_start(fs);
 }
 
@@ -222,17 +218,25 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 	return true;
 }
 
-/* Store @f's value if it changed; answer @req when the mount shows it. */
-static void settle(fuse_req_t req, struct zrfs *fs, struct wfile *f)
+/* Store @f's value if it changed since it was last stored: the
+ * generation, 0 (nothing to commit), or a negative code (logged). */
+static int64_t store_dirty(struct zrfs *fs, struct wfile *f)
 {
 	int64_t gen = 0;
 
+	fresh_end(fs, f);
 	pthread_mutex_lock(&f->lock);
 	if (f->dirty) {
 		gen = store(fs, f);
 		f->dirty = false; /* a value refused stays refused: said once */
 	}
 	pthread_mutex_unlock(&f->lock);
+	return gen;
+}
+
+/* Answer @req for a store that gave @gen: once the mount shows it. */
+static void answer(fuse_req_t req, struct zrfs *fs, int64_t gen)
+{
 	if (gen < 0)
 		zrfs_reply_err(req, (int)gen);
 	else if (gen == 0)
@@ -245,58 +249,31 @@ void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi
 {
 	struct wfile *f = wfile_of(fi);
 
-	if (!f) {
-		fuse_reply_err(req, 0); /* opened for reading */
-		return;
-	}
-	fresh_end(fs, f);
-	settle(req, fs, f);
+	answer(req, fs, f ? store_dirty(fs, f) : 0); /* no handle: opened for reading */
 }
 
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
 {
 	struct wfile *f = wfile_of(fi);
 
-	if (!f) {
-		fuse_reply_err(req, 0);
-		return;
+	if (f) {
+		/* every close flushed it; a change after (through a mapping) is
+		 * stored now: the closer is gone, so it is logged, not answered */
+		store_dirty(fs, f);
+		zrfs_wfile_put(f);
 	}
-	fresh_end(fs, f);
-	/* every close flushed it; a change after (through a mapping) is stored now */
-	pthread_mutex_lock(&f->lock);
-	if (f->dirty) {
-		store(fs, f); /* the closer is gone: logged, not answered */
-		f->dirty = false;
-	}
-	pthread_mutex_unlock(&f->lock);
-	zrfs_wfile_put(f);
-	if (req)
-		fuse_reply_err(req, 0);
+	fuse_reply_err(req, 0);
 }
 
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
 {
 	struct wfile *f = wfile_of(fi);
-	int64_t gen;
+	int64_t gen = f ? store_dirty(fs, f) : 0;
 
-	if (!f) {
-		fuse_reply_err(req, 0);
-		return;
-	}
-	fresh_end(fs, f);
-	pthread_mutex_lock(&f->lock);
-	gen = f->dirty ? store(fs, f) : 0;
-	f->dirty = false; /* a value refused stays refused: said once */
-	pthread_mutex_unlock(&f->lock);
 	/* a new file is appended but committed in a group: commit it now */
-	if (gen == 0)
+	if (f && gen == 0)
 		gen = zrfs_staged_sync(fs);
-	if (gen < 0)
-		zrfs_reply_err(req, (int)gen);
-	else if (gen == 0)
-		fuse_reply_err(req, 0);
-	else
-		zrfs_follow_answer(fs, (uint64_t)gen, req, NULL);
+	answer(req, fs, gen);
 }
 
 /* ---- attributes ---- */

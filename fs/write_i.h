@@ -62,6 +62,7 @@ struct zrfs_writes {
 	uint64_t next_staged;
 	pthread_mutex_t fresh_lock; /* of the fresh list, taken alone */
 	struct wfile *fresh;  /* files just opened for writing */
+	char holder[4200];    /* what DATASET/writer says of the mount */
 	uint64_t commits;     /* commits made so far (under lock) */
 	/* group commit of new files (write_names.c), under lock */
 	pthread_cond_t wake;  /* something to commit, or stop */

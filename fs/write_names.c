@@ -189,6 +189,18 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 
 /* ---- storing ---- */
 
+/* Log where @s went: record @id (unless that is the name it had). */
+static void say_placed(struct zrfs *fs, const struct staged *s, uint64_t id)
+{
+	const char *field = fs->fields[s->field].name;
+	char to[ZRFS_NAME_MAX + 1];
+
+	zrfs_record_name_format(&fs->fields[s->field], id, to, sizeof to);
+	if (strcmp(to, s->name) != 0)
+		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
+			 s->name, field, to);
+}
+
 /* Place @s (under the writer's lock): its value becomes record @id's
  * (NO_ID: the next one's). The generation, or a negative code. */
 static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
@@ -196,7 +208,6 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	struct zrfs_writes *w = fs->writes;
 	struct wfile *f = s->f;
 	int64_t gen;
-	char to[ZRFS_NAME_MAX + 1];
 
 	if (id == NO_ID)
 		id = zr_length(w->ds);
@@ -208,10 +219,7 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	s->placed = true;
 	s->id = id;
 	w->nstaged--;
-	zrfs_record_name_format(&fs->fields[s->field], id, to, sizeof to);
-	if (strcmp(to, s->name) != 0)
-		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset,
-			 fs->fields[s->field].name, s->name, fs->fields[s->field].name, to);
+	say_placed(fs, s, id);
 	if (zrfs_is_rec_ino(s->ino))
 		drop(w, s); /* a record's own number: nothing to remember */
 	zrfs_wfile_put(f); /* the name's reference; the caller has another */
@@ -225,7 +233,6 @@ static int place_later(struct zrfs *fs, struct staged *s)
 	struct zrfs_writes *w = fs->writes;
 	struct wfile *f = s->f;
 	uint64_t id = zr_length(w->ds);
-	char to[ZRFS_NAME_MAX + 1];
 	int rc = (int)zrfs_wfile_store(fs, f, id, false);
 
 	if (rc < 0)
@@ -238,9 +245,7 @@ static int place_later(struct zrfs *fs, struct staged *s)
 	if (w->npending++ == 0)
 		w->pending_since_ms = zrfs_now_ms();
 	w->pending_bytes += f->size;
-	zrfs_record_name_format(&fs->fields[s->field], id, to, sizeof to);
-	fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset,
-		 fs->fields[s->field].name, s->name, fs->fields[s->field].name, to);
+	say_placed(fs, s, id);
 	/* the first starts the clock; a full group is committed at once */
 	if (w->npending == 1 || w->npending >= STAGED_MAX / 2 ||
 	    w->pending_bytes >= w->commit_bytes)

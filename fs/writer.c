@@ -20,12 +20,14 @@
 
 /* ---- the writer ---- */
 
-int zrfs_writes_open(struct zrfs *fs)
+int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 {
 	struct zrfs_writes *w = calloc(1, sizeof *w);
+	char *where = realpath(mountpoint, NULL);
 	int rc;
 
 	if (!w) {
+		free(where);
 		fprintf(stderr, "zrfs: out of memory\n");
 		return -1;
 	}
@@ -39,16 +41,22 @@ int zrfs_writes_open(struct zrfs *fs)
 	fs->writes = w;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
 		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));
+		free(where);
 		return -1;
 	}
 	w->dirfd = open(fs->dataset, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w->dirfd < 0) {
 		fprintf(stderr, "zrfs: %s: %s\n", fs->dataset, strerror(errno));
+		free(where);
 		return -1;
 	}
+	/* named before the mount appears, so that a writer refused from then
+	 * on is told which mount holds the dataset */
+	snprintf(w->holder, sizeof w->holder, "zrfs mount on %s", where ? where : mountpoint);
+	free(where);
+	zr_holder_set(w->ds, w->holder); /* only a message: best effort */
 	return 0;
 }
-
 
 void zrfs_writer_close(struct zrfs *fs)
 {
@@ -191,10 +199,7 @@ int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
 		free(buf);
 	}
 	if (rc < 0) {
-		if (f->fd >= 0)
-			close(f->fd);
-		pthread_mutex_destroy(&f->lock);
-		free(f);
+		zrfs_wfile_put(f);
 		return rc;
 	}
 	*out = f;
@@ -211,7 +216,8 @@ void zrfs_wfile_put(struct wfile *f)
 {
 	if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
 		return;
-	close(f->fd);
+	if (f->fd >= 0)
+		close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }

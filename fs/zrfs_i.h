@@ -226,11 +226,12 @@ void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name
 
 /* ---- write.c, write_names.c, writer.c: -o rw ---- */
 
-/* Open the dataset's writer (before mounting: a refusal is said on the
- * terminal): 0 or -1; say in DATASET/writer that the mount on @mountpoint
- * holds it (after fuse_daemonize: the daemon's pid); close it. */
-int zrfs_writes_open(struct zrfs *fs);
-void zrfs_writes_mounted(struct zrfs *fs, const char *mountpoint);
+/* Open the dataset's writer before mounting on @mountpoint (a refusal is
+ * said on the terminal) and say in DATASET/writer that this mount holds it:
+ * 0 or -1; once mounted and detached, say it again with the daemon's pid
+ * and start committing new files in groups; close it. */
+int zrfs_writes_open(struct zrfs *fs, const char *mountpoint);
+void zrfs_writes_mounted(struct zrfs *fs);
 void zrfs_writes_close(struct zrfs *fs);
 /* The FUSE operations that change the dataset, for dispatch.c. An open for
  * writing of a record file gets a handle of its own (fi->fh); reads,
@@ -246,7 +247,6 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 		     size_t size, off_t off, struct fuse_file_info *fi);
 void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
-/* (@req NULL: a handle whose opener is gone, freed without an answer) */
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
@@ -358,6 +358,10 @@ int zrfs_notes_entry(struct zrfs_notes *notes, fuse_ino_t parent, const char *na
 int zrfs_notes_inode(struct zrfs_notes *notes, fuse_ino_t ino);
 /* Tell the kernel everything noted (duplicates once), and empty @notes. */
 void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes);
+/* Move every note of @src to @dst, leaving @src empty: 0, or -ENOMEM (the
+ * notes of @src are then dropped: those names show an older state until
+ * the kernel looks them up again after its timeout). */
+int zrfs_notes_take(struct zrfs_notes *dst, struct zrfs_notes *src);
 void zrfs_notes_free(struct zrfs_notes *notes);
 
 /* ---- records.c: record files ---- */

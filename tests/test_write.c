@@ -62,7 +62,7 @@ const struct fuse_ctx *fuse_req_ctx(fuse_req_t req)
 static void setup(void)
 {
 	t_fs_setup();
-	cr_assert_eq(zrfs_writes_open(&t_fs), 0);
+	cr_assert_eq(zrfs_writes_open(&t_fs, "/mnt/where"), 0);
 }
 
 static void teardown(void)
@@ -130,7 +130,6 @@ static int close_w(struct fuse_file_info *fi)
 Test(write, a_second_writer_is_refused_naming_the_mount, .init = setup, .fini = teardown)
 {
 	zr_dataset *ds;
-	zrfs_writes_mounted(&t_fs, "/mnt/where");
 	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), -EBUSY);
 	cr_assert_not_null(strstr(zr_errmsg(NULL), "zrfs mount on /mnt/where"), "%s",
 			   zr_errmsg(NULL));
