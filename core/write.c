@@ -291,6 +291,19 @@ int zr_reserve(zr_dataset *ds, uint64_t n, uint64_t *first)
 	return rc;
 }
 
+/* A put into @id failed: give the id back if it is still the last one.
+ * Nothing of it was committed, and the next append takes it (cleared again
+ * by reserve_locked). If another writer reserved after it, it stays, and
+ * reads as missing: the caller decides whether to commit it or close
+ * without committing. */
+static void unreserve(zr_dataset *ds, uint64_t id)
+{
+	pthread_mutex_lock(&ds->grow_lock);
+	if (atomic_load(&ds->length) == id + 1)
+		atomic_store_explicit(&ds->length, id, memory_order_release);
+	pthread_mutex_unlock(&ds->grow_lock);
+}
+
 static int put_locked(zr_writer *w, uint64_t id, const zr_value *values)
 {
 	zr_dataset *ds = w->ds;
@@ -331,11 +344,9 @@ int zr_writer_append(zr_writer *w, const zr_value *values, uint64_t *id_out)
 		FORWARD_IF_ERR(check_value(ds, f, values[f]));
 	pthread_rwlock_rdlock(&ds->wlock);
 	rc = reserve_locked(ds, 1, &id);
-	if (rc == 0)
-		rc = put_locked(w, id, values);
+	if (rc == 0 && (rc = put_locked(w, id, values)) < 0)
+		unreserve(ds, id);
 	pthread_rwlock_unlock(&ds->wlock);
-	/* a failed put leaves the reserved id missing: it is visible, and the
-	 * caller decides whether to commit it or close without committing */
 	if (rc == 0 && id_out)
 		*id_out = id;
 	return rc;

@@ -270,6 +270,31 @@ Test(commit, enospc_while_appending_keeps_the_last_commit)
 	reopen_holds_base();
 }
 
+Test(commit, a_failed_append_gives_its_id_back_and_the_handle_goes_on)
+{
+	committed_base(ZR_RAW);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint8_t buf[4000];
+	t_fill(buf, sizeof buf, 9, 9);
+	fail_errno = ENOSPC;
+	fail_after = 0;
+	zr_sys.pwrite = failing_pwrite;
+	int rc = zr_append(ds, &(zr_value){buf, sizeof buf}, NULL);
+	zr_sys_reset();
+	cr_assert_eq(rc, -ENOSPC, "append should fail with ENOSPC, got %d", rc);
+	cr_assert_eq(zr_length(ds), 250, "the failed record stays out: length %llu",
+		     (unsigned long long)zr_length(ds));
+	/* room again: the next append takes the id, the commit holds no hole */
+	t_append_range(ds, 3, 250, 260, 5000);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_length(ds), 260);
+	t_check_range(ds, 3, 0, 260, 5000);
+	cr_assert_eq(zr_verify(ds, problem, NULL), 0);
+	zr_close(ds);
+}
+
 static void commit_fault(void (*inject)(void), int err)
 {
 	committed_base(ZR_FLATE);

@@ -294,7 +294,9 @@ ZR_API int zr_changes(zr_dataset *ds, uint64_t since, zr_change_cb cb, void *ctx
  * a value with data == NULL stores the field as missing.
  * @param[out] id_out the new record's id, or NULL.
  * @return 0, -EROFS (opened read-only), -EINVAL (wrong size for a fixed
- *         shape, record too large), -ENOSPC, -errno.
+ *         shape, record too large), -ENOSPC, -errno. A record that fails
+ *         is not appended: the length stays as it was, and the next append
+ *         takes its id.
  */
 ZR_API int zr_append(zr_dataset *ds, const zr_value *values, uint64_t *id_out);
 
