@@ -460,6 +460,13 @@ static void zrfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse
 	zrfs_write_fsync(req, fuse_req_userdata(req), fi);
 }
 
+static void zrfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			  struct fuse_file_info *fi)
+{
+	(void)ino, (void)datasync, (void)fi;
+	zrfs_write_fsyncdir(req, fuse_req_userdata(req));
+}
+
 static void zrfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -524,6 +531,7 @@ const struct fuse_lowlevel_ops zrfs_rw_ops = {
 	.write = zrfs_write,
 	.flush = zrfs_flush,
 	.fsync = zrfs_fsync,
+	.fsyncdir = zrfs_fsyncdir,
 	.release = zrfs_release,
 	.unlink = zrfs_unlink,
 	.mkdir = zrfs_mkdir,

@@ -4,10 +4,10 @@
  *
  * The daemon holds the dataset's writer lock for as long as it is mounted
  * rw, and says so in DATASET/writer (a second writer is told the mount).
- * A record file opened for writing gets a file of its own, unnamed, in the
- * dataset's directory (O_TMPFILE: nothing is written outside the dataset),
- * holding the record's value as it was unless the file was truncated on
- * open. Writes land there in any pattern; readers of the record meanwhile
+ * A record file opened for writing gets a value of its own (writer.c: in
+ * memory, or an unnamed file in the dataset's directory when large), holding
+ * the record's value as it was unless the file was truncated on open.
+ * Writes land there in any pattern; readers of the record meanwhile
  * see the committed value whole, and the writer's own reads see its writes
  * (the handle is direct I/O: it shares no pages with the record's readers).
  * When the file is flushed (every close()) or fsync'd after a change, its
@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -175,13 +176,14 @@ void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t s
 		return;
 	}
 	pthread_mutex_lock(&f->lock);
-	n = zrfs_pwrite_full(f->fd, buf, size, (uint64_t)off);
+	n = zrfs_wfile_pwrite(fs, f, buf, size, (uint64_t)off);
 	n = n < 0 ? n : (ssize_t)size;
-	if (n > 0) {
-		f->dirty = true;
-		if ((uint64_t)off + size > f->size)
-			f->size = (uint64_t)off + size;
+	if (n < 0 && !f->error) {
+		f->error = (int)n; /* a full disk: the file cannot be whole */
+		f->dirty = true;   /* for the flush to say so */
 	}
+	if (n > 0)
+		f->dirty = true;
 	pthread_mutex_unlock(&f->lock);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
@@ -208,9 +210,11 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 	if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
-		n = pread(f->fd, buf, size, off);
+		pthread_mutex_lock(&f->lock);
+		n = zrfs_wfile_pread(f, buf, size, (uint64_t)off);
+		pthread_mutex_unlock(&f->lock);
 		if (n < 0)
-			fuse_reply_err(req, errno);
+			fuse_reply_err(req, (int)-n);
 		else
 			fuse_reply_buf(req, buf, (size_t)n);
 	}
@@ -219,18 +223,33 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 }
 
 /* Store @f's value if it changed since it was last stored: the
- * generation, 0 (nothing to commit), or a negative code (logged). */
-static int64_t store_dirty(struct zrfs *fs, struct wfile *f)
+ * generation, 0 (nothing to commit), or a negative code (logged). A file
+ * a write to which failed is never stored: every flush says so, and if it
+ * was created and not stored, its name goes (with its private bytes: a
+ * full disk gets them back); so does a new file still refused when its
+ * last handle is @released. */
+static int64_t store_dirty(struct zrfs *fs, struct wfile *f, bool released)
 {
 	int64_t gen = 0;
+	bool drop;
 
 	fresh_end(fs, f);
 	pthread_mutex_lock(&f->lock);
-	if (f->dirty) {
+	if (f->error) {
+		if (f->dirty)
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s: a write failed (%s): not stored\n",
+				 fs->dataset, fs->fields[f->field].name, strerror(-f->error));
+		f->dirty = false;
+		gen = f->error;
+	} else if (f->dirty) {
 		gen = store(fs, f);
-		f->dirty = false; /* a value refused stays refused: said once */
+		f->dirty = false; /* a value refused stays refused until written again */
+		f->refused = gen < 0 ? (int)gen : 0;
 	}
+	drop = f->error || (released && f->refused);
 	pthread_mutex_unlock(&f->lock);
+	if (drop)
+		zrfs_staged_drop_failed(fs, f);
 	return gen;
 }
 
@@ -249,7 +268,7 @@ void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi
 {
 	struct wfile *f = wfile_of(fi);
 
-	answer(req, fs, f ? store_dirty(fs, f) : 0); /* no handle: opened for reading */
+	answer(req, fs, f ? store_dirty(fs, f, false) : 0); /* no handle: opened for reading */
 }
 
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
@@ -259,7 +278,7 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 	if (f) {
 		/* every close flushed it; a change after (through a mapping) is
 		 * stored now: the closer is gone, so it is logged, not answered */
-		store_dirty(fs, f);
+		store_dirty(fs, f, true);
 		zrfs_wfile_put(f);
 	}
 	fuse_reply_err(req, 0);
@@ -268,12 +287,26 @@ void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi)
 {
 	struct wfile *f = wfile_of(fi);
-	int64_t gen = f ? store_dirty(fs, f) : 0;
+	int64_t gen = f ? store_dirty(fs, f, false) : 0;
 
 	/* a new file is appended but committed in a group: commit it now */
 	if (f && gen == 0)
 		gen = zrfs_staged_sync(fs);
 	answer(req, fs, gen);
+}
+
+void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
+{
+	/* a directory's entries are durable once the new files in it are
+	 * committed: all of them, at once (sync DIR). The mount shows them
+	 * when this returns; the kernel, which holds the directory's lock
+	 * meanwhile, is told of the names that went away just after. */
+	int64_t gen = zrfs_staged_sync(fs);
+
+	if (gen < 0)
+		zrfs_reply_err(req, (int)gen);
+	else
+		fuse_reply_err(req, 0);
 }
 
 /* ---- attributes ---- */
@@ -318,12 +351,10 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 		rc = -EFBIG;
 	} else {
 		pthread_mutex_lock(&f->lock);
-		if (ftruncate(f->fd, attr->st_size) < 0) {
-			rc = -errno;
-		} else {
-			f->size = (uint64_t)attr->st_size;
+		if ((rc = zrfs_wfile_truncate(fs, f, (uint64_t)attr->st_size)) < 0)
+			f->error = f->error ? f->error : (int)rc;
+		else
 			f->dirty = true;
-		}
 		pthread_mutex_unlock(&f->lock);
 	}
 	/* a file created and not stored has the size asked; a record keeps the

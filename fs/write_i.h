@@ -13,6 +13,8 @@
 /* Most files created under names that are not records' and not placed
  * yet (each holds a private file open). */
 #define STAGED_MAX 1024
+/* Buckets of the tables that find them by name and by inode number. */
+#define STAGED_BUCKETS 4096
 
 struct staged;
 
@@ -23,9 +25,15 @@ struct wfile {
 	pthread_mutex_t lock;
 	unsigned field;
 	uint64_t id;          /* the record it is the value of; NO_ID: not yet */
-	int fd;               /* its bytes: an O_TMPFILE in the dataset's directory */
+	/* its bytes: in memory (fd < 0), or in an O_TMPFILE in the dataset's
+	 * directory; only [0, size) means anything */
+	char *mem;
+	size_t cap;
+	int fd;
 	uint64_t size;
 	bool dirty;           /* changed since it was last stored */
+	int error;            /* a write failed (-errno): bytes lost, never stored */
+	int refused;          /* the last store failed (-errno); 0 once stored */
 	struct staged *staged; /* the name it was created under, if not a record's */
 	/* Just opened, by process pid, for inode ino: open(O_TRUNC) comes as an
 	 * OPEN and then a SETATTR without the handle, which is this one's. */
@@ -40,6 +48,8 @@ struct wfile {
  * under another name (placed as a new record when stored). */
 struct staged {
 	struct staged *next;
+	struct staged *name_next; /* in its bucket of names (not placed only) */
+	struct staged *ino_next;  /* in its bucket of inode numbers */
 	fuse_ino_t ino;       /* the record's, or ZRFS_INO_STAGED | n */
 	unsigned field;
 	char *name;
@@ -58,6 +68,7 @@ struct zrfs_writes {
 	/* staged names; taken before a file's lock and the writer's, never after */
 	pthread_mutex_t names_lock;
 	struct staged *staged;
+	struct staged *names[STAGED_BUCKETS], *inos[STAGED_BUCKETS];
 	size_t nstaged;       /* not placed */
 	uint64_t next_staged;
 	pthread_mutex_t fresh_lock; /* of the fresh list, taken alone */
@@ -72,16 +83,20 @@ struct zrfs_writes {
 	uint64_t pending_bytes, pending_since_ms;
 	unsigned commit_ms;   /* -o commit_ms: the longest a new file waits */
 	uint64_t commit_bytes; /* -o commit_size: or this many bytes */
+	unsigned retry_ms;    /* after failed commits: the wait added before the next */
 };
 
 /* writer.c */
 void zrfs_writer_close(struct zrfs *fs);
-/* Write all @n bytes at @off of @fd: 0 or -errno. */
-int zrfs_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
+/* The bytes of @f (its lock held): write @n at @off, read up to @n at @off
+ * (the count, or -errno), change the size: 0 or -errno. */
+int zrfs_wfile_pwrite(struct zrfs *fs, struct wfile *f, const void *buf, size_t n, uint64_t off);
+ssize_t zrfs_wfile_pread(struct wfile *f, void *buf, size_t n, uint64_t off);
+int zrfs_wfile_truncate(struct zrfs *fs, struct wfile *f, uint64_t size);
 /* The longest value a record of field @f may take. */
 uint64_t zrfs_value_max(const struct zrfs_field *f);
-/* A private file holding record (@field, @id) as it is now (NO_ID or past
- * the end: nothing), unless @truncate: 0 or -errno. */
+/* A value being written, holding record (@field, @id) as it is now (NO_ID
+ * or past the end: nothing), unless @truncate: 0 or -errno. */
 int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
 		    struct wfile **out);
 struct wfile *zrfs_wfile_ref(struct wfile *f);
@@ -109,6 +124,9 @@ int zrfs_write_name(struct zrfs *fs, fuse_ino_t parent, const char *name, bool n
  * name: kept until renamed), or a negative code. */
 int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f);
 void zrfs_staged_free_all(struct zrfs *fs);
+/* @f failed and is closed: if it was created and not stored, its name
+ * goes away (and its private bytes with it: a full disk gets them back). */
+void zrfs_staged_drop_failed(struct zrfs *fs, struct wfile *f);
 /* The thread that commits new files in groups: start (after fuse_daemonize),
  * stop (committing what is left). */
 void zrfs_committer_start(struct zrfs *fs);

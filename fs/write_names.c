@@ -41,23 +41,68 @@
 
 /* ---- staged files (under the writer's lock) ---- */
 
+/* Staged files are on a list (w->staged), and in two tables: by name, while
+ * not placed (what lookups and creates ask), and by inode number (what
+ * every request on a file of theirs asks, and every FORGET). */
+
+static size_t name_bucket(unsigned field, const char *name)
+{
+	uint64_t h = 14695981039346656037u ^ field; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211u;
+	return (size_t)(h % STAGED_BUCKETS);
+}
+
+static struct staged **ino_bucket(struct zrfs_writes *w, fuse_ino_t ino)
+{
+	return &w->inos[(ino ^ (ino >> 32)) % STAGED_BUCKETS];
+}
+
 static struct staged *by_name(struct zrfs_writes *w, unsigned field, const char *name)
 {
-	for (struct staged *s = w->staged; s; s = s->next)
-		if (!s->placed && s->field == field && strcmp(s->name, name) == 0)
+	for (struct staged *s = w->names[name_bucket(field, name)]; s; s = s->name_next)
+		if (s->field == field && strcmp(s->name, name) == 0)
 			return s;
 	return NULL;
 }
 
 static struct staged *by_ino(struct zrfs_writes *w, fuse_ino_t ino)
 {
-	for (struct staged *s = w->staged; s; s = s->next)
+	for (struct staged *s = *ino_bucket(w, ino); s; s = s->ino_next)
 		if (s->ino == ino)
 			return s;
 	return NULL;
 }
 
-/* Take @s out of the list and free it (its file's reference dropped). */
+static void name_add(struct zrfs_writes *w, struct staged *s)
+{
+	struct staged **b = &w->names[name_bucket(s->field, s->name)];
+
+	s->name_next = *b;
+	*b = s;
+}
+
+/* @s is placed or goes: its name is no longer found. */
+static void name_remove(struct zrfs_writes *w, struct staged *s)
+{
+	for (struct staged **p = &w->names[name_bucket(s->field, s->name)]; *p;
+	     p = &(*p)->name_next)
+		if (*p == s) {
+			*p = s->name_next;
+			return;
+		}
+}
+
+/* @s is placed: it is found by its inode number only. */
+static void set_placed(struct zrfs_writes *w, struct staged *s)
+{
+	name_remove(w, s);
+	s->placed = true;
+}
+
+/* Take @s out of the list and tables and free it (its file's reference
+ * dropped). */
 static void drop(struct zrfs_writes *w, struct staged *s)
 {
 	for (struct staged **p = &w->staged; *p; p = &(*p)->next)
@@ -65,6 +110,13 @@ static void drop(struct zrfs_writes *w, struct staged *s)
 			*p = s->next;
 			break;
 		}
+	for (struct staged **p = ino_bucket(w, s->ino); *p; p = &(*p)->ino_next)
+		if (*p == s) {
+			*p = s->ino_next;
+			break;
+		}
+	if (!s->placed)
+		name_remove(w, s);
 	if (s->f) {
 		s->f->staged = NULL;
 		zrfs_wfile_put(s->f);
@@ -84,6 +136,19 @@ void zrfs_staged_free_all(struct zrfs *fs)
 				 fs->dataset, fs->fields[w->staged->field].name, w->staged->name);
 		drop(w, w->staged);
 	}
+}
+
+void zrfs_staged_drop_failed(struct zrfs *fs, struct wfile *f)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->lock);
+	if (f->staged && f->staged->f == f) {
+		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: not stored, removed\n", fs->dataset,
+			 fs->fields[f->staged->field].name, f->staged->name);
+		drop(w, f->staged);
+	}
+	pthread_mutex_unlock(&w->lock);
 }
 
 /* ---- creating ---- */
@@ -133,6 +198,9 @@ static int stage(struct zrfs *fs, unsigned field, const char *name, uint64_t id,
 	s->f->staged = s;
 	s->next = w->staged;
 	w->staged = s;
+	name_add(w, s);
+	s->ino_next = *ino_bucket(w, s->ino);
+	*ino_bucket(w, s->ino) = s;
 	w->nstaged++;
 	*out = s;
 	return 0;
@@ -174,8 +242,11 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	e.ino = s->ino;
 	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
 	zrfs_names_end(fs);
-	/* not cached: the name is the writer's until it is stored */
-	e.attr_timeout = e.entry_timeout = 0;
+	/* the name is not cached: it is the writer's until it is stored; the
+	 * attributes are (the kernel keeps the size as it writes), which spares
+	 * a GETATTR per file to cp and its like */
+	e.entry_timeout = 0;
+	e.attr_timeout = fs->opts.timeout;
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = 1;
 	if (fuse_reply_create(req, &e, fi) != 0) { /* the creator is gone */
@@ -216,7 +287,7 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	f->id = id;
 	f->staged = NULL;
 	s->f = NULL;
-	s->placed = true;
+	set_placed(w, s);
 	s->id = id;
 	w->nstaged--;
 	say_placed(fs, s, id);
@@ -285,7 +356,7 @@ static void settle_pending(struct zrfs *fs)
 			continue;
 		zrfs_follow_note_entry(fs, ZRFS_INO_DIR + s->field, s->name);
 		s->pending = false;
-		s->placed = true;
+		set_placed(w, s);
 		zrfs_wfile_put(s->f);
 		s->f = NULL;
 		w->nstaged--;
@@ -342,10 +413,18 @@ static void *committer(void *arg)
 	pthread_mutex_lock(&w->lock);
 	while (!w->stopping) {
 		uint64_t due = w->pending_since_ms + w->commit_ms, now = zrfs_now_ms();
-		bool full = w->npending >= STAGED_MAX / 2 || w->pending_bytes >= w->commit_bytes;
+		bool full = !w->retry_ms && (w->npending >= STAGED_MAX / 2 ||
+					     w->pending_bytes >= w->commit_bytes);
 		if (w->npending && (full || now >= due)) {
-			commit_pending(fs); /* failures are logged; retried at the next */
-			w->pending_since_ms = now;
+			/* a failure is logged and retried, less and less often (a
+			 * full disk: once in 5 s at most); fsync is told at once */
+			if (commit_pending(fs) < 0)
+				w->retry_ms = !w->retry_ms      ? w->commit_ms
+					      : w->retry_ms < 2500 ? w->retry_ms * 2
+								   : 5000;
+			else
+				w->retry_ms = 0;
+			w->pending_since_ms = now + w->retry_ms;
 			continue;
 		}
 		if (w->npending == 0) {
@@ -528,8 +607,10 @@ static int64_t rename_locked(struct zrfs *fs, fuse_ino_t parent, const char *nam
 		char *n = strdup(newname);
 		if (!n)
 			return -ENOMEM;
+		name_remove(w, s);
 		free(s->name);
 		s->name = n;
+		name_add(w, s);
 		s->hidden = true;
 		return 0;
 	}

@@ -1,9 +1,9 @@
 /*
  * writer.c - the bottom of a writable mount (-o rw): the dataset's writer,
  * held for as long as the mount, and the values being written (struct
- * wfile: a private O_TMPFILE in the dataset's directory each, so that
- * nothing is written outside the dataset), stored as records' values one
- * commit each.
+ * wfile: in memory, or a private O_TMPFILE in the dataset's directory when
+ * large, so that nothing is written outside the dataset), stored as
+ * records' values.
  *
  * Sections: the writer, values, files being written.
  */
@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,9 +134,10 @@ int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id, bool com
 			 (unsigned long long)fd->record_size);
 		return -EINVAL;
 	}
-	if (f->size && (map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0)) == MAP_FAILED)
+	if (f->fd >= 0 && f->size &&
+	    (map = mmap(NULL, f->size, PROT_READ, MAP_SHARED, f->fd, 0)) == MAP_FAILED)
 		return -errno;
-	rc = set_value(fs, f->field, id, (zr_value){map ? map : "", f->size});
+	rc = set_value(fs, f->field, id, (zr_value){map ? map : f->mem ? f->mem : "", f->size});
 	if (rc == 0 && commit)
 		rc = zrfs_commit_now(fs);
 	if (map)
@@ -145,7 +147,17 @@ int64_t zrfs_wfile_store(struct zrfs *fs, struct wfile *f, uint64_t id, bool com
 
 /* ---- files being written ---- */
 
-int zrfs_pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+/* A value is kept in memory while it is written, up to WFILE_MEM_MAX
+ * bytes and while all of them together take less than WFILE_MEM_BUDGET;
+ * beyond, it moves to a private file (an O_TMPFILE costs the filesystem
+ * an inode made and freed: 400 us on ext4, more than the rest of a small
+ * file's trip through the mount). */
+#define WFILE_MEM_MAX (1u << 20)
+#define WFILE_MEM_BUDGET ((size_t)64 << 20)
+
+static atomic_size_t mem_used; /* by every value in memory */
+
+static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 {
 	const char *p = buf;
 
@@ -168,8 +180,105 @@ uint64_t zrfs_value_max(const struct zrfs_field *f)
 	return f->record_size ? f->record_size : ZR_RECORD_MAX;
 }
 
-/* A private file holding record (@field, @id) as it is now, unless
- * @truncate: 0 or -errno. */
+/* Make room for @size bytes in @f's memory: true, or false if it does not
+ * fit there (the value then goes to a file). */
+static bool mem_reserve(struct wfile *f, uint64_t size)
+{
+	size_t cap = f->cap ? f->cap : 4096;
+	char *mem;
+
+	if (f->fd >= 0 || size > WFILE_MEM_MAX)
+		return false;
+	if (size <= f->cap)
+		return true;
+	while (cap < size)
+		cap *= 2;
+	if (atomic_fetch_add(&mem_used, cap - f->cap) + (cap - f->cap) > WFILE_MEM_BUDGET ||
+	    !(mem = realloc(f->mem, cap))) {
+		atomic_fetch_sub(&mem_used, cap - f->cap);
+		return false;
+	}
+	f->mem = mem;
+	f->cap = cap;
+	return true;
+}
+
+static void mem_free(struct wfile *f)
+{
+	free(f->mem);
+	atomic_fetch_sub(&mem_used, f->cap);
+	f->mem = NULL;
+	f->cap = 0;
+}
+
+/* Move @f's bytes from memory to a private file: 0 or -errno. */
+static int spill(struct zrfs *fs, struct wfile *f)
+{
+	int fd, rc;
+
+	if (f->fd >= 0)
+		return 0;
+	fd = openat(fs->writes->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if ((rc = pwrite_full(fd, f->mem, f->size, 0)) < 0 ||
+	    (ftruncate(fd, (off_t)f->size) < 0 && (rc = -errno) < 0)) {
+		close(fd);
+		return rc;
+	}
+	mem_free(f);
+	f->fd = fd;
+	return 0;
+}
+
+int zrfs_wfile_pwrite(struct zrfs *fs, struct wfile *f, const void *buf, size_t n, uint64_t off)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (mem_reserve(f, off + n)) {
+		if (off > f->size) /* a hole reads as zeros */
+			memset(f->mem + f->size, 0, off - f->size);
+		memcpy(f->mem + off, buf, n);
+	} else if ((rc = spill(fs, f)) < 0 || (rc = pwrite_full(f->fd, buf, n, off)) < 0) {
+		return rc;
+	}
+	if (off + n > f->size)
+		f->size = off + n;
+	return 0;
+}
+
+ssize_t zrfs_wfile_pread(struct wfile *f, void *buf, size_t n, uint64_t off)
+{
+	if (f->fd >= 0) {
+		ssize_t got = pread(f->fd, buf, n, (off_t)off);
+		return got < 0 ? -errno : got;
+	}
+	if (off >= f->size)
+		return 0;
+	if (n > f->size - off)
+		n = (size_t)(f->size - off);
+	memcpy(buf, f->mem + off, n);
+	return (ssize_t)n;
+}
+
+int zrfs_wfile_truncate(struct zrfs *fs, struct wfile *f, uint64_t size)
+{
+	int rc;
+
+	if (mem_reserve(f, size)) {
+		if (size > f->size)
+			memset(f->mem + f->size, 0, size - f->size);
+	} else if ((rc = spill(fs, f)) < 0) {
+		return rc;
+	} else if (ftruncate(f->fd, (off_t)size) < 0) {
+		return -errno;
+	}
+	f->size = size;
+	return 0;
+}
+
 int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
 		    struct wfile **out)
 {
@@ -185,17 +294,14 @@ int zrfs_wfile_make(struct zrfs *fs, unsigned field, uint64_t id, bool truncate,
 	f->field = field;
 	f->id = id;
 	f->dirty = truncate;
-	f->fd = openat(fs->writes->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (f->fd < 0)
-		rc = -errno;
-	else if (!truncate && id != NO_ID && id < zr_length(ds) && (rc = zr_stat(ds, field, id, &rs)) == 0 &&
-		 rs.present && rs.logical_len > 0) {
+	f->fd = -1;
+	if (!truncate && id != NO_ID && id < zr_length(ds) && (rc = zr_stat(ds, field, id, &rs)) == 0 &&
+	    rs.present && rs.logical_len > 0) {
 		void *buf = malloc(rs.logical_len);
 		int64_t got = buf ? zr_record_load(ds, field, id, buf, rs.logical_len) : -ENOMEM;
-		if (got >= 0 && (rc = zrfs_pwrite_full(f->fd, buf, (size_t)got, 0)) < 0)
-			got = rc;
+		if (got >= 0)
+			got = zrfs_wfile_pwrite(fs, f, buf, (size_t)got, 0);
 		rc = got < 0 ? (int)got : 0;
-		f->size = got < 0 ? 0 : (uint64_t)got;
 		free(buf);
 	}
 	if (rc < 0) {
@@ -218,6 +324,7 @@ void zrfs_wfile_put(struct wfile *f)
 		return;
 	if (f->fd >= 0)
 		close(f->fd);
+	mem_free(f);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }

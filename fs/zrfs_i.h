@@ -247,6 +247,8 @@ bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_
 		     size_t size, off_t off, struct fuse_file_info *fi);
 void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
+/* fsync of any directory: every new file not committed yet is, now. */
+void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
 void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,

@@ -177,6 +177,32 @@ Test(write, without_truncation_the_old_value_is_kept_around_a_write, .init = set
 	free(now);
 }
 
+/* Values are written in memory up to 1 MiB (writer.c), in a private file
+ * beyond: a value that grows past it moves there whole, holes included. */
+Test(write, holes_read_as_zeros_in_memory_and_after_moving_to_a_file, .init = setup,
+     .fini = teardown)
+{
+	size_t len, far = (size_t)3 << 20;
+	struct fuse_file_info fi = open_w(2, 7, O_WRONLY | O_TRUNC);
+
+	write_at(&fi, "head", 100); /* a hole of 100 bytes, in memory */
+	zrfs_write_read(NULL, &t_fs, NULL, 0, 200, 0, &fi);
+	cr_assert_eq(t_reply.len, 104);
+	for (size_t i = 0; i < 100; i++)
+		cr_assert_eq(t_reply.data[i], 0, "byte %zu of the hole", i);
+	write_at(&fi, "tail", (off_t)far); /* past memory's limit: to a file */
+	write_at(&fi, "HE", 100);          /* and written there */
+	cr_assert_eq(close_w(&fi), 0);
+	uint8_t *now = committed(2, 7, &len);
+	cr_assert_eq(len, far + 4);
+	cr_assert_arr_eq(now + 100, "HEad", 4);
+	cr_assert_arr_eq(now + far, "tail", 4);
+	for (size_t i = 0; i < far; i++)
+		if (i < 100 || i >= 104)
+			cr_assert_eq(now[i], 0, "byte %zu of the holes", i);
+	free(now);
+}
+
 Test(write, a_close_without_a_write_commits_nothing, .init = setup, .fini = teardown)
 {
 	zr_dataset *ds;

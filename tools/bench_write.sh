@@ -37,9 +37,14 @@ while [ $run -le "$RUNS" ]; do
 	mkdir "$T/native"
 	nat=$(secs cp -r "$T/src/." "$T/native/")
 	"$ZR" create "$T/ds" --field img:bytes:ext=bin >/dev/null
-	"$ZRFS" "$T/ds" "$T/mnt" -o rw
-	mnt=$(secs cp -r "$T/src/." "$T/mnt/img/")
-	fusermount3 -u "$T/mnt" # commits the last group
+	"$ZRFS" "$T/ds" "$T/mnt" -o rw -f 2>"$T/log" &
+	pid=$!
+	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
+	# sync DIR (fsync of the directory) returns once every new file in
+	# it is committed: the mount's equal of the native copy's sync
+	mnt=$(secs sh -c "cp -r '$T/src/.' '$T/mnt/img/' && sync '$T/mnt/img'")
+	fusermount3 -u "$T/mnt"
+	wait $pid
 	imp=$(secs "$ZR" import dir "$T/src" "$T/imp" --field img)
 	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
 	[ "$n" = "$FILES" ] || { echo "the mount holds $n records, not $FILES" >&2; exit 1; }
