@@ -1,8 +1,9 @@
 /*
  * write_i.h - what the files of a writable mount share, from the top down:
  * write.c (the FUSE operations on files), write_names.c (names created,
- * staged, renamed and removed) and writer.c (the writer and the values
- * being written).
+ * staged, renamed and removed), write_group.c (new files committed in
+ * groups), write_staged.c (the table of staged files) and writer.c (the
+ * writer and the values being written).
  */
 #ifndef ZRFS_WRITE_I_H
 #define ZRFS_WRITE_I_H
@@ -118,15 +119,43 @@ int64_t zrfs_commit_now(struct zrfs *fs);
 int zrfs_write_name(struct zrfs *fs, fuse_ino_t parent, const char *name, bool next,
 		    unsigned *field, uint64_t *id);
 
+/* write_staged.c: under the writer's lock */
+struct staged *zrfs_staged_by_name(struct zrfs_writes *w, unsigned field, const char *name);
+struct staged *zrfs_staged_by_ino(struct zrfs_writes *w, fuse_ino_t ino);
+/* Add @s (made, its name and inode number set) to the list and tables. */
+void zrfs_staged_add(struct zrfs_writes *w, struct staged *s);
+/* @s is called @name (malloc'd, taken) from now on. */
+void zrfs_staged_rename(struct zrfs_writes *w, struct staged *s, char *name);
+/* @s is placed: it is found by its inode number only. */
+void zrfs_staged_placed(struct zrfs_writes *w, struct staged *s);
+/* Take @s out of the list and tables and free it (its file's reference
+ * dropped). */
+void zrfs_staged_drop(struct zrfs_writes *w, struct staged *s);
+/* @s, appended, was committed and the mount shows it: its name goes away
+ * (the kernel is told), its inode shows its record. */
+void zrfs_staged_settle(struct zrfs *fs, struct staged *s);
+/* Drop every staged file (unmounting), saying which were never stored. */
+void zrfs_staged_free_all(struct zrfs *fs);
+/* @f failed and is closed: if it was created and not stored, its name
+ * goes away (and its private bytes with it: a full disk gets them back).
+ * Takes the writer's lock. */
+void zrfs_staged_drop_failed(struct zrfs *fs, struct wfile *f);
+
 /* write_names.c */
 /* Store the value of @f, which has a staged name (f->staged; @f's lock
  * held): at its record, or as the next one: the generation, 0 (a hidden
  * name: kept until renamed), or a negative code. */
 int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f);
-void zrfs_staged_free_all(struct zrfs *fs);
-/* @f failed and is closed: if it was created and not stored, its name
- * goes away (and its private bytes with it: a full disk gets them back). */
-void zrfs_staged_drop_failed(struct zrfs *fs, struct wfile *f);
+/* What @ino is to the writes: the file of handle @fi, or of a file created
+ * and not stored (*f, referenced), or, placed, record (*field, *id) (*f
+ * NULL). 0, or -ENOENT: neither. */
+int zrfs_write_node(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct wfile **f, unsigned *field, uint64_t *id);
+
+/* write_group.c */
+/* A new file of @bytes was appended: it joins the group to commit. Under
+ * the writer's lock. */
+void zrfs_group_add(struct zrfs *fs, uint64_t bytes);
 /* The thread that commits new files in groups: start (after fuse_daemonize),
  * stop (committing what is left). */
 void zrfs_committer_start(struct zrfs *fs);
@@ -134,10 +163,5 @@ void zrfs_committer_stop(struct zrfs *fs);
 /* Commit the new files not committed yet, now, and make the mount show
  * them: the generation (0: nothing was pending), or a negative code. */
 int64_t zrfs_staged_sync(struct zrfs *fs);
-/* What @ino is to the writes: the file of handle @fi, or of a file created
- * and not stored (*f, referenced), or, placed, record (*field, *id) (*f
- * NULL). 0, or -ENOENT: neither. */
-int zrfs_write_node(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi,
-		    struct wfile **f, unsigned *field, uint64_t *id);
 
 #endif /* ZRFS_WRITE_I_H */

@@ -8,8 +8,8 @@
  *     N the record count, appends record N (its other fields missing);
  *   - any other name appends a record too, at the next id when the file is
  *     first stored (closed or fsync'd), and the log says where it went.
- *     Such new files are committed in groups (-o commit_ms, commit_size; at
- *     once by fsync) by a thread of their own: until then the file keeps
+ *     Such new files are committed in groups (write_group.c: -o commit_ms,
+ *     commit_size; at once by fsync): until then the file keeps
  *     its name and its private bytes; once the mount shows the commit the
  *     name goes away and the record is listed as "<id>[.ext]". So
  *     `cp -r photos/. /mnt/ds/image/` appends one record per file, without
@@ -28,8 +28,8 @@
  * missing; ids never move under a mount. Renames between directories are
  * EXDEV (mv then copies and removes); anything else is EPERM.
  *
- * Sections: staged files, creating, storing, group commits, finding,
- * renaming and removing.
+ * Sections: staged files, creating, storing, finding, renaming and
+ * removing. The table of staged files is write_staged.c's.
  */
 #include "write_i.h"
 
@@ -37,119 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* ---- staged files (under the writer's lock) ---- */
-
-/* Staged files are on a list (w->staged), and in two tables: by name, while
- * not placed (what lookups and creates ask), and by inode number (what
- * every request on a file of theirs asks, and every FORGET). */
-
-static size_t name_bucket(unsigned field, const char *name)
-{
-	uint64_t h = 14695981039346656037u ^ field; /* FNV-1a */
-
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 1099511628211u;
-	return (size_t)(h % STAGED_BUCKETS);
-}
-
-static struct staged **ino_bucket(struct zrfs_writes *w, fuse_ino_t ino)
-{
-	return &w->inos[(ino ^ (ino >> 32)) % STAGED_BUCKETS];
-}
-
-static struct staged *by_name(struct zrfs_writes *w, unsigned field, const char *name)
-{
-	for (struct staged *s = w->names[name_bucket(field, name)]; s; s = s->name_next)
-		if (s->field == field && strcmp(s->name, name) == 0)
-			return s;
-	return NULL;
-}
-
-static struct staged *by_ino(struct zrfs_writes *w, fuse_ino_t ino)
-{
-	for (struct staged *s = *ino_bucket(w, ino); s; s = s->ino_next)
-		if (s->ino == ino)
-			return s;
-	return NULL;
-}
-
-static void name_add(struct zrfs_writes *w, struct staged *s)
-{
-	struct staged **b = &w->names[name_bucket(s->field, s->name)];
-
-	s->name_next = *b;
-	*b = s;
-}
-
-/* @s is placed or goes: its name is no longer found. */
-static void name_remove(struct zrfs_writes *w, struct staged *s)
-{
-	for (struct staged **p = &w->names[name_bucket(s->field, s->name)]; *p;
-	     p = &(*p)->name_next)
-		if (*p == s) {
-			*p = s->name_next;
-			return;
-		}
-}
-
-/* @s is placed: it is found by its inode number only. */
-static void set_placed(struct zrfs_writes *w, struct staged *s)
-{
-	name_remove(w, s);
-	s->placed = true;
-}
-
-/* Take @s out of the list and tables and free it (its file's reference
- * dropped). */
-static void drop(struct zrfs_writes *w, struct staged *s)
-{
-	for (struct staged **p = &w->staged; *p; p = &(*p)->next)
-		if (*p == s) {
-			*p = s->next;
-			break;
-		}
-	for (struct staged **p = ino_bucket(w, s->ino); *p; p = &(*p)->ino_next)
-		if (*p == s) {
-			*p = s->ino_next;
-			break;
-		}
-	if (!s->placed)
-		name_remove(w, s);
-	if (s->f) {
-		s->f->staged = NULL;
-		zrfs_wfile_put(s->f);
-		w->nstaged--;
-	}
-	free(s->name);
-	free(s);
-}
-
-void zrfs_staged_free_all(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	while (w->staged) {
-		if (!w->staged->placed)
-			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: never stored, dropped\n",
-				 fs->dataset, fs->fields[w->staged->field].name, w->staged->name);
-		drop(w, w->staged);
-	}
-}
-
-void zrfs_staged_drop_failed(struct zrfs *fs, struct wfile *f)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	pthread_mutex_lock(&w->lock);
-	if (f->staged && f->staged->f == f) {
-		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: not stored, removed\n", fs->dataset,
-			 fs->fields[f->staged->field].name, f->staged->name);
-		drop(w, f->staged);
-	}
-	pthread_mutex_unlock(&w->lock);
-}
 
 /* ---- creating ---- */
 
@@ -196,12 +83,7 @@ static int stage(struct zrfs *fs, unsigned field, const char *name, uint64_t id,
 	s->ino = id == NO_ID ? ZRFS_INO_STAGED | ++w->next_staged
 			     : zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	s->f->staged = s;
-	s->next = w->staged;
-	w->staged = s;
-	name_add(w, s);
-	s->ino_next = *ino_bucket(w, s->ino);
-	*ino_bucket(w, s->ino) = s;
-	w->nstaged++;
+	zrfs_staged_add(w, s);
 	*out = s;
 	return 0;
 }
@@ -229,7 +111,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	if (rc == 0 && id < zr_length(w->ds) && zr_stat(w->ds, field, id, &rs) == 0 && rs.present)
 		rc = -EEXIST;
 	else if (rc == -ENOENT)
-		rc = by_name(w, field, name) ? -EEXIST : (id = NO_ID, 0);
+		rc = zrfs_staged_by_name(w, field, name) ? -EEXIST : (id = NO_ID, 0);
 	if (rc == 0 && (rc = stage(fs, field, name, id, &s)) == 0)
 		f = zrfs_wfile_ref(s->f); /* the handle's */
 	pthread_mutex_unlock(&w->lock);
@@ -252,7 +134,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	if (fuse_reply_create(req, &e, fi) != 0) { /* the creator is gone */
 		pthread_mutex_lock(&w->lock);
 		if (s->f == f)
-			drop(w, s);
+			zrfs_staged_drop(w, s);
 		pthread_mutex_unlock(&w->lock);
 		zrfs_wfile_put(f);
 	}
@@ -287,18 +169,19 @@ static int64_t place(struct zrfs *fs, struct staged *s, uint64_t id)
 	f->id = id;
 	f->staged = NULL;
 	s->f = NULL;
-	set_placed(w, s);
+	zrfs_staged_placed(w, s);
 	s->id = id;
 	w->nstaged--;
 	say_placed(fs, s, id);
 	if (zrfs_is_rec_ino(s->ino))
-		drop(w, s); /* a record's own number: nothing to remember */
+		zrfs_staged_drop(w, s); /* a record's own number: nothing to remember */
 	zrfs_wfile_put(f); /* the name's reference; the caller has another */
 	return gen;
 }
 
 /* Append @s's value as the next record, to be committed with the next
- * group (under the writer's lock, @s->f's lock held): 0 or a negative code. */
+ * group (write_group.c; under the writer's lock, @s->f's lock held): 0 or
+ * a negative code. */
 static int place_later(struct zrfs *fs, struct staged *s)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -313,14 +196,8 @@ static int place_later(struct zrfs *fs, struct staged *s)
 	s->id = id;
 	s->pending = true;
 	s->commit_no = w->commits;
-	if (w->npending++ == 0)
-		w->pending_since_ms = zrfs_now_ms();
-	w->pending_bytes += f->size;
 	say_placed(fs, s, id);
-	/* the first starts the clock; a full group is committed at once */
-	if (w->npending == 1 || w->npending >= STAGED_MAX / 2 ||
-	    w->pending_bytes >= w->commit_bytes)
-		pthread_cond_signal(&w->wake);
+	zrfs_group_add(fs, f->size);
 	return 0;
 }
 
@@ -342,134 +219,6 @@ int64_t zrfs_staged_store(struct zrfs *fs, struct wfile *f)
 	return gen;
 }
 
-/* ---- group commits ---- */
-
-/* Settle the new files a commit took along (the mount shows it by now):
- * their names go away (the kernel is told), their inodes show their
- * records. Under the writer's lock. */
-static void settle_pending(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	for (struct staged *s = w->staged; s && w->npending; s = s->next) {
-		if (!s->pending || s->commit_no >= w->commits)
-			continue;
-		zrfs_follow_note_entry(fs, ZRFS_INO_DIR + s->field, s->name);
-		s->pending = false;
-		set_placed(w, s);
-		zrfs_wfile_put(s->f);
-		s->f = NULL;
-		w->nstaged--;
-		w->npending--;
-	}
-	if (w->npending == 0)
-		w->pending_bytes = 0;
-}
-
-/* Whether a new file waits for a commit that has not been made. Under the
- * writer's lock. */
-static bool uncommitted(struct zrfs_writes *w)
-{
-	for (struct staged *s = w->staged; s; s = s->next)
-		if (s->pending && s->commit_no == w->commits)
-			return true;
-	return false;
-}
-
-/* Commit the new files not committed yet, make the mount show them, and
- * settle them: the generation (0: none was pending). Called and returns
- * with the writer's lock held, but lets go of it to publish: a lookup holds
- * the names lock while it asks for the writer's (lock order: names, then
- * writer). */
-static int64_t commit_pending(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-	int64_t gen = uncommitted(w) ? zrfs_commit_now(fs) : 0;
-
-	if (gen < 0 || w->npending == 0)
-		return gen;
-	pthread_mutex_unlock(&w->lock);
-	zrfs_follow_publish(fs);
-	pthread_mutex_lock(&w->lock);
-	settle_pending(fs);
-	return gen;
-}
-
-int64_t zrfs_staged_sync(struct zrfs *fs)
-{
-	int64_t gen;
-
-	pthread_mutex_lock(&fs->writes->lock);
-	gen = commit_pending(fs);
-	pthread_mutex_unlock(&fs->writes->lock);
-	return gen;
-}
-
-static void *committer(void *arg)
-{
-	struct zrfs *fs = arg;
-	struct zrfs_writes *w = fs->writes;
-
-	pthread_mutex_lock(&w->lock);
-	while (!w->stopping) {
-		uint64_t due = w->pending_since_ms + w->commit_ms, now = zrfs_now_ms();
-		bool full = !w->retry_ms && (w->npending >= STAGED_MAX / 2 ||
-					     w->pending_bytes >= w->commit_bytes);
-		if (w->npending && (full || now >= due)) {
-			/* a failure is logged and retried, less and less often (a
-			 * full disk: once in 5 s at most); fsync is told at once */
-			if (commit_pending(fs) < 0)
-				w->retry_ms = !w->retry_ms      ? w->commit_ms
-					      : w->retry_ms < 2500 ? w->retry_ms * 2
-								   : 5000;
-			else
-				w->retry_ms = 0;
-			w->pending_since_ms = now + w->retry_ms;
-			continue;
-		}
-		if (w->npending == 0) {
-			pthread_cond_wait(&w->wake, &w->lock);
-		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000;
-			ts.tv_sec += (time_t)(ns / 1000000000);
-			ts.tv_nsec = (long)(ns % 1000000000);
-			pthread_cond_timedwait(&w->wake, &w->lock, &ts);
-		}
-		if (w->npending && !uncommitted(w))
-			commit_pending(fs); /* another commit took them along: settle */
-	}
-	commit_pending(fs);
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-void zrfs_committer_start(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	w->committer_running = pthread_create(&w->committer, NULL, committer, fs) == 0;
-	if (!w->committer_running)
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: no thread to commit new files in groups: "
-			 "each is committed when it is closed\n", fs->dataset);
-}
-
-void zrfs_committer_stop(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	if (w->committer_running) {
-		pthread_mutex_lock(&w->lock);
-		w->stopping = true;
-		pthread_cond_signal(&w->wake);
-		pthread_mutex_unlock(&w->lock);
-		pthread_join(w->committer, NULL);
-		w->committer_running = false;
-	}
-	zrfs_staged_sync(fs); /* no thread, or it stopped: what is left */
-}
-
 /* ---- finding ---- */
 
 int zrfs_write_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *ino)
@@ -480,7 +229,7 @@ int zrfs_write_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse
 	if (parent < ZRFS_INO_DIR || parent >= ZRFS_INO_DIR + fs->nfields)
 		return -ENOENT;
 	pthread_mutex_lock(&w->lock);
-	s = by_name(w, (unsigned)(parent - ZRFS_INO_DIR), name);
+	s = zrfs_staged_by_name(w, (unsigned)(parent - ZRFS_INO_DIR), name);
 	if (s)
 		*ino = s->ino;
 	pthread_mutex_unlock(&w->lock);
@@ -500,7 +249,7 @@ int zrfs_write_node(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi,
 		return 0;
 	}
 	pthread_mutex_lock(&w->lock);
-	if ((s = by_ino(w, ino)) != NULL) {
+	if ((s = zrfs_staged_by_ino(w, ino)) != NULL) {
 		if (s->f)
 			*f = zrfs_wfile_ref(s->f);
 		*field = s->field;
@@ -517,8 +266,8 @@ void zrfs_write_forget(struct zrfs *fs, fuse_ino_t ino)
 	struct staged *s;
 
 	pthread_mutex_lock(&w->lock);
-	if ((s = by_ino(w, ino)) != NULL && s->placed)
-		drop(w, s);
+	if ((s = zrfs_staged_by_ino(w, ino)) != NULL && s->placed)
+		zrfs_staged_drop(w, s);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -536,7 +285,7 @@ static int resolve(struct zrfs *fs, fuse_ino_t parent, const char *name, struct 
 	*s = NULL;
 	if (rc == -EPERM)
 		return rc;
-	if ((*s = by_name(fs->writes, *field, name)) != NULL) {
+	if ((*s = zrfs_staged_by_name(fs->writes, *field, name)) != NULL) {
 		if ((*s)->pending) { /* appended, its commit to come: the record */
 			*id = (*s)->id;
 			*s = NULL;
@@ -559,7 +308,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	pthread_mutex_lock(&w->lock);
 	rc = resolve(fs, parent, name, &s, &field, &id);
 	if (rc == 0 && s)
-		drop(w, s); /* never stored: nothing to commit */
+		zrfs_staged_drop(w, s); /* never stored: nothing to commit */
 	else if (rc == 0)
 		rc = zrfs_change(fs, field, id, (zr_value){NULL, 0});
 	pthread_mutex_unlock(&w->lock);
@@ -595,22 +344,19 @@ static int64_t rename_locked(struct zrfs *fs, fuse_ino_t parent, const char *nam
 		return -EINVAL; /* RENAME_EXCHANGE, RENAME_WHITEOUT */
 	if (zrfs_write_name(fs, parent, newname, true, &tfield, &tid) == -ENOENT)
 		tid = NO_ID; /* not a record's name */
-	t = by_name(w, field, newname);
+	t = zrfs_staged_by_name(w, field, newname);
 	exists = t || (tid != NO_ID && resolve(fs, parent, newname, &t, &tfield, &tid) == 0);
 	if (exists && (flags & RENAME_NOREPLACE))
 		return -EEXIST;
 	if (s && t == s)
 		return 0;
 	if (t)
-		drop(w, t); /* a staged file replaced */
+		zrfs_staged_drop(w, t); /* a staged file replaced */
 	if (s && newname[0] == '.') { /* still temporary */
 		char *n = strdup(newname);
 		if (!n)
 			return -ENOMEM;
-		name_remove(w, s);
-		free(s->name);
-		s->name = n;
-		name_add(w, s);
+		zrfs_staged_rename(w, s, n);
 		s->hidden = true;
 		return 0;
 	}
@@ -651,7 +397,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 	/* a staged source's file is locked first: the order store() takes */
 	pthread_mutex_lock(&w->lock);
-	if ((s = by_name(w, (unsigned)(parent - ZRFS_INO_DIR), name)) != NULL)
+	if ((s = zrfs_staged_by_name(w, (unsigned)(parent - ZRFS_INO_DIR), name)) != NULL)
 		sf = zrfs_wfile_ref(s->f);
 	pthread_mutex_unlock(&w->lock);
 	if (sf)
