@@ -48,7 +48,7 @@ struct wfile {
  * record's name (the record has no value yet, or is the next one), or
  * under another name (placed as a new record when stored). */
 struct staged {
-	struct staged *next;
+	struct staged *next, **prevp; /* on w->staged */
 	struct staged *name_next; /* in its bucket of names (not placed only) */
 	struct staged *ino_next;  /* in its bucket of inode numbers */
 	fuse_ino_t ino;       /* the record's, or ZRFS_INO_STAGED | n */

@@ -70,6 +70,9 @@ void zrfs_staged_add(struct zrfs_writes *w, struct staged *s)
 	struct staged **b = ino_bucket(w, s->ino);
 
 	s->next = w->staged;
+	if (s->next)
+		s->next->prevp = &s->next;
+	s->prevp = &w->staged;
 	w->staged = s;
 	name_add(w, s);
 	s->ino_next = *b;
@@ -107,11 +110,9 @@ void zrfs_staged_settle(struct zrfs *fs, struct staged *s)
 
 void zrfs_staged_drop(struct zrfs_writes *w, struct staged *s)
 {
-	for (struct staged **p = &w->staged; *p; p = &(*p)->next)
-		if (*p == s) {
-			*p = s->next;
-			break;
-		}
+	*s->prevp = s->next;
+	if (s->next)
+		s->next->prevp = s->prevp;
 	for (struct staged **p = ino_bucket(w, s->ino); *p; p = &(*p)->ino_next)
 		if (*p == s) {
 			*p = s->ino_next;
