@@ -114,6 +114,7 @@ struct zrfs_opts {
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
 	unsigned commit_ms;   /* -o rw: new files wait at most this long for a commit */
 	uint64_t commit_bytes; /* or until this many bytes of them wait */
+	unsigned poll_us;     /* -s: poll /dev/fuse this long before sleeping */
 };
 
 /* Milliseconds on the monotonic clock. */
@@ -223,6 +224,13 @@ void zrfs_follow_publish(struct zrfs *fs);
 /* Tell the kernel that @name in @parent names something else now, with the
  * notes of the next view (before any answer asked for after this call). */
 void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name);
+
+/* ---- transport.c ---- */
+
+/* Serve @se's requests with a thread that polls for the next one for
+ * fs->opts.poll_us before sleeping (after mounting, one thread only):
+ * 0 or -errno. */
+int zrfs_transport_poll(struct zrfs *fs, struct fuse_session *se);
 
 /* ---- write.c, write_names.c, writer.c: -o rw ---- */
 

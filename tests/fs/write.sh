@@ -210,3 +210,31 @@ grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the writes"
 # the writer lock went with the daemon
 "$ZR" set "$DS" 0 --img="$T/x" >/dev/null || fail "zr set after unmounting"
+
+# one thread polling for requests (-s -o poll_us): the same files; and
+# poll_us without -s is refused before anything is mounted
+"$ZRFS" "$DS" "$MNT" -o rw,poll_us=100 2>"$T/err" && fail "poll_us without -s mounted"
+grep -q "poll_us needs -s" "$T/err" || fail "poll_us without -s said: $(cat "$T/err")"
+mkdir "$T/many"
+i=0
+while [ $i -lt 200 ]; do
+	head -c $((i * 37 + 1)) /dev/urandom >"$T/many/m$i.bin"
+	i=$((i + 1))
+done
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
+${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o rw -s -o poll_us=100 -f 2>"$T/log" &
+pid=$!
+timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
+cp -r "$T/many/." "$MNT/img/" || fail "cp -r with poll_us"
+sync "$MNT/img" || fail "sync img with poll_us"
+i=0
+while [ $i -lt 200 ]; do
+	to=$(grep "img/m$i.bin is now" "$T/log" | sed 's|.* is now img/||')
+	[ -n "$to" ] || fail "m$i.bin: no log line saying where it went"
+	same "$T/many/m$i.bin" "$MNT/img/$to"
+	i=$((i + 1))
+done
+fusermount3 -u "$MNT" || fail "unmount"
+wait $pid || fail "zrfs -s -o poll_us exited $?: $(tail -5 "$T/log")"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n + 200)) ] || fail "not 200 appended"
+"$ZR" verify "$DS" >/dev/null || fail "zr verify after the polling mount"
