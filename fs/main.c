@@ -88,11 +88,11 @@ struct cli {
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
 	char *commit_ms, *commit_size, *poll_us;
-	int rw, splice;
+	int rw, splice, allow_other;
 };
 
 
-enum { KEY_HELP, KEY_VERSION };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER };
 
 static const struct fuse_opt cli_spec[] = {
 	{"timeout=%s", offsetof(struct cli, timeout), 0},
@@ -108,6 +108,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
 	{"ro", offsetof(struct cli, rw), 0},
+	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -127,6 +128,9 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_VERSION:
 		printf("zrfs %s (libfuse %s)\n", ZRFS_VERSION, fuse_pkgversion());
 		exit(0);
+	case KEY_ALLOW_OTHER:
+		c->allow_other = 1;
+		return 1; /* libfuse's too */
 	case FUSE_OPT_KEY_OPT:
 		/* "-o batches=shuffle,seed=1,batch=8": the option splitter cut the
 		 * spec at its commas; glue the spec's KEY=VALUE pieces back on */
@@ -339,14 +343,18 @@ int main(int argc, char **argv)
 	}
 	if (take_options(&cli, &fs) < 0)
 		goto out;
-	/* read-only unless asked, permissions checked by the kernel, named
-	 * after the dataset */
+	/* read-only unless asked, named after the dataset. Mode bits are
+	 * checked by the kernel where other users may enter (allow_other);
+	 * else only the mounting user can, every write the daemon does not
+	 * serve it refuses itself, and a path walk after a create costs no
+	 * GETATTR of the directory for the check (tools/bench_write.sh) */
 	if (fuse_opt_add_opt_escaped(&fsname, cli.dataset) < 0 ||
 	    (o = malloc(strlen(fsname) + 64)) == NULL) {
 		rc = 1;
 		goto out;
 	}
-	sprintf(o, "-o%s,default_permissions,subtype=zrfs,fsname=%s", cli.rw ? "rw" : "ro", fsname);
+	sprintf(o, "-o%s%s,subtype=zrfs,fsname=%s", cli.rw ? "rw" : "ro",
+		cli.allow_other ? ",default_permissions" : "", fsname);
 	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0)
 		goto out;
 	if (opts.show_help || opts.show_version || !opts.mountpoint) {

@@ -4,7 +4,9 @@
 # appended by creating FIELD/N.ext; values removed with rm; everything else
 # refused with the errno a user expects; a second writer told which mount
 # holds the dataset; every change visible through the mount as soon as the
-# writing program's close returns, and in zr cat; zr verify clean after.
+# writing program's close returns, and in zr cat; zr verify clean after;
+# other users kept out of writing by the mode bits (allow_other) or out
+# of the mount by the kernel.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 make_ds --records 40
@@ -238,3 +240,28 @@ fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs -s -o poll_us exited $?: $(tail -5 "$T/log")"
 [ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n + 200)) ] || fail "not 200 appended"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the polling mount"
+
+# other users: with allow_other the kernel checks the mode bits (record
+# files 0644 and directories 0755, root's): another user reads, and can
+# neither replace nor add a record; without allow_other they cannot enter
+chmod 755 "$T"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+rw_mount() { # rw_mount OPTIONS: in the foreground, in the background (pid)
+	"$ZRFS" "$DS" "$MNT" -o "$1" -f 2>"$T/log" &
+	pid=$!
+	timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "-o $1: $(cat "$T/log")"
+}
+rw_unmount() { fusermount3 -u "$MNT" && wait $pid || fail "unmount: $(tail -3 "$T/log")"; }
+rw_mount rw,allow_other
+"$ZR" cat "$DS" img 5 >"$T/want" || fail "zr cat"
+as_nobody cat "$MNT/img/5.jpg" >"$T/got" || fail "another user cannot read"
+same "$T/want" "$T/got"
+expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/5.jpg'"
+expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/new.jpg'"
+rw_unmount
+rw_mount rw
+expect "Permission denied" as_nobody ls "$MNT/img"
+rw_unmount
+"$ZR" cat "$DS" img 5 >"$T/after" || fail "zr cat"
+same "$T/want" "$T/after"
+"$ZR" verify "$DS" >/dev/null || fail "zr verify after the other user's tries"
