@@ -179,7 +179,8 @@ int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor)
 		zr_chunk_name(name, sizeof name, id);
 		fd = zr_sys.openat(ds->chunkdirfd, name, (rw && u) ? O_RDWR : O_RDONLY, 0);
 		if (fd < 0)
-			return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk/%s: %s",
+			return zr_err(errno == ENOENT || errno == ENXIO ? ZR_ECORRUPT : -errno,
+				      "%s/chunk/%s: %s",
 				      ds->path, name, zr_open_strerror(errno));
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(fd);

@@ -112,7 +112,7 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	if (fd < 0) {
 		rc = -errno;
 		free(buf);
-		return zr_err(rc, "%s/%s: %s", ds->path, name, strerror(-rc));
+		return zr_err(rc, "%s/%s: %s", ds->path, name, zr_open_strerror(-rc));
 	}
 	rc = zr_write_full(fd, buf, size, 0);
 	if (rc == 0 && zr_sys.fsync(fd) < 0)
@@ -236,7 +236,8 @@ int zr_journal_load(zr_dataset *ds, bool apply)
 
 	fd = journal_open(ds, name, sizeof name);
 	if (fd < 0)
-		return errno != ENOENT ? zr_err(-errno, "%s/%s: %s", ds->path, name, strerror(errno))
+		return errno != ENOENT ? zr_err(-errno, "%s/%s: %s", ds->path, name,
+						zr_open_strerror(errno))
 		       : apply	       ? zr_journal_settle(ds)
 				       : 0;
 	if (fstat(fd, &st) < 0 || st.st_size < JOURNAL_HDR + 4 ||

@@ -404,7 +404,8 @@ int zr_meta_read(int dirfd, const char *dir, const char *name, zr_meta *m)
 		rc = -errno;
 		if (rc == -ENOENT)
 			return zr_err(rc, "%s: no such file (not a zrecord dataset?)", where);
-		return zr_err(rc, "%s: %s", where, zr_open_strerror(-rc));
+		return zr_err(rc == -ENXIO ? ZR_ECORRUPT : rc, "%s: %s", where,
+			      zr_open_strerror(-rc));
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ZR_META_MAX) {
 		close(fd);

@@ -74,7 +74,8 @@ int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 	f->fd = zr_sys.openat(ds->dirfd, name, (rw ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0),
 			      0644);
 	if (f->fd < 0)
-		return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/%s: %s", ds->path, name,
+		return zr_err(errno == ENOENT || errno == ENXIO ? ZR_ECORRUPT : -errno, "%s/%s: %s",
+			      ds->path, name,
 			      zr_open_strerror(errno));
 	atomic_init(&f->map, &empty_map);
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))

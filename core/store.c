@@ -273,7 +273,7 @@ int zr_holder_set(zr_dataset *ds, const char *what)
 /* Who holds the writer lock, as DATASET/writer says, into @buf. */
 static const char *writer_read(int dirfd, char *buf, size_t cap)
 {
-	int fd = openat(dirfd, "writer", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = zr_sys.openat(dirfd, "writer", O_RDONLY | O_NONBLOCK, 0);
 	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
 
 	if (fd >= 0)

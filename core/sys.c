@@ -18,21 +18,43 @@
 /* A dataset's files are opened by single names relative to its directory
  * and never through a symbolic link: otherwise whoever can write into a
  * dataset directory could make a reader (zrfs, perhaps root) read any file
- * on the machine and serve it. */
+ * on the machine and serve it. Nor is anything but a regular file (or the
+ * directory asked for) taken: a FIFO would block the open, or every read,
+ * forever, so the open does not wait, and what it opened is looked at
+ * before anyone reads it (ENXIO: see zr_open_strerror). */
 static int sys_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
 	struct stat st;
 
-	/* with O_DIRECTORY, a link is ENOTDIR: say what it is */
-	if (fd < 0 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
-	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-		errno = ELOOP;
+	if (fd < 0) {
+		/* with O_DIRECTORY, a link is ENOTDIR: say what it is */
+		if (errno == ENOTDIR && (flags & O_DIRECTORY) &&
+		    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+			errno = ELOOP;
+		return -1; /* a FIFO opened for writing with no reader: ENXIO */
+	}
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (!((flags & O_DIRECTORY) ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
+		errno = ENXIO;
+		goto fail;
+	}
+	/* back to blocking reads: only the status flags change */
+	if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & ~(O_NONBLOCK | O_ACCMODE)) < 0)
+		goto fail;
 	return fd;
+fail:;
+	int e = errno;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 const char *zr_open_strerror(int e)
 {
+	if (e == ENXIO)
+		return "not a regular file: refused";
 	return e == ELOOP ? "a symbolic link (not followed out of a dataset)" : strerror(e);
 }
 

@@ -22,3 +22,18 @@ fusermount3 -u "$MNT"
 wait $pid || fail "zrfs exited $?"
 grep -q "field 'img' record 10" "$T/log" || fail "no log line for img 10: $(cat "$T/log")"
 grep -q "field 'txt' record 20" "$T/log" || fail "no log line for txt 20"
+
+# a FIFO where a dataset file should be: zrfs refuses to mount, naming it,
+# instead of blocking forever (an fstab mount would hang the boot)
+for f in meta.json img.offset chunk/0.zr; do
+	mv "$DS/$f" "$T/saved"
+	mkfifo "$DS/$f"
+	timeout 20 "$ZRFS" "$DS" "$MNT" 2>"$T/err"
+	rc=$?
+	mountpoint -q "$MNT" && fail "mounted with a FIFO at $f"
+	[ $rc -ne 124 ] || fail "zrfs hung on a FIFO at $f"
+	[ $rc -ne 0 ] || fail "zrfs exited 0 with a FIFO at $f"
+	grep -q "$f: not a regular file" "$T/err" || fail "FIFO at $f: $(cat "$T/err")"
+	rm "$DS/$f"
+	mv "$T/saved" "$DS/$f"
+done

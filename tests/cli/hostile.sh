@@ -1,0 +1,70 @@
+#!/bin/sh
+# Hostile dataset files and trees: what is not a regular file where a
+# dataset file should be (a FIFO would block every open or read forever)
+# is refused by every command, naming it, and nothing is lost.
+# Each command runs under a bound (timeout 20): a hang fails the case.
+. "$(dirname "$0")/lib.sh"
+
+# bounded CMD...: run it as `run` does, failing the case if it hangs
+bounded() {
+	run timeout 20 "$@"
+	[ "$RC" -ne 124 ] || fail "hung (killed after 20 s)"
+}
+
+zr create ds --field a:bytes --field b:i64:shape=
+expect_rc 0
+printf abc >r
+printf 12345678 >l
+for i in 1 2 3; do
+	zr put ds --a=r --b=l
+	expect_rc 0
+done
+cp -a ds ds.orig
+
+# fifo_at FILE [readers-pass|all-pass]: a FIFO at ds/FILE; no command
+# hangs, every one refuses the dataset naming FILE (readers-pass: readers
+# carry on without it, it only registers them; all-pass: writers too, it
+# only tells a second writer who holds the lock), then the file comes back
+# and the dataset is as it was
+fifo_at() {
+	mv "ds/$1" "$T/saved" 2>/dev/null
+	mkfifo "ds/$1"
+	for cmd in "info ds" "verify ds" "cat ds a 0" "ls ds a" "put ds --a=r --b=l"; do
+		# shellcheck disable=SC2086
+		bounded "$ZR" $cmd
+		if [ "${2:-}" = all-pass ] || { [ "${2:-}" = readers-pass ] && [ "${cmd%% *}" != put ]; }; then
+			expect_rc 0
+			continue
+		fi
+		[ "$RC" -ne 0 ] || fail "zr $cmd took a FIFO at $1"
+		expect_err_has "*ds/$1*not a regular file*"
+	done
+	[ "${2:-}" = all-pass ] && { rm -rf ds && cp -a ds.orig ds; }
+	rm "ds/$1"
+	[ -e "$T/saved" ] && mv "$T/saved" "ds/$1"
+	zr verify ds
+	expect_rc 0
+	expect_out 'ds: 3 records, 0 problems'
+}
+fifo_at meta.json
+fifo_at a.offset
+fifo_at b.offset
+fifo_at chunk/0.zr
+fifo_at journal          # an earlier version's journal, read at open
+fifo_at readers readers-pass
+fifo_at writer all-pass
+
+# a FIFO where the next commit's journal goes (a change of committed
+# records writes one): a writer clears what no commit refers to at open,
+# so the change is committed, and nothing hangs
+gen=$("$ZR" info --json ds | sed -n 's/^ *"generation": \([0-9]*\),*/\1/p')
+mkfifo "ds/journal.$((gen + 1))"
+printf xyz >r2
+bounded "$ZR" set ds 1 --a=r2
+expect_rc 0
+[ -p "ds/journal.$((gen + 1))" ] && fail "the FIFO journal.$((gen + 1)) is still there"
+zr verify ds
+expect_rc 0
+expect_out 'ds: 3 records, 0 problems'
+zr cat ds a 1
+expect_out xyz
