@@ -80,6 +80,7 @@ class Trial:
         self.touched = []
         self.errors = []
         self.stop = False
+        self.killed = False       # set just before the SIGKILL: whose error it is
 
     def name(self, field, i):
         return '%s/%s/%d%s' % (MNT, field, i, '.txt' if field == 'txt' else '')
@@ -136,7 +137,8 @@ class Trial:
                 if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
                     return
                 if e.errno != errno.ENOENT:
-                    self.errors.append('reader: %s/%d: %s' % (field, i, e))
+                    self.errors.append('reader: %s/%d: %s (%s the daemon was killed)'
+                                       % (field, i, e, 'after' if self.killed else 'before'))
                 continue
             with self.lock:
                 had = self.had.get((field, i), set())
@@ -172,6 +174,7 @@ def main():
         for th in threads:
             th.start()
         time.sleep(rng.random() * 0.3)   # the instant of the kill, not a synchronisation
+        t.killed = True
         d.send_signal(signal.SIGKILL)
         # A thread of the daemon may be telling the kernel about a commit and
         # wait for a directory's lock that a program holds while it waits for
