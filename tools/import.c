@@ -33,6 +33,7 @@
 
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
+	"                     [--follow-links]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
 	"       zr import tar SHARD.tar [SHARD.tar...] DEST\n"
@@ -44,7 +45,12 @@ static const char help[] =
 	"        files' extension when they all share one. --label-from-parent\n"
 	"        FIELD adds an i64 label per record from its class directory\n"
 	"        (SRC/CLASS/...): classes numbered 0.. in sorted order, their names\n"
-	"        kept in meta.json under attrs.classes.FIELD.\n"
+	"        kept in meta.json under attrs.classes.FIELD. Symbolic links are\n"
+	"        not followed (a link to /etc/shadow must not become a record):\n"
+	"        they are skipped, with a warning that counts them; with\n"
+	"        --follow-links one to a file is that file, and a dangling or\n"
+	"        looping one is skipped. Links to directories, FIFOs, sockets and\n"
+	"        devices are always skipped.\n"
 	"  npy   the rows of each array, in order; dtype and row shape are kept, so\n"
 	"        the mount's FIELD.npy reproduces the array.\n"
 	"  flat  consecutive records of BYTES bytes (u8 of that shape); the file's\n"
@@ -74,6 +80,7 @@ struct src {
 struct plan {
 	struct src *srcs;
 	int64_t *labels;  /* --label-from-parent, or NULL */
+	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
 	char err[PATH_MAX + 256];
@@ -167,8 +174,16 @@ static void *writer(void *arg)
 					bufs[f] = nb;
 					caps[f] = s->len ? s->len : 1;
 				}
-				int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+				/* not blocking on what became a FIFO since it was listed */
+				int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+							       (p->nofollow ? O_NOFOLLOW : 0));
 				uint64_t got = 0;
+				struct stat st;
+				if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+					close(fd);
+					fd = -1;
+					errno = ENXIO;
+				}
 				while (fd >= 0 && got < s->len) {
 					ssize_t r = pread(fd, bufs[f] + got, s->len - got,
 							  (off_t)(s->off + got));
@@ -183,7 +198,11 @@ static void *writer(void *arg)
 					close(fd);
 				if (got != s->len) {
 					plan_fail(p, "%s: %s", s->path,
-						  fd < 0 || e ? strerror(e)
+						  fd < 0 && e == ELOOP && p->nofollow
+							  ? "now a symbolic link (not followed)"
+						  : fd < 0 && e == ENXIO
+							  ? "no longer a regular file"
+						  : fd < 0 || e ? strerror(e)
 							      : "shorter than when it was listed");
 					break;
 				}
@@ -283,9 +302,26 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every regular file under @dir (symlinks to files followed, to directories
- * not), as paths. */
-static int walk(const char *dir, struct strs *out, char *err, size_t errlen)
+/* What a walk skipped, for the warning that says so. */
+struct skipped {
+	uint64_t links, dangling, dirlinks, special;
+	char first[PATH_MAX]; /* the first one, to name */
+};
+
+static void skip(struct skipped *k, uint64_t *what, const char *path)
+{
+	if (k->links + k->dangling + k->dirlinks + k->special == 0)
+		snprintf(k->first, sizeof k->first, "%s", path);
+	(*what)++;
+}
+
+/* Every regular file under @dir, as paths. A symbolic link is not
+ * followed unless @follow: then one to a file counts as the file, and a
+ * dangling one or a loop is skipped; one to a directory never is followed
+ * (no loops). Sockets, devices and FIFOs are not records. What is skipped
+ * is counted in @k; an entry that cannot be looked at fails the walk. */
+static int walk(const char *dir, bool follow, struct strs *out, struct skipped *k, char *err,
+		size_t errlen)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -308,27 +344,61 @@ static int walk(const char *dir, struct strs *out, char *err, size_t errlen)
 		 * file: the plan stats every file for its size anyway) */
 		if (de->d_type == DT_REG) {
 			rc = strs_add(out, path) < 0 ? -1 : 0;
-		} else if (de->d_type == DT_DIR) {
-			rc = walk(path, out, err, errlen);
-			free(path);
-		} else if (lstat(path, &st) < 0 || (S_ISLNK(st.st_mode) && stat(path, &st) < 0)) {
+			continue;
+		}
+		if (de->d_type == DT_DIR) {
+			rc = walk(path, follow, out, k, err, errlen);
+		} else if (lstat(path, &st) < 0) {
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			free(path);
 			rc = -1;
 		} else if (S_ISDIR(st.st_mode)) {
-			struct stat lst;
-			/* a link to a directory is not followed: no loops */
-			if (lstat(path, &lst) == 0 && !S_ISLNK(lst.st_mode))
-				rc = walk(path, out, err, errlen);
-			free(path);
+			rc = walk(path, follow, out, k, err, errlen);
 		} else if (S_ISREG(st.st_mode)) {
 			rc = strs_add(out, path) < 0 ? -1 : 0;
+			continue;
+		} else if (!S_ISLNK(st.st_mode)) {
+			skip(k, &k->special, path);
+		} else if (!follow) {
+			skip(k, &k->links, path);
+		} else if (stat(path, &st) < 0) {
+			skip(k, &k->dangling, path); /* dangling, a loop, or unreadable */
+		} else if (S_ISREG(st.st_mode)) {
+			rc = strs_add(out, path) < 0 ? -1 : 0;
+			continue;
 		} else {
-			free(path); /* sockets, devices, fifos: not records */
+			skip(k, S_ISDIR(st.st_mode) ? &k->dirlinks : &k->special, path);
 		}
+		free(path);
 	}
 	closedir(d);
 	return rc;
+}
+
+/* One line for all that a walk skipped, naming the first. */
+static void warn_skipped(const struct skipped *k)
+{
+	char what[256] = "";
+	size_t n = 0;
+	const struct {
+		uint64_t count;
+		const char *one, *many;
+	} kinds[] = {
+		{k->links, "symbolic link", "symbolic links"},
+		{k->dangling, "dangling or looping symbolic link", "dangling or looping symbolic links"},
+		{k->dirlinks, "symbolic link to a directory", "symbolic links to directories"},
+		{k->special, "FIFO, socket or device", "FIFOs, sockets or devices"},
+	};
+
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].count && n < sizeof what)
+			n += (size_t)snprintf(what + n, sizeof what - n, "%s%llu %s", n ? ", " : "",
+					      (unsigned long long)kinds[i].count,
+					      kinds[i].count == 1 ? kinds[i].one : kinds[i].many);
+	if (k->links && n < sizeof what)
+		n += (size_t)snprintf(what + n, sizeof what - n,
+				      " (--follow-links follows links to files)");
+	if (n)
+		zr_warn("import: skipped %s; the first: %s", what, k->first);
 }
 
 static const char *extension(const char *path)
@@ -344,6 +414,7 @@ static const char *extension(const char *path)
 
 struct opts {
 	const char *field, *label_field;
+	bool follow_links;
 	zr_compress compress;
 	uint64_t chunk_size, writers, record_size;
 };
@@ -372,8 +443,12 @@ static int plan_dir(struct import *im)
 	size_t srclen = strlen(src);
 	bool labels = im->o.label_field != NULL, uniform = true;
 
-	if (walk(src, files, p->err, sizeof p->err) < 0)
+	struct skipped k = {0};
+
+	if (walk(src, im->o.follow_links, files, &k, p->err, sizeof p->err) < 0)
 		return -1;
+	warn_skipped(&k);
+	p->nofollow = !im->o.follow_links;
 	qsort(files->v, files->n, sizeof *files->v, cmp_str);
 	for (size_t i = 0; i < files->n; i++) {
 		const char *rel = files->v[i] + srclen + 1, *slash = strchr(rel, '/');
@@ -595,6 +670,10 @@ static int parse_args(struct import *im, int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			im->pos[im->npos++] = a;
+			continue;
+		}
+		if (strcmp(a, "--follow-links") == 0 && im->src->plan == plan_dir) {
+			o->follow_links = true;
 			continue;
 		}
 		if (!val) {

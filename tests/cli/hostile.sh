@@ -68,3 +68,27 @@ expect_rc 0
 expect_out 'ds: 3 records, 0 problems'
 zr cat ds a 1
 expect_out xyz
+
+# import dir does not follow symbolic links unless asked: a link to a file
+# outside the tree (/etc/shadow, run as root) must not become a record;
+# dangling links, loops, links to directories and FIFOs are skipped with
+# one warning, never an abort
+mkdir -p tree/a
+printf 'the secret' >secret
+printf one >tree/a/1
+ln -s "$T/secret" tree/a/2
+ln -s "$T/nowhere" tree/a/3
+ln -s 4 tree/a/4
+ln -s .. tree/a/5
+mkfifo tree/a/6
+bounded "$ZR" import dir tree noln
+expect_rc 0
+expect_err_has "zr: import: skipped 4 symbolic links, 1 FIFO, socket or device (--follow-links follows links to files); the first: tree/a/*"
+zr info noln
+expect_out_has "records      1"
+grep -rq "the secret" noln && fail "a link's target was imported"
+bounded "$ZR" import dir tree ln --follow-links
+expect_rc 0
+expect_err_has "zr: import: skipped 2 dangling or looping symbolic links, 1 symbolic link to a directory, 1 FIFO, socket or device; the first: tree/a/*"
+zr cat ln data 1
+expect_out "the secret"
