@@ -45,6 +45,7 @@ static int table_name(char *buf, size_t cap, const char *field)
 
 /* ---- create ---- */
 
+/* Empty but perhaps for the lock of an import that creates it. */
 static int dir_is_empty(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -54,7 +55,8 @@ static int dir_is_empty(const char *dir)
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, ZR_IMPORT_LOCK) != 0)
 			empty = 0;
 	closedir(d);
 	return empty;

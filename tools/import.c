@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +66,10 @@ static const char help[] =
 	"  --writers N           parallel writer threads, 1..4 (default 4)\n"
 	"\n"
 	"A progress line (records/s, MB/s, ETA) is shown on a terminal. On any\n"
-	"error nothing is committed and DEST is removed: it is left as it was.\n";
+	"error nothing is committed and DEST is removed: it is left as it was.\n"
+	"While it runs, DEST/import.lock says so (and a second import into DEST\n"
+	"is refused); an import that was killed leaves it, and the next import\n"
+	"into DEST starts over by itself.\n";
 
 /* ---- the plan: where each record's bytes come from ---- */
 
@@ -739,17 +743,176 @@ static char *class_attrs(const char *field, const struct strs *classes)
 	return text;
 }
 
+/* ---- DEST ----
+ *
+ * An import claims DEST with DEST/import.lock (ZR_IMPORT_LOCK), made in an
+ * empty directory before anything else and locked for as long as the
+ * import runs; it goes once every record is committed, and last when a
+ * failed import removes what it made. So a killed import leaves DEST
+ * missing, empty, or holding an unlocked import.lock: the next import
+ * into DEST then clears what the killed one made and starts over. */
+
+/* Whether @name (in chunk/ if @in_chunk) is a file an import makes. */
+static bool made_by_import(const char *name, bool in_chunk)
+{
+	static const char *const fixed[] = {"meta.json", "meta.json.tmp", "readers", "writer",
+					    "changes", "changes.tmp", "journal"};
+	size_t n = strlen(name);
+
+	if (in_chunk)
+		return n > 3 && strcmp(name + n - 3, ".zr") == 0;
+	for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+		if (strcmp(name, fixed[i]) == 0)
+			return true;
+	return strncmp(name, "journal.", 8) == 0 ||
+	       (n > 7 && strcmp(name + n - 7, ".offset") == 0) ||
+	       (n > 11 && strcmp(name + n - 11, ".offset.new") == 0);
+}
+
+/* Remove what an import made in the directory @dfd (chunk/ and its
+ * chunks included), but not its lock: 0, or -1 with the reason in @err
+ * (an entry no import makes is left, and named). */
+static int clear_made(int dfd, bool in_chunk, char *err, size_t errlen)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+		    (!in_chunk && strcmp(name, ZR_IMPORT_LOCK) == 0))
+			continue;
+		if (!in_chunk && strcmp(name, "chunk") == 0) {
+			int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			rc = cfd < 0 ? -1 : clear_made(cfd, true, err, errlen);
+			if (cfd >= 0)
+				close(cfd);
+			if (cfd < 0)
+				snprintf(err, errlen, "chunk: %s", strerror(errno));
+			else if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+				rc = -1, snprintf(err, errlen, "chunk: %s", strerror(errno));
+		} else if (!made_by_import(name, in_chunk)) {
+			snprintf(err, errlen, "it also holds %s%s, which no import makes",
+				 in_chunk ? "chunk/" : "", name);
+			rc = -1;
+		} else if (unlinkat(dfd, name, 0) < 0) {
+			snprintf(err, errlen, "%s%s: %s", in_chunk ? "chunk/" : "", name,
+				 strerror(errno));
+			rc = -1;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Claim @dest for an import: its directory in @dfd and its lock in
+ * @lockfd; 0, or -1 (the message printed). */
+static int claim_dest(const char *dest, int *dfd, int *lockfd)
+{
+	char err[PATH_MAX + 64];
+	struct dirent *de;
+	bool empty = true, found;
+	struct stat st;
+	DIR *d;
+
+	*dfd = *lockfd = -1;
+	if (mkdir(dest, 0755) < 0 && errno != EEXIST) {
+		zr_warn("import: %s: cannot create: %s", dest, strerror(errno));
+		return -1;
+	}
+	if ((*dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    !(d = fdopendir(dup(*dfd)))) {
+		zr_warn("import: %s: %s", dest, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, ZR_IMPORT_LOCK) != 0)
+			empty = false;
+	closedir(d);
+	found = fstatat(*dfd, ZR_IMPORT_LOCK, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!found && !empty) {
+		zr_warn("import: %s: exists and is not empty", dest);
+		return -1;
+	}
+	*lockfd = openat(*dfd, ZR_IMPORT_LOCK,
+			 O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (found ? 0 : O_CREAT | O_EXCL),
+			 0644);
+	if (*lockfd < 0 && errno == EEXIST) {
+		zr_warn("import: %s: another import into it has just begun", dest);
+		return -1;
+	}
+	if (*lockfd < 0 || fstat(*lockfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		zr_warn("import: %s/%s: %s", dest, ZR_IMPORT_LOCK,
+			*lockfd < 0 ? strerror(errno) : "not a regular file");
+		return -1;
+	}
+	if (flock(*lockfd, LOCK_EX | LOCK_NB) < 0) {
+		zr_warn("import: %s: %s", dest,
+			errno == EWOULDBLOCK ? "another import into it is running"
+					     : strerror(errno));
+		return -1;
+	}
+	if (found && !empty) {
+		zr_warn("import: %s: an import into it did not finish (killed?): starting over",
+			dest);
+		if (clear_made(*dfd, false, err, sizeof err) < 0) {
+			zr_warn("import: %s: %s: remove it (rm -r %s) and import again", dest, err,
+				dest);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The import's end: on @success the lock goes (the dataset is whole),
+ * else what it made goes, the lock last, and DEST too. */
+static void release_dest(const char *dest, int dfd, int lockfd, bool success)
+{
+	char err[PATH_MAX + 64];
+
+	if (dfd >= 0 && lockfd >= 0) {
+		if (success || clear_made(dfd, false, err, sizeof err) == 0) {
+			unlinkat(dfd, ZR_IMPORT_LOCK, 0);
+			fsync(dfd);
+		}
+		if (!success)
+			rmdir(dest);
+	}
+	if (lockfd >= 0)
+		close(lockfd);
+	if (dfd >= 0)
+		close(dfd);
+}
+
 /* Create DEST with the planned fields and write every record: the exit
  * status, DEST removed again on failure. */
 static int write_dataset(struct import *im, const char *dest, const char *attrs)
 {
 	zr_dataset *ds = NULL;
 	uint64_t first;
-	int rc = zr_create(dest, im->f, im->nf,
-			   &(zr_create_opts){.chunk_size = (uint32_t)im->o.chunk_size, .attrs = attrs});
+	int dfd, lockfd, rc;
 
+	if (claim_dest(dest, &dfd, &lockfd) < 0) {
+		/* nothing goes: DEST is another's, or says what to do */
+		release_dest(dest, -1, lockfd, false);
+		if (dfd >= 0)
+			close(dfd);
+		return 1;
+	}
+	rc = zr_create(dest, im->f, im->nf,
+		       &(zr_create_opts){.chunk_size = (uint32_t)im->o.chunk_size, .attrs = attrs});
 	if (rc < 0) {
 		zr_warn("import: %s", zr_errmsg(NULL));
+		release_dest(dest, dfd, lockfd, false);
 		return rc == ZR_EINVAL_SPEC ? EXIT_USAGE : 1;
 	}
 	if ((rc = zr_open(&ds, dest, ZR_RDWR)) < 0 || (rc = zr_reserve(ds, im->p.n, &first)) < 0) {
@@ -763,9 +926,10 @@ static int write_dataset(struct import *im, const char *dest, const char *attrs)
 	}
 	zr_close(ds); /* without a commit, nothing of this import stays */
 	if (rc < 0 || atomic_load(&im->p.failed)) {
-		rm_tree(dest);
+		release_dest(dest, dfd, lockfd, false);
 		return 1;
 	}
+	release_dest(dest, dfd, lockfd, true);
 	printf("%s: %llu records, %.1f MB\n", dest, (unsigned long long)im->p.n,
 	       (double)im->p.bytes / 1e6);
 	return 0;

@@ -161,8 +161,17 @@ ZR_API const char *zr_errmsg(const zr_dataset *ds);
 /* ---- lifetime ---------------------------------------------------------- */
 
 /**
+ * A file in a dataset's directory while an import fills it (made first,
+ * in an empty directory, and locked with flock by the importer; removed
+ * once every record is committed). Left unlocked, it says an import was
+ * killed: `zr import` into that directory starts over.
+ */
+#define ZR_IMPORT_LOCK "import.lock"
+
+/**
  * Create an empty dataset in directory @p dir, which must not exist or be
- * empty. meta.json is written last, so a crash leaves no half dataset.
+ * empty (but for ZR_IMPORT_LOCK). meta.json is written last, so a crash
+ * leaves no half dataset.
  * @return 0, -EEXIST (not empty), ZR_EINVAL_SPEC (bad field), -errno.
  */
 ZR_API int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,

@@ -2,7 +2,9 @@
 # Faults around the command-line writers:
 #   - `zr import` killed with SIGKILL at random instants (ZR_TRIALS, default
 #     100): every outcome is no dataset, the empty dataset zr_create commits
-#     first, or the whole import, and any dataset left verifies clean;
+#     first, or the whole import, and any dataset left verifies clean; a
+#     DEST left unfinished holds import.lock, and the same import run again
+#     starts over and is whole;
 #   - a dataset on a read-only filesystem: readers work, every writer fails
 #     naming the file and the cause, nothing changes.
 # (The core tests kill appends, modifies, deletes and rebalances; the import
@@ -33,7 +35,7 @@ same_records() {
 }
 same_records full
 
-absent=0 empty=0 whole=0 t=0
+absent=0 empty=0 whole=0 again=0 t=0
 while [ $t -lt $trials ]; do
 	# a random instant in [0, 1.2 x the import's duration)
 	us=$(awk -v s="$span" -v r="$(od -An -N4 -tu4 /dev/urandom)" 'BEGIN { printf "%d", r % (s * 1.2 + 1) }')
@@ -54,10 +56,30 @@ while [ $t -lt $trials ]; do
 		*) fail "trial $t (killed after $us us): neither empty nor complete" ;;
 		esac
 	fi
+	# whatever the kill left, DEST is missing, empty, whole, or an import
+	# that did not finish (import.lock): the same import again is whole
+	if [ -e k$t ] && [ -n "$(ls -A k$t)" ] && [ ! -e k$t/import.lock ]; then
+		zr info --json k$t
+		grep -q '"length": 3000,' "$T/.out" ||
+			fail "trial $t (killed after $us us): left $(ls k$t) without import.lock"
+	elif [ -e k$t/import.lock ]; then
+		left=$(ls -A k$t)
+		zr import dir src k$t --compress flate --writers 2
+		expect_rc 0
+		# (killed before it wrote anything, there is nothing to say)
+		[ "$left" = import.lock ] ||
+			expect_err_has "zr: import: k$t: an import into it did not finish (killed?): starting over"
+		[ -e k$t/import.lock ] && fail "trial $t: import.lock left after the import"
+		same_records k$t
+		zr info --json k$t
+		grep -q '"length": 3000,' "$T/.out" || fail "trial $t: the import again is not whole"
+		again=$((again + 1))
+	fi
 	rm -rf k$t
 	t=$((t + 1))
 done
-echo "import killed $trials times: $absent before creating, $empty empty, $whole complete"
+echo "import killed $trials times: $absent before creating, $empty empty, $whole complete;" \
+	"$again left unfinished, then imported again whole"
 
 # a read-only filesystem (root: a read-only bind mount of a copy)
 if [ "$(id -u)" = 0 ]; then

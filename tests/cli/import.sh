@@ -99,6 +99,28 @@ zr import dir unread busy
 expect_rc 1
 expect_err_has 'zr: import: busy: exists and is not empty'
 [ "$(ls busy)" = mine ] && [ "$(cat busy/mine)" = keep ] || fail "busy/ was touched"
+# a DEST another import is filling (its import.lock locked) is refused; one
+# an import left unfinished is started over, unless it holds a file no
+# import makes: then the message says what to do, and nothing goes
+mkdir running && : >running/import.lock && printf x >running/meta.json
+run flock running/import.lock "$ZR" import dir unread running
+expect_rc 1
+expect_err_has 'zr: import: running: another import into it is running'
+[ "$(cat running/meta.json)" = x ] || fail "running/ was touched"
+printf mine >running/mine.txt
+zr import dir unread running
+expect_rc 1
+expect_err_has 'zr: import: running: it also holds mine.txt, which no import makes: remove it (rm -r running) and import again'
+[ "$(cat running/mine.txt)" = mine ] || fail "running/mine.txt was touched"
+rm running/mine.txt
+zr import dir unread running
+expect_rc 0
+expect_err_has 'zr: import: running: an import into it did not finish (killed?): starting over'
+[ "$(ls running)" = "chunk
+data.offset
+meta.json
+readers
+writer" ] || fail "running/ holds $(ls running)"
 for d in bad1 bad2 bad3 bad4 bad5 bad6 bad14; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
