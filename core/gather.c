@@ -37,7 +37,7 @@ static int locate(zr_dataset *ds, unsigned field, uint64_t id, uint64_t len, zr_
 	RETURN_IF(zr_logical_len(&ds->fields[field], e, *bytes, logical) < 0, ZR_ECORRUPT,
 		  "%s: field '%s' record %llu: flate header claims an impossible length",
 		  ds->path, ds->fields[field].def.name, (unsigned long long)id);
-	return 0;
+	return zr_entry_missing(e) ? 0 : zr_shape_check(ds, field, id, *logical);
 }
 
 int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_batch **out)

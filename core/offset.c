@@ -220,6 +220,20 @@ int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *
 	return 0;
 }
 
+/* A present record of a fixed-shape field whose length is not the
+ * shape's is damaged, whatever reads it: a wrong label served as data
+ * would train a model on it (zr verify reports it the same way). */
+int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical)
+{
+	const zr_fstate *f = &ds->fields[field];
+
+	RETURN_IF(f->def.spec.fixed && logical != f->record_size, ZR_ECORRUPT,
+		  "%s: field '%s' record %llu: %llu bytes, but records of this shape are %llu",
+		  ds->path, f->def.name, (unsigned long long)id, (unsigned long long)logical,
+		  (unsigned long long)f->record_size);
+	return 0;
+}
+
 static const uint8_t empty_record[1];
 
 int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,

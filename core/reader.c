@@ -215,6 +215,8 @@ int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, 
 			  ds->path, (unsigned long long)ids[i], (unsigned long long)len);
 		zr_entry_get(ds, field, ids[i], &e);
 		FORWARD_IF_ERR(zr_entry_check(ds, field, ids[i], &e, &c));
+		if (!flate && !zr_entry_missing(&e))
+			FORWARD_IF_ERR(zr_shape_check(ds, field, ids[i], e.len));
 		if (offsets)
 			offsets[i] = out;
 		r->rds[i] = (struct rd){c ? c->fd : -1, NULL, e.len, 0, e.offset};
@@ -250,6 +252,7 @@ int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, 
 			rc = zr_logical_len(&ds->fields[field], &e, d->buf, &logical);
 			RETURN_IF(rc < 0, ZR_ECORRUPT, "%s: field '%s' record %llu: bad flate header",
 				  ds->path, ds->fields[field].def.name, (unsigned long long)ids[i]);
+			FORWARD_IF_ERR(zr_shape_check(ds, field, ids[i], logical));
 			RETURN_IF(out + logical > cap, -ENOBUFS,
 				  "%s: buffer of %zu bytes is too small for this batch", ds->path,
 				  cap);

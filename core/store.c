@@ -572,7 +572,7 @@ int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 	out->fd = c ? c->fd : -1;
 	out->logical_len = e.len;
 	if (ds->fields[field].def.spec.compress != ZR_FLATE || e.len == 0)
-		return 0;
+		return zr_shape_check(ds, field, id, e.len);
 	/* the length header with pread, not through the mapping: a chunk cut
 	 * short under a reader gives EIO here, not SIGBUS */
 	rc = zr_read_full(c->fd, hdr, e.len < sizeof hdr ? e.len : sizeof hdr, e.offset);
@@ -583,7 +583,7 @@ int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 	if (zr_logical_len(&ds->fields[field], &e, hdr, &out->logical_len) < 0)
 		return zr_err(ZR_ECORRUPT, "%s: field '%s' record %llu: bad flate header",
 			      ds->path, ds->fields[field].def.name, (unsigned long long)id);
-	return 0;
+	return zr_shape_check(ds, field, id, out->logical_len);
 }
 
 uint64_t zr_chunk_bytes(zr_dataset *ds)

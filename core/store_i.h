@@ -267,6 +267,7 @@ int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
 int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
 int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
 		    const uint8_t **bytes);
+int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical);
 
 /* codec.c */
 size_t zr_flate_bound(size_t n);

@@ -37,3 +37,34 @@ for f in meta.json img.offset chunk/0.zr; do
 	rm "$DS/$f"
 	mv "$T/saved" "$DS/$f"
 done
+
+# a fixed-shape record whose entry says another length (an i64 label of 24
+# bytes) is damage in every reader: zr cat fails, the record file, the
+# field's .npy and a batch's .npy are EIO with a log line naming field and
+# record; the records around it read correctly
+: "${ZR:?ZR must name the zr binary}"
+FX=$T/fixed
+"$ZR" create "$FX" --field lab:i64:shape= --field txt:bytes >/dev/null || fail "zr create"
+for i in 0 1 2 3; do
+	printf "\\00$i\\0\\0\\0\\0\\0\\0\\0" >"$T/l"
+	printf "t$i" >"$T/t"
+	"$ZR" put "$FX" --lab="$T/l" --txt="$T/t" >/dev/null || fail "zr put"
+done
+# entry 2 of lab.offset: chunk u32, offset u64, length u32 at byte 12
+printf '\030\000\000\000' | dd of="$FX/lab.offset" bs=1 seek=$((16 * 2 + 12)) conv=notrunc 2>/dev/null
+"$ZR" cat "$FX" lab 2 >/dev/null 2>"$T/err" && fail "zr cat served a 24-byte i64"
+grep -q "field 'lab' record 2: 24 bytes, but records of this shape are 8" "$T/err" ||
+	fail "zr cat said: $(cat "$T/err")"
+"$ZRFS" "$FX" "$MNT" -f 2>"$T/log" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted"
+for f in lab/2 lab.npy ".batches/seq,batch=4/epoch-0/0/lab.npy"; do
+	out=$(cat "$MNT/$f" 2>&1 >/dev/null) && fail "reading $f succeeded"
+	case $out in *"Input/output error"*) ;; *) fail "$f: $out" ;; esac
+done
+[ "$(od -An -tu8 "$MNT/lab/3")" -eq 3 ] || fail "lab/3 does not read 3"
+[ "$(cat "$MNT/txt/2")" = t2 ] || fail "txt/2 does not read t2"
+fusermount3 -u "$MNT"
+wait $pid || fail "zrfs exited $?"
+n=$(grep -c "field 'lab' record 2: .*24 bytes, but records of this shape are 8" "$T/log")
+[ "$n" -ge 3 ] || fail "$n log lines for lab 2, not one per read: $(cat "$T/log")"
