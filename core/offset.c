@@ -133,16 +133,10 @@ int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 		cap *= 2;
 	if (cap < entries || cap > zr_table_step)
 		cap = (entries + zr_table_step - 1) / zr_table_step * zr_table_step;
-	if (zr_sys.fallocate(f->fd, 0, 0, (off_t)(cap * ZR_ENTRY_SIZE)) < 0) {
-		int e = errno;
-		/* filesystems without fallocate: grow sparse */
-		if ((e != EOPNOTSUPP && e != ENOSYS) ||
-		    zr_sys.ftruncate(f->fd, (off_t)(cap * ZR_ENTRY_SIZE)) < 0)
-			return zr_err(-(e == EOPNOTSUPP || e == ENOSYS ? errno : e),
-				      "%s/%s.offset: cannot grow to %llu entries: %s", ds->path,
-				      f->def.name, (unsigned long long)cap,
-				      strerror(e == EOPNOTSUPP || e == ENOSYS ? errno : e));
-	}
+	int rc = zr_file_reserve(f->fd, cap * ZR_ENTRY_SIZE);
+
+	RETURN_IF(rc < 0, rc, "%s/%s.offset: cannot grow to %llu entries: %s", ds->path,
+		  f->def.name, (unsigned long long)cap, strerror(-rc));
 	FORWARD_IF_ERR(table_map(ds, f, cap));
 	f->cap = cap;
 	return 0;

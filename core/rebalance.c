@@ -239,8 +239,15 @@ int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out)
 		size_t size = len * ZR_ENTRY_SIZE;
 		new_table_name(name, sizeof name, ds->fields[f].def.name);
 		fds[f] = zr_sys.openat(ds->dirfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
-		if (fds[f] < 0 || zr_sys.ftruncate(fds[f], (off_t)size) < 0) {
-			rc = zr_err(-errno, "%s/%s: %s", ds->path, name, strerror(errno));
+		if (fds[f] < 0) {
+			rc = zr_err(-errno, "%s/%s: %s", ds->path, name, zr_open_strerror(errno));
+			break;
+		}
+		/* the table is stored through a mapping: its blocks first (a
+		 * full disk is ENOSPC here, not SIGBUS in rewrite) */
+		if ((rc = zr_file_reserve(fds[f], size)) < 0) {
+			rc = zr_err(rc, "%s/%s: cannot reserve %zu bytes: %s", ds->path, name, size,
+				    strerror(-rc));
 			break;
 		}
 		if (size) {

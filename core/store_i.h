@@ -81,6 +81,7 @@ const char *zr_open_strerror(int e);
 void zr_sys_reset(void);
 /* pwrite/pread all of it or fail with -errno (short writes retried). */
 int zr_write_full(int fd, const void *buf, size_t n, uint64_t off);
+int zr_file_reserve(int fd, uint64_t size);
 int zr_read_full(int fd, void *buf, size_t n, uint64_t off);
 
 /* ---- entries ---- */

@@ -81,6 +81,32 @@ void zr_sys_reset(void)
 	zr_sys = real_sys;
 }
 
+/* Make @fd at least @size bytes with every block behind them allocated,
+ * before anything stores through a shared mapping of it: a full disk is
+ * then ENOSPC here, never SIGBUS at the store. Where fallocate is not
+ * supported, the missing bytes are written as zeros (slower, as sure).
+ * 0 or -errno. */
+int zr_file_reserve(int fd, uint64_t size)
+{
+	static const uint8_t zeros[65536];
+	struct stat st;
+
+	if (size == 0 || zr_sys.fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	for (uint64_t at = (uint64_t)st.st_size; at < size;) {
+		size_t n = size - at < sizeof zeros ? (size_t)(size - at) : sizeof zeros;
+		int rc = zr_write_full(fd, zeros, n, at);
+		if (rc < 0)
+			return rc;
+		at += n;
+	}
+	return 0;
+}
+
 int zr_write_full(int fd, const void *buf, size_t n, uint64_t off)
 {
 	const uint8_t *p = buf;
