@@ -80,7 +80,11 @@ static int spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed
 	if (idx >= 0)
 		return idx;
 	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, n) < 0) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: %s\n", ZRFS_BATCHES_NAME, name, zs_errmsg());
+		char esc[ZRFS_LOG_NAME_MAX], why[ZRFS_LOG_NAME_MAX];
+		if (zrfs_log_admit()) /* the reason may quote the name */
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: %s\n", ZRFS_BATCHES_NAME,
+				 zrfs_log_name(name, esc, sizeof esc),
+				 zrfs_log_name(zs_errmsg(), why, sizeof why));
 		return -ENOENT;
 	}
 	zs_sampler_destroy(s); /* each epoch has its own */
@@ -95,9 +99,11 @@ static int spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed
 			b->nlisted = b->nspecs;
 	}
 	pthread_mutex_unlock(&b->lock);
-	if (idx < 0)
+	if (idx < 0 && zrfs_log_admit()) {
+		char esc[ZRFS_LOG_NAME_MAX];
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: more than %d specs in one mount\n",
-			 ZRFS_BATCHES_NAME, name, SPECS_MAX);
+			 ZRFS_BATCHES_NAME, zrfs_log_name(name, esc, sizeof esc), SPECS_MAX);
+	}
 	return idx < 0 ? -ENOENT : idx;
 }
 
@@ -121,7 +127,7 @@ static int slot_of(struct zrfs_batches *b, uint32_t spec, uint64_t epoch, uint64
 		found = (int)b->nslots++;
 	}
 	pthread_mutex_unlock(&b->lock);
-	if (found < 0)
+	if (found < 0 && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s/epoch-%llu: %s\n", ZRFS_BATCHES_NAME,
 			 b->specs[spec].name, (unsigned long long)epoch,
 			 b->nslots >= SLOTS_MAX ? "more than 65536 epochs opened in one mount"

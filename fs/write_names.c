@@ -63,9 +63,10 @@ static int stage(struct zrfs *fs, unsigned field, const char *name, uint64_t id,
 	int rc;
 
 	if (w->nstaged >= STAGED_MAX) {
+		char esc[ZRFS_LOG_NAME_MAX];
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d files are being written and not "
-			 "stored: close some first\n", fs->dataset, fs->fields[field].name, name,
-			 STAGED_MAX);
+			 "stored: close some first\n", fs->dataset, fs->fields[field].name,
+			 zrfs_log_name(name, esc, sizeof esc), STAGED_MAX);
 		return -ENOSPC;
 	}
 	if (!(s = calloc(1, sizeof *s)) || !(s->name = strdup(name))) {
@@ -149,9 +150,11 @@ static void say_placed(struct zrfs *fs, const struct staged *s, uint64_t id)
 	char to[ZRFS_NAME_MAX + 1];
 
 	zrfs_record_name_format(&fs->fields[s->field], id, to, sizeof to);
-	if (strcmp(to, s->name) != 0)
+	if (strcmp(to, s->name) != 0) {
+		char esc[ZRFS_LOG_NAME_MAX];
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
-			 s->name, field, to);
+			 zrfs_log_name(s->name, esc, sizeof esc), field, to);
+	}
 }
 
 /* Place @s (under the writer's lock): its value becomes record @id's

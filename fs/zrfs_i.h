@@ -29,6 +29,7 @@
  *                     inode versions, and views pinned to older inodes
  *   scratch.c         per-thread buffers and core readers
  *   dataset.c         the dataset opened, its fields and first view; closed
+ *   log.c             names in log lines escaped; lines users cause limited
  *
  * Inode numbers are a pure function of the path and, for files whose bytes
  * a commit can change, a version (view.c: content never changes under a
@@ -537,5 +538,16 @@ int zrfs_scratch_reader(zr_dataset *ds, zr_reader **out);
 /* Free the calling thread's scratch now (the main thread, before the
  * dataset closes); other threads' go when they exit. */
 void zrfs_scratch_free(void);
+
+/* ---- log.c: log lines about requests ---- */
+
+#define ZRFS_LOG_BURST 10 /* lines a second a user can cause by asking */
+/* Room for a name of ZRFS_NAME_MAX bytes, each escaped. */
+#define ZRFS_LOG_NAME_MAX (4 * ZRFS_NAME_MAX + 1)
+/* @name as a log line may hold it, in @buf (@cap bytes, cut short to fit). */
+const char *zrfs_log_name(const char *name, char *buf, size_t cap);
+/* Whether a line a user caused may be logged now (at most ZRFS_LOG_BURST
+ * a second; the first left out says so, the next admitted how many). */
+bool zrfs_log_admit(void);
 
 #endif /* ZRFS_I_H */

@@ -164,8 +164,24 @@ for f in "$MNT/txt/$big" "$B/seq,batch=300/epoch-0/0/txt"; do
 done
 same "$REF/txt/0.txt" "$MNT/txt/0.txt"
 same "$REF/txt/0.txt" "$B/seq,batch=1/epoch-0/0/txt"
+# names of bad specs are logged escaped (a newline cannot forge a line),
+# and at most 10 such lines a second however many lookups
+"$PY" - "$B" >"$T/secs" <<'PY' || fail "bad spec lookups"
+import os, sys, time
+B = sys.argv[1]
+t0 = time.monotonic()
+for name in ["seq,batch=0\nzrfs: forged line"] + ["seq,batch=x%d" % i for i in range(3000)]:
+    assert not os.path.exists(f"{B}/{name}/epoch-0/0/ids"), name
+print(int(time.monotonic() - t0) + 1)
+PY
 fusermount3 -u "$MNT"
 wait $pid || fail "zrfs exited $?"
+grep -q '^zrfs: forged line' "$T/log" && fail "a spec name forged a log line"
+grep -q 'seq,batch=0\\x0azrfs: forged line' "$T/log" || fail "no escaped name: $(head -3 "$T/log")"
+n=$(grep -c "^zrfs: .batches/seq,batch=" "$T/log")
+[ "$n" -le $((10 * ($(cat "$T/secs") + 1))) ] || fail "$n lines for bad specs in $(cat "$T/secs") s"
+grep -q "the next are left out (and counted)" "$T/log" || [ "$n" -eq 3001 ] ||
+	fail "$n of 3001 lines logged, and no line says the rest were left out"
 [ "$(grep -c "larger than the cache (-o cache=$cache bytes): not served (EFBIG)" "$T/log")" -ge 2 ] ||
 	fail "no log lines for the refused files: $(cat "$T/log")"
 

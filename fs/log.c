@@ -1,0 +1,67 @@
+/*
+ * log.c - log lines about what a user asked for.
+ *
+ * A name comes from whoever makes the request: it is logged escaped (a
+ * byte outside printable ASCII, or a backslash, as \xNN), so that a name
+ * holding a newline cannot forge a line of the log. Lines any user can
+ * cause by asking (a bad spec under /.batches, looked up in a loop) are
+ * admitted at most ZRFS_LOG_BURST a second: the first left out says so,
+ * and the next line admitted says how many were.
+ */
+#include "zrfs_i.h"
+
+#include <stdio.h>
+#include <time.h>
+
+const char *zrfs_log_name(const char *name, char *buf, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p && n + 5 < cap; p++) {
+		if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
+			buf[n++] = (char)*p;
+		} else {
+			buf[n++] = '\\';
+			buf[n++] = 'x';
+			buf[n++] = hex[*p >> 4];
+			buf[n++] = hex[*p & 15];
+		}
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+static pthread_mutex_t admit_lock = PTHREAD_MUTEX_INITIALIZER;
+static time_t admit_second;
+static unsigned admitted;
+static unsigned long long left_out;
+
+bool zrfs_log_admit(void)
+{
+	struct timespec now;
+	unsigned long long told = 0;
+	bool ok, first_out = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&admit_lock);
+	if (now.tv_sec != admit_second) {
+		admit_second = now.tv_sec;
+		admitted = 0;
+	}
+	ok = admitted < ZRFS_LOG_BURST;
+	if (ok) {
+		admitted++;
+		told = left_out;
+		left_out = 0;
+	} else {
+		first_out = left_out++ == 0;
+	}
+	pthread_mutex_unlock(&admit_lock);
+	if (first_out)
+		fuse_log(FUSE_LOG_ERR, "zrfs: more than %d lines a second about requests: the "
+			 "next are left out (and counted)\n", ZRFS_LOG_BURST);
+	if (told)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %llu lines about requests were left out\n", told);
+	return ok;
+}
