@@ -17,6 +17,7 @@ the writer touches, then SIGKILL the daemon at a random instant. Checked:
 
 Exit 0 on success; a message and 1 on the first failure.
 """
+import ctypes
 import errno
 import os
 import random
@@ -32,14 +33,27 @@ N0 = 50
 
 
 DAEMON = []   # the daemon of the trial running, killed and unmounted on failure
+LIBC = ctypes.CDLL(None, use_errno=True)
+MNT_FORCE, MNT_DETACH = 1, 2
+
+
+def umount2(flags):
+    """umount2(2) of the mount, from this process. Not umount(8): starting a
+    program closes this process's descriptors in the child, and closing a
+    file of the mount (a writer thread's) asks the daemon to flush it: a
+    daemon that cannot finish dying never answers, and the child never
+    runs umount."""
+    LIBC.umount2(MNT.encode(), flags)
 
 
 def fail(msg):
     print('FAIL: ' + msg, file=sys.stderr)
     for d in DAEMON:
         d.kill()
+    umount2(MNT_FORCE)
+    umount2(MNT_DETACH)
+    for d in DAEMON:
         d.wait()
-    subprocess.run(['umount', '-l', MNT], capture_output=True)
     os._exit(1)
 
 
@@ -183,7 +197,7 @@ def main():
         try:
             d.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            subprocess.run(['umount', '-f', MNT], capture_output=True)
+            umount2(MNT_FORCE)
             d.wait()
             aborted += 1
         t.stop = True
