@@ -187,13 +187,12 @@ int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor)
 			return zr_err(ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path,
 				      name);
 		}
-		if (u && (uint64_t)st.st_size < u->write_pos) {
-			close(fd);
-			return zr_err(ZR_ECORRUPT,
-				      "%s/chunk/%s: %lld bytes, but meta.json has data up to %llu",
-				      ds->path, name, (long long)st.st_size,
-				      (unsigned long long)u->write_pos);
-		}
+		/* an unfull chunk cut short below its committed data (damage) is
+		 * opened as a full one: its records past the end read as damaged
+		 * (EIO; zr verify names them), the others as ever, and nothing
+		 * more is appended to it */
+		if (u && (uint64_t)st.st_size < u->write_pos)
+			u = NULL;
 		FORWARD_IF_ERR(chunks_grow(ds));
 		c = chunk_new(id, fd);
 		if (!c) {

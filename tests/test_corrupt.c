@@ -192,6 +192,52 @@ Test(corrupt, chunk_truncated)
 	damaged_record(0, 399, "outside chunk/3.zr");
 }
 
+/* The last chunk, not full, cut below the data meta.json says it holds:
+ * the dataset opens all the same (it did not), its records past the cut
+ * are damaged, the others read, and a writer appends elsewhere. */
+Test(corrupt, unfull_chunk_truncated)
+{
+	build();
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint8_t buf[3000];
+	for (uint64_t id = N; id < N + 50; id++) { /* chunk 4: 400..449, unfull */
+		size_t n = 1 + t_len(8, id, 2999);
+		t_fill(buf, n, 8, id);
+		zr_value v[2] = {{buf, n}, {buf, n}};
+		cr_assert_eq(zr_append(ds, v, NULL), 0);
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	struct stat st;
+	cr_assert_eq(stat(file("chunk/4.zr"), &st), 0);
+	off_t cut = st.st_size / 2;
+	truncate_to("chunk/4.zr", cut);
+	damaged_record(0, N + 49, "outside chunk/4.zr");
+	ds = t_open(t_ds, ZR_RDONLY);
+	uint64_t first = N;
+	zr_batch *b;
+	cr_assert_eq(zr_gather(ds, 0, &first, 1, &b), 0, "%s", zr_errmsg(ds));
+	zr_batch_release(b);
+	zr_close(ds);
+	/* a writer appends, and not into the cut chunk */
+	ds = t_open(t_ds, ZR_RDWR);
+	zr_value v[2] = {{"new", 3}, {"new", 3}};
+	uint64_t id;
+	cr_assert_eq(zr_append(ds, v, &id), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	zr_close(ds);
+	cr_assert_eq(stat(file("chunk/4.zr"), &st), 0);
+	cr_assert_eq(st.st_size, cut, "the cut chunk changed");
+	ds = t_open(t_ds, ZR_RDONLY);
+	zr_record_stat rs;
+	cr_assert_eq(zr_stat(ds, 0, id, &rs), 0, "%s", zr_errmsg(ds));
+	cr_assert_neq(rs.chunk_id, 4u);
+	char got[3];
+	cr_assert_eq(zr_record_load(ds, 1, id, got, sizeof got), 3);
+	cr_assert_eq(memcmp(got, "new", 3), 0);
+	zr_close(ds);
+}
+
 Test(corrupt, entry_points_outside_its_chunk)
 {
 	build();
