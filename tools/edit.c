@@ -90,9 +90,18 @@ int cmd_rm(int argc, char **argv)
 	 * they had before it: moved[k] = original id of the record now at k */
 	uint64_t *moved_from = calloc(n, sizeof *moved_from), *moved_to = calloc(n, sizeof *moved_to);
 	size_t nmoved = 0;
-	if (!moved_from || !moved_to) {
+	/* what happened is said once it is committed: a failed commit (a
+	 * full disk) changed nothing, and nothing is said to have moved */
+	char *said = NULL;
+	size_t said_len = 0;
+	FILE *say = open_memstream(&said, &said_len);
+	if (!moved_from || !moved_to || !say) {
 		free(moved_from);
 		free(moved_to);
+		if (say)
+			fclose(say);
+		free(said);
+		zr_warn("rm: out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -103,15 +112,18 @@ int cmd_rm(int argc, char **argv)
 			zr_fail(rc, "rm"); /* nothing committed: the dataset is as it was */
 			free(moved_from);
 			free(moved_to);
+			fclose(say);
+			free(said);
 			goto out;
 		}
 		for (size_t k = 0; k < nmoved; k++)
 			if (moved_to[k] == last)
 				orig = moved_from[k];
 		if (ids[i] == last) {
-			printf("deleted record %llu (it was the last)\n", (unsigned long long)ids[i]);
+			fprintf(say, "deleted record %llu (it was the last)\n",
+				(unsigned long long)ids[i]);
 		} else {
-			printf("deleted record %llu; record %llu (the last) now has id %llu\n",
+			fprintf(say, "deleted record %llu; record %llu (the last) now has id %llu\n",
 			       (unsigned long long)ids[i], (unsigned long long)orig,
 			       (unsigned long long)ids[i]);
 			moved_from[nmoved] = orig;
@@ -120,10 +132,14 @@ int cmd_rm(int argc, char **argv)
 	}
 	free(moved_from);
 	free(moved_to);
+	fclose(say);
 	if ((rc = zr_commit(ds)) < 0) {
 		zr_fail(rc, "rm");
+		free(said);
 		goto out;
 	}
+	fwrite(said, 1, said_len, stdout);
+	free(said);
 	printf("%s: %llu records\n", argv[1], (unsigned long long)zr_length(ds));
 	status = 0;
 out:

@@ -113,5 +113,14 @@ if [ "$(id -u)" = 0 ]; then
 	expect_out 'small/ds: 40000 records, 0 problems'
 	zr cat small/ds data 39999
 	[ "$(od -An -tu1 "$T/.out")" -eq "$(tail -c 1 flat | od -An -tu1)" ] || fail "record 39999 changed"
+	# zr rm on the disk, now quite full: its commit fails, and it says
+	# nothing moved, since nothing did
+	cat /dev/zero >small/fill2 2>/dev/null
+	bounded "$ZR" rm small/ds 7
+	expect_rc 1
+	expect_err_has "zr: rm: *No space left on device*"
+	[ -s "$T/.out" ] && fail "zr rm said what it did not commit"
+	zr info small/ds
+	expect_out_has "records      40000"
 	umount small
 fi
