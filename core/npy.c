@@ -90,8 +90,12 @@ int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint64_t *ro
 		zr_err(rc, "no 'descr' in the .npy header");
 		goto out;
 	}
+	/* the byte order of a one-byte type says nothing: numpy writes '|',
+	 * and loads '<u1', '>u1' and '=u1' the same */
 	for (i = 0; i < sizeof types / sizeof *types; i++)
-		if (strncmp(p + 1, types[i].descr, 3) == 0 && p[4] == '\'')
+		if (strncmp(p + 2, types[i].descr + 1, 2) == 0 && p[4] == '\'' &&
+		    (p[1] == types[i].descr[0] ||
+		     (types[i].descr[0] == '|' && strchr("<>=", p[1]) != NULL)))
 			break;
 	if (i == sizeof types / sizeof *types) {
 		char *q = strchr(p + 1, '\'');
@@ -101,7 +105,8 @@ int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint64_t *ro
 	}
 	spec->dtype = types[i].dtype;
 	if (!strstr(hdr, "'fortran_order': False")) {
-		zr_err(rc, "Fortran-ordered arrays are not supported");
+		zr_err(rc, "Fortran-ordered arrays are not supported: save the array C-ordered "
+			   "(np.save(path, np.ascontiguousarray(a)))");
 		goto out;
 	}
 	if (!(p = strstr(hdr, "'shape':")) || !(p = strchr(p, '('))) {

@@ -539,9 +539,18 @@ static int npy_read(const char *path, struct npy *out, char *err, size_t errlen)
 		out->row_bytes *= out->spec.shape[k];
 	if ((uint64_t)st.st_size < out->data_off ||
 	    ((uint64_t)st.st_size - out->data_off) / out->row_bytes < out->rows) {
-		snprintf(err, errlen, "%s: truncated: %llu rows of %llu bytes need %llu bytes of data",
+		char need[64];
+		if (out->rows > UINT64_MAX / out->row_bytes)
+			snprintf(need, sizeof need, "more than 2^64");
+		else
+			snprintf(need, sizeof need, "%llu",
+				 (unsigned long long)(out->rows * out->row_bytes));
+		snprintf(err, errlen,
+			 "%s: truncated: %llu rows of %llu bytes need %s bytes of data, it holds %llu",
 			 path, (unsigned long long)out->rows, (unsigned long long)out->row_bytes,
-			 (unsigned long long)(out->rows * out->row_bytes));
+			 need, (unsigned long long)((uint64_t)st.st_size > out->data_off
+							    ? (uint64_t)st.st_size - out->data_off
+							    : 0));
 		goto out;
 	}
 	rc = 0;

@@ -64,7 +64,34 @@ expect_rc 1
 expect_err_has '*trunc.npy: truncated*'
 zr import npy f.npy bad3
 expect_rc 1
-expect_err_has '*f.npy: Fortran-ordered*'
+expect_err_has '*f.npy: Fortran-ordered arrays are not supported: save the array C-ordered (np.save(path, np.ascontiguousarray(a)))'
+# a one-byte dtype with a byte order ('<u1', '>i1'), which numpy loads
+# like '|u1'; a header whose rows times their size overflow 64 bits
+run "$PY" -c 'import numpy as np
+def with_header(src, dst, old, new):
+    h = open(src, "rb").read()
+    n = h[8] | h[9] << 8
+    d = h[10:10 + n].decode().replace(old, new).rstrip(" \n")
+    d = d + " " * (n - 1 - len(d)) + "\n"
+    open(dst, "wb").write(h[:10] + d.encode() + h[10 + n:])
+np.save("u1.npy", np.arange(10, dtype="u1"))
+np.save("i1.npy", -np.arange(10, dtype="i1"))
+with_header("u1.npy", "lu1.npy", "|u1", "<u1")
+with_header("i1.npy", "bi1.npy", "|i1", ">i1")
+with_header("u1.npy", "huge.npy", "(10,)", "(4611686018427387904, 8)")
+assert np.load("lu1.npy").tolist() == list(range(10))'
+expect_rc 0
+zr import npy lu1.npy u1ds
+expect_rc 0
+zr cat u1ds data 9
+[ "$(od -An -tu1 "$T/.out")" -eq 9 ] || fail "<u1 row 9 is not 9"
+zr import npy bi1.npy i1ds
+expect_rc 0
+zr info i1ds
+expect_out_has '             data *i8 *raw *() *-'
+zr import npy huge.npy bad11
+expect_rc 1
+expect_err_has '*huge.npy: truncated: 4611686018427387904 rows of 8 bytes need more than 2^64 bytes of data, it holds 10'
 zr import flat a.npy bad4 --record-size 7
 expect_rc 1
 expect_err_has '*a.npy: * is not a multiple of the record size 7*'
@@ -121,7 +148,7 @@ data.offset
 meta.json
 readers
 writer" ] || fail "running/ holds $(ls running)"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad14; do [ ! -e "$d" ] || fail "$d was left behind"; done
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
 expect_err_has '*ds: exists and is not empty'
