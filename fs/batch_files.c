@@ -2,10 +2,14 @@
  * batch_files.c - where a batch file's bytes are assembled: the files of a
  * step directory of /.batches (see batch_i.h), their sizes and contents.
  *
- * Batch k of epoch e is built directly from the sampler (O(B)). A raw
- * field's batch is never assembled: its files are sized from the offset
- * tables and a read is answered with the pieces of the chunk files under
- * it, sent from the chunk mappings (reply.c). A flate field's batch is
+ * Batch k of epoch e is built directly from the sampler (O(B)), a part of
+ * it without the rest (zs_batch_span). A raw field's batch is never
+ * assembled: its B + 1 offsets are made once into the shared bounded cache
+ * (the <field>.offsets file, which sizes <field>), and a read is answered
+ * with the pieces of the chunk files under it, sent from the chunk
+ * mappings (reply.c). So a request takes memory for what it reads, and a
+ * batch whose offsets do not fit the cache is refused (EFBIG), however
+ * large a batch a spec asks for. A flate field's batch is
  * assembled once with the core's io_uring batch reader (one submission,
  * records inflated) into the shared bounded cache (cache.c), as a blob of
  * B + 1 little-endian offsets followed by the bytes, from which <field>,
@@ -40,16 +44,21 @@ static uint64_t get_le64(const uint8_t *p)
 	return v;
 }
 
-/* The ids of step @at into a malloc'd array of *n. 0, -ENOMEM, -ENOENT. */
-static int step_ids(const struct batch_step *at, uint64_t **ids, size_t *n)
+#define SPAN 4096 /* ids made at a time when a request needs many */
+
+/* Ids @from .. @from + @count - 1 of step @at into a malloc'd array of
+ * *n (cut to the batch). 0, -ENOMEM, -ENOENT. */
+static int step_ids(const struct batch_step *at, uint64_t from, uint64_t count, uint64_t **ids,
+		    size_t *n)
 {
-	uint32_t max = zs_batch_max(at->s);
+	uint64_t size = zs_batch_size(at->s, at->step);
 	int64_t got;
 
-	*ids = malloc((max ? max : 1) * sizeof **ids);
+	count = from < size ? (size - from < count ? size - from : count) : 0;
+	*ids = malloc((count ? count : 1) * sizeof **ids);
 	if (!*ids)
 		return -ENOMEM;
-	got = zs_batch(at->s, at->epoch, at->step, *ids);
+	got = zs_batch_span(at->s, at->epoch, at->step, (uint32_t)from, (uint32_t)count, *ids);
 	if (got < 0) {
 		free(*ids);
 		*ids = NULL;
@@ -76,103 +85,201 @@ static int info_json(const struct batch_step *at, char *buf, size_t cap)
 			(unsigned long long)(sp->hi - sp->lo)); /* the epoch's records */
 }
 
-/* Reply with part of @n values as little-endian u64s. */
-static void reply_le64s(fuse_req_t req, const uint64_t *v, size_t n, size_t size, off_t off)
+/* Reply to a read of [@off, @off + @size) of step @at's ids file: only
+ * the ids under it are made. */
+static void reply_ids(fuse_req_t req, const struct batch_step *at, size_t size, off_t off)
 {
-	uint8_t *le = malloc(n * 8 + 1);
+	uint64_t first = (uint64_t)off / 8, skip = (uint64_t)off % 8, *ids;
+	size_t n;
+	uint8_t *le;
+	int rc = step_ids(at, first, (skip + size + 7) / 8, &ids, &n);
 
-	if (!le) {
-		fuse_reply_err(req, ENOMEM);
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
 		return;
 	}
-	put_le64s(le, v, n);
-	zrfs_reply_slice(req, le, (uint64_t)n * 8, size, off);
-	free(le);
+	if (!(le = malloc(n * 8 + 1))) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		put_le64s(le, ids, n);
+		zrfs_reply_slice(req, le, (uint64_t)n * 8, size, (off_t)skip);
+		free(le);
+	}
+	free(ids);
 }
 
 /* ---- raw batches: pieces of the chunk files, never assembled ---- */
 
-/* A raw batch of @n records: where each is stored (@rows), and where each
- * starts in its <field> file (@offs[0..n]). */
-struct raw_batch {
-	size_t n;
-	struct zrfs_row *rows;
-	uint64_t *offs;
+struct assemble {
+	struct zrfs *fs;
+	struct zrfs_view *v;
+	const struct batch_step *at;
+	unsigned field;
 };
 
-static int raw_batch(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
-		     size_t n, struct raw_batch *b)
+/* The cache's loader of a raw field's offsets: B + 1 little-endian u64s
+ * (the <field>.offsets file), made SPAN ids at a time. */
+static int load_offsets(void *ctx, uint8_t **data, uint64_t *len)
 {
-	int rc;
+	struct assemble *a = ctx;
+	struct zrfs *fs = a->fs;
+	uint64_t n = zs_batch_size(a->at->s, a->at->step), pos = 0;
+	struct zrfs_row *rows = NULL;
+	uint64_t *ids = NULL;
+	int rc = 0;
 
-	b->n = n;
-	b->rows = malloc((n + 1) * sizeof *b->rows);
-	b->offs = malloc((n + 1) * sizeof *b->offs);
-	if (!b->rows || !b->offs)
-		return -ENOMEM;
-	if ((rc = zrfs_records_stat(fs, v, field, ids, n, b->rows)) < 0)
+	*data = NULL;
+	if ((n + 1) * 8 > fs->opts.cache_bytes)
+		return zrfs_too_big(fs, (n + 1) * 8);
+	if (!(rows = malloc(SPAN * sizeof *rows)) ||
+	    !(*data = zrfs_cache_alloc(fs->cache, (n + 1) * 8)))
+		rc = -ENOMEM;
+	else
+		put_le64s(*data, &pos, 1);
+	for (uint64_t from = 0; rc == 0 && from < n; from += SPAN) {
+		size_t k;
+		if ((rc = step_ids(a->at, from, SPAN, &ids, &k)) == 0 &&
+		    (rc = zrfs_records_stat(fs, a->v, a->field, ids, k, rows)) == 0)
+			for (size_t i = 0; i < k; i++) {
+				pos += rows[i].len;
+				put_le64s(*data + (from + i + 1) * 8, &pos, 1);
+			}
+		free(ids);
+	}
+	free(rows);
+	if (rc < 0) {
+		zrfs_cache_free(fs->cache, *data);
+		*data = NULL;
 		return rc;
-	b->offs[0] = 0;
-	for (size_t i = 0; i < n; i++)
-		b->offs[i + 1] = b->offs[i] + b->rows[i].len;
+	}
+	*len = (n + 1) * 8;
 	return 0;
 }
 
-static void raw_batch_free(struct raw_batch *b)
+/* Raw field @field's offsets of step @at, through the cache: release after use. */
+static int get_offsets(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+		       unsigned field, struct zrfs_cached **e, const uint8_t **data)
 {
-	free(b->rows);
-	free(b->offs);
+	struct assemble a = {fs, v, at, field};
+	uint64_t len;
+
+	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), load_offsets, &a, e,
+			      data, &len);
 }
 
-/* The pieces of bytes [@pos, @end) of the <field> file of raw batch @b of
- * records @ids: the records under the range, mapped (@g keeps them). */
-static int raw_data_pieces(struct zrfs_view *v, unsigned field, const uint64_t *ids,
-			   struct raw_batch *b, uint64_t pos, uint64_t end, struct zrfs_pieces *p,
-			   zr_batch **g)
+/* The first record (of @n, offsets @offs) whose bytes end after @pos:
+ * records before it lie wholly before @pos. */
+static uint64_t first_after(const uint8_t *offs, uint64_t n, uint64_t pos)
 {
-	const uint64_t *offs = b->offs;
-	size_t lo = 0, hi;
+	uint64_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (get_le64(offs + (mid + 1) * 8) <= pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Bytes [@pos, @end) of the <field> file of raw field @field's batch of
+ * step @at, whose offsets are @offs: the pieces of the records under them
+ * in @p, mapped (@g keeps them). Only the ids under the range are made,
+ * SPAN at a time, and only records with bytes take memory: a request
+ * takes memory for what it reads. */
+static int raw_data_pieces(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			   unsigned field, const uint8_t *offs, uint64_t pos, uint64_t end,
+			   struct zrfs_pieces *p, zr_batch **g)
+{
+	uint64_t n = zs_batch_size(at->s, at->step), lo, hi, *ids = NULL, *want = NULL;
+	uint64_t *place = NULL;
+	struct zrfs_row *rows = NULL;
+	size_t nwant = 0, cap = 0;
 	int rc = 0;
 
-	if (end > offs[b->n])
-		end = offs[b->n];
-	while (lo < b->n && offs[lo + 1] <= pos) /* the first record under pos */
-		lo++;
-	for (hi = lo; hi < b->n && offs[hi] < end; hi++)
+	*g = NULL;
+	if (end > get_le64(offs + n * 8))
+		end = get_le64(offs + n * 8);
+	if (pos >= end)
+		return 0;
+	lo = first_after(offs, n, pos);
+	for (hi = lo; hi < n && get_le64(offs + hi * 8) < end; hi++)
 		;
-	zrfs_records_map(v, field, ids + lo, hi - lo, b->rows + lo, g);
-	for (size_t i = lo; rc == 0 && i < hi; i++) {
-		const struct zrfs_row *r = &b->rows[i];
-		uint64_t from = pos > offs[i] ? pos : offs[i], to = end < offs[i + 1] ? end : offs[i + 1];
-		if (from < to)
-			rc = zrfs_pieces_add(p, r->fd, r->pos + (from - offs[i]),
-					     r->mem ? (const uint8_t *)r->mem + (from - offs[i]) : NULL,
+	for (uint64_t from = lo; rc == 0 && from < hi; from += SPAN) {
+		size_t k;
+		if ((rc = step_ids(at, from, hi - from < SPAN ? hi - from : SPAN, &ids, &k)) < 0)
+			break;
+		for (size_t i = 0; rc == 0 && i < k; i++) {
+			uint64_t b = from + i;
+			if (get_le64(offs + (b + 1) * 8) == get_le64(offs + b * 8))
+				continue; /* missing or empty: no bytes */
+			if (nwant == cap) {
+				uint64_t *w2, *p2;
+				cap = cap ? 2 * cap : 64;
+				w2 = realloc(want, cap * sizeof *want);
+				want = w2 ? w2 : want;
+				p2 = realloc(place, cap * sizeof *place);
+				place = p2 ? p2 : place;
+				if (!w2 || !p2) {
+					rc = -ENOMEM;
+					break;
+				}
+			}
+			want[nwant] = ids[i];
+			place[nwant++] = b;
+		}
+		free(ids);
+		ids = NULL;
+	}
+	if (rc == 0 && nwant)
+		rc = (rows = malloc(nwant * sizeof *rows)) == NULL
+			     ? -ENOMEM
+			     : zrfs_records_locate(fs, v, field, want, nwant, rows, g);
+	for (size_t j = 0; rc == 0 && j < nwant; j++) {
+		const struct zrfs_row *r = &rows[j];
+		uint64_t o0 = get_le64(offs + place[j] * 8), o1 = get_le64(offs + (place[j] + 1) * 8);
+		uint64_t from = pos > o0 ? pos : o0, to = end < o1 ? end : o1;
+		if (r->len != o1 - o0) /* not the record the offsets were made from */
+			rc = -EIO;
+		else
+			rc = zrfs_pieces_add(p, r->fd, r->pos + (from - o0),
+					     r->mem ? (const uint8_t *)r->mem + (from - o0) : NULL,
 					     to - from);
 	}
+	free(rows);
+	free(want);
+	free(place);
 	return rc;
 }
 
-/* The pieces of bytes [@pos, @end) of the <field>.npy file of a raw batch;
- * @h receives the header the pieces point into. */
-static int raw_npy_pieces(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
-			  size_t n, uint64_t pos, uint64_t end, struct zrfs_npy *h,
+/* The pieces of bytes [@pos, @end) of the <field>.npy file of a raw batch
+ * of @n records; @h receives the header the pieces point into. Only the
+ * rows under the range are made. */
+static int raw_npy_pieces(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
+			  unsigned field, uint64_t pos, uint64_t end, struct zrfs_npy *h,
 			  struct zrfs_pieces *p, zr_batch **g)
 {
 	const struct zrfs_field *f = &fs->fields[field];
-	struct zrfs_row *rows;
-	uint64_t lo, hi;
+	uint64_t n = zs_batch_size(at->s, at->step), lo, hi, *ids = NULL;
+	struct zrfs_row *rows = NULL;
+	size_t k = 0;
 	int rc = zrfs_npy_header(f->spec, n, f->record_size, h);
 
+	*g = NULL;
 	if (rc < 0)
 		return rc;
 	zrfs_npy_span(h, pos, end, &lo, &hi);
-	rows = malloc((hi - lo + 1) * sizeof *rows);
-	if (!rows)
-		return -ENOMEM;
-	rc = zrfs_records_locate(fs, v, field, ids + lo, (size_t)(hi - lo), rows, g);
+	if ((rc = step_ids(at, lo, hi - lo, &ids, &k)) < 0)
+		return rc;
+	if (!(rows = malloc((k + 1) * sizeof *rows)))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = zrfs_records_locate(fs, v, field, ids, k, rows, g);
 	if (rc == 0)
 		rc = zrfs_npy_pieces(p, h, rows, lo, pos, end);
 	free(rows);
+	free(ids);
 	return rc;
 }
 
@@ -181,26 +288,24 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		     const struct batch_step *at, unsigned field, enum batch_part part, size_t size,
 		     off_t off, bool ahead)
 {
-	uint64_t *ids = NULL, pos = (uint64_t)off;
-	struct raw_batch b = {0};
+	uint64_t pos = (uint64_t)off, n = zs_batch_size(at->s, at->step);
 	struct zrfs_pieces p = {0};
+	struct zrfs_cached *e = NULL;
+	const uint8_t *offs = NULL;
 	struct zrfs_npy h;
 	zr_batch *g = NULL;
-	size_t n = 0;
-	int rc = step_ids(at, &ids, &n);
+	int rc = part == PART_NPY ? 0 : get_offsets(fs, v, at, field, &e, &offs);
 
-	if (rc == 0 && part != PART_NPY)
-		rc = raw_batch(fs, v, field, ids, n, &b);
 	if (rc == 0 && part == PART_OFFSETS) {
-		reply_le64s(req, b.offs, n + 1, size, off);
+		zrfs_reply_slice(req, offs, (n + 1) * 8, size, off);
 		goto out;
 	}
 	if (rc == 0)
 		rc = zrfs_pieces_init(&p, 16);
 	if (rc == 0 && part == PART_DATA)
-		rc = raw_data_pieces(v, field, ids, &b, pos, pos + size, &p, &g);
+		rc = raw_data_pieces(fs, v, at, field, offs, pos, pos + size, &p, &g);
 	else if (rc == 0)
-		rc = raw_npy_pieces(fs, v, field, ids, n, pos, pos + size, &h, &p, &g);
+		rc = raw_npy_pieces(fs, v, at, field, pos, pos + size, &h, &p, &g);
 	if (rc == 0)
 		zrfs_reply_pieces(req, fs, v, &p, ahead);
 	else
@@ -208,37 +313,35 @@ static void read_raw(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 out:
 	zr_batch_release(g);
 	zrfs_pieces_free(&p);
-	raw_batch_free(&b);
-	free(ids);
+	if (e)
+		zrfs_cache_release(fs->cache, e);
 }
+
+#define AHEAD_WINDOW (8u << 20) /* bytes of a batch asked for at a time */
 
 void zrfs_batch_read_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
 			   unsigned field)
 {
-	struct raw_batch b = {0};
-	struct zrfs_pieces p = {0};
-	zr_batch *g = NULL;
-	uint64_t *ids = NULL;
-	size_t n = 0;
+	uint64_t n = zs_batch_size(at->s, at->step), total;
+	struct zrfs_cached *e;
+	const uint8_t *offs;
 
-	if (step_ids(at, &ids, &n) == 0 && raw_batch(fs, v, field, ids, n, &b) == 0 &&
-	    zrfs_pieces_init(&p, n) == 0 &&
-	    raw_data_pieces(v, field, ids, &b, 0, UINT64_MAX, &p, &g) == 0)
-		zrfs_read_ahead(fs, &p);
-	zr_batch_release(g);
-	zrfs_pieces_free(&p);
-	raw_batch_free(&b);
-	free(ids);
+	if (get_offsets(fs, v, at, field, &e, &offs) < 0)
+		return;
+	total = get_le64(offs + n * 8);
+	for (uint64_t pos = 0; pos < total; pos += AHEAD_WINDOW) {
+		struct zrfs_pieces p = {0};
+		zr_batch *g = NULL;
+		if (zrfs_pieces_init(&p, 16) == 0 &&
+		    raw_data_pieces(fs, v, at, field, offs, pos, pos + AHEAD_WINDOW, &p, &g) == 0)
+			zrfs_read_ahead(fs, &p);
+		zr_batch_release(g);
+		zrfs_pieces_free(&p);
+	}
+	zrfs_cache_release(fs->cache, e);
 }
 
 /* ---- flate batches: assembled once into the cache ---- */
-
-struct assemble {
-	struct zrfs *fs;
-	struct zrfs_view *v;
-	const struct batch_step *at;
-	unsigned field;
-};
 
 /* zr_batch_bytes, with ids of UINT64_MAX (records the view does not
  * have) counted as missing. */
@@ -288,10 +391,13 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 	zr_dataset *ds = a->v->ds;
 	uint64_t *ids = NULL, *offs = NULL, total = 0;
 	zr_reader *r;
-	size_t n = 0;
-	int rc = step_ids(a->at, &ids, &n);
+	size_t n = zs_batch_size(a->at->s, a->at->step);
+	int rc;
 
 	*data = NULL;
+	if ((n + 1) * 8 > fs->opts.cache_bytes) /* before anything is made for it */
+		return zrfs_too_big(fs, (n + 1) * 8);
+	rc = step_ids(a->at, 0, n, &ids, &n);
 	/* ids the view no longer has read as missing: the reader must not see them */
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (ids[i] >= a->v->n)
@@ -412,9 +518,8 @@ static int field_file_size(struct zrfs *fs, struct zrfs_view *v, const struct ba
 			   unsigned field, enum batch_part part, uint64_t *size)
 {
 	const struct zrfs_field *f = &fs->fields[field];
-	uint64_t n = zs_batch_size(at->s, at->step), *ids = NULL;
+	uint64_t n = zs_batch_size(at->s, at->step);
 	struct zrfs_npy h;
-	size_t got;
 	int rc = 0;
 
 	if (part == PART_OFFSETS) {
@@ -429,13 +534,14 @@ static int field_file_size(struct zrfs *fs, struct zrfs_view *v, const struct ba
 			*size -= (n + 1) * 8;
 			zrfs_cache_release(fs->cache, e);
 		}
-	} else if ((rc = step_ids(at, &ids, &got)) == 0) {
-		struct raw_batch b = {0};
-		rc = raw_batch(fs, v, field, ids, got, &b);
-		*size = rc == 0 ? b.offs[got] : 0;
-		raw_batch_free(&b);
+	} else {
+		struct zrfs_cached *e;
+		const uint8_t *offs;
+		if ((rc = get_offsets(fs, v, at, field, &e, &offs)) == 0) {
+			*size = get_le64(offs + n * 8);
+			zrfs_cache_release(fs->cache, e);
+		}
 	}
-	free(ids);
 	return rc;
 }
 
@@ -460,15 +566,7 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 			  bool ahead)
 {
 	if (kind == STEP_IDS) {
-		uint64_t *ids;
-		size_t n;
-		int rc = step_ids(at, &ids, &n);
-		if (rc < 0) {
-			zrfs_reply_err(req, rc);
-			return;
-		}
-		reply_le64s(req, ids, n, size, off);
-		free(ids);
+		reply_ids(req, at, size, off);
 	} else if (kind == STEP_INFO) {
 		char info[1024];
 		int n = info_json(at, info, sizeof info);
@@ -483,6 +581,5 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 void zrfs_batch_forget(struct zrfs *fs, const struct batch_step *at)
 {
 	for (unsigned f = 0; f < fs->nfields; f++)
-		if (fs->fields[f].flate)
-			zrfs_cache_forget(fs->cache, batch_key(at->slot, at->step, f));
+		zrfs_cache_forget(fs->cache, batch_key(at->slot, at->step, f));
 }

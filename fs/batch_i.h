@@ -61,7 +61,8 @@ static inline fuse_ino_t step_ino(uint32_t slot, uint64_t step, unsigned kind)
 	return ZRFS_INO_STEP | (uint64_t)slot << 42 | step << STEP_KIND_BITS | kind;
 }
 
-/* The cache key of a flate field's blob of a step: bit 63 set, clear of
+/* The cache key of a step's field (a flate field's blob, a raw one's offsets):
+ * bit 63 set, clear of
  * the record keys (field << 40 | id). */
 static inline uint64_t batch_key(uint32_t slot, uint64_t step, unsigned field)
 {

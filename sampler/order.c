@@ -184,6 +184,12 @@ static void block_ids(const zs_sampler *s, uint64_t epoch, uint64_t first, uint3
 
 int64_t zs_batch(const zs_sampler *s, uint64_t epoch, uint64_t step, uint64_t *ids)
 {
+	return zs_batch_span(s, epoch, step, 0, UINT32_MAX, ids);
+}
+
+int64_t zs_batch_span(const zs_sampler *s, uint64_t epoch, uint64_t step, uint32_t from,
+		      uint32_t count, uint64_t *ids)
+{
 	const zs_spec *sp = &s->spec;
 	uint64_t first, m = s->m, lo = sp->lo;
 	uint32_t size;
@@ -197,11 +203,17 @@ int64_t zs_batch(const zs_sampler *s, uint64_t epoch, uint64_t step, uint64_t *i
 	if (sp->order == ZS_WINDOW) {
 		u128 k = ((u128)epoch * s->steps + step) * sp->world + sp->rank;
 		uint64_t start = (uint64_t)(k % m * sp->stride % m);
-		for (uint64_t j = 0; j < sp->window; j++)
-			ids[j] = lo + (uint64_t)(((u128)start + j) % m);
-		return (int64_t)sp->window;
+		size = from < sp->window ? (uint32_t)(sp->window - from) : 0;
+		size = size < count ? size : count;
+		for (uint64_t j = 0; j < size; j++)
+			ids[j] = lo + (uint64_t)(((u128)start + from + j) % m);
+		return size;
 	}
 	slice(s, step, &first, &size);
+	/* positions [from, from + count) of the batch's */
+	size = from < size ? size - from : 0;
+	size = size < count ? size : count;
+	first += from;
 	switch (sp->order) {
 	case ZS_SEQ:
 		for (uint32_t j = 0; j < size; j++)

@@ -342,3 +342,37 @@ Test(order, test_vectors)
 		zs_sampler_destroy(s);
 	}
 }
+
+/* Any part of a batch, alone, is that part of the whole batch: every order,
+ * a kept tail, a padded one, ranks, and parts that run past the end. */
+Test(order, a_span_is_that_part_of_the_batch)
+{
+	static const char *specs[] = {
+		"seq,batch=7",		"seq,batch=7,tail=pad",	  "shuffle,batch=9,seed=3",
+		"shuffle,batch=9,tail=pad,world=3,rank=2",	  "block,batch=8,block=5,seed=1",
+		"block,batch=8,block=5,tail=pad,seed=2",	  "random,batch=6,seed=4",
+		"window,window=11,stride=4",			  "seq,batch=7,world=2,rank=1",
+	};
+	uint64_t whole[64], part[64];
+
+	for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+		zs_sampler *s = make(specs[k], 50);
+		for (uint64_t step = 0; step < zs_steps(s); step++) {
+			int64_t n = zs_batch(s, 2, step, whole);
+			cr_assert_gt(n, 0);
+			for (uint32_t from = 0; from <= (uint32_t)n + 1; from++)
+				for (uint32_t count = 0; count <= 4; count++) {
+					int64_t got = zs_batch_span(s, 2, step, from, count, part);
+					int64_t want = from >= n ? 0
+							: (n - from < count ? n - from : count);
+					cr_assert_eq(got, want, "%s step %llu [%u, +%u)", specs[k],
+						     (unsigned long long)step, from, count);
+					cr_assert_arr_eq(part, whole + from, (size_t)got * 8,
+							 "%s step %llu [%u, +%u)", specs[k],
+							 (unsigned long long)step, from, count);
+				}
+		}
+		cr_assert_eq(zs_batch_span(s, 2, zs_steps(s), 0, 1, part), ZS_EINVAL_SPEC);
+		zs_sampler_destroy(s);
+	}
+}

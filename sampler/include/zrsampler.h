@@ -147,6 +147,15 @@ ZS_API uint32_t zs_batch_max(const zs_sampler *s);
  *         or epoch > ZS_EPOCH_MAX
  */
 ZS_API int64_t zs_batch(const zs_sampler *s, uint64_t epoch, uint64_t step, uint64_t *ids);
+/**
+ * Ids @p from .. @p from + @p count - 1 of batch @p step of @p epoch (as
+ * zs_batch() gives them, cut to the batch), in O(@p count) time: a part of
+ * a batch without the rest.
+ * @param[out] ids at least @p count entries
+ * @return the number written, or ZS_EINVAL_SPEC as zs_batch()
+ */
+ZS_API int64_t zs_batch_span(const zs_sampler *s, uint64_t epoch, uint64_t step, uint32_t from,
+			     uint32_t count, uint64_t *ids);
 
 /** Seed for augmenting batch @p step of @p epoch, from (seed, epoch, step): equal on every rank. */
 ZS_API uint64_t zs_batch_seed(const zs_sampler *s, uint64_t epoch, uint64_t step);

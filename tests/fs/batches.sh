@@ -227,3 +227,49 @@ for k in ("0", "1"):
             assert os.pread(fd, n, off) == full[off:off + n], (d, field, off, n)
         os.close(fd)
 PY
+
+# a batch far larger than the dataset and the cache (16,777,216 ids, the
+# tail padded from 300 records): every request takes memory for what it
+# reads. Parts made in the cache (a raw field's offsets, a flate field's
+# batch) larger than it are refused (EFBIG); the ids and a raw .npy view
+# are read in pieces; the daemon's peak resident size stays far below
+# what one request used to take (2 GB)
+fusermount3 -u "$MNT" || fail "unmount"
+"$ZRFS" "$T/ds" "$MNT" -f -o cache=16M 2>"$T/log" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted with cache=16M"
+"$PY" - "$MNT" "$pid" <<'PY' || fail "a huge batch"
+import errno, os, sys
+import numpy as np
+mnt, pid = sys.argv[1], sys.argv[2]
+def peak_mb():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+base = peak_mb()
+d = f"{mnt}/.batches/seq,batch=16777216,tail=pad/epoch-0/0"
+ids = open(f"{d}/ids", "rb")
+ids.seek(8 * 16777000)
+assert np.frombuffer(ids.read(8 * 16), "<u8").tolist() == [(16777000 + i) % 300 for i in range(16)]
+assert os.path.getsize(f"{d}/ids") == 8 * 16777216
+for name in ("img.offsets", "img", "txt", "txt.offsets"):
+    try:
+        open(f"{d}/{name}", "rb").read(131072)
+        raise SystemExit(f"{name}: served, though larger than the cache")
+    except OSError as e:
+        assert e.errno == errno.EFBIG, (name, e)
+vec = open(f"{d}/vec.npy", "rb")
+head = vec.read(128)
+assert head.startswith(b"\x93NUMPY") and b"(16777216, 4, 3)" in head, head
+vec.seek(len(head) + 48 * 299)
+row = np.frombuffer(vec.read(48 * 2), "<f4").reshape(2, 4, 3)
+ref = np.load(f"{mnt}/vec.npy")
+assert np.array_equal(row[0], ref[299]) and np.array_equal(row[1], ref[0]), "padded rows"
+grew = peak_mb() - base
+assert grew < 100, f"the daemon's peak grew by {grew} MB"
+print(f"peak grew by {grew} MB", file=sys.stderr)
+PY
+fusermount3 -u "$MNT"
+wait $pid || fail "zrfs exited $?"
+grep -q "larger than the cache (-o cache=16777216 bytes): not served (EFBIG)" "$T/log" ||
+	fail "no log line for the refused parts: $(cat "$T/log")"
