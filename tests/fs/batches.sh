@@ -265,6 +265,32 @@ vec.seek(len(head) + 48 * 299)
 row = np.frombuffer(vec.read(48 * 2), "<f4").reshape(2, 4, 3)
 ref = np.load(f"{mnt}/vec.npy")
 assert np.array_equal(row[0], ref[299]) and np.array_equal(row[1], ref[0]), "padded rows"
+# property: random batch sizes up to 2^24, random tails and pieces: each
+# read is right or EFBIG (a part made in the cache that does not fit it)
+import random
+rnd = random.Random(5)
+for k in range(20):
+    b = rnd.choice((1, 7, 300, 4096, 65537, 1 << 20, 3 << 20, 1 << 24, rnd.randrange(1, 1 << 24)))
+    tail = rnd.choice(("pad", "keep", "drop")) if b <= 300 else "pad"
+    d = f"{mnt}/.batches/seq,batch={b},tail={tail}/epoch-1/0"
+    n = os.path.getsize(f"{d}/ids") // 8
+    for name in ("ids", "img.offsets", "img", "vec.npy", "txt.offsets"):
+        try:
+            with open(f"{d}/{name}", "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                off = rnd.randrange(0, max(size, 1))
+                f.seek(off)
+                got = f.read(rnd.choice((1, 4096, 65536)))
+        except OSError as e:
+            assert e.errno == errno.EFBIG, (b, name, e)
+            assert (n + 1) * 8 > 16 << 20 or name == "txt.offsets", (b, name, "EFBIG")
+            continue
+        if name == "ids":
+            want = [(i % 300) for i in range(off // 8, off // 8 + len(got) // 8 + 1)]
+            with open(f"{d}/ids", "rb") as f:
+                f.seek(off - off % 8)
+                v = np.frombuffer(f.read(8 * len(want)), "<u8")
+            assert v.tolist() == want[:len(v)], (b, "ids")
 grew = peak_mb() - base
 assert grew < 100, f"the daemon's peak grew by {grew} MB"
 print(f"peak grew by {grew} MB", file=sys.stderr)
