@@ -79,6 +79,7 @@ static const char usage[] =
 	"                       0, at most 100000); keeps a CPU busy while requests\n"
 	"                       come, and makes each small one cheaper (cp -r into a\n"
 	"                       -o rw mount: see BENCHMARKS.md)\n"
+
 	"  max_threads=N        worker threads (default 10); clone_fd: one /dev/fuse\n"
 	"                       descriptor per thread\n"
 	"Other FUSE mount options are passed on (see mount.fuse3(8)).\n";
@@ -177,6 +178,43 @@ static int parse_num(const char *what, const char *s, uint64_t max, bool suffixe
 	}
 	*out = v * mul;
 	return 0;
+}
+
+/* A mount point zrfs can take: a directory, and not one a zrfs mount
+ * holds already (a second daemon would be stacked on the first, and
+ * every reader would see only the last). 0, or -1 (said). */
+static int check_mountpoint(const char *mountpoint)
+{
+	char want[PATH_MAX], line[4096];
+	struct stat st;
+	FILE *f;
+	int rc = 0;
+
+	if (stat(mountpoint, &st) < 0) {
+		fprintf(stderr, "zrfs: %s: %s\n", mountpoint, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "zrfs: %s: not a directory (a mount point is an empty directory)\n",
+			mountpoint);
+		return -1;
+	}
+	if (!realpath(mountpoint, want) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return 0;
+	while (rc == 0 && fgets(line, sizeof line, f)) {
+		char mnt[PATH_MAX], type[64];
+		/* id parent major:minor root mountpoint options... - type source ... */
+		const char *dash = strstr(line, " - ");
+		if (sscanf(line, "%*d %*d %*s %*s %4095s", mnt) == 1 && dash &&
+		    sscanf(dash + 3, "%63s", type) == 1 && strcmp(mnt, want) == 0 &&
+		    strcmp(type, "fuse.zrfs") == 0) {
+			fprintf(stderr, "zrfs: %s: a zrfs mount is there already (umount it first, "
+					"or use another mount point)\n", mountpoint);
+			rc = -1;
+		}
+	}
+	fclose(f);
+	return rc;
 }
 
 /* Raise the mount's read-ahead (best effort): its bdi is "0:<minor>". */
@@ -336,9 +374,15 @@ int main(int argc, char **argv)
 	 * when freed, rather than letting glibc's sliding threshold move them
 	 * into per-thread heaps that never shrink. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
-	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0 || cli.nonopts != 2) {
-		fprintf(stderr, "%s", cli.nonopts > 2 ? "zrfs: too many arguments\n" : "");
+	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0) {
 		fputs(usage, stderr);
+		goto out;
+	}
+	if (cli.nonopts != 2) {
+		fprintf(stderr, "zrfs: %s (usage: zrfs DATASET MOUNTPOINT [-o OPTIONS]; "
+				"zrfs --help)\n",
+			cli.nonopts > 2 ? "too many arguments" : cli.nonopts == 1 ? "no MOUNTPOINT given"
+											: "no DATASET given");
 		goto out;
 	}
 	if (take_options(&cli, &fs) < 0)
@@ -362,6 +406,8 @@ int main(int argc, char **argv)
 		rc = opts.mountpoint ? 0 : 2;
 		goto out;
 	}
+	if (check_mountpoint(opts.mountpoint) < 0)
+		goto out;
 	if (fs.opts.poll_us && !opts.singlethread) {
 		fprintf(stderr, "zrfs: poll_us needs -s (one thread serving requests: several "
 				"polling would take every CPU)\n");

@@ -6,8 +6,18 @@ make_ds --records 64
 
 "$ZRFS" --help | grep -q '^usage: zrfs DATASET MOUNTPOINT' || fail "--help"
 "$ZRFS" --version | grep -q '^zrfs ' || fail "--version"
-"$ZRFS" "$DS" 2>/dev/null
+"$ZRFS" "$DS" 2>"$T/err"
 [ $? -eq 2 ] || fail "a missing mount point is not a usage error"
+grep -q "^zrfs: no MOUNTPOINT given" "$T/err" || fail "a missing mount point: $(cat "$T/err")"
+# a mount point that is a file, or that a zrfs mount holds already
+: >"$T/file"
+out=$("$ZRFS" "$DS" "$T/file" 2>&1) && fail "mounted on a regular file"
+case $out in *"$T/file: not a directory"*) ;; *) fail "onto a file: $out" ;; esac
+"$ZRFS" "$DS" "$MNT" || fail "mount"
+out=$("$ZRFS" "$DS" "$MNT" 2>&1) && fail "a second zrfs stacked on the first"
+case $out in *"a zrfs mount is there already"*) ;; *) fail "stacked: $out" ;; esac
+[ "$(grep -c " $MNT fuse.zrfs" /proc/mounts)" = 1 ] || fail "two mounts on $MNT"
+fusermount3 -u "$MNT" || fail "unmount"
 # the writer lock is flock(2) on the dataset's directory: held by flock(1) here
 out=$(flock "$DS" "$ZRFS" "$DS" "$MNT" -o rw 2>&1)
 [ $? -eq 1 ] || fail "-o rw while another writer holds the dataset"
