@@ -93,7 +93,7 @@ int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint64_t *ro
 	/* the byte order of a one-byte type says nothing: numpy writes '|',
 	 * and loads '<u1', '>u1' and '=u1' the same */
 	for (i = 0; i < sizeof types / sizeof *types; i++)
-		if (strncmp(p + 2, types[i].descr + 1, 2) == 0 && p[4] == '\'' &&
+		if (p[1] && strncmp(p + 2, types[i].descr + 1, 2) == 0 && p[4] == '\'' &&
 		    (p[1] == types[i].descr[0] ||
 		     (types[i].descr[0] == '|' && strchr("<>=", p[1]) != NULL)))
 			break;

@@ -463,7 +463,7 @@ static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 {
 	const struct zrfs_field *f = &fs->fields[field];
 	const uint8_t *bytes = blob + (n + 1) * 8;
-	uint64_t pos = (uint64_t)off, lo, hi;
+	uint64_t pos = (uint64_t)off, lo = 0, hi = 0;
 	struct zrfs_pieces p = {0};
 	struct zrfs_row *rows = NULL;
 	struct zrfs_npy h;
