@@ -57,21 +57,23 @@ static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino
 	st->st_atim = st->st_mtim = st->st_ctim = v->mtime;
 }
 
+/* The modes of an ordinary tree (0755 directories, 0644 files): a copy
+ * made with cp -a or rsync -a behaves like a copy of any read-only tree
+ * (its owner can remove it; with 0555 directories nobody but root could).
+ * What may not be written is refused by the mount: EROFS when read-only,
+ * EPERM for what -o rw does not store; other users (allow_other) have
+ * read and search bits only. */
 void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
 		   struct stat *st)
 {
-	/* -o rw: a field directory takes new records */
-	bool w = fs->writes && ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields;
-
-	base_attr(fs, v, ino, S_IFDIR | (w ? 0755 : 0555), st);
+	base_attr(fs, v, ino, S_IFDIR | 0755, st);
 	st->st_nlink = 2;
 }
 
 void zrfs_file_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
 		    uint64_t size, struct stat *st)
 {
-	/* -o rw: record files can be written; what is made from them cannot */
-	base_attr(fs, v, ino, S_IFREG | (fs->writes && zrfs_is_rec_ino(ino) ? 0644 : 0444), st);
+	base_attr(fs, v, ino, S_IFREG | 0644, st);
 	st->st_size = (off_t)size;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }

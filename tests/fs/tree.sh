@@ -31,4 +31,19 @@ ino2=$(stat -c %i "$MNT/txt/11.txt")
 [ "$ino1" = "$ino2" ] || fail "inode number changed: $ino1 -> $ino2"
 [ "$(stat -c %Y "$MNT/img/1.jpg")" = "$(stat -c %Y "$DS/meta.json")" ] ||
 	fail "record mtime is not the dataset's"
-[ "$(stat -c %a "$MNT/img/1.jpg")" = 444 ] || fail "record files are not read-only"
+[ "$(stat -c %a "$MNT/img/1.jpg")" = 644 ] || fail "record files are not 0644"
+[ "$(stat -c %a "$MNT/img")" = 755 ] || fail "directories are not 0755"
+touch "$MNT/img/1.jpg" 2>/dev/null && fail "a record file of a read-only mount took a write"
+
+# another user (allow_other) copies a field with cp -a and rsync -a, and
+# can remove the copies again, as copies of any read-only tree
+fusermount3 -u "$MNT" || fail "unmount"
+mount_ds -o allow_other
+chmod 755 "$T"
+mkdir "$T/theirs" && chown 65534:65534 "$T/theirs"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+as_nobody cp -a "$MNT/txt" "$T/theirs/cp" || fail "another user's cp -a"
+as_nobody rsync -a "$MNT/img/" "$T/theirs/rsync/" || fail "another user's rsync -a"
+diff -r "$REF/txt" "$T/theirs/cp" >/dev/null || fail "their cp -a differs"
+as_nobody rm -r "$T/theirs/cp" "$T/theirs/rsync" || fail "another user cannot remove their copies"
+if as_nobody sh -c "echo x >'$MNT/txt/11.txt'" 2>/dev/null; then fail "another user wrote a record"; fi
