@@ -77,9 +77,11 @@ static int info_json(const struct batch_step *at, char *buf, size_t cap)
 	return snprintf(buf, cap,
 			"{\n  \"spec\": \"%s\",\n  \"canonical\": \"%s\",\n  \"epoch\": %llu,\n"
 			"  \"step\": %llu,\n  \"steps\": %llu,\n  \"rank\": %u,\n  \"world\": %u,\n"
-			"  \"seed\": %llu,\n  \"batch_size\": %u,\n  \"records\": %llu\n}\n",
+			"  \"seed\": %llu,\n  \"seed_str\": \"%llu\",\n  \"batch_size\": %u,\n"
+			"  \"records\": %llu\n}\n",
 			at->spec, canon, (unsigned long long)at->epoch, (unsigned long long)at->step,
 			(unsigned long long)zs_steps(at->s), sp->rank, sp->world,
+			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
 			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
 			zs_batch_size(at->s, at->step),
 			(unsigned long long)(sp->hi - sp->lo)); /* the epoch's records */

@@ -53,6 +53,9 @@ for spec in ("shuffle,seed=42,batch=16,world=2,rank=0", "block,seed=3,batch=10,t
             seen += ids
             info = json.load(open(f"{d}/info.json"))
             assert info["step"] == int(k) and info["epoch"] == 1 and info["batch_size"] == len(ids)
+            # seeds above 2^53 lose precision as JSON numbers: also a string
+            assert int(info["seed_str"]) == json.loads(open(f"{d}/info.json").read(),
+                                                       parse_int=int)["seed"]
             for field in names:
                 want = [record(field, i) for i in ids]
                 data = open(f"{d}/{field}", "rb").read()
