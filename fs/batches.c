@@ -403,6 +403,7 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 const struct zrfs_subtree zrfs_batches = {
 	.name = ZRFS_BATCHES_NAME,
 	.volatile_names = true, /* a spec or an epoch may fit the records later */
+	.view = true,
 	.owns = batches_owns,
 	.view_of = batches_view_of,
 	.forget = batches_forget,

@@ -368,6 +368,7 @@ int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, ui
 
 const struct zrfs_subtree zrfs_byclass = {
 	.name = "by",
+	.view = true,
 	.owns = by_owns,
 	.lookup = by_lookup,
 	.attr = by_attr,

@@ -225,6 +225,8 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 	if (dir != ZRFS_INO_ROOT)
 		return t->entry(fs, v, dir, pos, d);
 	for (uint64_t k = pos / ROOT_SPAN, q = pos % ROOT_SPAN; k < NSUBTREES; k++, q = 2) {
+		if (subtrees[k]->view && !fs->opts.list_views)
+			continue;
 		int rc = subtrees[k]->entry(fs, v, dir, q > 2 ? q : 2, d);
 		if (rc != 0) {
 			d->pos += k * ROOT_SPAN;

@@ -73,6 +73,10 @@ static const char usage[] =
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
 	"                       user_allow_other in /etc/fuse.conf for non-root)\n"
+	"  list_views           list .batches and by in the mount's root (they are\n"
+	"                       always reachable by name; unlisted, tools that walk\n"
+	"                       the whole mount, du, find, rsync -a, see each record\n"
+	"                       once)\n"
 	"  splice               splice raw records from the chunk files into replies\n"
 	"                       instead of reading them into a buffer (zero-copy; on\n"
 	"                       the machines measured it was slower, see BENCHMARKS.md)\n"
@@ -91,7 +95,7 @@ struct cli {
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
 	char *commit_ms, *commit_size, *poll_us;
-	int rw, splice, allow_other;
+	int rw, splice, allow_other, list_views;
 };
 
 
@@ -110,6 +114,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"poll_us=%s", offsetof(struct cli, poll_us), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
+	{"list_views", offsetof(struct cli, list_views), 1},
 	{"ro", offsetof(struct cli, rw), 0},
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -305,6 +310,7 @@ static int take_options(struct cli *c, struct zrfs *fs)
 	c->dataset = abs;
 	fs->dataset = c->dataset;
 	fs->opts.splice = c->splice;
+	fs->opts.list_views = c->list_views;
 	return 0;
 }
 

@@ -110,6 +110,7 @@ struct zrfs_opts {
 	uint64_t cache_bytes; /* bound of the inflated-record cache */
 	unsigned readahead_kb; /* 0: leave the kernel's default */
 	int splice;           /* splice raw bytes into replies (-o splice) */
+	int list_views;       /* list /.batches and /by in the root (-o list_views) */
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
@@ -301,6 +302,10 @@ struct zrfs_subtree {
 	/* A name it does not know now may come to be without a commit telling
 	 * the kernel (a spec that fits the records after appends): not cached. */
 	bool volatile_names;
+	/* A view of records shown elsewhere (/.batches, /by): reachable by name,
+	 * in the root's listing only with -o list_views, so that tools walking
+	 * the whole mount (du, find, rsync -a) see each record once. */
+	bool view;
 	/* Whether @ino (not the root) is one of this subtree's nodes. */
 	bool (*owns)(const struct zrfs *fs, fuse_ino_t ino);
 	/* The view owned node @ino shows, held, given the current one @cur

@@ -1,7 +1,8 @@
 /*
  * Description: the FUSE callbacks without a mount (fs/dispatch.c), called
- * as libfuse calls them: the root is every subtree's names (fields,
- * .batches, by when there are class names), a listing given any buffer
+ * as libfuse calls them: the root is every subtree's names (fields, and
+ * with -o list_views .batches and by when there are class names; these
+ * are always reachable by name), a listing given any buffer
  * size resumes where it stopped and shows every entry once, the attributes
  * come from the node's owner, and wrong kinds of node get the errno a user
  * expects.
@@ -59,6 +60,10 @@ static void list(fuse_ino_t dir, size_t size, bool plus, char *out, size_t cap)
 Test(dispatch, the_root_is_every_subtrees_names)
 {
 	char all[512], small[512];
+	/* the views are reachable by name, listed only with -o list_views */
+	list(ZRFS_INO_ROOT, 4096, false, all, sizeof all);
+	cr_assert_str_eq(all, ". .. meta.json x x.npy y y.npy v");
+	t_fs.opts.list_views = 1;
 	list(ZRFS_INO_ROOT, 4096, false, all, sizeof all);
 	cr_assert_str_eq(all, ". .. meta.json x x.npy y y.npy v .batches");
 	/* buffers that hold one or two entries: resumed, nothing twice */
@@ -99,6 +104,9 @@ Test(dispatch, by_appears_with_class_names)
 
 	char names[512];
 	fuse_ino_t by, label, dog, rec;
+	list(ZRFS_INO_ROOT, 4096, false, names, sizeof names);
+	cr_assert_str_eq(names, ". .. meta.json img label label.npy");
+	t_fs.opts.list_views = 1;
 	list(ZRFS_INO_ROOT, 4096, false, names, sizeof names);
 	cr_assert_str_eq(names, ". .. meta.json img label label.npy .batches by");
 	lookup(ZRFS_INO_ROOT, "by", &by);

@@ -47,3 +47,17 @@ as_nobody rsync -a "$MNT/img/" "$T/theirs/rsync/" || fail "another user's rsync 
 diff -r "$REF/txt" "$T/theirs/cp" >/dev/null || fail "their cp -a differs"
 as_nobody rm -r "$T/theirs/cp" "$T/theirs/rsync" || fail "another user cannot remove their copies"
 if as_nobody sh -c "echo x >'$MNT/txt/11.txt'" 2>/dev/null; then fail "another user wrote a record"; fi
+
+# the views (.batches, by) are reachable by name but not listed in the
+# root: find, du and rsync -a of the whole mount see each record once
+fusermount3 -u "$MNT" || fail "unmount"
+mount_ds
+ls -a "$MNT" | grep -qx '.batches' && fail ".batches is listed by default"
+[ -d "$MNT/.batches" ] || fail ".batches is not reachable by name"
+find "$MNT" -type f | grep -q '/\.batches/\|/by/' && fail "find walked into a view"
+n=$(find "$MNT" -type f | wc -l)
+want=$(($(find "$REF" -mindepth 2 -type f | wc -l) + 1 + $(ls "$MNT" | grep -c '\.npy$')))
+[ "$n" = "$want" ] || fail "find sees $n files, the dataset has $want"
+fusermount3 -u "$MNT" || fail "unmount"
+mount_ds -o list_views
+ls -a "$MNT" | grep -qx '.batches' || fail ".batches is not listed with -o list_views"
