@@ -34,7 +34,7 @@
 
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
-	"                     [--follow-links]\n"
+	"                     [--label-from-top FIELD] [--follow-links]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
 	"       zr import tar SHARD.tar [SHARD.tar...] DEST\n"
@@ -44,9 +44,12 @@ static const char help[] =
 	"  dir   every regular file under SRC, one record each, in byte-wise order\n"
 	"        of their paths; the field (default 'data', dtype bytes) takes the\n"
 	"        files' extension when they all share one. --label-from-parent\n"
-	"        FIELD adds an i64 label per record from its class directory\n"
-	"        (SRC/CLASS/...): classes numbered 0.. in sorted order, their names\n"
-	"        kept in meta.json under attrs.classes.FIELD. Symbolic links are\n"
+	"        FIELD adds an i64 label per record from its class directory, the\n"
+	"        file's immediate parent (SRC/train/cat/x.png: cat, as\n"
+	"        torchvision's ImageFolder does); --label-from-top FIELD takes the\n"
+	"        first directory under SRC instead (SRC/cat/2024/x.png: cat).\n"
+	"        Classes are numbered 0.. in sorted order of their names, which\n"
+	"        meta.json keeps under attrs.classes.FIELD. Symbolic links are\n"
 	"        not followed (a link to /etc/shadow must not become a record):\n"
 	"        they are skipped, with a warning that counts them; with\n"
 	"        --follow-links one to a file is that file, and a dangling or\n"
@@ -418,6 +421,7 @@ static const char *extension(const char *path)
 
 struct opts {
 	const char *field, *label_field;
+	bool label_top; /* the class is the first directory under SRC */
 	bool follow_links;
 	zr_compress compress;
 	uint64_t chunk_size, writers, record_size;
@@ -437,6 +441,55 @@ struct import {
 	struct zr_tar t;              /* tar: the members */
 };
 
+/* The class directory of @rel (a path under SRC): its immediate parent,
+ * or with @top the first directory under SRC; NULL for a file directly in
+ * SRC. Its name, not NUL-terminated, is *len bytes. */
+static const char *class_of(const char *rel, bool top, size_t *len)
+{
+	const char *last = strrchr(rel, '/'), *start = rel;
+
+	if (!last)
+		return NULL;
+	if (top) {
+		*len = (size_t)(strchr(rel, '/') - rel);
+		return rel;
+	}
+	for (const char *q = rel; q < last; q++)
+		if (*q == '/')
+			start = q + 1;
+	*len = (size_t)(last - start);
+	return start;
+}
+
+/* The class names of @files (under SRC, @skip bytes of prefix), sorted
+ * and each once, into @classes. 0 or -1 (the reason in @err). */
+static int find_classes(const struct strs *files, size_t skip, bool top, struct strs *classes,
+			char *err, size_t errlen)
+{
+	for (size_t i = 0; i < files->n; i++) {
+		size_t len;
+		const char *c = class_of(files->v[i] + skip, top, &len);
+		if (!c) {
+			snprintf(err, errlen,
+				 "%s: not in a class directory (%s wants SRC/.../CLASS/FILE)",
+				 files->v[i], top ? "--label-from-top" : "--label-from-parent");
+			return -1;
+		}
+		if (strs_add(classes, strndup(c, len)) < 0)
+			return -1;
+	}
+	qsort(classes->v, classes->n, sizeof *classes->v, cmp_str);
+	size_t n = 0;
+	for (size_t i = 0; i < classes->n; i++) {
+		if (n && strcmp(classes->v[n - 1], classes->v[i]) == 0)
+			free(classes->v[i]);
+		else
+			classes->v[n++] = classes->v[i];
+	}
+	classes->n = n;
+	return 0;
+}
+
 /* dir: every regular file under SRC, in byte-wise order of their paths;
  * the field takes their extension when they all share one. */
 static int plan_dir(struct import *im)
@@ -454,25 +507,21 @@ static int plan_dir(struct import *im)
 	warn_skipped(&k);
 	p->nofollow = !im->o.follow_links;
 	qsort(files->v, files->n, sizeof *files->v, cmp_str);
+	if (labels && find_classes(files, srclen + 1, im->o.label_top, classes, p->err,
+				   sizeof p->err) < 0)
+		return -1;
 	for (size_t i = 0; i < files->n; i++) {
-		const char *rel = files->v[i] + srclen + 1, *slash = strchr(rel, '/');
+		const char *rel = files->v[i] + srclen + 1;
 		const char *e = extension(rel);
 		struct stat st;
 		int64_t label = 0;
 		if (labels) {
-			if (!slash) {
-				snprintf(p->err, sizeof p->err,
-					 "%s: not in a class directory (--label-from-parent wants SRC/CLASS/FILE)",
-					 files->v[i]);
-				return -1;
-			}
-			size_t clen = (size_t)(slash - rel);
-			if (classes->n == 0 || strncmp(classes->v[classes->n - 1], rel, clen) != 0 ||
-			    classes->v[classes->n - 1][clen] != 0) {
-				if (strs_add(classes, strndup(rel, clen)) < 0)
-					return -1;
-			}
-			label = (int64_t)classes->n - 1;
+			size_t len;
+			char name[PATH_MAX];
+			const char *c = class_of(rel, im->o.label_top, &len), *key = name;
+			snprintf(name, sizeof name, "%.*s", (int)len, c);
+			char **hit = bsearch(&key, classes->v, classes->n, sizeof *classes->v, cmp_str);
+			label = hit ? (int64_t)(hit - classes->v) : 0;
 		}
 		if (stat(files->v[i], &st) < 0) {
 			snprintf(p->err, sizeof p->err, "%s: %s", files->v[i], strerror(errno));
@@ -696,8 +745,10 @@ static int parse_args(struct import *im, int argc, char **argv)
 		i++;
 		if (strcmp(a, "--field") == 0) {
 			o->field = val;
-		} else if (strcmp(a, "--label-from-parent") == 0 && im->src->plan == plan_dir) {
+		} else if ((strcmp(a, "--label-from-parent") == 0 ||
+			    strcmp(a, "--label-from-top") == 0) && im->src->plan == plan_dir) {
 			o->label_field = val;
+			o->label_top = strcmp(a, "--label-from-top") == 0;
 		} else if (strcmp(a, "--compress") == 0) {
 			if (zr_compress_parse(val, &o->compress) < 0) {
 				zr_warn("import: --compress: %s", zr_errmsg(NULL));

@@ -6,10 +6,10 @@
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 
-mkdir -p src/cat src/dog "src/ünï cödé/deeper"
+mkdir -p src/cat src/dog "src/zz/ünï cödé"
 for i in 1 2 3; do gen "src/cat/$i.jpg" $((i * 1000)); gen "src/dog/$i.jpg" $((i * 777)); done
 : >src/dog/empty.jpg
-gen "src/ünï cödé/deeper/big.jpg" 17000000
+gen "src/zz/ünï cödé/big.jpg" 17000000
 zr import dir src ds --label-from-parent label --writers 3
 expect_rc 0
 expect_out 'ds: 8 records, 17.0 MB'
@@ -25,7 +25,7 @@ expect_rc 0
 grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
 # records in byte-wise path order, labels by sorted class
 i=0
-for f in cat/1.jpg cat/2.jpg cat/3.jpg dog/1.jpg dog/2.jpg dog/3.jpg dog/empty.jpg "ünï cödé/deeper/big.jpg"; do
+for f in cat/1.jpg cat/2.jpg cat/3.jpg dog/1.jpg dog/2.jpg dog/3.jpg dog/empty.jpg "zz/ünï cödé/big.jpg"; do
 	run sh -c "\"$ZR\" cat ds data $i > out.bin"
 	expect_rc 0
 	cmp -s out.bin "src/$f" || fail "record $i is not src/$f"
@@ -33,8 +33,26 @@ for f in cat/1.jpg cat/2.jpg cat/3.jpg dog/1.jpg dog/2.jpg dog/3.jpg dog/empty.j
 done
 zr cat ds label 6
 [ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 1 ] || fail "dog/empty.jpg is not class 1"
+zr cat ds label 7
+[ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 2 ] || fail "zz/ünï cödé/big.jpg is not class 2"
 zr verify --quiet ds
 expect_rc 0
+# the class is the immediate parent (SRC/train/cat/x and SRC/val/cat/y are
+# both cat); --label-from-top takes the first directory under SRC
+mkdir -p split/train/cat split/train/dog split/val/cat
+printf a >split/train/cat/a && printf b >split/train/dog/b && printf c >split/val/cat/c
+zr import dir split parent --label-from-parent label
+expect_rc 0
+classes() { "$PY" -c 'import json, sys; print(" ".join(json.load(open(sys.argv[1]))["attrs"]["classes"]["label"]))' "$1/meta.json"; }
+[ "$(classes parent)" = "cat dog" ] || fail "classes by parent: $(classes parent)"
+for i in 0 1 2; do
+	zr cat parent label $i
+	echo "$(od -An -td8 "$T/.out" | tr -d ' ')"
+done >labels
+[ "$(cat labels | tr '\n' ' ')" = "0 1 0 " ] || fail "labels by parent: $(cat labels | tr '\n' ' ')"
+zr import dir split top --label-from-top label
+expect_rc 0
+[ "$(classes top)" = "train val" ] || fail "classes by top: $(classes top)"
 
 # .npy: rows of several arrays, dtype and shape kept
 run "$PY" -c 'import numpy as np
