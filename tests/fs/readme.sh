@@ -10,15 +10,24 @@ for c in tabby siamese persian; do
 done
 "$ZR" import dir "$T/photos" "$DS" --field image --label-from-parent label >/dev/null || fail "import"
 mount_ds
-n=0
 "$PY" - "$README" "$T" <<'PY' || fail "extracting the examples"
 import re, sys
 text = open(sys.argv[1]).read()
 blocks = re.findall(r"```(sh|python)\n# example: ([\w-]+)\n(.*?)```", text, re.S)
-assert len(blocks) == 4, [b[1] for b in blocks]
+assert len(blocks) == 5, [b[1] for b in blocks]
 for lang, name, body in blocks:
     open(f"{sys.argv[2]}/example-{name}.{lang}", "w").write(body)
 PY
+# "Use it" runs in a directory of its own, with the inputs it names and zr
+# on the PATH
+mkdir "$T/use" && cp -r "$T/photos" "$T/use/" && head -c 3000 /dev/urandom >"$T/use/tabby.jpg"
+"$PY" -c "import numpy as np; np.save('$T/use/train_x.npy', np.arange(24, dtype='<f4').reshape(6, 4))" ||
+	fail "train_x.npy"
+out=$(cd "$T/use" && PATH="$(dirname "$ZR"):$PATH" sh -e "$T/example-use-it.sh" 2>&1) ||
+	fail "the README's 'Use it' block failed: $out"
+[ "$("$ZR" cat "$T/use/pets" label 0 | od -An -td8 | tr -d ' ')" = 1 ] || fail "label1.bin is not 1"
+rm "$T/example-use-it.sh"
+n=1
 for f in "$T"/example-*; do
 	sed -i "s|/mnt/cats|$MNT|g" "$f"
 	case $f in
@@ -27,4 +36,4 @@ for f in "$T"/example-*; do
 	esac || fail "${f##*/} failed: $out"
 	n=$((n + 1))
 done
-[ $n -eq 4 ] || fail "ran $n examples, not 4"
+[ $n -eq 5 ] || fail "ran $n examples, not 5"
