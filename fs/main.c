@@ -73,6 +73,8 @@ static const char usage[] =
 	"                       the kernel's); larger reads mean fewer requests\n"
 	"  allow_other          let other users read the mount (needs\n"
 	"                       user_allow_other in /etc/fuse.conf for non-root)\n"
+	"  log=FILE             append the daemon's log lines to FILE (default:\n"
+	"                       syslog; with -f, standard error)\n"
 	"  list_views           list .batches and by in the mount's root (they are\n"
 	"                       always reachable by name; unlisted, tools that walk\n"
 	"                       the whole mount, du, find, rsync -a, see each record\n"
@@ -94,7 +96,7 @@ struct cli {
 	char *dataset;
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
-	char *commit_ms, *commit_size, *poll_us;
+	char *commit_ms, *commit_size, *poll_us, *log;
 	int rw, splice, allow_other, list_views;
 };
 
@@ -112,6 +114,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"commit_ms=%s", offsetof(struct cli, commit_ms), 0},
 	{"commit_size=%s", offsetof(struct cli, commit_size), 0},
 	{"poll_us=%s", offsetof(struct cli, poll_us), 0},
+	{"log=%s", offsetof(struct cli, log), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
 	{"list_views", offsetof(struct cli, list_views), 1},
@@ -248,13 +251,43 @@ static void set_readahead(const char *mountpoint, unsigned kb)
 }
 
 static bool to_syslog;
+static FILE *log_file; /* -o log=FILE */
 
 static void log_func(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-	if (to_syslog)
+	if (log_file) {
+		vfprintf(log_file, fmt, ap);
+		fflush(log_file);
+	} else if (to_syslog) {
 		vsyslog((int)level, fmt, ap);
-	else
+	} else {
 		vfprintf(stderr, fmt, ap);
+	}
+}
+
+/* Where the daemon's log lines go once it detaches: -o log=FILE, else
+ * syslog; a machine without a syslog socket (many containers) is told at
+ * once that they would be lost. 0, or -1 (said). */
+static int open_log(const char *path, bool foreground)
+{
+	struct stat st;
+	int fd;
+
+	if (path) {
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+		if (fd < 0 || !(log_file = fdopen(fd, "a"))) {
+			fprintf(stderr, "zrfs: -o log=%s: %s\n", path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		return 0;
+	}
+	if (!foreground && (stat("/dev/log", &st) < 0 || !S_ISSOCK(st.st_mode)))
+		fprintf(stderr, "zrfs: no syslog here (/dev/log): the daemon's log lines (a spec "
+				"refused, a damaged record) would be lost; mounting with them in "
+				"the foreground is -f, into a file -o log=FILE\n");
+	return 0;
 }
 
 /* The options of @c into @fs, checked: 0, or -1 (reported). */
@@ -414,7 +447,7 @@ int main(int argc, char **argv)
 		rc = opts.mountpoint ? 0 : 2;
 		goto out;
 	}
-	if (check_mountpoint(opts.mountpoint) < 0)
+	if (check_mountpoint(opts.mountpoint) < 0 || open_log(cli.log, opts.foreground) < 0)
 		goto out;
 	if (fs.opts.poll_us && !opts.singlethread) {
 		fprintf(stderr, "zrfs: poll_us needs -s (one thread serving requests: several "
@@ -456,6 +489,9 @@ out:
 	free(cli.commit_ms);
 	free(cli.commit_size);
 	free(cli.poll_us);
+	free(cli.log);
+	if (log_file)
+		fclose(log_file);
 	free(fsname);
 	free(o);
 	fuse_opt_free_args(&args);

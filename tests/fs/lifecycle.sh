@@ -67,3 +67,13 @@ wait # the readers stop once the files are gone
 mountpoint -q "$MNT" && fail "still mounted"
 timeout 20 tail --pid="$dpid" -f /dev/null || fail "the daemon did not exit"
 true
+
+# -o log=FILE: a detached daemon's log lines go to FILE (a machine without
+# syslog has nowhere else to show why a spec under .batches is refused)
+"$ZRFS" "$DS" "$MNT" -o log="$T/daemon.log" || fail "-o log"
+ls "$MNT/.batches/seq,batch=0/epoch-0" 2>/dev/null && fail "a bad spec listed"
+fusermount3 -u "$MNT" || fail "unmount"
+grep -q '^zrfs: .batches/seq,batch=0: ' "$T/daemon.log" ||
+	fail "no reason in the log file: $(cat "$T/daemon.log")"
+out=$("$ZRFS" "$DS" "$MNT" -o log="$T/nodir/x.log" 2>&1) && fail "a log file that cannot be made"
+case $out in *"log=$T/nodir/x.log: No such file or directory"*) ;; *) fail "log=: $out" ;; esac
