@@ -25,6 +25,7 @@ static const struct {
 	[ZR_U8] = {"u8", 1},   [ZR_U16] = {"u16", 2}, [ZR_U32] = {"u32", 4}, [ZR_U64] = {"u64", 8},
 	[ZR_I8] = {"i8", 1},   [ZR_I16] = {"i16", 2}, [ZR_I32] = {"i32", 4}, [ZR_I64] = {"i64", 8},
 	[ZR_F16] = {"f16", 2}, [ZR_F32] = {"f32", 4}, [ZR_F64] = {"f64", 8}, [ZR_BYTES] = {"bytes", 1},
+	[ZR_BOOL] = {"bool", 1},
 };
 
 static const char *const compressions[ZR_COMPRESS_COUNT] = {[ZR_RAW] = "raw", [ZR_FLATE] = "flate"};
@@ -51,7 +52,7 @@ int zr_dtype_parse(const char *s, zr_dtype *out)
 			*out = (zr_dtype)i;
 			return 0;
 		}
-	return zr_err(ZR_EINVAL_SPEC, "unknown dtype '%s' (u8..u64, i8..i64, f16, f32, f64, bytes)",
+	return zr_err(ZR_EINVAL_SPEC, "unknown dtype '%s' (u8..u64, i8..i64, f16, f32, f64, bool, bytes)",
 		      s);
 }
 

@@ -22,7 +22,7 @@ static const struct {
 } types[] = {
 	{"|u1", ZR_U8},  {"<u2", ZR_U16}, {"<u4", ZR_U32}, {"<u8", ZR_U64},
 	{"|i1", ZR_I8},  {"<i2", ZR_I16}, {"<i4", ZR_I32}, {"<i8", ZR_I64},
-	{"<f2", ZR_F16}, {"<f4", ZR_F32}, {"<f8", ZR_F64}, {"|b1", ZR_U8}, /* bool as u8 */
+	{"<f2", ZR_F16}, {"<f4", ZR_F32}, {"<f8", ZR_F64}, {"|b1", ZR_BOOL},
 };
 
 static const char *descr_of(zr_dtype t)

@@ -16,7 +16,7 @@ static const char help[] =
 	"  raw | flate      how records are stored (default raw)\n"
 	"  shape=D1xD2...   every record has this fixed shape (shape= for a scalar)\n"
 	"  ext=EXT          file extension of records in the mount (e.g. ext=jpg)\n"
-	"DTYPE is u8 u16 u32 u64 i8 i16 i32 i64 f16 f32 f64 or bytes.\n"
+	"DTYPE is u8 u16 u32 u64 i8 i16 i32 i64 f16 f32 f64 bool or bytes.\n"
 	"NAME uses A-Z a-z 0-9 _ - . and does not start with '.' or '-'.\n"
 	"\n"
 	"  --chunk-size N   records per chunk file (default 65536)\n"

@@ -75,6 +75,7 @@ typedef enum zr_dtype {
 	ZR_I8, ZR_I16, ZR_I32, ZR_I64,
 	ZR_F16, ZR_F32, ZR_F64,
 	ZR_BYTES,
+	ZR_BOOL, /**< one byte, 0 or 1 (numpy's bool) */
 	ZR_DTYPE_COUNT
 } zr_dtype;
 
@@ -208,7 +209,7 @@ ZR_API uint64_t zr_field_record_size(const zr_dataset *ds, unsigned field);
 ZR_API unsigned zr_dtype_size(zr_dtype t);
 ZR_API const char *zr_dtype_name(zr_dtype t);
 ZR_API const char *zr_compress_name(zr_compress c);
-/** Parse "u8".."f64"/"bytes" and "raw"/"flate". Return 0 or ZR_EINVAL_SPEC. */
+/** Parse "u8".."f64"/"bool"/"bytes" and "raw"/"flate". Return 0 or ZR_EINVAL_SPEC. */
 ZR_API int zr_dtype_parse(const char *s, zr_dtype *out);
 ZR_API int zr_compress_parse(const char *s, zr_compress *out);
 /** 0 if @p name is a valid field name, else ZR_EINVAL_SPEC. */

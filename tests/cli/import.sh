@@ -193,6 +193,19 @@ zr export npy ds data x.npy
 expect_rc 1
 expect_err_has '*no fixed shape*'
 [ ! -e x.npy ] || fail "a failed export left x.npy"
+# a bool array stays bool (README: dtypes are kept), through export too
+run "$PY" -c 'import numpy as np
+np.save("flags.npy", np.array([[True, False], [False, False], [True, True]]))'
+expect_rc 0
+zr import npy flags.npy flags
+expect_rc 0
+zr info flags
+expect_out_has '             data *bool *raw *(2,) *-'
+zr export npy flags data flags-back.npy
+expect_rc 0
+cmp -s flags.npy flags-back.npy || fail "the exported bool array differs from numpy.save's"
+zr create made --field ok:bool:shape=
+expect_rc 0
 
 # tar: WebDataset shards (GNU and pax long names), missing members; export
 # tar gives the same samples back

@@ -22,3 +22,16 @@ for name, dtype, shape in (("vec", np.float32, (4, 3)), ("lab", np.int64, ())):
         assert np.array_equal(mm[a:b], want[a:b])
 assert np.load(f"{mnt}/vec.npy")[7].sum() == 0  # record 7 is missing: zeros
 PY
+
+# a bool field's .npy is a bool array (numpy's |b1), as imported
+: "${ZR:?ZR must name the zr binary}"
+fusermount3 -u "$MNT" || fail "unmount"
+"$PY" -c "import numpy as np; np.save('$T/flags.npy', np.arange(12).reshape(6, 2) % 3 == 0)" ||
+	fail "flags.npy"
+rm -rf "$DS" && "$ZR" import npy "$T/flags.npy" "$DS" --field ok >/dev/null || fail "import"
+mount_ds
+"$PY" -c "
+import numpy as np
+got, want = np.load('$MNT/ok.npy'), np.load('$T/flags.npy')
+assert got.dtype == np.bool_ and np.array_equal(got, want), (got.dtype, got)
+" || fail "ok.npy is not the bool array imported"
