@@ -586,6 +586,17 @@ int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 	return zr_shape_check(ds, field, id, out->logical_len);
 }
 
+int zr_present(zr_dataset *ds, unsigned field, uint64_t id)
+{
+	zr_entry e;
+
+	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
+	RETURN_IF(id >= zr_length(ds), -ENOENT, "%s: record %llu does not exist (length %llu)",
+		  ds->path, (unsigned long long)id, (unsigned long long)zr_length(ds));
+	zr_entry_get(ds, field, id, &e);
+	return !zr_entry_missing(&e);
+}
+
 uint64_t zr_chunk_bytes(zr_dataset *ds)
 {
 	uint32_t num = atomic_load(&ds->chunk_num);

@@ -258,11 +258,18 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		if (!touched[f] && old->n == new->n)
 			continue;
 		rc = zrfs_notes_inode(notes, ZRFS_INO_DIR + f); /* its listing */
+		if (rc < 0)
+			continue;
+		/* its views: FIELD.npy and FIELD.present.npy, of one version */
+		fuse_ino_t npy = ZRFS_INO_NPY | (zrfs_npy_version(fs, f) & ZRFS_GEN_MASK) << 8 | f;
+		pin_old(fs, npy | ZRFS_INO_PRESENT, old);
+		if (fs->fields[f].has_npy)
+			pin_old(fs, npy, old);
+		zrfs_npy_version_set(fs, f, new->gen);
+		snprintf(name, sizeof name, "%s.present.npy", fs->fields[f].spec->name);
+		rc = zrfs_notes_entry(notes, ZRFS_INO_ROOT, name);
 		if (rc < 0 || !fs->fields[f].has_npy)
 			continue;
-		pin_old(fs,
-			    ZRFS_INO_NPY | (zrfs_npy_version(fs, f) & ZRFS_GEN_MASK) << 8 | f, old);
-		zrfs_npy_version_set(fs, f, new->gen);
 		snprintf(name, sizeof name, "%s.npy", fs->fields[f].spec->name);
 		rc = zrfs_notes_entry(notes, ZRFS_INO_ROOT, name);
 	}

@@ -1,13 +1,16 @@
 /*
  * tree.c - the field tree, a subtree of the mount: meta.json, one directory
- * per field holding one file per present record (records.c), and
- * FIELD.npy, the whole field as one array, for fixed-shape fields.
+ * per field holding one file per present record (records.c), FIELD.npy,
+ * the whole field as one array, for fixed-shape fields, and
+ * FIELD.present.npy, a bool per record: whether it has a value (a missing
+ * record reads as zeros in FIELD.npy, and 0 is a real label).
  *
  * Everything is computed from the view in O(1) per entry. Its entries in
- * the root, by position: 2 meta.json, 3 + 2f field f's directory, 4 + 2f
- * its .npy; in a field's directory: 2 + id record id (missing records are
- * absent). Files carry versions in their inode numbers (view.c): meta.json
- * the generation, FIELD.npy the generation it last changed in, a record
+ * the root, by position: 2 meta.json, 3 + 3f field f's directory, 4 + 3f
+ * its .npy, 5 + 3f its .present.npy; in a field's directory: 2 + id
+ * record id (missing records are absent). Files carry versions in their
+ * inode numbers (view.c): meta.json the generation, FIELD.npy and
+ * FIELD.present.npy the generation the field last changed in, a record
  * file its own; a number that is not the current one's shows the view it
  * is pinned to.
  *
@@ -22,7 +25,7 @@
 
 /* ---- nodes ---- */
 
-enum node { N_NONE, N_META, N_DIR, N_NPY, N_REC };
+enum node { N_NONE, N_META, N_DIR, N_NPY, N_PRESENT, N_REC };
 
 /* What @ino is; with its field, id and version where it has them. */
 static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
@@ -42,6 +45,12 @@ static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, 
 		*field = (unsigned)(ino - ZRFS_INO_DIR);
 		return N_DIR;
 	}
+	if (ino >> 58 == 1 && (ino & 0xff) < fs->nfields &&
+	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff)) == (ZRFS_INO_NPY | ZRFS_INO_PRESENT)) {
+		*field = (unsigned)(ino & 0xff);
+		*version = (ino >> 8) & ZRFS_GEN_MASK;
+		return N_PRESENT;
+	}
 	if (ino >> 58 == 1 && (ino & 0xff) < fs->nfields && fs->fields[ino & 0xff].has_npy &&
 	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff)) == ZRFS_INO_NPY) {
 		*field = (unsigned)(ino & 0xff);
@@ -59,6 +68,19 @@ static fuse_ino_t meta_ino(const struct zrfs_view *v)
 static fuse_ino_t npy_ino(const struct zrfs *fs, unsigned field)
 {
 	return ZRFS_INO_NPY | (zrfs_npy_version(fs, field) & ZRFS_GEN_MASK) << 8 | field;
+}
+
+static fuse_ino_t present_ino(const struct zrfs *fs, unsigned field)
+{
+	return npy_ino(fs, field) | ZRFS_INO_PRESENT;
+}
+
+/* The header of field @field's .present.npy in @v: a bool per record. */
+static int present_header(const struct zrfs_view *v, struct zrfs_npy *h)
+{
+	static const zr_field_spec one = {.name = "present", .dtype = ZR_BOOL, .fixed = 1};
+
+	return zrfs_npy_header(&one, v->n, 1, h);
 }
 
 static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)
@@ -80,6 +102,7 @@ static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fu
 		current = version == (cur->gen & ZRFS_GEN_MASK);
 		break;
 	case N_NPY:
+	case N_PRESENT:
 		current = version == (zrfs_npy_version(fs, field) & ZRFS_GEN_MASK);
 		break;
 	case N_REC:
@@ -109,6 +132,9 @@ static fuse_ino_t root_child(const struct zrfs *fs, const struct zrfs_view *v, c
 		    memcmp(name, fd->spec->name, fd->name_len) == 0 &&
 		    memcmp(name + fd->name_len, ".npy", 4) == 0)
 			return npy_ino(fs, f);
+		if (len == fd->name_len + 12 && memcmp(name, fd->spec->name, fd->name_len) == 0 &&
+		    memcmp(name + fd->name_len, ".present.npy", 12) == 0)
+			return present_ino(fs, f);
 	}
 	return 0;
 }
@@ -146,6 +172,13 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 	case N_NPY:
 		zrfs_file_attr(fs, v, ino, v->npy[field].size, st);
 		return 0;
+	case N_PRESENT: {
+		struct zrfs_npy h;
+		int rc = present_header(v, &h);
+		if (rc == 0)
+			zrfs_file_attr(fs, v, ino, h.size, st);
+		return rc;
+	}
 	case N_REC:
 		return zrfs_record_attr(fs, v, ino, field, id, st);
 	case N_NONE:
@@ -158,20 +191,24 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 
 static int root_entry(struct zrfs *fs, struct zrfs_view *v, uint64_t pos, struct zrfs_dirent *out)
 {
-	for (uint64_t p = pos; p < 3 + 2 * (uint64_t)fs->nfields; p++) {
-		const struct zrfs_field *f = &fs->fields[(p - 3) / 2];
+	for (uint64_t p = pos; p < 3 + 3 * (uint64_t)fs->nfields; p++) {
+		unsigned fi = (unsigned)((p - 3) / 3);
+		const struct zrfs_field *f = &fs->fields[fi];
 		out->pos = p;
 		out->type = S_IFREG;
 		if (p == 2) {
 			snprintf(out->name, sizeof out->name, "meta.json");
 			out->ino = meta_ino(v);
-		} else if ((p - 3) % 2 == 0) {
+		} else if ((p - 3) % 3 == 0) {
 			snprintf(out->name, sizeof out->name, "%s", f->spec->name);
-			out->ino = ZRFS_INO_DIR + (p - 3) / 2;
+			out->ino = ZRFS_INO_DIR + fi;
 			out->type = S_IFDIR;
-		} else if (f->has_npy) {
+		} else if ((p - 3) % 3 == 1 && f->has_npy) {
 			snprintf(out->name, sizeof out->name, "%s.npy", f->spec->name);
-			out->ino = npy_ino(fs, (unsigned)((p - 3) / 2));
+			out->ino = npy_ino(fs, fi);
+		} else if ((p - 3) % 3 == 2) {
+			snprintf(out->name, sizeof out->name, "%s.present.npy", f->spec->name);
+			out->ino = present_ino(fs, fi);
 		} else {
 			continue;
 		}
@@ -244,6 +281,44 @@ static void read_view(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsi
 	free(ids);
 }
 
+/* Bytes [off, off + size) of field @field's .present.npy in @v: made for
+ * the records under them, one entry each. */
+static void read_present(fuse_req_t req, struct zrfs_view *v, unsigned field, size_t size,
+			 off_t off)
+{
+	uint64_t pos = (uint64_t)off, end;
+	struct zrfs_npy h;
+	uint8_t *buf;
+	int rc = present_header(v, &h);
+
+	if (rc < 0 || pos >= h.size) {
+		if (rc < 0)
+			zrfs_reply_err(req, rc);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	end = h.size - pos < size ? h.size : pos + size;
+	if (!(buf = malloc(end - pos))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (uint64_t at = pos; rc == 0 && at < end; at++) {
+		if (at < h.hdr_len) {
+			buf[at - pos] = (uint8_t)h.hdr[at];
+		} else {
+			rc = zr_present(v->ds, field, at - h.hdr_len);
+			buf[at - pos] = rc > 0;
+			rc = rc < 0 ? rc : 0;
+		}
+	}
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		fuse_reply_buf(req, (const char *)buf, end - pos);
+	free(buf);
+}
+
 static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 		      size_t size, off_t off)
 {
@@ -256,6 +331,9 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 		return;
 	case N_NPY:
 		read_view(req, fs, v, field, size, off);
+		return;
+	case N_PRESENT:
+		read_present(req, v, field, size, off);
 		return;
 	case N_REC:
 		zrfs_record_read(req, fs, v, ino, field, id, size, off);

@@ -39,6 +39,7 @@
  *   /meta.json                 ZRFS_INO_META | generation        tree.c
  *   /<field>/                  ZRFS_INO_DIR + field              tree.c
  *   /<field>.npy               ZRFS_INO_NPY | version << 8 | field  tree.c
+ *   /<field>.present.npy       the same | ZRFS_INO_PRESENT          tree.c
  *   /<field>/<id>[.ext]        ZRFS_INO_REC | version << 48 | field << 40 | id
  *                                                                records.c
  *   /.batches/...              ZRFS_INO_BATCHES, ZRFS_INO_SPEC + spec,
@@ -71,6 +72,7 @@
 #define ZRFS_INO_BY_CLASS (UINT64_C(1) << 55)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
 #define ZRFS_INO_NPY (UINT64_C(1) << 58)
+#define ZRFS_INO_PRESENT (UINT64_C(1) << 48) /* with ZRFS_INO_NPY: FIELD.present.npy */
 #define ZRFS_INO_META (UINT64_C(1) << 59)
 #define ZRFS_INO_EPOCH (UINT64_C(2) << 60)
 #define ZRFS_INO_STEP (UINT64_C(3) << 60)

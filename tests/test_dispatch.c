@@ -62,10 +62,12 @@ Test(dispatch, the_root_is_every_subtrees_names)
 	char all[512], small[512];
 	/* the views are reachable by name, listed only with -o list_views */
 	list(ZRFS_INO_ROOT, 4096, false, all, sizeof all);
-	cr_assert_str_eq(all, ". .. meta.json x x.npy y y.npy v");
+	cr_assert_str_eq(all, ". .. meta.json x x.npy x.present.npy y y.npy y.present.npy v "
+			      "v.present.npy");
 	t_fs.opts.list_views = 1;
 	list(ZRFS_INO_ROOT, 4096, false, all, sizeof all);
-	cr_assert_str_eq(all, ". .. meta.json x x.npy y y.npy v .batches");
+	cr_assert_str_eq(all, ". .. meta.json x x.npy x.present.npy y y.npy y.present.npy v "
+			      "v.present.npy .batches");
 	/* buffers that hold one or two entries: resumed, nothing twice */
 	for (size_t size = 40; size <= 200; size += 40) {
 		list(ZRFS_INO_ROOT, size, false, small, sizeof small);
@@ -105,10 +107,12 @@ Test(dispatch, by_appears_with_class_names)
 	char names[512];
 	fuse_ino_t by, label, dog, rec;
 	list(ZRFS_INO_ROOT, 4096, false, names, sizeof names);
-	cr_assert_str_eq(names, ". .. meta.json img label label.npy");
+	cr_assert_str_eq(names, ". .. meta.json img img.present.npy label label.npy "
+				"label.present.npy");
 	t_fs.opts.list_views = 1;
 	list(ZRFS_INO_ROOT, 4096, false, names, sizeof names);
-	cr_assert_str_eq(names, ". .. meta.json img label label.npy .batches by");
+	cr_assert_str_eq(names, ". .. meta.json img img.present.npy label label.npy "
+				"label.present.npy .batches by");
 	lookup(ZRFS_INO_ROOT, "by", &by);
 	lookup(by, "label", &label);
 	list(label, 4096, true, names, sizeof names);

@@ -31,7 +31,11 @@ Test(tree, root_names)
 		strcat(names, d.name);
 		strcat(names, d.type == S_IFDIR ? "/ " : " ");
 	}
-	cr_assert_str_eq(names, "meta.json x/ x.npy y/ y.npy v/ ");
+	cr_assert_str_eq(names, "meta.json x/ x.npy x.present.npy y/ y.npy y.present.npy v/ "
+				"v.present.npy ");
+	fuse_ino_t present = t_lookup(T, ZRFS_INO_ROOT, "v.present.npy", &rc);
+	cr_assert(present >> 58 == 1 && (present & ZRFS_INO_PRESENT) && (present & 0xff) == 2,
+		  "v.present.npy: %llx", (unsigned long long)present);
 	t_lookup(T, meta, "x", &rc);
 	cr_assert_eq(rc, -ENOTDIR);
 }

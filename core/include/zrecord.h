@@ -242,6 +242,13 @@ ZR_API uint64_t zr_chunk_bytes(zr_dataset *ds);
 ZR_API int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out);
 
 /**
+ * Whether record @p id of @p field has a value, in O(1) without reading
+ * anything but its entry.
+ * @return 1 present, 0 missing, -ENOENT for a bad field or id
+ */
+ZR_API int zr_present(zr_dataset *ds, unsigned field, uint64_t id);
+
+/**
  * Copy the logical bytes of one record into @p dst, reading the chunk file
  * with pread (not through the mapping: a chunk truncated under a reader
  * gives an error, never SIGBUS) and inflating flate records. Thread-safe.

@@ -25,6 +25,22 @@ printf '\000\000\200\077\000\000\000\100\000\000\100\100\000\000\200\100' >"$T/e
 timeout 5 sh -c "until [ -e '$MNT/img/0.png' ]; do :; done" ||
 	fail "an appended record was not visible within 5 s: $(tail -5 "$T/log")"
 [ "$(cat "$MNT/img/0.png")" = first ] || fail "img/0.png: $(cat "$MNT/img/0.png")"
+# FIELD.present.npy follows too: a record without a label is False there
+# (its row of lab.npy reads 0, which is also a label)
+"$ZR" put "$DS" --img="$T/img" >/dev/null || fail "zr put without a label"
+present() { "$PY" -c "import numpy as np; print(np.load('$MNT/$1.present.npy').astype(int).tolist())"; }
+"$PY" - "$MNT" <<'PY' || fail "lab.present.npy is $(present lab), not [1, 0], 5 s after the commit"
+import sys, time
+import numpy as np
+t = time.monotonic()
+while np.load(f"{sys.argv[1]}/lab.present.npy").astype(int).tolist() != [1, 0]:
+    if time.monotonic() - t > 5:
+        sys.exit(1)
+PY
+[ "$(present img)" = '[1, 1]' ] || fail "img.present.npy is $(present img)"
+[ "$("$PY" -c "import numpy as np; print(np.load('$MNT/lab.npy').tolist())")" = '[1, 0]' ] ||
+	fail "lab.npy is not [1, 0]"
+"$ZR" rm "$DS" 1 >/dev/null || fail "zr rm"
 "$ZR" rm "$DS" 0 >/dev/null || fail "zr rm"
 
 "$PY" "$(dirname "$0")/follow.py" "$ZR" "$DS" "$MNT" "${FOLLOW_COMMITS:-1000}" \

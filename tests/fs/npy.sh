@@ -21,6 +21,18 @@ for name, dtype, shape in (("vec", np.float32, (4, 3)), ("lab", np.int64, ())):
         b = int(rng.integers(a, len(want) + 1))
         assert np.array_equal(mm[a:b], want[a:b])
 assert np.load(f"{mnt}/vec.npy")[7].sum() == 0  # record 7 is missing: zeros
+# FIELD.present.npy: a bool per record, True where the field has a value
+# (record 7's vec is missing; an empty value is present)
+import os
+n = len(np.load(f"{mnt}/lab.npy"))
+for name in ("img", "txt", "vec", "lab"):
+    have = {int(f.split(".")[0]) for f in os.listdir(f"{mnt}/{name}")}
+    got = np.load(f"{mnt}/{name}.present.npy")
+    assert got.dtype == np.bool_ and got.shape == (n,), (name, got.dtype, got.shape)
+    assert got.tolist() == [i in have for i in range(n)], name
+    mm = np.load(f"{mnt}/{name}.present.npy", mmap_mode="r")
+    assert mm[n // 3:n // 2].tolist() == got[n // 3:n // 2].tolist(), name
+assert not np.load(f"{mnt}/vec.present.npy")[7]
 PY
 
 # a bool field's .npy is a bool array (numpy's |b1), as imported

@@ -6,7 +6,7 @@
 make_ds
 mount_ds
 
-[ "$(ls "$MNT" | tr '\n' ' ')" = "img lab lab.npy meta.json txt vec vec.npy " ] ||
+[ "$(ls "$MNT" | tr '\n' ' ')" = "img img.present.npy lab lab.npy lab.present.npy meta.json txt txt.present.npy vec vec.npy vec.present.npy " ] ||
 	fail "root lists: $(ls "$MNT")"
 same "$DS/meta.json" "$MNT/meta.json"
 for f in img txt vec lab; do
