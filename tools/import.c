@@ -62,7 +62,8 @@ static const char help[] =
 	"  tar   WebDataset shards: members KEY.EXT that share a KEY (and follow each\n"
 	"        other) form one record, each EXT a field of that name (dtype\n"
 	"        bytes); a member a sample lacks is a missing value. Samples in the\n"
-	"        order of the shards given, then of their members.\n"
+	"        order of the shards given, then of their members. Members not\n"
+	"        named KEY.EXT (a README) are skipped, with a warning.\n"
 	"\n"
 	"  --compress raw|flate  how the field is stored (default raw)\n"
 	"  --chunk-size N        records per chunk file (default 65536)\n"
@@ -648,6 +649,10 @@ static int plan_tar(struct import *im)
 
 	for (int i = 0; i < im->npos - 1 && rc == 0; i++)
 		rc = tar_scan_path(t, im->pos[i], p->err, sizeof p->err);
+	if (rc == 0 && t->skipped)
+		zr_warn("import: skipped %llu member%s not named KEY.EXT (not part of a sample); "
+			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
+			t->first_skipped);
 	if (rc == 0 && t->fields.n == 0) {
 		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
 		rc = -1;

@@ -49,8 +49,10 @@ static int tar_member(struct zr_tar *t, const char *shard, const char *path, uin
 	base = base ? base + 1 : path;
 	dot = strchr(base, '.');
 	if (!dot || dot == base || !dot[1]) {
-		snprintf(err, errlen, "%s: member '%s' has no KEY.EXTENSION name", shard, path);
-		return -1;
+		/* not a sample's member (a README, a manifest): WebDataset skips it */
+		if (t->skipped++ == 0)
+			snprintf(t->first_skipped, sizeof t->first_skipped, "%s: %s", shard, path);
+		return 0;
 	}
 	if (len > ZR_RECORD_MAX) {
 		snprintf(err, errlen, "%s: member '%s' has %llu bytes, more than a record holds",

@@ -89,6 +89,8 @@ struct zr_tar {
 	struct strs fields;    /* extensions, in order of first appearance */
 	uint32_t keys;         /* samples so far */
 	char last_key[PATH_MAX];
+	uint64_t skipped;      /* members not named KEY.EXT, left out */
+	char first_skipped[PATH_MAX + 64];
 };
 int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen);
 void zr_tar_free(struct zr_tar *t);

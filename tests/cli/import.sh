@@ -107,7 +107,7 @@ zr import npy bi1.npy i1ds
 expect_rc 0
 zr info i1ds
 expect_out_has '             data *i8 *raw *() *-'
-zr import npy huge.npy bad11
+zr import npy huge.npy bad15
 expect_rc 1
 expect_err_has '*huge.npy: truncated: 4611686018427387904 rows of 8 bytes need more than 2^64 bytes of data, it holds 10'
 zr import flat a.npy bad4 --record-size 7
@@ -166,7 +166,7 @@ data.offset
 meta.json
 readers
 writer" ] || fail "running/ holds $(ls running)"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14; do [ ! -e "$d" ] || fail "$d was left behind"; done
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14 bad15; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
 expect_err_has '*ds: exists and is not empty'
@@ -237,6 +237,14 @@ cmp -s x/000000001.jpg "$L/sample-number-1.jpg" || fail "exported jpg"
 [ ! -e x/000000003.jpg ] || fail "a missing member was exported"
 zr import tar back.tar web2
 expect_rc 0
+# members that are not KEY.EXT (a README, a directory's dot-less file) are
+# skipped with one warning, as WebDataset skips them, not an abort
+printf 'about these shards' >wds/README
+(cd wds && tar cf ../extra.tar README "${L#wds/}/sample-number-0.jpg" "${L#wds/}/sample-number-0.cls")
+zr import tar extra.tar web3
+expect_rc 0
+expect_out 'web3: 1 records, 0.0 MB'
+expect_err_has 'zr: import: skipped 1 member not named KEY.EXT (not part of a sample); the first: extra.tar: README'
 head -c 1500 s0.tar >cut.tar
 zr import tar cut.tar bad7
 expect_rc 1
