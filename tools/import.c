@@ -31,13 +31,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
 	"                     [--label-from-top FIELD] [--follow-links]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
-	"       zr import tar SHARD.tar [SHARD.tar...] DEST\n"
+	"       zr import tar SHARD.tar[.gz] [SHARD.tar...] DEST   (- : standard input)\n"
 	"   options for all: [--compress raw|flate] [--chunk-size N] [--writers 1..4]\n"
 	"\n"
 	"Create the dataset DEST (which must not exist, or be empty) from:\n"
@@ -63,7 +64,10 @@ static const char help[] =
 	"        other) form one record, each EXT a field of that name (dtype\n"
 	"        bytes); a member a sample lacks is a missing value. Samples in the\n"
 	"        order of the shards given, then of their members. Members not\n"
-	"        named KEY.EXT (a README) are skipped, with a warning.\n"
+	"        named KEY.EXT (a README) are skipped, with a warning. A shard\n"
+	"        named *.gz or *.tgz is gunzipped, and - reads one from standard\n"
+	"        input (compressed or not), into an unlinked file in $TMPDIR\n"
+	"        (default /var/tmp) for as long as the import runs.\n"
 	"\n"
 	"  --compress raw|flate  how the field is stored (default raw)\n"
 	"  --chunk-size N        records per chunk file (default 65536)\n"
@@ -440,6 +444,9 @@ struct import {
 	char ext[ZR_EXT_MAX + 1];
 	struct strs files, classes; /* dir: the files, the class names */
 	struct zr_tar t;              /* tar: the members */
+	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
+	int unpacked_fd[64];
+	int nunpacked;
 };
 
 /* The class directory of @rel (a path under SRC): its immediate parent,
@@ -548,16 +555,87 @@ static int plan_dir(struct import *im)
 
 /* ---- tar (WebDataset shards; the scanner is tar.c) ---- */
 
-static int tar_scan_path(struct zr_tar *t, const char *shard, char *err, size_t errlen)
+/* Whether @shard is read through zlib: compressed, or standard input. */
+static bool tar_streamed(const char *shard)
 {
-	int fd = open(shard, O_RDONLY | O_CLOEXEC), rc;
+	size_t n = strlen(shard);
+
+	return strcmp(shard, "-") == 0 || (n > 3 && strcmp(shard + n - 3, ".gz") == 0) ||
+	       (n > 4 && strcmp(shard + n - 4, ".tgz") == 0);
+}
+
+/* The tar bytes of a streamed shard (SHARD.tar.gz, SHARD.tgz, or - for
+ * standard input, compressed or not) in an unlinked temporary file in
+ * $TMPDIR (default /var/tmp): its descriptor, which the writers reach as
+ * /proc/self/fd/N, or -1 (the reason in @err). */
+static int tar_unpack(const char *shard, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/var/tmp";
+	int in = strcmp(shard, "-") == 0 ? dup(STDIN_FILENO) : open(shard, O_RDONLY | O_CLOEXEC);
+	int out = in < 0 ? -1 : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	gzFile gz = out < 0 ? NULL : gzdopen(in, "rb");
+	static char buf[1 << 16];
+	uint64_t at = 0;
+	int n = 0;
+
+	if (in < 0 || out < 0 || !gz) {
+		snprintf(err, errlen, "%s: %s", in < 0 ? shard : dir, strerror(errno));
+		goto fail;
+	}
+	in = -1; /* gzclose closes it */
+	while ((n = gzread(gz, buf, sizeof buf)) > 0) {
+		for (int done = 0; done < n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), (off_t)at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				snprintf(err, errlen, "%s: unpacking %s: %s", dir, shard,
+					 w < 0 ? strerror(errno) : "nothing written");
+				goto fail;
+			}
+			done += (int)w;
+			at += (uint64_t)w;
+		}
+	}
+	if (n < 0) {
+		int e;
+		const char *why = gzerror(gz, &e);
+		snprintf(err, errlen, "%s: %s", shard, e == Z_ERRNO ? strerror(errno) : why);
+		goto fail;
+	}
+	gzclose(gz);
+	return out;
+fail:
+	if (gz)
+		gzclose(gz);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return -1;
+}
+
+static int tar_scan_path(struct import *im, const char *shard, char *err, size_t errlen)
+{
+	bool streamed = tar_streamed(shard);
+	int fd = streamed ? tar_unpack(shard, err, errlen) : open(shard, O_RDONLY | O_CLOEXEC), rc;
+	char *name = NULL;
 
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", shard, strerror(errno));
+		if (!streamed)
+			snprintf(err, errlen, "%s: %s", shard, strerror(errno));
 		return -1;
 	}
-	rc = zr_tar_scan(t, fd, shard, err, errlen);
-	close(fd);
+	if (streamed) { /* the writers open it by this name; it stays open until the end */
+		if (asprintf(&name, "/proc/self/fd/%d", fd) < 0 || strs_add(&im->unpacked, name) < 0) {
+			close(fd);
+			return -1;
+		}
+		im->unpacked_fd[im->nunpacked++] = fd;
+	}
+	rc = zr_tar_scan(&im->t, fd, streamed ? name : shard, shard, err, errlen);
+	if (!streamed)
+		close(fd);
 	return rc;
 }
 
@@ -648,7 +726,7 @@ static int plan_tar(struct import *im)
 	int rc = 0;
 
 	for (int i = 0; i < im->npos - 1 && rc == 0; i++)
-		rc = tar_scan_path(t, im->pos[i], p->err, sizeof p->err);
+		rc = tar_scan_path(im, im->pos[i], p->err, sizeof p->err);
 	if (rc == 0 && t->skipped)
 		zr_warn("import: skipped %llu member%s not named KEY.EXT (not part of a sample); "
 			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
@@ -1049,6 +1127,9 @@ int cmd_import(int argc, char **argv)
 	strs_free(&im->files);
 	strs_free(&im->classes);
 	zr_tar_free(&im->t);
+	strs_free(&im->unpacked);
+	for (int i = 0; i < im->nunpacked; i++)
+		close(im->unpacked_fd[i]);
 	free(im->p.srcs);
 	free(im->p.labels);
 	free(attrs);

@@ -39,8 +39,9 @@ static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
 	return v;
 }
 
-static int tar_member(struct zr_tar *t, const char *shard, const char *path, uint64_t off,
-		      uint64_t len, char *err, size_t errlen)
+/* Member @path of the shard the writers open as @open_as (messages: @shard). */
+static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, const char *path,
+		      uint64_t off, uint64_t len, char *err, size_t errlen)
 {
 	const char *base = strrchr(path, '/'), *dot;
 	size_t keylen;
@@ -98,7 +99,7 @@ static int tar_member(struct zr_tar *t, const char *shard, const char *path, uin
 		t->m = m;
 		t->cap = cap;
 	}
-	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, shard, off, len};
+	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, open_as, off, len};
 	return 0;
 }
 
@@ -123,10 +124,11 @@ static void pax_path(const char *data, size_t len, char *out, size_t outlen)
 	}
 }
 
-int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen)
+int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, char *err,
+		size_t errlen)
 {
 	unsigned char h[512];
-	char longname[PATH_MAX] = "", path[PATH_MAX];
+	char longname[PATH_MAX] = "", name[PATH_MAX];
 	uint64_t off = 0, size;
 	struct stat st;
 
@@ -183,13 +185,13 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t e
 			free(data);
 		} else if (type == '0' || type == 0 || type == '7') {
 			if (longname[0])
-				snprintf(path, sizeof path, "%s", longname);
+				snprintf(name, sizeof name, "%s", longname);
 			else if (memcmp(h + 257, "ustar", 5) == 0 && h[345])
-				snprintf(path, sizeof path, "%.155s/%.100s", (char *)h + 345, (char *)h);
+				snprintf(name, sizeof name, "%.155s/%.100s", (char *)h + 345, (char *)h);
 			else
-				snprintf(path, sizeof path, "%.100s", (char *)h);
+				snprintf(name, sizeof name, "%.100s", (char *)h);
 			longname[0] = 0;
-			if (tar_member(t, shard, path, off + 512, len, err, errlen) < 0)
+			if (tar_member(t, path, shard, name, off + 512, len, err, errlen) < 0)
 				return -1;
 		} else {
 			longname[0] = 0; /* directories, links, globals: not records */

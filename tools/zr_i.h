@@ -92,7 +92,10 @@ struct zr_tar {
 	uint64_t skipped;      /* members not named KEY.EXT, left out */
 	char first_skipped[PATH_MAX + 64];
 };
-int zr_tar_scan(struct zr_tar *t, int fd, const char *shard, char *err, size_t errlen);
+/* List the members of the shard open as @fd, which the writers open as
+ * @path; messages name it @shown. */
+int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shown, char *err,
+		size_t errlen);
 void zr_tar_free(struct zr_tar *t);
 
 #endif

@@ -166,7 +166,7 @@ data.offset
 meta.json
 readers
 writer" ] || fail "running/ holds $(ls running)"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14 bad15; do [ ! -e "$d" ] || fail "$d was left behind"; done
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14 bad15 bad16; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds
 expect_rc 1
 expect_err_has '*ds: exists and is not empty'
@@ -245,6 +245,28 @@ zr import tar extra.tar web3
 expect_rc 0
 expect_out 'web3: 1 records, 0.0 MB'
 expect_err_has 'zr: import: skipped 1 member not named KEY.EXT (not part of a sample); the first: extra.tar: README'
+# compressed shards (.tar.gz, .tgz) and standard input (-), compressed or
+# not, give the same records as the plain shards
+gzip -c s0.tar >s0.tar.gz && gzip -c s1.tar >s1.tgz
+zr import tar s0.tar.gz s1.tgz gz
+expect_rc 0
+expect_out 'gz: 4 records, 0.0 MB'
+run sh -c "gzip -c s1.tar | \"$ZR\" import tar - stdin1"
+expect_rc 0
+run sh -c "\"$ZR\" import tar - stdin0 <s0.tar"
+expect_rc 0
+for i in 0 1 2 3; do
+	for f in jpg cls; do
+		run sh -c "\"$ZR\" cat web $f $i > want 2>/dev/null; \"$ZR\" cat gz $f $i > got 2>/dev/null"
+		cmp -s want got || fail "gz: record $i field $f differs"
+	done
+done
+run sh -c "\"$ZR\" cat stdin1 jpg 0"
+cmp -s "$T/.out" "$L/sample-number-2.jpg" || fail "stdin: record 0 is not sample 2"
+head -c 200 s0.tar.gz >cut.tar.gz
+zr import tar cut.tar.gz bad16
+expect_rc 1
+expect_err_has '*cut.tar.gz: *'
 head -c 1500 s0.tar >cut.tar
 zr import tar cut.tar bad7
 expect_rc 1

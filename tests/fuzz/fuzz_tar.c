@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
 		abort();
-	if (zr_tar_scan(&t, fd, "shard.tar", err, sizeof err) == 0) {
+	if (zr_tar_scan(&t, fd, "shard.tar", "shard.tar", err, sizeof err) == 0) {
 		for (size_t i = 0; i < t.n; i++) {
 			const struct zr_tar_member *m = &t.m[i];
 			if (m->off > size || m->len > size - m->off || m->key >= t.keys ||
