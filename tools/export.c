@@ -23,7 +23,9 @@ static const char export_help[] =
 	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
 	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n"
 	"tar: write every record as a WebDataset sample: members ID.FIELD (ID zero-\n"
-	"padded to 9 digits) for its present fields; OUT.tar must not exist.\n";
+	"padded to 9 digits) for its present fields, an i64 scalar field (a class,\n"
+	"as zr import tar makes .cls members) as decimal text; OUT.tar must not\n"
+	"exist.\n";
 
 /* One ustar header for a regular file. */
 static void tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime)
@@ -90,16 +92,24 @@ static int export_tar(zr_dataset *ds, const char *out)
 			}
 			if (!st.present)
 				continue;
-			if (st.logical_len > cap) {
-				uint8_t *b = realloc(buf, st.logical_len);
+			if (st.logical_len > cap || cap < 24) {
+				size_t want = st.logical_len > 24 ? st.logical_len : 24;
+				uint8_t *b = realloc(buf, want);
 				if (!b)
 					goto out;
 				buf = b;
-				cap = st.logical_len;
+				cap = want;
 			}
 			if ((n = zr_record_load(ds, f, id, buf, cap)) < 0) {
 				zr_fail((int)n, "export");
 				goto out;
+			}
+			/* an i64 scalar (a class: .cls) as WebDataset has it: decimal text */
+			const zr_field_spec *fs = zr_field(ds, f);
+			if (fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0 && n == 8 && cap >= 24) {
+				int64_t v;
+				memcpy(&v, buf, 8);
+				n = snprintf((char *)buf, cap, "%lld", (long long)v);
 			}
 			snprintf(name, sizeof name, "%09llu.%s", (unsigned long long)id,
 				 zr_field(ds, f)->name);

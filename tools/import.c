@@ -63,7 +63,9 @@ static const char help[] =
 	"  tar   WebDataset shards: members KEY.EXT that share a KEY (and follow each\n"
 	"        other) form one record, each EXT a field of that name (dtype\n"
 	"        bytes); a member a sample lacks is a missing value. Samples in the\n"
-	"        order of the shards given, then of their members. Members not\n"
+	"        order of the shards given, then of their members. .cls members\n"
+	"        (a class as decimal text) make an i64 field cls when every one\n"
+	"        is one (else bytes, with a warning). Members not\n"
 	"        named KEY.EXT (a README) are skipped, with a warning. A shard\n"
 	"        named *.gz or *.tgz is gunzipped, and - reads one from standard\n"
 	"        input (compressed or not), into an unlinked file in $TMPDIR\n"
@@ -91,7 +93,8 @@ struct src {
  * labels an i64 label field after them. */
 struct plan {
 	struct src *srcs;
-	int64_t *labels;  /* --label-from-parent, or NULL */
+	int64_t *labels;  /* --label-from-parent, a tar's .cls members, or NULL */
+	bool *unlabelled; /* with labels: records whose label is missing (a tar's) */
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -101,31 +104,38 @@ struct plan {
 	atomic_ullong done, done_bytes;
 };
 
-/* Add a record of p->width values (and @label if the plan has labels). */
-static int plan_add_record(struct plan *p, const struct src *vals, int64_t label)
+/* Add a record of p->width values (and if the plan has labels, *@label,
+ * or a missing label for NULL). */
+static int plan_add_record(struct plan *p, const struct src *vals, const int64_t *label)
 {
 	if (p->n == p->cap) {
 		uint64_t cap = p->cap ? p->cap * 2 : 1024;
 		struct src *s = realloc(p->srcs, cap * p->width * sizeof *s);
 		int64_t *l = p->labels ? realloc(p->labels, cap * sizeof *l) : NULL;
+		bool *u = p->labels ? realloc(p->unlabelled, cap * sizeof *u) : NULL;
 		if (s)
 			p->srcs = s;
 		if (l)
 			p->labels = l;
-		if (!s || (p->labels && !l))
+		if (u)
+			p->unlabelled = u;
+		if (!s || (p->labels && (!l || !u)))
 			return -ENOMEM;
 		p->cap = cap;
 	}
 	memcpy(&p->srcs[p->n * p->width], vals, p->width * sizeof *vals);
-	if (p->labels)
-		p->labels[p->n] = label;
+	if (p->labels) {
+		p->labels[p->n] = label ? *label : 0;
+		p->unlabelled[p->n] = !label;
+	}
 	for (unsigned f = 0; f < p->width; f++)
 		p->bytes += vals[f].len;
 	p->n++;
 	return 0;
 }
 
-static int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, int64_t label)
+static int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len,
+		    const int64_t *label)
 {
 	struct src v = {path, off, len};
 
@@ -224,7 +234,8 @@ static void *writer(void *arg)
 			if (atomic_load(&p->failed))
 				break;
 			if (p->labels)
-				v[p->width] = (zr_value){&label, sizeof label};
+				v[p->width] = p->unlabelled[i] ? (zr_value){NULL, 0}
+							       : (zr_value){&label, sizeof label};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),
@@ -543,7 +554,7 @@ static int plan_dir(struct import *im)
 		if (uniform && (!e || (common && strcmp(e, common) != 0)))
 			uniform = false;
 		common = e;
-		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, label) < 0)
+		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
 			return -1;
 	}
 	if (uniform && common && strlen(common) < sizeof im->ext && zr_name_check(common) == 0) {
@@ -707,7 +718,7 @@ static int plan_npy(struct import *im)
 		if (i == 0)
 			first = n;
 		for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
-			rc = plan_add(p, im->pos[i], n.data_off + r * n.row_bytes, n.row_bytes, 0);
+			rc = plan_add(p, im->pos[i], n.data_off + r * n.row_bytes, n.row_bytes, NULL);
 	}
 	if (rc == 0) { /* first is only set when its header was read */
 		first.spec.name = im->f[0].name;
@@ -718,11 +729,72 @@ static int plan_npy(struct import *im)
 }
 
 /* tar: one record per sample, one field per extension. */
+/* A .cls member's class: decimal text, blanks around it allowed. */
+static bool parse_class(const char *s, size_t n, int64_t *out)
+{
+	char text[32], *end;
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\r' || s[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n >= sizeof text)
+		return false;
+	memcpy(text, s, n);
+	text[n] = 0;
+	errno = 0;
+	*out = strtoll(text, &end, 10);
+	return errno == 0 && *end == 0 && end != text;
+}
+
+/* The index of field "cls" of @t when every member of it is a class, with
+ * each member's class in (*cls_of)[member]; -1 when there is none or one is
+ * not (said, and then kept as bytes); -2 out of memory. */
+static int tar_classes(const struct zr_tar *t, int64_t **cls_of)
+{
+	const char *open_path = NULL;
+	int cls = -1, fd = -1;
+
+	for (size_t i = 0; i < t->fields.n; i++)
+		if (strcmp(t->fields.v[i], "cls") == 0)
+			cls = (int)i;
+	*cls_of = NULL;
+	if (cls < 0)
+		return -1;
+	if (!(*cls_of = calloc(t->n ? t->n : 1, sizeof **cls_of)))
+		return -2;
+	for (size_t m = 0; m < t->n && cls >= 0; m++) {
+		const struct zr_tar_member *mb = &t->m[m];
+		char text[32];
+		if ((int)mb->field != cls)
+			continue;
+		if (mb->shard != open_path) { /* members of one shard share its name */
+			if (fd >= 0)
+				close(fd);
+			fd = open(mb->shard, O_RDONLY | O_CLOEXEC);
+			open_path = mb->shard;
+		}
+		if (fd < 0 || mb->len >= sizeof text ||
+		    pread(fd, text, mb->len, (off_t)mb->off) != (ssize_t)mb->len ||
+		    !parse_class(text, mb->len, &(*cls_of)[m])) {
+			zr_warn("import: sample %u has a .cls member that is not a decimal class: "
+				"the field cls keeps bytes", mb->key);
+			cls = -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (cls < 0) {
+		free(*cls_of);
+		*cls_of = NULL;
+	}
+	return cls;
+}
+
 static int plan_tar(struct import *im)
 {
 	struct zr_tar *t = &im->t;
 	struct plan *p = &im->p;
 	struct src vals[ZR_FIELDS_MAX];
+	int64_t *cls_of = NULL;
 	int rc = 0;
 
 	for (int i = 0; i < im->npos - 1 && rc == 0; i++)
@@ -735,19 +807,45 @@ static int plan_tar(struct import *im)
 		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
 		rc = -1;
 	}
-	p->width = im->nf = (unsigned)t->fields.n;
+	/* .cls members hold a sample's class as decimal text (WebDataset):
+	 * when every one does, they make an i64 field "cls" (so that cls.npy
+	 * and batch .npy files give the classes), the last field */
+	int cls = rc == 0 ? tar_classes(t, &cls_of) : -1;
+	if (cls == -2) {
+		snprintf(p->err, sizeof p->err, "out of memory");
+		return -1;
+	}
+	if (cls >= 0 && !(p->labels = malloc(sizeof *p->labels))) {
+		free(cls_of);
+		return -1;
+	}
+	p->width = (unsigned)t->fields.n - (cls >= 0);
 	for (size_t m = 0, k = 0; rc == 0 && k < t->keys; k++) {
+		const int64_t *label = NULL;
 		memset(vals, 0, sizeof vals);
-		for (; m < t->n && t->m[m].key == k; m++)
-			vals[t->m[m].field] = (struct src){t->m[m].shard, t->m[m].off, t->m[m].len};
-		rc = plan_add_record(p, vals, 0);
+		for (; m < t->n && t->m[m].key == k; m++) {
+			int f = (int)t->m[m].field;
+			if (f == cls)
+				label = &cls_of[m];
+			else
+				vals[f - (cls >= 0 && f > cls)] =
+					(struct src){t->m[m].shard, t->m[m].off, t->m[m].len};
+		}
+		rc = plan_add_record(p, vals, label);
 	}
-	for (unsigned i = 0; rc == 0 && i < im->nf; i++) {
-		im->f[i] = (zr_field_spec){.name = t->fields.v[i], .dtype = ZR_BYTES,
-					   .compress = im->o.compress, .ext = t->fields.v[i]};
-		if (strlen(im->f[i].ext) > ZR_EXT_MAX)
-			im->f[i].ext = NULL; /* a name, but too long for a file extension */
+	im->nf = 0;
+	for (unsigned i = 0; rc == 0 && i < t->fields.n; i++) {
+		if ((int)i == cls)
+			continue;
+		zr_field_spec *f = &im->f[im->nf++];
+		*f = (zr_field_spec){.name = t->fields.v[i], .dtype = ZR_BYTES,
+				     .compress = im->o.compress, .ext = t->fields.v[i]};
+		if (strlen(f->ext) > ZR_EXT_MAX)
+			f->ext = NULL; /* a name, but too long for a file extension */
 	}
+	if (cls >= 0)
+		im->f[im->nf++] = (zr_field_spec){.name = "cls", .dtype = ZR_I64, .fixed = 1};
+	free(cls_of);
 	return rc;
 }
 
@@ -774,7 +872,7 @@ static int plan_flat(struct import *im)
 		return -1;
 	}
 	for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += rsz)
-		rc = plan_add(p, im->pos[0], off, rsz, 0);
+		rc = plan_add(p, im->pos[0], off, rsz, NULL);
 	im->f[0].dtype = ZR_U8;
 	im->f[0].fixed = 1;
 	im->f[0].ndim = 1;
@@ -1132,6 +1230,7 @@ int cmd_import(int argc, char **argv)
 		close(im->unpacked_fd[i]);
 	free(im->p.srcs);
 	free(im->p.labels);
+	free(im->p.unlabelled);
 	free(attrs);
 	free(im);
 	return status;

@@ -223,6 +223,10 @@ expect_out 'web: 4 records, 0.0 MB'
 zr info web
 expect_out_has '             jpg *bytes *flate *variable *jpg'
 expect_out_has '             json *bytes *flate *variable *json'
+# .cls members (decimal text) make an i64 field: cls.npy and batch .npy work
+expect_out_has '             cls *i64 *raw *() *-'
+zr cat web cls 2
+[ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 2 ] || fail "sample 2's class is not 2"
 run sh -c "\"$ZR\" cat web jpg 2 > got"
 cmp -s got "$L/sample-number-2.jpg" || fail "tar sample 2 jpg"
 zr cat web jpg 3
@@ -233,6 +237,7 @@ expect_rc 0
 expect_out 'back.tar: 4 records, 8 members'
 mkdir x && tar xf back.tar -C x || fail "tar cannot read the export"
 cmp -s x/000000002.json "$L/sample-number-2.json" || fail "exported json"
+[ "$(cat x/000000003.cls)" = 3 ] || fail "exported class: $(cat x/000000003.cls)"
 cmp -s x/000000001.jpg "$L/sample-number-1.jpg" || fail "exported jpg"
 [ ! -e x/000000003.jpg ] || fail "a missing member was exported"
 zr import tar back.tar web2
@@ -245,6 +250,14 @@ zr import tar extra.tar web3
 expect_rc 0
 expect_out 'web3: 1 records, 0.0 MB'
 expect_err_has 'zr: import: skipped 1 member not named KEY.EXT (not part of a sample); the first: extra.tar: README'
+# a .cls member that is not a decimal class: the field keeps bytes, said once
+printf 'tabby' >wds/k0.cls && printf 'x' >wds/k0.jpg
+(cd wds && tar cf ../named.tar k0.jpg k0.cls)
+zr import tar named.tar named
+expect_rc 0
+expect_err_has 'zr: import: sample 0 has a .cls member that is not a decimal class: the field cls keeps bytes'
+zr cat named cls 0
+expect_out tabby
 # compressed shards (.tar.gz, .tgz) and standard input (-), compressed or
 # not, give the same records as the plain shards
 gzip -c s0.tar >s0.tar.gz && gzip -c s1.tar >s1.tgz
