@@ -35,7 +35,7 @@
 
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
-	"                     [--label-from-top FIELD] [--follow-links]\n"
+	"                     [--label-from-top FIELD] [--ext EXT] [--follow-links]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
 	"       zr import tar SHARD.tar[.gz] [SHARD.tar...] DEST   (- : standard input)\n"
@@ -44,7 +44,9 @@ static const char help[] =
 	"Create the dataset DEST (which must not exist, or be empty) from:\n"
 	"  dir   every regular file under SRC, one record each, in byte-wise order\n"
 	"        of their paths; the field (default 'data', dtype bytes) takes the\n"
-	"        files' extension when they all share one. --label-from-parent\n"
+	"        files' extension (the most common one, with a warning naming the\n"
+	"        others, when they differ; --ext EXT chooses, --ext '' none).\n"
+	"        --label-from-parent\n"
 	"        FIELD adds an i64 label per record from its class directory, the\n"
 	"        file's immediate parent (SRC/train/cat/x.png: cat, as\n"
 	"        torchvision's ImageFolder does); --label-from-top FIELD takes the\n"
@@ -437,6 +439,7 @@ static const char *extension(const char *path)
 
 struct opts {
 	const char *field, *label_field;
+	const char *ext; /* dir: --ext, the field's extension ("": none) */
 	bool label_top; /* the class is the first directory under SRC */
 	bool follow_links;
 	zr_compress compress;
@@ -509,15 +512,92 @@ static int find_classes(const struct strs *files, size_t skip, bool top, struct 
 	return 0;
 }
 
+/* The files' extensions and how many have each (NULL: none). */
+struct exts {
+	struct ext_count {
+		const char *ext;
+		uint64_t n;
+	} *v;
+	size_t n, cap;
+	uint64_t files;
+};
+
+#define EXTS_MAX 256 /* distinct extensions counted; the rest are "others" */
+
+static int count_ext(struct exts *x, const char *e)
+{
+	size_t i;
+
+	x->files++;
+	for (i = 0; i < x->n; i++)
+		if ((!e && !x->v[i].ext) || (e && x->v[i].ext && strcmp(e, x->v[i].ext) == 0))
+			break;
+	if (i == x->n) {
+		if (x->n == EXTS_MAX)
+			return 0;
+		if (x->n == x->cap) {
+			size_t cap = x->cap ? 2 * x->cap : 8;
+			struct ext_count *v = realloc(x->v, cap * sizeof *v);
+			if (!v)
+				return -1;
+			x->v = v;
+			x->cap = cap;
+		}
+		x->v[x->n++] = (struct ext_count){e, 0};
+	}
+	x->v[i].n++;
+	return 0;
+}
+
+/* The field's extension: --ext if given, else the files' when they share
+ * one, else the most common, with a warning naming the others: a record
+ * file is named ID.EXT under the mount, and by/ lists a class's images
+ * only with one (a stray .DS_Store must not lose every image's). */
+static void choose_ext(struct import *im, const struct exts *x)
+{
+	const struct ext_count *best = NULL;
+	char others[512] = "";
+	size_t at = 0;
+
+	if (im->o.ext) { /* checked with the options; "" is none */
+		snprintf(im->ext, sizeof im->ext, "%s", im->o.ext);
+		im->f[0].ext = im->ext[0] ? im->ext : NULL;
+		return;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (x->v[i].ext && strlen(x->v[i].ext) < sizeof im->ext &&
+		    zr_name_check(x->v[i].ext) == 0 &&
+		    (!best || x->v[i].n > best->n ||
+		     (x->v[i].n == best->n && strcmp(x->v[i].ext, best->ext) < 0)))
+			best = &x->v[i];
+	if (!best)
+		return;
+	snprintf(im->ext, sizeof im->ext, "%s", best->ext);
+	im->f[0].ext = im->ext;
+	if (best->n == x->files)
+		return;
+	for (size_t i = 0; i < x->n && at < sizeof others; i++)
+		if (&x->v[i] != best)
+			at += (size_t)snprintf(others + at, sizeof others - at, "%s%s%s (%llu)",
+					       at ? ", " : "", x->v[i].ext ? "." : "",
+					       x->v[i].ext ? x->v[i].ext : "no extension",
+					       (unsigned long long)x->v[i].n);
+	zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files) "
+		"and the others are served as ID.%s too: %s%s (--ext EXT chooses, --ext '' none)",
+		best->ext, (unsigned long long)best->n, (unsigned long long)x->files, best->ext,
+		others, x->n == EXTS_MAX ? ", and more" : "");
+}
+
 /* dir: every regular file under SRC, in byte-wise order of their paths;
- * the field takes their extension when they all share one. */
+ * the field takes their extension (see choose_ext). */
 static int plan_dir(struct import *im)
 {
 	struct plan *p = &im->p;
 	struct strs *files = &im->files, *classes = &im->classes;
-	const char *src = im->pos[0], *common = NULL;
+	const char *src = im->pos[0];
 	size_t srclen = strlen(src);
-	bool labels = im->o.label_field != NULL, uniform = true;
+	bool labels = im->o.label_field != NULL;
+	struct exts exts = {0};
 
 	struct skipped k = {0};
 
@@ -551,16 +631,13 @@ static int plan_dir(struct import *im)
 				 files->v[i], (long long)st.st_size);
 			return -1;
 		}
-		if (uniform && (!e || (common && strcmp(e, common) != 0)))
-			uniform = false;
-		common = e;
+		if (count_ext(&exts, e) < 0)
+			return -1;
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
 			return -1;
 	}
-	if (uniform && common && strlen(common) < sizeof im->ext && zr_name_check(common) == 0) {
-		snprintf(im->ext, sizeof im->ext, "%s", common);
-		im->f[0].ext = im->ext;
-	}
+	choose_ext(im, &exts);
+	free(exts.v);
 	return 0;
 }
 
@@ -930,6 +1007,13 @@ static int parse_args(struct import *im, int argc, char **argv)
 			    strcmp(a, "--label-from-top") == 0) && im->src->plan == plan_dir) {
 			o->label_field = val;
 			o->label_top = strcmp(a, "--label-from-top") == 0;
+		} else if (strcmp(a, "--ext") == 0 && im->src->plan == plan_dir) {
+			if (val[0] && (strlen(val) > ZR_EXT_MAX || zr_name_check(val) < 0)) {
+				zr_warn("import: --ext %s: not an extension (%s)", val,
+					val[0] && strlen(val) > ZR_EXT_MAX ? "too long" : zr_errmsg(NULL));
+				return EXIT_USAGE;
+			}
+			o->ext = val;
 		} else if (strcmp(a, "--compress") == 0) {
 			if (zr_compress_parse(val, &o->compress) < 0) {
 				zr_warn("import: --compress: %s", zr_errmsg(NULL));

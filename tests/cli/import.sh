@@ -37,6 +37,28 @@ zr cat ds label 7
 [ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 2 ] || fail "zz/ünï cödé/big.jpg is not class 2"
 zr verify --quiet ds
 expect_rc 0
+# mixed extensions: the most common one, the others named in a warning
+# (a stray .DS_Store must not cost every image its extension); --ext
+mkdir -p mixed/cat
+for i in 1 2 3; do printf p$i >mixed/cat/$i.png; done
+printf j >mixed/cat/4.jpg && printf d >mixed/cat/.DS_Store
+zr import dir mixed mixedds --label-from-parent label
+expect_rc 0
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 5 files) and the others are served as ID.png too: no extension (1), .jpg (1) (--ext EXT chooses, --ext '' none)"
+zr info mixedds
+expect_out_has '             data *bytes *raw *variable *png'
+zr import dir mixed mixedjpg --ext jpg
+expect_rc 0
+expect_err_empty
+zr info mixedjpg
+expect_out_has '             data *bytes *raw *variable *jpg'
+zr import dir mixed mixednone --ext ''
+expect_rc 0
+zr info mixednone
+expect_out_has '             data *bytes *raw *variable *-'
+zr import dir mixed mixedbad --ext a/b
+expect_rc 2
+expect_err_has "zr: import: --ext a/b: not an extension*"
 # the class is the immediate parent (SRC/train/cat/x and SRC/val/cat/y are
 # both cat); --label-from-top takes the first directory under SRC
 mkdir -p split/train/cat split/train/dog split/val/cat
