@@ -1,0 +1,83 @@
+/*
+ * import_i.h - what the two files of zr import share: the plan (where each
+ * record's bytes come from), an import's options and state, and the
+ * planners of each kind of source.
+ *
+ *   import.c          the command: options, writers and progress, DEST
+ *   import_sources.c  the planners: dir, tar, npy, flat
+ */
+#ifndef ZR_IMPORT_I_H
+#define ZR_IMPORT_I_H
+
+#include "zr_i.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- the plan: where each record's bytes come from ---- */
+
+/* One value: @len bytes at @off of @path; path NULL = missing. */
+struct src {
+	const char *path;
+	uint64_t off, len;
+};
+
+/* Records of @width file values each (srcs[i * width + f]), and with
+ * labels an i64 label field after them. */
+struct plan {
+	struct src *srcs;
+	int64_t *labels;  /* --label-from-parent, a tar's .cls members, or NULL */
+	bool *unlabelled; /* with labels: records whose label is missing (a tar's) */
+	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
+	unsigned width;
+	uint64_t n, cap, bytes;
+	char err[PATH_MAX + 256];
+	pthread_mutex_t err_lock;
+	atomic_bool failed;
+	atomic_ullong done, done_bytes;
+};
+
+/* Add a record of p->width values (and if the plan has labels, *@label,
+ * or a missing label for NULL), or one value of @len bytes at @off of
+ * @path. 0 or -ENOMEM. */
+int plan_add_record(struct plan *p, const struct src *vals, const int64_t *label);
+int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, const int64_t *label);
+
+/* ---- one import ---- */
+
+struct opts {
+	const char *field, *label_field;
+	const char *ext; /* dir: --ext, the field's extension ("": none) */
+	bool label_top; /* the class is the first directory under SRC */
+	bool follow_links;
+	zr_compress compress;
+	uint64_t chunk_size, writers, record_size;
+};
+
+/* An import: the command line, the plan, and the dataset's fields. */
+struct import {
+	const struct source *src;
+	struct opts o;
+	const char *pos[64];  /* the inputs, then DEST */
+	int npos;
+	struct plan p;
+	zr_field_spec f[ZR_FIELDS_MAX];
+	unsigned nf;
+	char ext[ZR_EXT_MAX + 1];
+	struct strs files, classes; /* dir: the files, the class names */
+	struct zr_tar t;              /* tar: the members */
+	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
+	int unpacked_fd[64];
+	int nunpacked;
+};
+
+/* The planners (import_sources.c): list the records of im->pos[0..npos-2]
+ * into im->p and set im->f, im->nf; 0, or -1 with the reason in im->p.err
+ * (empty: out of memory). Nothing is written. */
+int plan_dir(struct import *im);
+int plan_npy(struct import *im);
+int plan_tar(struct import *im);
+int plan_flat(struct import *im);
+
+#endif

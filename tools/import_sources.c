@@ -1,0 +1,635 @@
+/*
+ * import_sources.c - the planners of zr import: what each record of a
+ * source is (which file, which bytes), checked before anything is written.
+ *
+ * Record order is documented and reproducible: a directory's files in
+ * byte-wise order of their paths relative to SRC; the rows of each .npy
+ * file in order, files in the order given; a WebDataset shard's samples in
+ * the order of the shards given, then of their members; a flat file from
+ * its start.
+ *
+ * Sections: dir, tar, npy, flat.
+ */
+#include "import_i.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- dir ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* What a walk skipped, for the warning that says so. */
+struct skipped {
+	uint64_t links, dangling, dirlinks, special;
+	char first[PATH_MAX]; /* the first one, to name */
+};
+
+static void skip(struct skipped *k, uint64_t *what, const char *path)
+{
+	if (k->links + k->dangling + k->dirlinks + k->special == 0)
+		snprintf(k->first, sizeof k->first, "%s", path);
+	(*what)++;
+}
+
+/* Every regular file under @dir, as paths. A symbolic link is not
+ * followed unless @follow: then one to a file counts as the file, and a
+ * dangling one or a loop is skipped; one to a directory never is followed
+ * (no loops). Sockets, devices and FIFOs are not records. What is skipped
+ * is counted in @k; an entry that cannot be looked at fails the walk. */
+static int walk(const char *dir, bool follow, struct strs *out, struct skipped *k, char *err,
+		size_t errlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && (de = readdir(d))) {
+		char *path;
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			rc = -1;
+			break;
+		}
+		/* the entry's type when the filesystem tells it (saves a stat per
+		 * file: the plan stats every file for its size anyway) */
+		if (de->d_type == DT_REG) {
+			rc = strs_add(out, path) < 0 ? -1 : 0;
+			continue;
+		}
+		if (de->d_type == DT_DIR) {
+			rc = walk(path, follow, out, k, err, errlen);
+		} else if (lstat(path, &st) < 0) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			rc = -1;
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = walk(path, follow, out, k, err, errlen);
+		} else if (S_ISREG(st.st_mode)) {
+			rc = strs_add(out, path) < 0 ? -1 : 0;
+			continue;
+		} else if (!S_ISLNK(st.st_mode)) {
+			skip(k, &k->special, path);
+		} else if (!follow) {
+			skip(k, &k->links, path);
+		} else if (stat(path, &st) < 0) {
+			skip(k, &k->dangling, path); /* dangling, a loop, or unreadable */
+		} else if (S_ISREG(st.st_mode)) {
+			rc = strs_add(out, path) < 0 ? -1 : 0;
+			continue;
+		} else {
+			skip(k, S_ISDIR(st.st_mode) ? &k->dirlinks : &k->special, path);
+		}
+		free(path);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* One line for all that a walk skipped, naming the first. */
+static void warn_skipped(const struct skipped *k)
+{
+	char what[256] = "";
+	size_t n = 0;
+	const struct {
+		uint64_t count;
+		const char *one, *many;
+	} kinds[] = {
+		{k->links, "symbolic link", "symbolic links"},
+		{k->dangling, "dangling or looping symbolic link", "dangling or looping symbolic links"},
+		{k->dirlinks, "symbolic link to a directory", "symbolic links to directories"},
+		{k->special, "FIFO, socket or device", "FIFOs, sockets or devices"},
+	};
+
+	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+		if (kinds[i].count && n < sizeof what)
+			n += (size_t)snprintf(what + n, sizeof what - n, "%s%llu %s", n ? ", " : "",
+					      (unsigned long long)kinds[i].count,
+					      kinds[i].count == 1 ? kinds[i].one : kinds[i].many);
+	if (k->links && n < sizeof what)
+		n += (size_t)snprintf(what + n, sizeof what - n,
+				      " (--follow-links follows links to files)");
+	if (n)
+		zr_warn("import: skipped %s; the first: %s", what, k->first);
+}
+
+static const char *extension(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot && dot != base ? dot + 1 : NULL;
+}
+
+/* The class directory of @rel (a path under SRC): its immediate parent,
+ * or with @top the first directory under SRC; NULL for a file directly in
+ * SRC. Its name, not NUL-terminated, is *len bytes. */
+static const char *class_of(const char *rel, bool top, size_t *len)
+{
+	const char *last = strrchr(rel, '/'), *start = rel;
+
+	if (!last)
+		return NULL;
+	if (top) {
+		*len = (size_t)(strchr(rel, '/') - rel);
+		return rel;
+	}
+	for (const char *q = rel; q < last; q++)
+		if (*q == '/')
+			start = q + 1;
+	*len = (size_t)(last - start);
+	return start;
+}
+
+/* The class names of @files (under SRC, @skip bytes of prefix), sorted
+ * and each once, into @classes. 0 or -1 (the reason in @err). */
+static int find_classes(const struct strs *files, size_t skip, bool top, struct strs *classes,
+			char *err, size_t errlen)
+{
+	for (size_t i = 0; i < files->n; i++) {
+		size_t len;
+		const char *c = class_of(files->v[i] + skip, top, &len);
+		if (!c) {
+			snprintf(err, errlen,
+				 "%s: not in a class directory (%s wants SRC/.../CLASS/FILE)",
+				 files->v[i], top ? "--label-from-top" : "--label-from-parent");
+			return -1;
+		}
+		if (strs_add(classes, strndup(c, len)) < 0)
+			return -1;
+	}
+	qsort(classes->v, classes->n, sizeof *classes->v, cmp_str);
+	size_t n = 0;
+	for (size_t i = 0; i < classes->n; i++) {
+		if (n && strcmp(classes->v[n - 1], classes->v[i]) == 0)
+			free(classes->v[i]);
+		else
+			classes->v[n++] = classes->v[i];
+	}
+	classes->n = n;
+	return 0;
+}
+
+/* The files' extensions and how many have each (NULL: none). */
+struct exts {
+	struct ext_count {
+		const char *ext;
+		uint64_t n;
+	} *v;
+	size_t n, cap;
+	uint64_t files;
+};
+
+#define EXTS_MAX 256 /* distinct extensions counted; the rest are "others" */
+
+static int count_ext(struct exts *x, const char *e)
+{
+	size_t i;
+
+	x->files++;
+	for (i = 0; i < x->n; i++)
+		if ((!e && !x->v[i].ext) || (e && x->v[i].ext && strcmp(e, x->v[i].ext) == 0))
+			break;
+	if (i == x->n) {
+		if (x->n == EXTS_MAX)
+			return 0;
+		if (x->n == x->cap) {
+			size_t cap = x->cap ? 2 * x->cap : 8;
+			struct ext_count *v = realloc(x->v, cap * sizeof *v);
+			if (!v)
+				return -1;
+			x->v = v;
+			x->cap = cap;
+		}
+		x->v[x->n++] = (struct ext_count){e, 0};
+	}
+	x->v[i].n++;
+	return 0;
+}
+
+/* The field's extension: --ext if given, else the files' when they share
+ * one, else the most common, with a warning naming the others: a record
+ * file is named ID.EXT under the mount, and by/ lists a class's images
+ * only with one (a stray .DS_Store must not lose every image's). */
+static void choose_ext(struct import *im, const struct exts *x)
+{
+	const struct ext_count *best = NULL;
+	char others[512] = "";
+	size_t at = 0;
+
+	if (im->o.ext) { /* checked with the options; "" is none */
+		snprintf(im->ext, sizeof im->ext, "%s", im->o.ext);
+		im->f[0].ext = im->ext[0] ? im->ext : NULL;
+		return;
+	}
+	for (size_t i = 0; i < x->n; i++)
+		if (x->v[i].ext && strlen(x->v[i].ext) < sizeof im->ext &&
+		    zr_name_check(x->v[i].ext) == 0 &&
+		    (!best || x->v[i].n > best->n ||
+		     (x->v[i].n == best->n && strcmp(x->v[i].ext, best->ext) < 0)))
+			best = &x->v[i];
+	if (!best)
+		return;
+	snprintf(im->ext, sizeof im->ext, "%s", best->ext);
+	im->f[0].ext = im->ext;
+	if (best->n == x->files)
+		return;
+	for (size_t i = 0; i < x->n && at < sizeof others; i++)
+		if (&x->v[i] != best)
+			at += (size_t)snprintf(others + at, sizeof others - at, "%s%s%s (%llu)",
+					       at ? ", " : "", x->v[i].ext ? "." : "",
+					       x->v[i].ext ? x->v[i].ext : "no extension",
+					       (unsigned long long)x->v[i].n);
+	zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files) "
+		"and the others are served as ID.%s too: %s%s (--ext EXT chooses, --ext '' none)",
+		best->ext, (unsigned long long)best->n, (unsigned long long)x->files, best->ext,
+		others, x->n == EXTS_MAX ? ", and more" : "");
+}
+
+/* dir: every regular file under SRC, in byte-wise order of their paths;
+ * the field takes their extension (see choose_ext). */
+int plan_dir(struct import *im)
+{
+	struct plan *p = &im->p;
+	struct strs *files = &im->files, *classes = &im->classes;
+	const char *src = im->pos[0];
+	size_t srclen = strlen(src);
+	bool labels = im->o.label_field != NULL;
+	struct exts exts = {0};
+
+	struct skipped k = {0};
+
+	if (walk(src, im->o.follow_links, files, &k, p->err, sizeof p->err) < 0)
+		return -1;
+	warn_skipped(&k);
+	p->nofollow = !im->o.follow_links;
+	qsort(files->v, files->n, sizeof *files->v, cmp_str);
+	if (labels && find_classes(files, srclen + 1, im->o.label_top, classes, p->err,
+				   sizeof p->err) < 0)
+		return -1;
+	for (size_t i = 0; i < files->n; i++) {
+		const char *rel = files->v[i] + srclen + 1;
+		const char *e = extension(rel);
+		struct stat st;
+		int64_t label = 0;
+		if (labels) {
+			size_t len;
+			char name[PATH_MAX];
+			const char *c = class_of(rel, im->o.label_top, &len), *key = name;
+			snprintf(name, sizeof name, "%.*s", (int)len, c);
+			char **hit = bsearch(&key, classes->v, classes->n, sizeof *classes->v, cmp_str);
+			label = hit ? (int64_t)(hit - classes->v) : 0;
+		}
+		if (stat(files->v[i], &st) < 0) {
+			snprintf(p->err, sizeof p->err, "%s: %s", files->v[i], strerror(errno));
+			return -1;
+		}
+		if ((uint64_t)st.st_size > ZR_RECORD_MAX) {
+			snprintf(p->err, sizeof p->err, "%s: %lld bytes, more than a record holds",
+				 files->v[i], (long long)st.st_size);
+			return -1;
+		}
+		if (count_ext(&exts, e) < 0)
+			return -1;
+		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
+			return -1;
+	}
+	choose_ext(im, &exts);
+	free(exts.v);
+	return 0;
+}
+
+/* ---- tar (WebDataset shards; the scanner is tar.c) ---- */
+
+/* Whether @shard is read through zlib: compressed, or standard input. */
+static bool tar_streamed(const char *shard)
+{
+	size_t n = strlen(shard);
+
+	return strcmp(shard, "-") == 0 || (n > 3 && strcmp(shard + n - 3, ".gz") == 0) ||
+	       (n > 4 && strcmp(shard + n - 4, ".tgz") == 0);
+}
+
+/* The tar bytes of a streamed shard (SHARD.tar.gz, SHARD.tgz, or - for
+ * standard input, compressed or not) in an unlinked temporary file in
+ * $TMPDIR (default /var/tmp): its descriptor, which the writers reach as
+ * /proc/self/fd/N, or -1 (the reason in @err). */
+static int tar_unpack(const char *shard, char *err, size_t errlen)
+{
+	const char *dir = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/var/tmp";
+	int in = strcmp(shard, "-") == 0 ? dup(STDIN_FILENO) : open(shard, O_RDONLY | O_CLOEXEC);
+	int out = in < 0 ? -1 : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	gzFile gz = out < 0 ? NULL : gzdopen(in, "rb");
+	static char buf[1 << 16];
+	uint64_t at = 0;
+	int n = 0;
+
+	if (in < 0 || out < 0 || !gz) {
+		snprintf(err, errlen, "%s: %s", in < 0 ? shard : dir, strerror(errno));
+		goto fail;
+	}
+	in = -1; /* gzclose closes it */
+	while ((n = gzread(gz, buf, sizeof buf)) > 0) {
+		for (int done = 0; done < n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), (off_t)at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				snprintf(err, errlen, "%s: unpacking %s: %s", dir, shard,
+					 w < 0 ? strerror(errno) : "nothing written");
+				goto fail;
+			}
+			done += (int)w;
+			at += (uint64_t)w;
+		}
+	}
+	if (n < 0) {
+		int e;
+		const char *why = gzerror(gz, &e);
+		snprintf(err, errlen, "%s: %s", shard, e == Z_ERRNO ? strerror(errno) : why);
+		goto fail;
+	}
+	gzclose(gz);
+	return out;
+fail:
+	if (gz)
+		gzclose(gz);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return -1;
+}
+
+static int tar_scan_path(struct import *im, const char *shard, char *err, size_t errlen)
+{
+	bool streamed = tar_streamed(shard);
+	int fd = streamed ? tar_unpack(shard, err, errlen) : open(shard, O_RDONLY | O_CLOEXEC), rc;
+	char *name = NULL;
+
+	if (fd < 0) {
+		if (!streamed)
+			snprintf(err, errlen, "%s: %s", shard, strerror(errno));
+		return -1;
+	}
+	if (streamed) { /* the writers open it by this name; it stays open until the end */
+		if (asprintf(&name, "/proc/self/fd/%d", fd) < 0 || strs_add(&im->unpacked, name) < 0) {
+			close(fd);
+			return -1;
+		}
+		im->unpacked_fd[im->nunpacked++] = fd;
+	}
+	rc = zr_tar_scan(&im->t, fd, streamed ? name : shard, shard, err, errlen);
+	if (!streamed)
+		close(fd);
+	return rc;
+}
+
+/* A .cls member's class: decimal text, blanks around it allowed. */
+static bool parse_class(const char *s, size_t n, int64_t *out)
+{
+	char text[32], *end;
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\r' || s[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n >= sizeof text)
+		return false;
+	memcpy(text, s, n);
+	text[n] = 0;
+	errno = 0;
+	*out = strtoll(text, &end, 10);
+	return errno == 0 && *end == 0 && end != text;
+}
+
+/* The index of field "cls" of @t when every member of it is a class, with
+ * each member's class in (*cls_of)[member]; -1 when there is none or one is
+ * not (said, and then kept as bytes); -2 out of memory. */
+static int tar_classes(const struct zr_tar *t, int64_t **cls_of)
+{
+	const char *open_path = NULL;
+	int cls = -1, fd = -1;
+
+	for (size_t i = 0; i < t->fields.n; i++)
+		if (strcmp(t->fields.v[i], "cls") == 0)
+			cls = (int)i;
+	*cls_of = NULL;
+	if (cls < 0)
+		return -1;
+	if (!(*cls_of = calloc(t->n ? t->n : 1, sizeof **cls_of)))
+		return -2;
+	for (size_t m = 0; m < t->n && cls >= 0; m++) {
+		const struct zr_tar_member *mb = &t->m[m];
+		char text[32];
+		if ((int)mb->field != cls)
+			continue;
+		if (mb->shard != open_path) { /* members of one shard share its name */
+			if (fd >= 0)
+				close(fd);
+			fd = open(mb->shard, O_RDONLY | O_CLOEXEC);
+			open_path = mb->shard;
+		}
+		if (fd < 0 || mb->len >= sizeof text ||
+		    pread(fd, text, mb->len, (off_t)mb->off) != (ssize_t)mb->len ||
+		    !parse_class(text, mb->len, &(*cls_of)[m])) {
+			zr_warn("import: sample %u has a .cls member that is not a decimal class: "
+				"the field cls keeps bytes", mb->key);
+			cls = -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (cls < 0) {
+		free(*cls_of);
+		*cls_of = NULL;
+	}
+	return cls;
+}
+
+int plan_tar(struct import *im)
+{
+	struct zr_tar *t = &im->t;
+	struct plan *p = &im->p;
+	struct src vals[ZR_FIELDS_MAX];
+	int64_t *cls_of = NULL;
+	int rc = 0;
+
+	for (int i = 0; i < im->npos - 1 && rc == 0; i++)
+		rc = tar_scan_path(im, im->pos[i], p->err, sizeof p->err);
+	if (rc == 0 && t->skipped)
+		zr_warn("import: skipped %llu member%s not named KEY.EXT (not part of a sample); "
+			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
+			t->first_skipped);
+	if (rc == 0 && t->fields.n == 0) {
+		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
+		rc = -1;
+	}
+	/* .cls members hold a sample's class as decimal text (WebDataset):
+	 * when every one does, they make an i64 field "cls" (so that cls.npy
+	 * and batch .npy files give the classes), the last field */
+	int cls = rc == 0 ? tar_classes(t, &cls_of) : -1;
+	if (cls == -2) {
+		snprintf(p->err, sizeof p->err, "out of memory");
+		return -1;
+	}
+	if (cls >= 0 && !(p->labels = malloc(sizeof *p->labels))) {
+		free(cls_of);
+		return -1;
+	}
+	p->width = (unsigned)t->fields.n - (cls >= 0);
+	for (size_t m = 0, k = 0; rc == 0 && k < t->keys; k++) {
+		const int64_t *label = NULL;
+		memset(vals, 0, sizeof vals);
+		for (; m < t->n && t->m[m].key == k; m++) {
+			int f = (int)t->m[m].field;
+			if (f == cls)
+				label = &cls_of[m];
+			else
+				vals[f - (cls >= 0 && f > cls)] =
+					(struct src){t->m[m].shard, t->m[m].off, t->m[m].len};
+		}
+		rc = plan_add_record(p, vals, label);
+	}
+	im->nf = 0;
+	for (unsigned i = 0; rc == 0 && i < t->fields.n; i++) {
+		if ((int)i == cls)
+			continue;
+		zr_field_spec *f = &im->f[im->nf++];
+		*f = (zr_field_spec){.name = t->fields.v[i], .dtype = ZR_BYTES,
+				     .compress = im->o.compress, .ext = t->fields.v[i]};
+		if (strlen(f->ext) > ZR_EXT_MAX)
+			f->ext = NULL; /* a name, but too long for a file extension */
+	}
+	if (cls >= 0)
+		im->f[im->nf++] = (zr_field_spec){.name = "cls", .dtype = ZR_I64, .fixed = 1};
+	free(cls_of);
+	return rc;
+}
+
+/* ---- npy ---- */
+
+struct npy {
+	zr_field_spec spec;     /* dtype and row shape */
+	uint64_t rows, row_bytes, data_off;
+};
+
+/* The header of a .npy file, checked against the file's size. */
+static int npy_read(const char *path, struct npy *out, char *err, size_t errlen)
+{
+	char head[65536 + 12];
+	struct stat st;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || (got = pread(fd, head, sizeof head, 0)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (zr_npy_parse(head, (size_t)got, &out->spec, &out->rows, &out->data_off) < 0) {
+		snprintf(err, errlen, "%s: %s", path, zr_errmsg(NULL));
+		goto out;
+	}
+	out->row_bytes = zr_dtype_size(out->spec.dtype);
+	for (unsigned k = 0; k < out->spec.ndim; k++)
+		out->row_bytes *= out->spec.shape[k];
+	if ((uint64_t)st.st_size < out->data_off ||
+	    ((uint64_t)st.st_size - out->data_off) / out->row_bytes < out->rows) {
+		char need[64];
+		if (out->rows > UINT64_MAX / out->row_bytes)
+			snprintf(need, sizeof need, "more than 2^64");
+		else
+			snprintf(need, sizeof need, "%llu",
+				 (unsigned long long)(out->rows * out->row_bytes));
+		snprintf(err, errlen,
+			 "%s: truncated: %llu rows of %llu bytes need %s bytes of data, it holds %llu",
+			 path, (unsigned long long)out->rows, (unsigned long long)out->row_bytes,
+			 need, (unsigned long long)((uint64_t)st.st_size > out->data_off
+							    ? (uint64_t)st.st_size - out->data_off
+							    : 0));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* npy: the rows of each array, in order; dtype and row shape kept. */
+int plan_npy(struct import *im)
+{
+	struct npy first = {0}, n = {0};
+	struct plan *p = &im->p;
+	int rc = 0;
+
+	for (int i = 0; i < im->npos - 1 && rc == 0; i++) {
+		rc = npy_read(im->pos[i], &n, p->err, sizeof p->err);
+		if (rc == 0 && i > 0 &&
+		    (n.spec.dtype != first.spec.dtype || n.spec.ndim != first.spec.ndim ||
+		     memcmp(n.spec.shape, first.spec.shape, n.spec.ndim * sizeof *n.spec.shape) != 0)) {
+			snprintf(p->err, sizeof p->err, "%s: dtype or row shape differs from %s's",
+				 im->pos[i], im->pos[0]);
+			rc = -1;
+		}
+		if (i == 0)
+			first = n;
+		for (uint64_t r = 0; rc == 0 && r < n.rows; r++)
+			rc = plan_add(p, im->pos[i], n.data_off + r * n.row_bytes, n.row_bytes, NULL);
+	}
+	if (rc == 0) { /* first is only set when its header was read */
+		first.spec.name = im->f[0].name;
+		first.spec.compress = im->f[0].compress;
+		im->f[0] = first.spec;
+	}
+	return rc;
+}
+
+/* tar: one record per sample, one field per extension. */
+
+/* ---- flat ---- */
+
+/* flat: consecutive records of --record-size bytes, u8 of that shape. */
+int plan_flat(struct import *im)
+{
+	struct plan *p = &im->p;
+	uint64_t rsz = im->o.record_size;
+	struct stat st;
+	int rc = 0;
+
+	int e = stat(im->pos[0], &st) < 0 ? errno : 0;
+
+	if (e || !S_ISREG(st.st_mode)) {
+		snprintf(p->err, sizeof p->err, "%s: %s", im->pos[0],
+			 e ? strerror(e) : "not a regular file");
+		return -1;
+	}
+	if ((uint64_t)st.st_size % rsz) {
+		snprintf(p->err, sizeof p->err,
+			 "%s: %lld bytes is not a multiple of the record size %llu (%llu left over)",
+			 im->pos[0], (long long)st.st_size, (unsigned long long)rsz,
+			 (unsigned long long)((uint64_t)st.st_size % rsz));
+		return -1;
+	}
+	for (uint64_t off = 0; rc == 0 && off < (uint64_t)st.st_size; off += rsz)
+		rc = plan_add(p, im->pos[0], off, rsz, NULL);
+	im->f[0].dtype = ZR_U8;
+	im->f[0].fixed = 1;
+	im->f[0].ndim = 1;
+	im->f[0].shape[0] = rsz;
+	return rc;
+}
