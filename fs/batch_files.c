@@ -78,13 +78,16 @@ static int info_json(const struct batch_step *at, char *buf, size_t cap)
 			"{\n  \"spec\": \"%s\",\n  \"canonical\": \"%s\",\n  \"epoch\": %llu,\n"
 			"  \"step\": %llu,\n  \"steps\": %llu,\n  \"rank\": %u,\n  \"world\": %u,\n"
 			"  \"seed\": %llu,\n  \"seed_str\": \"%llu\",\n  \"batch_size\": %u,\n"
-			"  \"records\": %llu\n}\n",
+			"  \"records\": %llu,\n  \"position_after\": %llu\n}\n",
 			at->spec, canon, (unsigned long long)at->epoch, (unsigned long long)at->step,
 			(unsigned long long)zs_steps(at->s), sp->rank, sp->world,
 			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
 			(unsigned long long)zs_batch_seed(at->s, at->epoch, at->step),
 			zs_batch_size(at->s, at->step),
-			(unsigned long long)(sp->hi - sp->lo)); /* the epoch's records */
+			(unsigned long long)(sp->hi - sp->lo), /* the epoch's records */
+			/* every position of the epoch's order before it handed out by
+			 * this step of every rank: what a job saves to resume (from=) */
+			(unsigned long long)zs_position_after(at->s, at->step));
 }
 
 /* Reply to a read of [@off, @off + @size) of step @at's ids file: only

@@ -50,8 +50,15 @@ int zs_sampler_create(zs_sampler **out, const zs_spec *spec, uint64_t n)
 		s->steps = (uint64_t)((s->m + per - 1) / per);
 		s->full_steps = s->steps;
 	} else {
-		s->full_steps = s->m / s->g;
-		s->steps = sp.tail == ZS_DROP ? s->full_steps : (s->m + s->g - 1) / s->g;
+		if (sp.from >= s->m) {
+			uint64_t m = s->m;
+			free(s);
+			return zs_err(ZS_EINVAL_SPEC, "%s: from=%llu is past the epoch's %llu positions",
+				      name, (unsigned long long)sp.from, (unsigned long long)m);
+		}
+		uint64_t left = s->m - sp.from;
+		s->full_steps = left / s->g;
+		s->steps = sp.tail == ZS_DROP ? s->full_steps : (left + s->g - 1) / s->g;
 	}
 	if (s->steps == 0) {
 		free(s);
@@ -90,14 +97,16 @@ static void slice(const zs_sampler *s, uint64_t step, uint64_t *first, uint32_t 
 {
 	uint32_t r = s->spec.rank, w = s->spec.world;
 
+	uint64_t at = s->spec.from + step * s->g; /* the global batch's first position */
+
 	if (step < s->full_steps || s->spec.tail != ZS_KEEP) {
-		*first = step * s->g + (uint64_t)r * s->spec.batch;
+		*first = at + (uint64_t)r * s->spec.batch;
 		*size = s->spec.batch;
 		return;
 	}
 	/* the kept tail: rem positions in near-equal contiguous parts */
-	uint64_t rem = s->m - step * s->g, q = rem / w, extra = rem % w;
-	*first = step * s->g + r * q + (r < extra ? r : extra);
+	uint64_t rem = s->m - at, q = rem / w, extra = rem % w;
+	*first = at + r * q + (r < extra ? r : extra);
 	*size = (uint32_t)(q + (r < extra));
 }
 
@@ -242,7 +251,22 @@ int64_t zs_batch_span(const zs_sampler *s, uint64_t epoch, uint64_t step, uint32
 
 uint64_t zs_batch_seed(const zs_sampler *s, uint64_t epoch, uint64_t step)
 {
-	return zs_hash2(zs_key(s->spec.seed, ZS_TAG_BATCH_SEED, epoch), step);
+	uint64_t at = s->spec.from + step * s->g;
+	/* step k of a spec without from= starts at k * G: k, as ever; a batch
+	 * of a from= spec that starts where one of G would, that one's */
+	uint64_t which = at % s->g == 0 ? at / s->g : UINT64_C(1) << 63 | at;
+
+	return zs_hash2(zs_key(s->spec.seed, ZS_TAG_BATCH_SEED, epoch), which);
+}
+
+uint64_t zs_position_after(const zs_sampler *s, uint64_t step)
+{
+	uint64_t end;
+
+	if (s->spec.order == ZS_WINDOW || step >= s->steps)
+		return s->m;
+	end = s->spec.from + (step + 1) * s->g;
+	return end < s->m ? end : s->m;
 }
 
 /* ---- states ---- */

@@ -41,9 +41,12 @@ static const char *const tail_names[] = {[ZS_DROP] = "drop", [ZS_KEEP] = "keep",
 
 #define BLOCK_DEFAULT 4096
 
-enum key { K_SEED, K_BATCH, K_RANK, K_WORLD, K_LO, K_HI, K_TAIL, K_WINDOW, K_STRIDE, K_BLOCK, K_COUNT };
+enum key {
+	K_SEED, K_BATCH, K_RANK, K_WORLD, K_LO, K_HI, K_TAIL, K_WINDOW, K_STRIDE, K_BLOCK, K_FROM,
+	K_COUNT
+};
 static const char *const key_names[K_COUNT] = {
-	"seed", "batch", "rank", "world", "lo", "hi", "tail", "window", "stride", "block",
+	"seed", "batch", "rank", "world", "lo", "hi", "tail", "window", "stride", "block", "from",
 };
 
 static const char *lookup(const char *const *names, size_t n, const char *s, size_t len, int *out)
@@ -113,9 +116,16 @@ static int validate(const zs_spec *s)
 		if (s->batch != s->window || s->tail != ZS_DROP)
 			return zs_err(ZS_EINVAL_SPEC,
 				      "window: a batch is one window (no batch= or tail=)");
+		if (s->from)
+			return zs_err(ZS_EINVAL_SPEC,
+				      "window: windows slide on, epoch after epoch: there is no "
+				      "position to start from (start at a step of an epoch)");
 	} else if (s->window || s->stride) {
 		return zs_err(ZS_EINVAL_SPEC, "window= and stride= belong to the window order");
 	}
+	if (s->from > ZS_INDEX_MAX)
+		return zs_err(ZS_EINVAL_SPEC, "from must not exceed %llu",
+			      (unsigned long long)ZS_INDEX_MAX);
 	if (s->batch < 1 || s->batch > ZS_BATCH_MAX)
 		return zs_err(ZS_EINVAL_SPEC, "batch: %u is out of range 1..%u", s->batch,
 			      ZS_BATCH_MAX);
@@ -188,7 +198,7 @@ int zs_spec_parse(const char *text, zs_spec *out)
 			      : k == K_RANK ? ZS_WORLD_MAX - 1
 			      : k == K_WINDOW ? ZS_BATCH_MAX
 					      : ZS_INDEX_MAX;
-		uint64_t lo = (k == K_SEED || k == K_RANK || k == K_LO) ? 0 : 1;
+		uint64_t lo = (k == K_SEED || k == K_RANK || k == K_LO || k == K_FROM) ? 0 : 1;
 		int rc = number(key_names[k], eq, (size_t)(end - eq), lo, hi, &v[k]);
 		if (rc < 0)
 			return rc;
@@ -205,6 +215,7 @@ int zs_spec_parse(const char *text, zs_spec *out)
 	s.window = v[K_WINDOW];
 	s.stride = given[K_STRIDE] ? v[K_STRIDE] : v[K_WINDOW];
 	s.block = v[K_BLOCK];
+	s.from = v[K_FROM];
 	if (s.order == ZS_WINDOW) {
 		if (given[K_BATCH] || given[K_TAIL])
 			return zs_err(ZS_EINVAL_SPEC,
@@ -242,6 +253,7 @@ int zs_spec_format(const zs_spec *s, char *buf, size_t cap)
 	    (unsigned long long)s->stride);
 	ADD(s->order == ZS_BLOCK && s->block != BLOCK_DEFAULT, ",block=%llu",
 	    (unsigned long long)s->block);
+	ADD(s->from, ",from=%llu", (unsigned long long)s->from);
 #undef ADD
 	if (n > ZS_SPEC_MAX)
 		return zs_err(ZS_EINVAL_SPEC, "the spec is longer than %d characters", ZS_SPEC_MAX);

@@ -146,7 +146,9 @@ Test(batch_files, info_json_names_the_step)
 	cr_assert_not_null(strstr((char *)got, "\"step\": 2,"));
 	cr_assert_not_null(strstr((char *)got, "\"steps\": 3,"));
 	cr_assert_not_null(strstr((char *)got, "\"batch_size\": 2,"), "the last, short step");
-	cr_assert_not_null(strstr((char *)got, "\"records\": 10\n"));
+	cr_assert_not_null(strstr((char *)got, "\"records\": 10,\n"));
+	/* the last step: every position handed out */
+	cr_assert_not_null(strstr((char *)got, "\"position_after\": 10\n"), "%s", got);
 	struct stat st;
 	cr_assert_eq(t_attr(B, info, &st), 0);
 	cr_assert_eq((size_t)st.st_size, len);

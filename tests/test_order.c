@@ -376,3 +376,96 @@ Test(order, a_span_is_that_part_of_the_batch)
 		zs_sampler_destroy(s);
 	}
 }
+
+/* Elastic resume: W1 ranks (batch b1) hand out the first @stop steps of an
+ * epoch and save the position after them; W2 ranks (batch b2) go on with
+ * from=P. With tail=keep every id of the epoch is handed out exactly once. */
+static void resume_once(const char *order, uint64_t n, uint32_t w1, uint32_t b1, uint32_t w2,
+			uint32_t b2, uint64_t stop)
+{
+	uint8_t *seen = calloc(n, 1);
+	uint64_t *ids = malloc((size_t)(b1 > b2 ? b1 : b2) * sizeof *ids + 8);
+	uint64_t pos = 0;
+	char text[128];
+
+	cr_assert(seen && ids);
+	for (uint32_t r = 0; r < w1; r++) {
+		snprintf(text, sizeof text, "%s,seed=5,batch=%u,world=%u,rank=%u,tail=keep", order, b1,
+			 w1, r);
+		zs_sampler *s = make(text, n);
+		for (uint64_t k = 0; k < stop; k++) {
+			int64_t got = zs_batch(s, 3, k, ids);
+			cr_assert_geq(got, 0);
+			for (int64_t j = 0; j < got; j++)
+				seen[ids[j]]++;
+		}
+		uint64_t p = stop ? zs_position_after(s, stop - 1) : 0;
+		cr_assert(r == 0 || p == pos, "ranks disagree on the position");
+		pos = p;
+		zs_sampler_destroy(s);
+	}
+	for (uint32_t r = 0; pos < n && r < w2; r++) {
+		snprintf(text, sizeof text, "%s,seed=5,batch=%u,world=%u,rank=%u,tail=keep,from=%llu",
+			 order, b2, w2, r, (unsigned long long)pos);
+		zs_sampler *s = make(text, n);
+		for (uint64_t k = 0; k < zs_steps(s); k++) {
+			int64_t got = zs_batch(s, 3, k, ids);
+			cr_assert_geq(got, 0);
+			for (int64_t j = 0; j < got; j++)
+				seen[ids[j]]++;
+		}
+		cr_assert_eq(zs_position_after(s, zs_steps(s) - 1), n);
+		zs_sampler_destroy(s);
+	}
+	for (uint64_t i = 0; i < n; i++)
+		cr_assert_eq(seen[i], 1, "%s n=%llu %u x %u -> %u x %u, stop %llu (from=%llu): id %llu "
+			     "handed out %u times", order, (unsigned long long)n, w1, b1, w2, b2,
+			     (unsigned long long)stop, (unsigned long long)pos,
+			     (unsigned long long)i, seen[i]);
+	free(seen);
+	free(ids);
+}
+
+Test(order, resume_on_another_world_size_hands_out_the_epoch_once, .timeout = 120)
+{
+	static const uint64_t ns[] = {1, 7, 1000, 65537};
+	static const uint32_t worlds[][2] = {{8, 6}, {3, 5}, {1, 4}, {4, 1}};
+	static const char *orders[] = {"shuffle", "seq", "block,block=64"};
+
+	for (size_t o = 0; o < 3; o++)
+		for (size_t i = 0; i < 4; i++)
+			for (size_t w = 0; w < 4; w++) {
+				uint32_t w1 = worlds[w][0], w2 = worlds[w][1], b1 = 3, b2 = 5;
+				uint64_t g = (uint64_t)w1 * b1, steps = (ns[i] + g - 1) / g;
+				for (uint64_t stop = 0; stop <= steps; stop++) {
+					/* every stopping step for 1000 records; a few others */
+					if (ns[i] > 1000 && stop > 2 && stop != steps / 2 &&
+					    stop + 1 < steps)
+						continue;
+					resume_once(orders[o], ns[i], w1, b1, w2, b2, stop);
+				}
+			}
+}
+
+/* A from= batch that is a batch of the original (same position, same batch
+ * x world) has its seed; from= beyond the epoch and on window are refused. */
+Test(order, from_keeps_seeds_where_batches_coincide)
+{
+	zs_sampler *a = make("shuffle,seed=9,batch=4,world=2", 100);
+	zs_sampler *b = make("shuffle,seed=9,batch=4,world=2,from=24", 100);
+	uint64_t x[4], y[4];
+
+	cr_assert_eq(zs_steps(b), zs_steps(a) - 3);
+	cr_assert_eq(zs_batch_seed(b, 2, 0), zs_batch_seed(a, 2, 3));
+	cr_assert_eq(zs_batch(a, 2, 3, x), 4);
+	cr_assert_eq(zs_batch(b, 2, 0, y), 4);
+	cr_assert_arr_eq(x, y, sizeof x);
+	cr_assert_eq(zs_position_after(b, 0), 32);
+	zs_sampler_destroy(a);
+	zs_sampler_destroy(b);
+	zs_spec spec;
+	cr_assert_eq(zs_spec_parse("window,window=4,from=3", &spec), ZS_EINVAL_SPEC);
+	cr_assert_eq(zs_spec_parse("seq,from=100", &spec), 0);
+	cr_assert_eq(zs_sampler_create(&a, &spec, 100), ZS_EINVAL_SPEC);
+	cr_assert_not_null(strstr(zs_errmsg(), "past the epoch"), "%s", zs_errmsg());
+}

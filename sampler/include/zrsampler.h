@@ -28,6 +28,10 @@
  *          when fewer positions than ranks remain);
  *  - pad:  it is completed with positions from the start of the same epoch's
  *          order, so every batch is full and a few ids repeat.
+ * With from=P, step k covers positions [P + k*G, P + (k+1)*G) instead (the
+ * epoch's remaining M - P positions, tail policy as above): a job that
+ * handed out positions [0, P) on one world size resumes on another and
+ * every position is handed out once (tail=keep).
  * For window, step k of rank r is the window starting at
  * lo + ((e * S + k) * world + r) * stride mod M, where S = steps per epoch =
  * ceil(M / (stride * world)) (at least 1): consecutive epochs keep sliding.
@@ -82,12 +86,14 @@ typedef struct zs_spec {
 	uint64_t window;   /**< window: ids per window */
 	uint64_t stride;   /**< window: step between windows; default = window */
 	uint64_t block;    /**< block: ids per block, default 4096 */
+	uint64_t from;     /**< the position of the epoch's order step 0 starts at (a resume
+			    *   on another world size); not for window; default 0 */
 } zs_spec;
 
 /**
  * Parse a spec: `ORDER[,KEY=VALUE]...` with ORDER one of seq, window,
  * random, shuffle, block and KEY one of seed, batch, rank, world, lo, hi,
- * tail (drop|keep|pad), window, stride, block. Numbers are decimal without
+ * tail (drop|keep|pad), window, stride, block, from. Numbers are decimal without
  * leading zeros. Keys may come in any order, at most once each, and only
  * where they mean something (window/stride for window, block for block).
  * Only a-z, 0-9, ',' and '=' can appear, so a spec is a safe file name.
@@ -157,8 +163,14 @@ ZS_API int64_t zs_batch(const zs_sampler *s, uint64_t epoch, uint64_t step, uint
 ZS_API int64_t zs_batch_span(const zs_sampler *s, uint64_t epoch, uint64_t step, uint32_t from,
 			     uint32_t count, uint64_t *ids);
 
-/** Seed for augmenting batch @p step of @p epoch, from (seed, epoch, step): equal on every rank. */
+/** Seed for augmenting batch @p step of @p epoch: equal on every rank, a function of (seed,
+ *  epoch, the batch's first position in the epoch's order, batch x world), so a batch of a
+ *  from= spec that is a batch of the original has the original's seed. */
 ZS_API uint64_t zs_batch_seed(const zs_sampler *s, uint64_t epoch, uint64_t step);
+/** The position of the epoch's order after step @p step of every rank (at most the epoch's
+ *  length): what a job saves to resume with from= on any world size, every position before
+ *  it handed out. */
+ZS_API uint64_t zs_position_after(const zs_sampler *s, uint64_t step);
 
 /** Where a training loop is: 32 bytes, saved and restored as such. */
 typedef struct zs_state {

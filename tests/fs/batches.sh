@@ -53,6 +53,9 @@ for spec in ("shuffle,seed=42,batch=16,world=2,rank=0", "block,seed=3,batch=10,t
             seen += ids
             info = json.load(open(f"{d}/info.json"))
             assert info["step"] == int(k) and info["epoch"] == 1 and info["batch_size"] == len(ids)
+            # where a resume goes on from (spec key from=): after this step of every rank
+            assert info["position_after"] == min((int(k) + 1) * info["batch_size"] * info["world"],
+                                                 info["records"]) or info["batch_size"] != len(ids)
             # seeds above 2^53 lose precision as JSON numbers: also a string
             assert int(info["seed_str"]) == json.loads(open(f"{d}/info.json").read(),
                                                        parse_int=int)["seed"]
@@ -302,3 +305,19 @@ fusermount3 -u "$MNT"
 wait $pid || fail "zrfs exited $?"
 grep -q "larger than the cache (-o cache=16777216 bytes): not served (EFBIG)" "$T/log" ||
 	fail "no log line for the refused parts: $(cat "$T/log")"
+
+# from=P (a resume on another world size): every step's ids are those
+# zr sample gives for the same spec, and info.json says where to go on from
+DS=$T/ds
+mount_ds
+S="shuffle,seed=3,batch=7,world=2,rank=1,tail=keep,from=100"
+"$ZR" sample "$S" --n 300 >"$T/sample" 2>/dev/null || fail "zr sample $S"
+k=0
+while read -r line; do
+	got=$(od -An -tu8 -v "$MNT/.batches/$S/epoch-0/$k/ids" | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+	[ "$got" = "$line" ] || fail "$S step $k: $got, zr sample says $line"
+	k=$((k + 1))
+done <"$T/sample"
+[ "$k" = "$(ls "$MNT/.batches/$S/epoch-0" | wc -l)" ] || fail "$S: $k steps in zr sample, not as many listed"
+grep -q '"position_after": 114$' "$MNT/.batches/$S/epoch-0/0/info.json" ||
+	fail "position_after of step 0: $(cat "$MNT/.batches/$S/epoch-0/0/info.json")"
