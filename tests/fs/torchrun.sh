@@ -2,7 +2,9 @@
 # Multi-process training on PyTorch's own runtime: torchrun starts 2 ranks
 # (gloo, loopback); each reads its own rank's batch directories of one
 # epoch; an all_gather of the ids shows the ranks disjoint and covering the
-# epoch; re-reading from step k reproduces the same batches.
+# epoch; re-reading from step k reproduces the same batches. Then the
+# README's resume example: 2 ranks stop after 3 steps, 1 rank goes on from
+# the position they saved, and every record is read once.
 . "$(dirname "$0")/lib.sh"
 make_ds --records 203
 mount_ds
@@ -44,3 +46,42 @@ out=$(cd "$T" && timeout 300 torchrun --nproc_per_node=2 --nnodes=1 --master_add
 	--master_port=29517 --redirects 0:1,1:1 --tee 0:1,1:1 train.py "$MNT" 2>&1) ||
 	fail "torchrun: $out"
 echo "$out" | grep -q "rank 0: " && echo "$out" | grep -q "rank 1: " || fail "ranks did not report: $out"
+
+# the README's resume example under torchrun: 2 ranks read 3 steps and
+# save the position; 1 rank goes on from it; between them every record of
+# the epoch is read once (checked with zr sample of the two runs' specs)
+: "${ZR:?ZR must name the zr binary}"
+: "${README:?README must name README.md}"
+fusermount3 -u "$MNT" || fail "unmount"
+for c in tabby siamese persian; do
+	mkdir -p "$T/photos/$c"
+	for k in 1 2 3 4 5 6 7 8 9 10 11; do head -c $((k * 50)) /dev/urandom >"$T/photos/$c/$k.jpg"; done
+done
+rm -rf "$DS" && "$ZR" import dir "$T/photos" "$DS" --field image --label-from-parent label >/dev/null ||
+	fail "import"
+mount_ds
+"$PY" - "$README" "$T/resume.py" <<'PY' || fail "extracting the resume example"
+import re, sys
+text = open(sys.argv[1]).read()
+body = re.search(r"```python\n# example: resume\n(.*?)```", text, re.S).group(1)
+open(sys.argv[2], "w").write(body)
+PY
+sed -i "s|/mnt/cats|$MNT|g" "$T/resume.py"
+mkdir "$T/job"
+run_ranks() { # run_ranks N [MAX_STEPS]
+	(cd "$T/job" && env ${2:+MAX_STEPS=$2} timeout 300 torchrun --nproc_per_node=$1 --nnodes=1 \
+		--master_addr=127.0.0.1 --master_port=29518 --redirects 0:1,1:1 --tee 0:1,1:1 \
+		../resume.py >"$T/torchrun.out" 2>&1) ||
+		fail "torchrun with $1 ranks: $(tail -20 "$T/torchrun.out")"
+}
+run_ranks 2 3
+[ "$(cat "$T/job/position.txt")" = 24 ] || fail "2 ranks x 3 steps x 4 saved $(cat "$T/job/position.txt")"
+run_ranks 1
+[ "$(cat "$T/job/position.txt")" = 33 ] || fail "the resumed run ended at $(cat "$T/job/position.txt")"
+S=shuffle,seed=42,batch=4
+{
+	"$ZR" sample "$S,rank=0,world=2,tail=keep" --n 33 --steps 0:3
+	"$ZR" sample "$S,rank=1,world=2,tail=keep" --n 33 --steps 0:3
+	"$ZR" sample "$S,rank=0,world=1,tail=keep,from=24" --n 33
+} 2>/dev/null | tr ' ' '\n' | sort -n >"$T/read"
+seq 0 32 | diff - "$T/read" >/dev/null || fail "the two runs did not read every record once: $(cat "$T/read" | tr '\n' ' ')"
