@@ -17,14 +17,12 @@ TestSuite(corrupt, .init = t_setup, .fini = t_cleanup);
 #define N 400
 
 /* Two fields: "r" raw and "z" flate, chunks of 100 records. */
-static void build(void)
+/* Append records @from .. @to - 1 (their values a function of the id) and commit. */
+static void append(uint64_t from, uint64_t to)
 {
-	zr_field_spec f[2] = {{.name = "r", .dtype = ZR_BYTES, .compress = ZR_RAW},
-			      {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
-	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){.chunk_size = 100}), 0);
 	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
 	uint8_t buf[3000];
-	for (uint64_t id = 0; id < N; id++) {
+	for (uint64_t id = from; id < to; id++) {
 		size_t n = 1 + t_len(8, id, 2999);
 		t_fill(buf, n, 8, id);
 		zr_value v[2] = {{buf, n}, {buf, n}};
@@ -32,6 +30,14 @@ static void build(void)
 	}
 	cr_assert_eq(zr_commit(ds), 0);
 	zr_close(ds);
+}
+
+static void build(void)
+{
+	zr_field_spec f[2] = {{.name = "r", .dtype = ZR_BYTES, .compress = ZR_RAW},
+			      {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
+	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){.chunk_size = 100}), 0);
+	append(0, N);
 }
 
 /* Path of @rel in the dataset; two calls may be live at once (rename). */
@@ -198,22 +204,13 @@ Test(corrupt, chunk_truncated)
 Test(corrupt, unfull_chunk_truncated)
 {
 	build();
-	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
-	uint8_t buf[3000];
-	for (uint64_t id = N; id < N + 50; id++) { /* chunk 4: 400..449, unfull */
-		size_t n = 1 + t_len(8, id, 2999);
-		t_fill(buf, n, 8, id);
-		zr_value v[2] = {{buf, n}, {buf, n}};
-		cr_assert_eq(zr_append(ds, v, NULL), 0);
-	}
-	cr_assert_eq(zr_commit(ds), 0);
-	zr_close(ds);
+	append(N, N + 50); /* chunk 4: 400..449, unfull */
 	struct stat st;
 	cr_assert_eq(stat(file("chunk/4.zr"), &st), 0);
 	off_t cut = st.st_size / 2;
 	truncate_to("chunk/4.zr", cut);
 	damaged_record(0, N + 49, "outside chunk/4.zr");
-	ds = t_open(t_ds, ZR_RDONLY);
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
 	uint64_t first = N;
 	zr_batch *b;
 	cr_assert_eq(zr_gather(ds, 0, &first, 1, &b), 0, "%s", zr_errmsg(ds));
