@@ -303,7 +303,9 @@ for k in range(20):
                 v = np.frombuffer(f.read(8 * len(want)), "<u8")
             assert v.tolist() == want[:len(v)], (b, "ids")
 grew = peak_mb() - base
-assert grew < 100, f"the daemon's peak grew by {grew} MB"
+# (an ASan build keeps up to 256 MB of freed blocks in its quarantine)
+limit = 100 + (300 if os.environ.get("ASAN_OPTIONS") else 0)
+assert grew < limit, f"the daemon's peak grew by {grew} MB"
 print(f"peak grew by {grew} MB", file=sys.stderr)
 PY
 fusermount3 -u "$MNT"
