@@ -314,8 +314,9 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
 
 int zrfs_too_big(const struct zrfs *fs, uint64_t bytes)
 {
-	fuse_log(FUSE_LOG_ERR, "zrfs: %s: a file of %llu bytes to inflate is larger than the "
-		 "cache (-o cache=%llu bytes): not served (EFBIG); mount with a larger cache\n",
+	fuse_log(FUSE_LOG_ERR, "zrfs: %s: a file of %llu bytes to make in memory (records "
+		 "inflated, a batch assembled or its offsets) is larger than the cache "
+		 "(-o cache=%llu bytes): not served (EFBIG); mount with a larger cache\n",
 		 fs->dataset, (unsigned long long)bytes, (unsigned long long)fs->opts.cache_bytes);
 	return -EFBIG;
 }
