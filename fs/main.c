@@ -88,7 +88,6 @@ static const char usage[] =
 	"                       0, at most 100000); keeps a CPU busy while requests\n"
 	"                       come, and makes each small one cheaper (cp -r into a\n"
 	"                       -o rw mount: see BENCHMARKS.md)\n"
-
 	"  max_threads=N        worker threads (default 10); clone_fd: one /dev/fuse\n"
 	"                       descriptor per thread\n"
 	"Other FUSE mount options are passed on (see mount.fuse3(8)).\n";
@@ -191,15 +190,39 @@ static int parse_num(const char *what, const char *s, uint64_t max, bool suffixe
 	return 0;
 }
 
+/* Whether a mount of @type (NULL: any) is at @mountpoint, as
+ * /proc/self/mountinfo lists it; the last one listed (the one on top),
+ * its device ("major:minor") into @devno. */
+static bool mount_at(const char *mountpoint, const char *type, char devno[32])
+{
+	char want[PATH_MAX], line[4096];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(mountpoint, want) || !(f = fopen("/proc/self/mountinfo", "re")))
+		return false;
+	while (fgets(line, sizeof line, f)) {
+		char dev[32], mnt[PATH_MAX], ty[64];
+		/* id parent major:minor root mountpoint options... - type source ... */
+		const char *dash = strstr(line, " - ");
+		if (sscanf(line, "%*d %*d %31s %*s %4095s", dev, mnt) == 2 && dash &&
+		    sscanf(dash + 3, "%63s", ty) == 1 && strcmp(mnt, want) == 0 &&
+		    (!type || strcmp(ty, type) == 0)) {
+			memcpy(devno, dev, sizeof dev);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 /* A mount point zrfs can take: a directory, and not one a zrfs mount
  * holds already (a second daemon would be stacked on the first, and
  * every reader would see only the last). 0, or -1 (said). */
 static int check_mountpoint(const char *mountpoint)
 {
-	char want[PATH_MAX], line[4096];
+	char devno[32];
 	struct stat st;
-	FILE *f;
-	int rc = 0;
 
 	if (stat(mountpoint, &st) < 0) {
 		fprintf(stderr, "zrfs: %s: %s\n", mountpoint, strerror(errno));
@@ -210,41 +233,24 @@ static int check_mountpoint(const char *mountpoint)
 			mountpoint);
 		return -1;
 	}
-	if (!realpath(mountpoint, want) || !(f = fopen("/proc/self/mountinfo", "re")))
-		return 0;
-	while (rc == 0 && fgets(line, sizeof line, f)) {
-		char mnt[PATH_MAX], type[64];
-		/* id parent major:minor root mountpoint options... - type source ... */
-		const char *dash = strstr(line, " - ");
-		if (sscanf(line, "%*d %*d %*s %*s %4095s", mnt) == 1 && dash &&
-		    sscanf(dash + 3, "%63s", type) == 1 && strcmp(mnt, want) == 0 &&
-		    strcmp(type, "fuse.zrfs") == 0) {
-			fprintf(stderr, "zrfs: %s: a zrfs mount is there already (umount it first, "
-					"or use another mount point)\n", mountpoint);
-			rc = -1;
-		}
+	if (mount_at(mountpoint, "fuse.zrfs", devno)) {
+		fprintf(stderr, "zrfs: %s: a zrfs mount is there already (umount it first, "
+				"or use another mount point)\n", mountpoint);
+		return -1;
 	}
-	fclose(f);
-	return rc;
+	return 0;
 }
 
 /* Raise the mount's read-ahead (best effort): its bdi is "0:<minor>". */
 static void set_readahead(const char *mountpoint, unsigned kb)
 {
-	char want[PATH_MAX], line[4096], path[128];
+	char devno[32], path[128];
 	FILE *f;
 
-	if (kb == 0 || !realpath(mountpoint, want) || !(f = fopen("/proc/self/mountinfo", "r")))
+	if (kb == 0 || !mount_at(mountpoint, NULL, devno))
 		return;
-	while (fgets(line, sizeof line, f)) {
-		char devno[32], mnt[PATH_MAX];
-		/* id parent major:minor root mountpoint ...; the last match wins */
-		if (sscanf(line, "%*d %*d %31s %*s %4095s", devno, mnt) == 2 &&
-		    strcmp(mnt, want) == 0)
-			snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", devno);
-	}
-	fclose(f);
-	if (path[0] == 0 || !(f = fopen(path, "w")))
+	snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", devno);
+	if (!(f = fopen(path, "w")))
 		return;
 	fprintf(f, "%u\n", kb);
 	if (fclose(f) != 0)
