@@ -45,17 +45,14 @@ static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, 
 		*field = (unsigned)(ino - ZRFS_INO_DIR);
 		return N_DIR;
 	}
+	/* FIELD.npy (fixed shapes only) and FIELD.present.npy (every field) */
+	bool present = ino & ZRFS_INO_PRESENT;
 	if (ino >> 58 == 1 && (ino & 0xff) < fs->nfields &&
-	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff)) == (ZRFS_INO_NPY | ZRFS_INO_PRESENT)) {
+	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff | ZRFS_INO_PRESENT)) == ZRFS_INO_NPY &&
+	    (present || fs->fields[ino & 0xff].has_npy)) {
 		*field = (unsigned)(ino & 0xff);
 		*version = (ino >> 8) & ZRFS_GEN_MASK;
-		return N_PRESENT;
-	}
-	if (ino >> 58 == 1 && (ino & 0xff) < fs->nfields && fs->fields[ino & 0xff].has_npy &&
-	    (ino & ~(ZRFS_GEN_MASK << 8 | 0xff)) == ZRFS_INO_NPY) {
-		*field = (unsigned)(ino & 0xff);
-		*version = (ino >> 8) & ZRFS_GEN_MASK;
-		return N_NPY;
+		return present ? N_PRESENT : N_NPY;
 	}
 	return N_NONE;
 }
