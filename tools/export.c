@@ -92,7 +92,7 @@ static int export_tar(zr_dataset *ds, const char *out)
 			}
 			if (!st.present)
 				continue;
-			if (st.logical_len > cap || cap < 24) {
+			if (st.logical_len > cap || cap < 24) { /* 24: an i64 as text */
 				size_t want = st.logical_len > 24 ? st.logical_len : 24;
 				uint8_t *b = realloc(buf, want);
 				if (!b)
@@ -106,13 +106,12 @@ static int export_tar(zr_dataset *ds, const char *out)
 			}
 			/* an i64 scalar (a class: .cls) as WebDataset has it: decimal text */
 			const zr_field_spec *fs = zr_field(ds, f);
-			if (fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0 && n == 8 && cap >= 24) {
+			if (fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0 && n == 8) {
 				int64_t v;
 				memcpy(&v, buf, 8);
 				n = snprintf((char *)buf, cap, "%lld", (long long)v);
 			}
-			snprintf(name, sizeof name, "%09llu.%s", (unsigned long long)id,
-				 zr_field(ds, f)->name);
+			snprintf(name, sizeof name, "%09llu.%s", (unsigned long long)id, fs->name);
 			tar_header(h, name, (uint64_t)n, mtime);
 			if (write_all(fd, h, 512) < 0 || write_all(fd, buf, (size_t)n) < 0 ||
 			    write_all(fd, zeros, (512 - (size_t)n % 512) % 512) < 0) {
