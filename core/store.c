@@ -196,9 +196,18 @@ static int open_fields(zr_dataset *ds, const zr_meta *m, bool new_tables)
 		f->align = f->def.spec.compress == ZR_RAW ? zr_dtype_size(f->def.spec.dtype) : 1;
 		/* a reader of a rebalance being switched uses the new tables wherever
 		 * they have not been renamed into place yet */
-		snprintf(name, sizeof name, "%s.offset.new", f->def.name);
-		if (!new_tables || faccessat(ds->dirfd, name, F_OK, 0) < 0)
-			table_name(name, sizeof name, f->def.name);
+		if (new_tables) {
+			snprintf(name, sizeof name, "%s.offset.new", f->def.name);
+			int rc = zr_table_open(ds, f, name, false);
+			/* a table that opened and then failed is an error; one
+			 * that is gone was renamed into place since the manifest
+			 * was read, so <field>.offset is it */
+			if (rc == 0)
+				continue;
+			if (f->fd >= 0)
+				return rc;
+		}
+		table_name(name, sizeof name, f->def.name);
 		FORWARD_IF_ERR(zr_table_open(ds, f, name, false));
 	}
 	return 0;

@@ -306,6 +306,57 @@ Test(readers, journals_wait_for_older_readers)
 	free(m1.tags);
 }
 
+/* ---- a reader meeting a rebalance's switch ---- */
+
+static int keep_new_tables_renameat(int od, const char *op, int nd, const char *np)
+{
+	size_t n = strlen(op);
+	if (n > 11 && strcmp(op + n - 11, ".offset.new") == 0) {
+		errno = EIO;
+		return -1;
+	}
+	return renameat(od, op, nd, np);
+}
+
+/* The writer's switch, done by the reader's own open of the new table: as
+ * if the rename landed between reading the manifest and opening the file. */
+static int switching_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	size_t n = strlen(path);
+	if (n > 11 && strcmp(path + n - 11, ".offset.new") == 0) {
+		char to[256];
+		snprintf(to, sizeof to, "%.*s", (int)(n - 4), path);
+		cr_assert_eq(renameat(dirfd, path, dirfd, to), 0);
+	}
+	return openat(dirfd, path, flags | O_CLOEXEC, mode);
+}
+
+Test(readers, a_table_renamed_into_place_while_a_reader_opens_it)
+{
+	struct model m = make(ZR_RAW, 120);
+	uint64_t rng = 3, next = 120;
+	zr_dataset *w = t_open(t_ds, ZR_RDWR);
+	edit_round(w, &m, &rng, &next);
+	cr_assert_eq(zr_commit(w), 0, "%s", zr_errmsg(w));
+	/* the rebalance reaches its commit point and stops before step 2 */
+	zr_sys.renameat = keep_new_tables_renameat;
+	int rc = zr_rebalance(w, 0, NULL);
+	zr_sys_reset();
+	cr_assert_lt(rc, 0, "the switch was to stop at its first rename");
+	zr_close(w);
+	cr_assert(exists("rebalance.json") && exists("data.offset.new"));
+
+	zr_sys.openat = switching_openat;
+	zr_dataset *r = NULL;
+	rc = zr_open(&r, t_ds, ZR_RDONLY);
+	zr_sys_reset();
+	cr_assert_eq(rc, 0, "%s", zr_errmsg(NULL));
+	cr_assert(!exists("data.offset.new"), "the table was renamed during the open");
+	expect_holds(r, &m, "a reader whose new table moved while it opened it");
+	zr_close(r);
+	free(m.tags);
+}
+
 /* ---- readers opened while commits land ---- */
 
 #define ROUNDS 150
