@@ -88,6 +88,14 @@ static const char usage[] =
 	"                       0, at most 100000); keeps a CPU busy while requests\n"
 	"                       come, and makes each small one cheaper (cp -r into a\n"
 	"                       -o rw mount: see BENCHMARKS.md)\n"
+	"  uring                serve requests through io_uring rings, one queue per\n"
+	"                       CPU, each request on the CPU of the program that made\n"
+	"                       it (Linux 6.14+; as root: echo Y >\n"
+	"                       /sys/module/fuse/parameters/enable_uring). Where the\n"
+	"                       kernel does not offer it, a log line says so and\n"
+	"                       requests go through /dev/fuse (see zrfs(8))\n"
+	"  uring_threads=N      ring threads per CPU (default 2): one serves while\n"
+	"                       another waits on a slow request\n"
 	"  max_threads=N        worker threads (default 10); clone_fd: one /dev/fuse\n"
 	"                       descriptor per thread\n"
 	"Other FUSE mount options are passed on (see mount.fuse3(8)).\n";
@@ -96,8 +104,8 @@ struct cli {
 	char *dataset;
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
-	char *commit_ms, *commit_size, *poll_us, *log;
-	int rw, splice, allow_other, list_views;
+	char *commit_ms, *commit_size, *poll_us, *uring_threads, *log;
+	int rw, splice, allow_other, list_views, uring;
 };
 
 
@@ -114,6 +122,8 @@ static const struct fuse_opt cli_spec[] = {
 	{"commit_ms=%s", offsetof(struct cli, commit_ms), 0},
 	{"commit_size=%s", offsetof(struct cli, commit_size), 0},
 	{"poll_us=%s", offsetof(struct cli, poll_us), 0},
+	{"uring_threads=%s", offsetof(struct cli, uring_threads), 0},
+	{"uring", offsetof(struct cli, uring), 1},
 	{"log=%s", offsetof(struct cli, log), 0},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
@@ -314,6 +324,7 @@ static int take_options(struct cli *c, struct zrfs *fs)
 		{"commit_ms", c->commit_ms, 60000, false},
 		{"commit_size", c->commit_size, UINT64_C(1) << 40, true},
 		{"poll_us", c->poll_us, 100000, false},
+		{"uring_threads", c->uring_threads, 64, false},
 	};
 	uint64_t v[sizeof nums / sizeof nums[0]];
 
@@ -339,6 +350,18 @@ static int take_options(struct cli *c, struct zrfs *fs)
 		fs->opts.commit_bytes = v[7];
 	if (c->poll_us)
 		fs->opts.poll_us = (unsigned)v[8];
+	if (c->uring_threads && v[9] == 0) {
+		fprintf(stderr, "zrfs: uring_threads: at least 1\n");
+		return -1;
+	}
+	if (c->uring_threads)
+		fs->opts.uring_threads = (unsigned)v[9];
+	fs->opts.uring = c->uring;
+	if (c->uring && c->splice) {
+		fprintf(stderr, "zrfs: splice does not go through io_uring rings: use one of "
+				"uring and splice\n");
+		return -1;
+	}
 	/* absolute: the daemon leaves the working directory for "/", and it
 	 * opens the dataset again for every commit it follows */
 	char *abs = realpath(c->dataset, NULL);
@@ -368,8 +391,9 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 		return 1;
 	}
 	set_readahead(opts->mountpoint, fs->opts.readahead_kb);
-	if (fs->opts.poll_us && zrfs_transport_poll(fs, se) < 0)
-		fprintf(stderr, "zrfs: cannot poll for requests: served as usual\n");
+	if (zrfs_transport_start(fs, se) < 0)
+		fprintf(stderr, "zrfs: cannot set up %s: requests are served as usual\n",
+			fs->opts.uring ? "io_uring rings" : "polling");
 	to_syslog = !opts->foreground;
 	if (to_syslog)
 		openlog("zrfs", LOG_PID, LOG_DAEMON);
@@ -388,6 +412,7 @@ static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmd
 		rc = fuse_session_loop_mt(se, cfg) < 0;
 	}
 	zrfs_follow_stop(fs); /* it talks to the kernel through the session */
+	zrfs_transport_stop(fs); /* once requests waiting for a commit are answered */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_loop_cfg_destroy(cfg);
@@ -400,6 +425,7 @@ static void teardown(struct zrfs *fs)
 	zrfs_batches_destroy(fs); /* its threads may still use the session */
 	if (fs->se)
 		fuse_session_destroy(fs->se);
+	zrfs_transport_destroy(fs);
 	zrfs_byclass_destroy(fs);
 	zrfs_writes_close(fs);
 	zrfs_dataset_close(fs);
@@ -413,7 +439,8 @@ int main(int argc, char **argv)
 	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
 				   .drop_behind = 16, .readaround = UINT64_MAX,
-				   .commit_ms = 100, .commit_bytes = 64 << 20}};
+				   .commit_ms = 100, .commit_bytes = 64 << 20,
+				   .uring_threads = 2}};
 	char *fsname = NULL, *o = NULL;
 	int rc = 2; /* usage errors until the arguments are understood */
 
@@ -496,6 +523,7 @@ out:
 	free(cli.commit_ms);
 	free(cli.commit_size);
 	free(cli.poll_us);
+	free(cli.uring_threads);
 	free(cli.log);
 	if (log_file)
 		fclose(log_file);

@@ -119,6 +119,8 @@ struct zrfs_opts {
 	unsigned commit_ms;   /* -o rw: new files wait at most this long for a commit */
 	uint64_t commit_bytes; /* or until this many bytes of them wait */
 	unsigned poll_us;     /* -s: poll /dev/fuse this long before sleeping */
+	int uring;            /* serve requests through io_uring rings (-o uring) */
+	unsigned uring_threads; /* ring threads per CPU */
 };
 
 /* Milliseconds on the monotonic clock. */
@@ -131,6 +133,7 @@ static inline uint64_t zrfs_now_ms(void)
 }
 
 struct zrfs_cache;
+struct zrfs_uring;
 struct zrfs_batches;
 struct zrfs_prefetch;
 struct zrfs_byclass;
@@ -166,6 +169,7 @@ struct zrfs {
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct zrfs_writes *writes; /* -o rw: the writer (write.c); NULL read-only */
 	struct fuse_session *se;
+	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
 };
@@ -231,10 +235,20 @@ void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name
 
 /* ---- transport.c ---- */
 
-/* Serve @se's requests with a thread that polls for the next one for
- * fs->opts.poll_us before sleeping (after mounting, one thread only):
- * 0 or -errno. */
-int zrfs_transport_poll(struct zrfs *fs, struct fuse_session *se);
+/* Set up how @se's requests reach the daemon, after mounting and before
+ * serving: with fs->opts.poll_us, a thread polls for the next request
+ * before sleeping; with fs->opts.uring, requests come through io_uring
+ * rings once the kernel has agreed in INIT (threads of ours per CPU, started
+ * then). 0 (nothing to set up is 0 too) or -errno. _stop ends the ring
+ * threads (after the session loop returned and every deferred request was
+ * answered); _destroy frees the rest, after the session is destroyed. */
+int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se);
+void zrfs_transport_stop(struct zrfs *fs);
+void zrfs_transport_destroy(struct zrfs *fs);
+/* Set around a reply whose bytes come from chunk mappings: the io_uring
+ * transport copies those with a call that fails (EFAULT, the reader gets
+ * EIO) where a chunk cut short under the mount would raise SIGBUS. */
+extern _Thread_local bool zrfs_reply_from_maps;
 
 /* ---- write.c, write_names.c, writer.c: -o rw ---- */
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Set up and run the whole test suite, as CI does:
 #   1. install the Debian packages the build and the tests need (if missing);
-#   2. build with -Werror and run every test through CTest;
+#   2. build with -Werror and run every test through CTest (the mount
+#      tests once through /dev/fuse and once through io_uring rings);
 #   3. build again with AddressSanitizer + UndefinedBehaviorSanitizer and
 #      run the suite once more;
 #   4. build the core unit tests once more and run them under valgrind's
@@ -17,6 +18,18 @@ root=${ZR_BUILD_ROOT:-$top/build}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 "$top/packaging/deps.sh"
+
+# The mount tests run on both transports: /dev/fuse, and io_uring rings
+# (fs.*.uring), which the kernel serves only once root sets a module
+# parameter. As root, the run turns it on and puts it back afterwards;
+# otherwise those cases are reported as skipped, saying why.
+p=/sys/module/fuse/parameters/enable_uring
+[ -e "$p" ] || modprobe fuse 2>/dev/null || true
+if [ "$(id -u)" = 0 ] && [ -w "$p" ] && [ "$(cat "$p")" = N ]; then
+	echo Y >"$p"
+	trap 'echo N >"$p"' EXIT
+	echo "==> FUSE over io_uring turned on for this run ($p)"
+fi
 
 suite() { # NAME CMAKE-ARGS...
 	name=$1

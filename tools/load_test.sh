@@ -24,6 +24,10 @@ if [ -z "${ZRFS:-}" ] || [ -z "${MKDS:-}" ]; then
 		{ cmake -S "$top" -B "$b" >/dev/null && cmake --build "$b" -j2 >/dev/null; }
 	ZRFS=$b/fs/zrfs MKDS=$b/tests/mkds
 fi
+case ",$opts," in
+*,uring,*) # skipped (77) where the kernel cannot serve through io_uring rings
+	why=$(sh "$top/tests/fs/uring_ready.sh") || { echo "SKIP: $why"; exit 77; } ;;
+esac
 T=$(mktemp -d /var/tmp/zr-load-XXXXXX)
 trap 'mountpoint -q "$T/mnt" && fusermount3 -uz "$T/mnt"; rm -rf "$T"' EXIT
 trap 'exit 1' INT TERM

@@ -9,6 +9,17 @@ set -u
 : "${ZRFS:?ZRFS must name the zrfs binary}"
 : "${MKDS:?MKDS must name the mkds helper}"
 PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# ZRFS_TRANSPORT=uring (the fs.*.uring variants): every mount the case makes
+# serves requests through io_uring rings (-o uring). Where this kernel cannot,
+# the case is skipped (exit 77, which CTest reports as skipped) saying why.
+if [ "${ZRFS_TRANSPORT:-}" = uring ]; then
+	why=$(sh "$HERE/uring_ready.sh") || { echo "SKIP: $why"; exit 77; }
+	ZRFS_PLAIN=$ZRFS
+	ZRFS=$HERE/zrfs_uring.sh
+	export ZRFS ZRFS_PLAIN
+fi
 T=$(mktemp -d /tmp/zrfs-test-XXXXXX)
 DS=$T/ds
 REF=$T/ref

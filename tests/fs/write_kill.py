@@ -34,6 +34,10 @@ N0 = 50
 
 DAEMON = []   # the daemon of the trial running, killed and unmounted on failure
 LIBC = ctypes.CDLL(None, use_errno=True)
+# what a request in flight gets when the daemon dies: ENOTCONN or
+# ECONNABORTED through /dev/fuse; ECANCELED when it was in an io_uring ring
+# (-o uring: the kernel cancels the ring's commands)
+DAEMON_GONE = (errno.ENOTCONN, errno.ECONNABORTED, errno.ECANCELED)
 MNT_FORCE, MNT_DETACH = 1, 2
 
 
@@ -135,7 +139,7 @@ class Trial:
                         self.after[key] = set()
                 os.close(fd)
         except OSError as e:
-            if e.errno not in (errno.ENOTCONN, errno.ECONNABORTED, errno.ENOENT, errno.EIO):
+            if e.errno not in DAEMON_GONE + (errno.ENOENT, errno.EIO):
                 self.errors.append('writer: %s' % e)
 
     def reader(self):
@@ -148,7 +152,7 @@ class Trial:
                 with open(self.name(field, i), 'rb') as f:
                     got = f.read()
             except OSError as e:
-                if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
+                if e.errno in DAEMON_GONE:
                     return
                 if e.errno != errno.ENOENT:
                     self.errors.append('reader: %s/%d: %s (%s the daemon was killed)'
