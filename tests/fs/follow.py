@@ -25,6 +25,7 @@ import random
 import signal
 import subprocess
 import sys
+import shutil
 import tempfile
 import threading
 import time
@@ -192,19 +193,25 @@ def equals_export(model, tmp):
     for f in FIELDS:
         out = tempfile.mkdtemp(dir=tmp)
         os.rmdir(out)
-        zr('export', 'dir', DS, f, out)
-        names = sorted(os.listdir(out))
-        if sorted(os.listdir(f'{MNT}/{f}')) != names:
-            return f'{f}/: names differ from zr export'
-        for name in names:
-            with open(f'{out}/{name}', 'rb') as a, open(f'{MNT}/{f}/{name}', 'rb') as b:
-                if a.read() != b.read():
-                    return f'{f}/{name} differs from zr export'
+        try:
+            zr('export', 'dir', DS, f, out)
+            names = sorted(os.listdir(out))
+            if sorted(os.listdir(f'{MNT}/{f}')) != names:
+                return f'{f}/: names differ from zr export'
+            for name in names:
+                with open(f'{out}/{name}', 'rb') as a, open(f'{MNT}/{f}/{name}', 'rb') as b:
+                    if a.read() != b.read():
+                        return f'{f}/{name} differs from zr export'
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
     for f in ('lab', 'emb'):
-        out = f'{tmp}/{f}-{time.monotonic_ns()}.npy'
+        out = f'{tmp}/{f}.npy'
         zr('export', 'npy', DS, f, out)
-        if np.load(out).tobytes() != np.load(f'{MNT}/{f}.npy').tobytes():
-            return f'{f}.npy differs from zr export'
+        try:
+            if np.load(out).tobytes() != np.load(f'{MNT}/{f}.npy').tobytes():
+                return f'{f}.npy differs from zr export'
+        finally:
+            os.unlink(out)
     return None
 
 
@@ -234,7 +241,11 @@ def kills(model, tmp):
 
 
 def main():
-    tmp = tempfile.mkdtemp()
+    with tempfile.TemporaryDirectory() as tmp:
+        run(tmp)
+
+
+def run(tmp):
     model = Model()
     model.note()  # empty, as follow.sh left it
     done = threading.Event()
