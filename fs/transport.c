@@ -57,12 +57,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,8 +101,25 @@ _Static_assert(offsetof(struct fuse_init_out, flags2) == 32, "fuse_init_out");
 
 /* ---- ring threads ---- */
 
-#define STOP_TAG UINT64_MAX
+#define STOP_TAG 1 /* user_data of the stop and wake reads; entries are pointers */
+#define WAKE_TAG 2
 #define REQ_HEAD (sizeof(struct fuse_in_header) + RING_AREA)
+#define MAX_ENTRIES 65536 /* all threads' entries; beyond, a deferred request holds its thread */
+
+/* An entry: a request's buffers, registered with a queue by one thread's
+ * ring. One per thread to begin with; a request answered later by another
+ * thread (one waiting for a commit to be followed) keeps its entry until
+ * then, and its thread registers another if it has none left with the
+ * kernel, so it keeps serving its CPU. */
+struct ring_ent {
+	struct ring_thread *t;       /* whose ring registered it */
+	struct ring_header hdr;      /* registered: iov[0] */
+	char *payload;               /* registered: iov[1], u->payload_cap bytes */
+	struct iovec iov[2];
+	atomic_uint_fast64_t unique; /* the request it holds until answered; 0: none */
+	bool self_replied;           /* answered by its thread while serving it */
+	struct ring_ent *next_done;  /* on t->done */
+};
 
 struct ring_thread {
 	struct zrfs_uring *u;
@@ -110,57 +127,31 @@ struct ring_thread {
 	pthread_t thread;
 	bool running;
 	struct io_uring ring;
-	struct ring_header hdr;   /* registered: iov[0] */
-	char *payload;            /* registered: iov[1], u->payload_cap bytes */
-	char *req;                /* a request put back together: REQ_HEAD + cap */
-	atomic_uint_fast64_t unique; /* the request being served, 0 if none */
-	bool self_replied;        /* this thread sent the reply (while serving) */
-	sem_t replied;            /* another thread sent it */
+	unsigned with_kernel;        /* entries waiting for a request */
+	int wake_fd;                 /* an eventfd: answers on done to commit */
+	uint64_t wake_buf;
+	pthread_mutex_t done_lock;   /* protects done */
+	struct ring_ent *done;       /* answered by other threads, to commit */
+	char *req;                   /* a request put back together: REQ_HEAD + cap */
 };
 
 struct zrfs_uring {
 	struct fuse_session *se;
-	int fd;                   /* the session's /dev/fuse */
+	int fd;                      /* the session's /dev/fuse */
 	unsigned per_cpu, nthreads, poll_us;
 	size_t payload_cap;
-	int stop_fd;              /* an eventfd: readable when stopping */
+	int stop_fd;                 /* an eventfd: readable when stopping */
 	atomic_bool stopping;
 	atomic_bool said_refused;
-	uint64_t init_unique;     /* the INIT request, and whether it offered rings */
+	uint64_t init_unique;        /* the INIT request, and whether it offered rings */
 	bool offered;
 	struct ring_thread *threads;
+	struct ring_ent **ents;      /* every entry, never moved or freed while serving */
+	atomic_uint nents;
 };
 
-static _Thread_local struct ring_thread *serving; /* the ring thread we are */
+static _Thread_local struct ring_ent *serving; /* the entry this thread serves */
 _Thread_local bool zrfs_reply_from_maps;
-
-static struct io_uring_sqe *ring_cmd(struct ring_thread *t, unsigned op, uint64_t commit_id)
-{
-	static struct iovec none;
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
-
-	if (!sqe)
-		return NULL;
-	memset(sqe, 0, 2 * sizeof *sqe); /* SQE128 */
-	sqe->opcode = IORING_OP_URING_CMD;
-	sqe->fd = t->u->fd;
-	sqe->cmd_op = op;
-	if (op == RING_CMD_REGISTER) {
-		/* the kernel copies the iovecs at submission */
-		static _Thread_local struct iovec iov[2];
-		iov[0] = (struct iovec){&t->hdr, sizeof t->hdr};
-		iov[1] = (struct iovec){t->payload, t->u->payload_cap};
-		sqe->addr = (uint64_t)(uintptr_t)iov;
-		sqe->len = 2;
-	} else {
-		sqe->addr = (uint64_t)(uintptr_t)&none;
-	}
-	struct ring_cmd *c = (struct ring_cmd *)sqe->cmd;
-	c->commit_id = commit_id;
-	c->qid = (uint16_t)t->qid;
-	sqe->user_data = t->qid;
-	return sqe;
-}
 
 static void say_refused(struct zrfs_uring *u, int err)
 {
@@ -171,47 +162,129 @@ static void say_refused(struct zrfs_uring *u, int err)
 		 "/dev/fuse\n", strerror(err));
 }
 
+static struct ring_ent *ent_new(struct ring_thread *t)
+{
+	struct zrfs_uring *u = t->u;
+	unsigned k = atomic_load(&u->nents);
+	struct ring_ent *e;
+
+	if (k >= MAX_ENTRIES || !(e = calloc(1, sizeof *e)))
+		return NULL;
+	/* reserved, not resident: pages are touched only as payloads need */
+	e->payload = mmap(NULL, u->payload_cap, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (e->payload == MAP_FAILED) {
+		free(e);
+		return NULL;
+	}
+	e->t = t;
+	e->iov[0] = (struct iovec){&e->hdr, sizeof e->hdr};
+	e->iov[1] = (struct iovec){e->payload, u->payload_cap};
+	/* entries are added by their threads one at a time per thread: the
+	 * slot is taken atomically, then published */
+	k = atomic_fetch_add(&u->nents, 1);
+	if (k >= MAX_ENTRIES) {
+		atomic_fetch_sub(&u->nents, 1);
+		munmap(e->payload, u->payload_cap);
+		free(e);
+		return NULL;
+	}
+	__atomic_store_n(&u->ents[k], e, __ATOMIC_RELEASE);
+	return e;
+}
+
+static bool ring_cmd(struct ring_thread *t, struct ring_ent *e, unsigned op, uint64_t commit_id)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+
+	if (!sqe) { /* full: hand what is queued to the kernel first */
+		io_uring_submit(&t->ring);
+		if (!(sqe = io_uring_get_sqe(&t->ring)))
+			return false;
+	}
+	memset(sqe, 0, 2 * sizeof *sqe); /* SQE128 */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = t->u->fd;
+	sqe->cmd_op = op;
+	if (op == RING_CMD_REGISTER) {
+		sqe->addr = (uint64_t)(uintptr_t)e->iov;
+		sqe->len = 2;
+	}
+	struct ring_cmd *c = (struct ring_cmd *)sqe->cmd;
+	c->commit_id = commit_id;
+	c->qid = (uint16_t)t->qid;
+	io_uring_sqe_set_data(sqe, e);
+	t->with_kernel++;
+	return true;
+}
+
+static void arm_read(struct ring_thread *t, int fd, uint64_t *buf, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+
+	if (!sqe) {
+		io_uring_submit(&t->ring);
+		sqe = io_uring_get_sqe(&t->ring);
+	}
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, fd, buf, sizeof *buf, 0);
+	io_uring_sqe_set_data64(sqe, tag);
+}
+
 /* Reply EIO to a request that cannot be served as it came. */
-static void reply_eio(struct ring_thread *t, uint64_t unique)
+static void reply_eio(struct ring_ent *e, uint64_t unique)
 {
 	struct fuse_out_header out = {.len = sizeof out, .error = -EIO, .unique = unique};
 
-	memcpy(t->hdr.in_out, &out, sizeof out);
-	t->hdr.ent.payload_sz = 0;
+	memcpy(e->hdr.in_out, &out, sizeof out);
+	e->hdr.ent.payload_sz = 0;
 }
 
-/* Serve the request in the entry; its reply is in the entry on return
- * (false: stopping, nothing to commit). */
-static bool serve(struct ring_thread *t)
+/* Serve the request in @e: true if it was answered meanwhile (commit it);
+ * false if another thread answers it later (it commits through t->done). */
+static bool serve(struct ring_thread *t, struct ring_ent *e)
 {
 	struct zrfs_uring *u = t->u;
 	struct fuse_in_header in;
-	uint32_t psz = t->hdr.ent.payload_sz;
+	uint32_t psz = e->hdr.ent.payload_sz;
 	size_t op;
 
-	memcpy(&in, t->hdr.in_out, sizeof in);
+	memcpy(&in, e->hdr.in_out, sizeof in);
 	if (in.len < sizeof in + (uint64_t)psz || psz > u->payload_cap ||
 	    (op = in.len - sizeof in - psz) > RING_AREA) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: -o uring: a request of %u bytes with a payload of "
 			 "%u: answered EIO\n", in.len, psz);
-		reply_eio(t, in.unique);
+		reply_eio(e, in.unique);
 		return true;
 	}
+	/* as /dev/fuse delivers it, in a buffer of our own: a handler may read
+	 * its request after it answered, when the payload holds the answer */
 	char *at = t->req + REQ_HEAD - sizeof in - op;
 	memcpy(at, &in, sizeof in);
-	memcpy(at + sizeof in, t->hdr.op_in, op);
-	memcpy(t->req + REQ_HEAD, t->payload, psz);
-	t->self_replied = false;
-	atomic_store(&t->unique, in.unique);
-	serving = t;
+	memcpy(at + sizeof in, e->hdr.op_in, op);
+	memcpy(t->req + REQ_HEAD, e->payload, psz);
+	e->self_replied = false;
+	atomic_store(&e->unique, in.unique);
+	serving = e;
 	fuse_session_process_buf(u->se, &(struct fuse_buf){.size = in.len, .mem = at});
 	serving = NULL;
-	/* a request answered later by another thread (one waiting for a
-	 * commit to be followed) holds this thread until then */
-	while (!t->self_replied && sem_wait(&t->replied) < 0 && errno == EINTR)
-		;
-	atomic_store(&t->unique, 0);
-	return !atomic_load(&u->stopping);
+	return e->self_replied;
+}
+
+/* Commit the entries other threads answered. */
+static void commit_done(struct ring_thread *t)
+{
+	struct ring_ent *e, *next;
+
+	pthread_mutex_lock(&t->done_lock);
+	e = t->done;
+	t->done = NULL;
+	pthread_mutex_unlock(&t->done_lock);
+	for (; e; e = next) {
+		next = e->next_done;
+		ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
+	}
 }
 
 static void pin(unsigned cpu)
@@ -225,15 +298,19 @@ static void pin(unsigned cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
+/* Not IORING_SETUP_DEFER_TASKRUN: with it, a request the kernel handed to
+ * a thread killed before it ran that hand-over stays with its entry for
+ * good (Linux 6.18), and an aborted connection (umount -f) cannot end it;
+ * ordinary task work is run as the thread dies, and the abort ends it. */
 static int ring_open(struct ring_thread *t)
 {
 	struct io_uring_params p = {.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER |
-					     IORING_SETUP_DEFER_TASKRUN};
-	int rc = io_uring_queue_init_params(4, &t->ring, &p);
+					     IORING_SETUP_COOP_TASKRUN};
+	int rc = io_uring_queue_init_params(64, &t->ring, &p);
 
-	if (rc == -EINVAL) { /* before 6.1: no deferred task work */
+	if (rc == -EINVAL) { /* before 6.0 */
 		p = (struct io_uring_params){.flags = IORING_SETUP_SQE128};
-		rc = io_uring_queue_init_params(4, &t->ring, &p);
+		rc = io_uring_queue_init_params(64, &t->ring, &p);
 	}
 	return rc;
 }
@@ -242,6 +319,7 @@ static void *ring_main(void *arg)
 {
 	struct ring_thread *t = arg;
 	struct zrfs_uring *u = t->u;
+	struct ring_ent *e;
 	int rc;
 
 	pin(t->qid);
@@ -249,14 +327,19 @@ static void *ring_main(void *arg)
 		say_refused(u, -rc);
 		return NULL;
 	}
+	/* polled, not read: every thread sees the one write */
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
 	io_uring_prep_poll_add(sqe, u->stop_fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, STOP_TAG);
-	ring_cmd(t, RING_CMD_REGISTER, 0);
+	arm_read(t, t->wake_fd, &t->wake_buf, WAKE_TAG);
+	if (!(e = ent_new(t)) || !ring_cmd(t, e, RING_CMD_REGISTER, 0)) {
+		say_refused(u, ENOMEM);
+		goto out;
+	}
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		rc = io_uring_submit_and_wait(&t->ring, 1);
-		if (rc < 0 && rc != -EINTR)
+		if (rc < 0 && rc != -EINTR && rc != -EBUSY)
 			break;
 		if (io_uring_peek_cqe(&t->ring, &cqe) < 0)
 			continue;
@@ -265,32 +348,45 @@ static void *ring_main(void *arg)
 		io_uring_cqe_seen(&t->ring, cqe);
 		if (tag == STOP_TAG || atomic_load(&u->stopping))
 			break;
+		if (tag == WAKE_TAG) {
+			arm_read(t, t->wake_fd, &t->wake_buf, WAKE_TAG);
+			commit_done(t);
+			continue;
+		}
+		e = (struct ring_ent *)(uintptr_t)tag;
+		t->with_kernel--;
 		if (res < 0) {
 			/* ENOTCONN: unmounted; anything else, said once */
 			if (res != -ENOTCONN && res != -ECANCELED)
 				say_refused(u, -res);
 			break;
 		}
-		uint64_t unique;
-		memcpy(&unique, t->hdr.in_out + offsetof(struct fuse_in_header, unique),
-		       sizeof unique);
-		if (!serve(t))
-			break;
-		ring_cmd(t, RING_CMD_COMMIT_AND_FETCH, unique);
+		if (serve(t, e)) {
+			ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
+			continue;
+		}
+		/* answered later: keep serving this CPU with another entry */
+		struct ring_ent *more;
+		if (t->with_kernel == 0 && (more = ent_new(t)) != NULL)
+			ring_cmd(t, more, RING_CMD_REGISTER, 0);
 	}
+out:
 	io_uring_queue_exit(&t->ring); /* cancels what the kernel holds */
 	return NULL;
 }
 
 /* ---- hooks ---- */
 
-static struct ring_thread *owner(struct zrfs_uring *u, uint64_t unique)
+static struct ring_ent *owner(struct zrfs_uring *u, uint64_t unique)
 {
 	if (serving && atomic_load(&serving->unique) == unique)
 		return serving;
-	for (unsigned i = 0; u->threads && i < u->nthreads; i++)
-		if (atomic_load(&u->threads[i].unique) == unique)
-			return &u->threads[i];
+	unsigned n = atomic_load(&u->nents);
+	for (unsigned i = 0; u->ents && i < n; i++) {
+		struct ring_ent *e = __atomic_load_n(&u->ents[i], __ATOMIC_ACQUIRE);
+		if (e && atomic_load(&e->unique) == unique)
+			return e;
+	}
 	return NULL;
 }
 
@@ -311,8 +407,9 @@ static bool copy_reply(char *to, const struct iovec *iov, int count, size_t tota
 	return true;
 }
 
-static ssize_t commit_reply(struct ring_thread *t, struct iovec *iov, int count)
+static ssize_t commit_reply(struct ring_ent *e, struct iovec *iov, int count)
 {
+	struct ring_thread *t = e->t;
 	struct fuse_out_header out;
 	size_t total = 0;
 	bool ok;
@@ -320,17 +417,22 @@ static ssize_t commit_reply(struct ring_thread *t, struct iovec *iov, int count)
 	memcpy(&out, iov[0].iov_base, sizeof out);
 	for (int i = 1; i < count; i++)
 		total += iov[i].iov_len;
-	ok = total <= t->u->payload_cap && copy_reply(t->payload, iov + 1, count - 1, total);
+	ok = total <= t->u->payload_cap && copy_reply(e->payload, iov + 1, count - 1, total);
 	if (ok) {
-		memcpy(t->hdr.in_out, &out, sizeof out);
-		t->hdr.ent.payload_sz = (uint32_t)total;
+		memcpy(e->hdr.in_out, &out, sizeof out);
+		e->hdr.ent.payload_sz = (uint32_t)total;
 	} else {
-		reply_eio(t, out.unique); /* the reader gets EIO, as through writev */
+		reply_eio(e, out.unique); /* the reader gets EIO, as through writev */
 	}
-	if (t == serving)
-		t->self_replied = true;
-	else
-		sem_post(&t->replied);
+	if (e == serving) {
+		e->self_replied = true;
+	} else {
+		pthread_mutex_lock(&t->done_lock);
+		e->next_done = t->done;
+		t->done = e;
+		pthread_mutex_unlock(&t->done_lock);
+		eventfd_write(t->wake_fd, 1);
+	}
 	if (!ok) {
 		errno = EFAULT;
 		return -1;
@@ -368,11 +470,11 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct zrfs *fs = userdata;
 	struct zrfs_uring *u = fs->uring;
 	struct fuse_out_header *out = iov[0].iov_base;
-	struct ring_thread *t;
+	struct ring_ent *e;
 
-	if (out->unique && (t = owner(u, out->unique)) != NULL)
-		return commit_reply(t, iov, count);
-	if (u->offered && out->unique == u->init_unique && out->error == 0 && count == 2 &&
+	if (u && out->unique && (e = owner(u, out->unique)) != NULL)
+		return commit_reply(e, iov, count);
+	if (u && u->offered && out->unique == u->init_unique && out->error == 0 && count == 2 &&
 	    iov[1].iov_len >= sizeof(struct fuse_init_out) && !u->threads)
 		return reply_init(u, fd, iov, count);
 	return writev(fd, iov, count);
@@ -433,37 +535,32 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 static void ring_start(struct zrfs_uring *u)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF); /* the kernel has a queue per possible CPU */
-	long page = sysconf(_SC_PAGESIZE);
+	struct ring_thread *ts;
 
 	if (ncpu < 1 || ncpu > 4096)
 		return;
-	u->nthreads = (unsigned)ncpu * u->per_cpu;
-	struct ring_thread *ts = calloc(u->nthreads, sizeof *ts);
-	if (!ts)
-		goto fail;
-	for (unsigned i = 0; i < u->nthreads; i++) {
+	ts = calloc((size_t)ncpu * u->per_cpu, sizeof *ts);
+	u->ents = calloc(MAX_ENTRIES, sizeof *u->ents);
+	if (!ts || !u->ents) {
+		free(ts);
+		say_refused(u, ENOMEM);
+		return;
+	}
+	u->threads = ts;
+	for (unsigned i = 0; i < (unsigned)ncpu * u->per_cpu; i++) {
 		struct ring_thread *t = &ts[i];
 		t->u = u;
 		t->qid = i / u->per_cpu;
-		sem_init(&t->replied, 0, 0);
-		if (posix_memalign((void **)&t->payload, (size_t)page, u->payload_cap) ||
-		    !(t->req = malloc(REQ_HEAD + u->payload_cap)))
-			goto fail;
-	}
-	u->threads = ts;
-	for (unsigned i = 0; i < u->nthreads; i++)
-		ts[i].running = pthread_create(&ts[i].thread, NULL, ring_main, &ts[i]) == 0;
-	return;
-fail:
-	u->nthreads = 0;
-	if (ts) {
-		for (unsigned i = 0; i < (unsigned)ncpu * u->per_cpu; i++) {
-			free(ts[i].payload);
-			free(ts[i].req);
+		pthread_mutex_init(&t->done_lock, NULL);
+		t->wake_fd = eventfd(0, EFD_CLOEXEC);
+		t->req = malloc(REQ_HEAD + u->payload_cap);
+		u->nthreads = i + 1;
+		if (t->wake_fd < 0 || !t->req) {
+			say_refused(u, ENOMEM);
+			break;
 		}
-		free(ts);
+		t->running = pthread_create(&t->thread, NULL, ring_main, t) == 0;
 	}
-	say_refused(u, ENOMEM);
 }
 
 int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se)
@@ -509,11 +606,9 @@ void zrfs_transport_stop(struct zrfs *fs)
 	if (!u || atomic_exchange(&u->stopping, true))
 		return;
 	eventfd_write(u->stop_fd, 1);
-	for (unsigned i = 0; u->threads && i < u->nthreads; i++) {
-		sem_post(&u->threads[i].replied);
+	for (unsigned i = 0; u->threads && i < u->nthreads; i++)
 		if (u->threads[i].running)
 			pthread_join(u->threads[i].thread, NULL);
-	}
 }
 
 void zrfs_transport_destroy(struct zrfs *fs)
@@ -523,11 +618,18 @@ void zrfs_transport_destroy(struct zrfs *fs)
 	if (!u)
 		return;
 	zrfs_transport_stop(fs);
-	for (unsigned i = 0; u->threads && i < u->nthreads; i++) {
-		sem_destroy(&u->threads[i].replied);
-		free(u->threads[i].payload);
-		free(u->threads[i].req);
+	for (unsigned i = 0; u->ents && i < atomic_load(&u->nents); i++) {
+		munmap(u->ents[i]->payload, u->payload_cap);
+		free(u->ents[i]);
 	}
+	for (unsigned i = 0; u->threads && i < u->nthreads; i++) {
+		struct ring_thread *t = &u->threads[i];
+		if (t->wake_fd >= 0)
+			close(t->wake_fd);
+		pthread_mutex_destroy(&t->done_lock);
+		free(t->req);
+	}
+	free(u->ents);
 	free(u->threads);
 	close(u->stop_fd);
 	free(u);
