@@ -19,7 +19,7 @@
 
 static const char help_batches[] =
 	"usage: zr bench batches [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
-	"                        [--zrfs PATH]\n"
+	"                        [--zrfs PATH] [--uring]\n"
 	"\n"
 	"Read every batch file of one epoch of shuffle,seed=1,batch=256 through a\n"
 	"fresh zrfs mount (/.batches/SPEC/epoch-0/K/data), with 1 and 2 threads,\n"
@@ -27,7 +27,9 @@ static const char help_batches[] =
 	"records read in the same order as files of a native directory; warm (data\n"
 	"in the page cache) and cold (after dropping caches: needs root), cold also\n"
 	"for block,seed=1,batch=256; a flate field against (a) as well. Every\n"
-	"consumer checksums the bytes it gets. Medians of R runs (default 3).\n";
+	"consumer checksums the bytes it gets. Medians of R runs (default 3).\n"
+	"--uring: the raw batch files also through mounts with -o uring (warm and\n"
+	"cold), with the ratios of the two transports.\n";
 
 enum bkind { B_MOUNT, B_GATHER, B_NATIVE };
 
@@ -182,12 +184,12 @@ static int batch_pass(struct bench_env *c, enum bkind kind, const char *spec, un
 	return rc;
 }
 
-enum { BM, BA, BN, BZM, BZA, CM, CA, CN, CBM, CBA, BNV };
+enum { BM, BA, BN, BZM, BZA, CM, CA, CN, CBM, CBA, BMU, CMU, BNV };
 static const char *const bnames[BNV] = {
 	"warm: zrfs batch files",   "warm: (a) zr_gather",       "warm: (b) native files",
 	"warm flate: zrfs batches", "warm flate: (a) zr_gather", "cold: zrfs batch files",
 	"cold: (a) zr_gather",      "cold: (b) native files",    "cold block: zrfs batch files",
-	"cold block: (a) zr_gather",
+	"cold block: (a) zr_gather", "warm: zrfs -o uring",     "cold: zrfs -o uring",
 };
 
 int bench_batches(int argc, char **argv)
@@ -215,17 +217,23 @@ int bench_batches(int argc, char **argv)
 				const char *spec;
 				unsigned field;
 				bool cold;
+				bool uring;
 			} plan[] = {
-				{BM, B_MOUNT, shuf, 0, false},  {BA, B_GATHER, shuf, 0, false},
-				{BN, B_NATIVE, shuf, 0, false}, {BZM, B_MOUNT, shuf, 1, false},
-				{BZA, B_GATHER, shuf, 1, false}, {CM, B_MOUNT, shuf, 0, true},
-				{CA, B_GATHER, shuf, 0, true},  {CN, B_NATIVE, shuf, 0, true},
-				{CBM, B_MOUNT, blk, 0, true},   {CBA, B_GATHER, blk, 0, true},
+				{BM, B_MOUNT, shuf, 0, false, false},  {BA, B_GATHER, shuf, 0, false, false},
+				{BN, B_NATIVE, shuf, 0, false, false}, {BZM, B_MOUNT, shuf, 1, false, false},
+				{BZA, B_GATHER, shuf, 1, false, false}, {CM, B_MOUNT, shuf, 0, true, false},
+				{CA, B_GATHER, shuf, 0, true, false},  {CN, B_NATIVE, shuf, 0, true, false},
+				{CBM, B_MOUNT, blk, 0, true, false},   {CBA, B_GATHER, blk, 0, true, false},
+				{BMU, B_MOUNT, shuf, 0, false, true},
+				{CMU, B_MOUNT, shuf, 0, true, true},
 			};
 			uint64_t sums[BNV] = {0};
 			for (size_t i = 0; i < sizeof plan / sizeof *plan && rc == 0; i++) {
 				double warm;
 				uint64_t ws;
+				if (plan[i].uring && !c.uring)
+					continue;
+				c.zopts = plan[i].uring ? "uring" : NULL;
 				/* warm means warm: an untimed pass first */
 				if (!plan[i].cold)
 					rc = batch_pass(&c, plan[i].kind, plan[i].spec, plan[i].field,
@@ -236,14 +244,15 @@ int bench_batches(int argc, char **argv)
 							&sums[plan[i].slot]);
 			}
 			if (rc == 0 && (sums[BM] != sums[BA] || sums[BM] != sums[BN] ||
-					sums[BZM] != sums[BZA] || sums[CBM] != sums[CBA])) {
+					sums[BZM] != sums[BZA] || sums[CBM] != sums[CBA] ||
+					(c.uring && (sums[BMU] != sums[BA] || sums[CMU] != sums[BA])))) {
 				zr_warn("bench: the consumers disagree on the bytes they read");
 				rc = 1;
 			}
 			if (rc == 0) {
 				printf("  run %llu, %d thread%s:", (unsigned long long)r + 1, t + 1,
 				       t ? "s" : "");
-				for (int k = 0; k < BNV; k++)
+				for (int k = 0; k < (c.uring ? BNV : BMU); k++)
 					printf(" %.0f", v[t][k][r]);
 				printf(" MB/s\n");
 				fflush(stdout);
@@ -259,7 +268,7 @@ int bench_batches(int argc, char **argv)
 				m[t][k] = bench_median(col, c.runs);
 			}
 		printf("\n%-32s %12s %12s\n", "MB/s (median)", "1 thread", "2 threads");
-		for (int k = 0; k < BNV; k++)
+		for (int k = 0; k < (c.uring ? BNV : BMU); k++)
 			printf("%-32s %12.0f %12.0f\n", bnames[k], m[0][k], m[1][k]);
 		printf("\n%-40s %9s %9s   %s\n", "ratios of medians", "1 thread", "2 threads",
 		       "target");
@@ -275,6 +284,14 @@ int bench_batches(int argc, char **argv)
 		       m[0][CM] / m[0][CN], m[1][CM] / m[1][CN]);
 		printf("%-40s %8.2fx %8.2fx   (what block buys)\n", "cold: zrfs block / zrfs shuffle",
 		       m[0][CBM] / m[0][CM], m[1][CBM] / m[1][CM]);
+		if (c.uring) {
+			printf("%-40s %8.2fx %8.2fx   >= 1.5x\n", "warm: -o uring / /dev/fuse",
+			       m[0][BMU] / m[0][BM], m[1][BMU] / m[1][BM]);
+			printf("%-40s %8.2fx %8.2fx   >= 0.5x\n", "warm: -o uring / (a) gather",
+			       m[0][BMU] / m[0][BA], m[1][BMU] / m[1][BA]);
+			printf("%-40s %8.2fx %8.2fx   >= 1.0x (no regression)\n",
+			       "cold: -o uring / /dev/fuse", m[0][CMU] / m[0][CM], m[1][CMU] / m[1][CM]);
+		}
 	}
 	bench_unmount_zrfs(&c);
 	rm_tree(c.base);

@@ -59,6 +59,10 @@ int bench_args_parse(int argc, char **argv, const char *help, struct bench_args 
 			fputs(help, stdout);
 			return 1;
 		}
+		if (strcmp(o, "--uring") == 0 && a->takes_zrfs) {
+			a->uring = true;
+			continue;
+		}
 		if (!val) {
 			zr_warn("bench: '%s' needs a value or is unknown", o);
 			return -1;
@@ -121,7 +125,8 @@ int bench_run(char *const argv[])
  * would keep their pages through the next drop of the caches. */
 int bench_mount_zrfs(struct bench_env *c)
 {
-	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", NULL};
+	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", c->zopts ? "-o" : NULL,
+			(char *)c->zopts, NULL};
 	struct stat before, st;
 	int status;
 
@@ -239,7 +244,7 @@ bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, 
 		 uint64_t records_min, bool takes_zrfs, int *status)
 {
 	struct bench_args ba = {c->records, c->size, c->runs, c->dir, c->zrfs, records_min,
-				takes_zrfs};
+				takes_zrfs, false};
 	int rc = bench_args_parse(argc, argv, usage, &ba);
 
 	if (rc != 0) {
@@ -251,6 +256,7 @@ bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, 
 	c->runs = ba.runs;
 	c->dir = ba.dir;
 	c->zrfs = ba.zrfs;
+	c->uring = ba.uring;
 	snprintf(c->base, sizeof c->base, "%s/zr-bench-%s-XXXXXX", c->dir, name);
 	if (!mkdtemp(c->base)) {
 		zr_warn("bench: cannot create a scratch directory in %s: %s", c->dir, strerror(errno));

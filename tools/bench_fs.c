@@ -29,7 +29,7 @@
 
 static const char help[] =
 	"usage: zr bench fs [--records N] [--size BYTES] [--runs R] [--dir DIR]\n"
-	"                   [--zrfs PATH]\n"
+	"                   [--zrfs PATH] [--uring]\n"
 	"\n"
 	"Read N record files (default 50000 x 8K) once in a shuffled order through\n"
 	"a fresh zrfs mount (first pass) and again (second pass), with 1 and 2\n"
@@ -37,7 +37,9 @@ static const char help[] =
 	"uncompressed squashfs image mounted with squashfuse_ll; also cat of the\n"
 	"mount's .npy view and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
 	"squashfuse_ll (packaging/deps.sh --bench installs them). Medians of R runs\n"
-	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n";
+	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n"
+	"--uring: also through mounts with -o uring (the kernel must offer FUSE over\n"
+	"io_uring), with the ratios of the two transports.\n";
 
 
 static int mount_squash(struct bench_env *c)
@@ -145,31 +147,73 @@ static int ls_lr(const char *dir, double *secs)
 
 /* ---- the benchmark ---- */
 
-enum { Z1, Z2, ZS1, ZS2, S1, S2, SS1, SS2, N1, N2, NPY, NFLAT, LSZ, LSN, NV };
+enum { Z1, Z2, ZS1, ZS2, S1, S2, SS1, SS2, N1, N2, NPY, NFLAT, LSZ, LSN, U1, U2, US1, US2, NPYU,
+       NV };
+
+/* First and second pass through a fresh mount of the dataset (with -o
+ * @zopts), into v[first] and v[second]. */
+static int zrfs_passes(struct bench_env *c, const char *zopts, const uint64_t *order, int th,
+		       double *first, double *second)
+{
+	char zdata[PATH_MAX + 8];
+	int rc;
+
+	snprintf(zdata, sizeof zdata, "%s/data", c->zmnt);
+	c->zopts = zopts;
+	rc = bench_mount_zrfs(c);
+	c->zopts = NULL;
+	if (rc < 0)
+		return -1;
+	rc = read_pass(zdata, order, c, th, first);
+	if (rc == 0)
+		rc = read_pass(zdata, order, c, th, second);
+	bench_unmount_zrfs(c);
+	return rc;
+}
+
+/* cat of the .npy view on a fresh mount (with -o @zopts): seconds; and
+ * with @ls_secs, ls -lR of the mount after it (the listing is still cold). */
+static int zrfs_cat_npy(struct bench_env *c, const char *zopts, uint64_t *size, double *secs,
+			double *ls_secs)
+{
+	char npy[PATH_MAX + 16];
+	struct stat st;
+	int rc;
+
+	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
+	c->zopts = zopts;
+	rc = bench_mount_zrfs(c);
+	c->zopts = NULL;
+	if (rc < 0)
+		return -1;
+	rc = stat(npy, &st);
+	*size = (uint64_t)st.st_size;
+	if (rc == 0)
+		rc = cat_file(npy, *size, secs);
+	if (rc == 0 && ls_secs)
+		rc = ls_lr(c->zmnt, ls_secs);
+	bench_unmount_zrfs(c);
+	return rc;
+}
 
 static int one_run(struct bench_env *c, const uint64_t *order, double *v)
 {
-	char zdata[PATH_MAX + 8], npy[PATH_MAX + 16];
 	uint64_t npy_size = 0;
-	struct stat st;
 	double t;
 
-	snprintf(zdata, sizeof zdata, "%s/data", c->zmnt);
-	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
 	for (int th = 1; th <= 2; th++) {
 		/* native: the first pass warms, the second is the baseline */
 		if (read_pass(c->tree, order, c, th, &t) < 0 ||
 		    read_pass(c->tree, order, c, th, &v[th == 1 ? N1 : N2]) < 0)
 			return -1;
-		if (bench_mount_zrfs(c) < 0)
+		if (zrfs_passes(c, NULL, order, th, &v[th == 1 ? Z1 : Z2], &v[th == 1 ? ZS1 : ZS2]) < 0)
 			return -1;
-		int rc = read_pass(zdata, order, c, th, &v[th == 1 ? Z1 : Z2]);
-		if (rc == 0)
-			rc = read_pass(zdata, order, c, th, &v[th == 1 ? ZS1 : ZS2]);
-		bench_unmount_zrfs(c);
-		if (rc < 0 || mount_squash(c) < 0)
+		if (c->uring && zrfs_passes(c, "uring", order, th, &v[th == 1 ? U1 : U2],
+					    &v[th == 1 ? US1 : US2]) < 0)
 			return -1;
-		rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? S1 : S2]);
+		if (mount_squash(c) < 0)
+			return -1;
+		int rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? S1 : S2]);
 		if (rc == 0)
 			rc = read_pass(c->smnt, order, c, th, &v[th == 1 ? SS1 : SS2]);
 		bench_unmount(c->smnt);
@@ -177,15 +221,9 @@ static int one_run(struct bench_env *c, const uint64_t *order, double *v)
 			return -1;
 	}
 	/* cat of the .npy view on a fresh mount; a native file of its size, warm */
-	if (bench_mount_zrfs(c) < 0)
-		return -1;
-	int rc = stat(npy, &st);
-	npy_size = (uint64_t)st.st_size;
-	if (rc == 0)
-		rc = cat_file(npy, npy_size, &v[NPY]);
-	if (rc == 0)
-		rc = ls_lr(c->zmnt, &v[LSZ]); /* the listing is still cold */
-	bench_unmount_zrfs(c);
+	int rc = zrfs_cat_npy(c, NULL, &npy_size, &v[NPY], &v[LSZ]);
+	if (rc == 0 && c->uring)
+		rc = zrfs_cat_npy(c, "uring", &npy_size, &v[NPYU], NULL);
 	if (rc < 0 || cat_file(c->flat, npy_size, &t) < 0 || cat_file(c->flat, npy_size, &v[NFLAT]) < 0 ||
 	    ls_lr(c->tree, &t) < 0 || ls_lr(c->tree, &v[LSN]) < 0)
 		return -1;
@@ -216,6 +254,54 @@ static int make_flat(struct bench_env *c)
 	}
 	bench_unmount_zrfs(c);
 	return rc;
+}
+
+/* The transports side by side (--uring): medians, and medians of the
+ * per-run ratios -o uring / /dev/fuse. */
+static void print_transports(const struct bench_env *c, double (*v)[NV], const double *m)
+{
+	static const struct {
+		const char *what;
+		int dev[2], ur[2];
+		bool time;
+	} rows[] = {
+		{"first pass", {Z1, Z2}, {U1, U2}, false},
+		{"second pass", {ZS1, ZS2}, {US1, US2}, false},
+		{"cat data.npy (1 thread)", {NPY, NPY}, {NPYU, NPYU}, true},
+	};
+
+	printf("\n%-44s %12s %12s\n", "by transport (median)", "1 thread", "2 threads");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		if (rows[i].time) {
+			double mb = (double)c->records * (double)c->size / 1e6;
+			printf("%-44s %9.0f MB/s (/dev/fuse), %.0f MB/s (-o uring)\n", rows[i].what,
+			       mb / m[rows[i].dev[0]], mb / m[rows[i].ur[0]]);
+			continue;
+		}
+		char a[64], b[64];
+		snprintf(a, sizeof a, "/dev/fuse, %s", rows[i].what);
+		snprintf(b, sizeof b, "-o uring, %s", rows[i].what);
+		printf("%-44s %12.0f %12.0f   files/s\n", a, m[rows[i].dev[0]], m[rows[i].dev[1]]);
+		printf("%-44s %12.0f %12.0f   files/s\n", b, m[rows[i].ur[0]], m[rows[i].ur[1]]);
+	}
+	printf("\n%-44s %12s %12s   %s\n", "-o uring / /dev/fuse (median of ratios)", "1 thread",
+	       "2 threads", "target");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		double r[2];
+		for (int t = 0; t < 2; t++) {
+			double col[100];
+			for (uint64_t k = 0; k < c->runs; k++)
+				col[k] = rows[i].time ? v[k][rows[i].dev[t]] / v[k][rows[i].ur[t]]
+						      : v[k][rows[i].ur[t]] / v[k][rows[i].dev[t]];
+			r[t] = bench_median(col, c->runs);
+		}
+		if (rows[i].time)
+			printf("%-44s %11.2fx %12s   %s\n", rows[i].what, r[0], "",
+			       ">= 1.0x (no regression)");
+		else
+			printf("%-44s %11.2fx %11.2fx   %s\n", rows[i].what, r[0], r[1],
+			       i == 0 ? ">= 1.8x" : ">= 1.0x (no regression)");
+	}
 }
 
 int bench_fs(int argc, char **argv)
@@ -292,6 +378,8 @@ int bench_fs(int argc, char **argv)
 		       "native)\n",
 		       (double)c.records * (double)c.size / m[NPY] / 1e6,
 		       (double)c.records * (double)c.size / m[NFLAT] / 1e6, m[LSZ], m[LSN]);
+		if (c.uring)
+			print_transports(&c, v, m);
 	}
 	bench_unmount_zrfs(&c);
 	bench_unmount(c.smnt);

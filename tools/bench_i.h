@@ -30,9 +30,10 @@ struct bench_args {
 	uint64_t records, size, runs;
 	const char *dir, *zrfs;
 	uint64_t records_min;
-	bool takes_zrfs;      /* --zrfs PATH is an option */
+	bool takes_zrfs;      /* --zrfs PATH and --uring are options */
+	bool uring;           /* --uring: zrfs measured with -o uring too */
 };
-/* Parse --records, --size, --runs, --dir (and --zrfs): 0, 1 (help printed),
+/* Parse --records, --size, --runs, --dir (and --zrfs, --uring): 0, 1 (help printed),
  * or -1 (usage error, reported). */
 int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
 
@@ -46,6 +47,8 @@ struct bench_env {
 	char ds[PATH_MAX], tree[PATH_MAX], img[PATH_MAX], flat[PATH_MAX];
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
+	bool uring;           /* measure zrfs with -o uring as well (--uring) */
+	const char *zopts;    /* -o of the next zrfs mount; NULL: none */
 };
 
 /* Parse the options into @c (which holds the defaults), make the scratch

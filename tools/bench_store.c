@@ -320,7 +320,7 @@ static int run_store(const struct cfg *c)
 
 int bench_store(int argc, char **argv)
 {
-	struct bench_args ba = {50000, 8192, 5, "/var/tmp", NULL, 1, false};
+	struct bench_args ba = {50000, 8192, 5, "/var/tmp", NULL, 1, false, false};
 	int rc = bench_args_parse(argc, argv, help, &ba);
 
 	if (rc != 0)
