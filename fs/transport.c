@@ -9,8 +9,7 @@
  * while requests come, and nothing once they stop.
  *
  * With -o uring, FUSE over io_uring: each request is served on the CPU that
- * made it.
- * Through /dev/fuse, a request wakes a daemon thread that slept in read(2),
+ * made it. Through /dev/fuse, a request wakes a daemon thread that slept in read(2),
  * wherever the scheduler put it, and the reply wakes the reader back: on a
  * machine whose idle CPUs halt, two cross-CPU wake-ups per request cost more
  * than serving it (BENCHMARKS.md). With the kernel's io_uring transport each
@@ -29,7 +28,7 @@
  *      reply says we take it, and once the kernel has that reply the ring
  *      threads start.
  *   2. Each ring thread (zrfs_opts.uring_threads per CPU, pinned to it) has
- *      its own ring of 128-byte SQEs and registers one entry with the queue
+ *      its own ring of 128-byte SQEs and registers an entry with the queue
  *      of its CPU: a header buffer and a payload buffer. When every CPU's
  *      queue has an entry the kernel sends requests through the queues; until
  *      then, and always for FORGET, INTERRUPT and notifications, /dev/fuse
@@ -41,10 +40,19 @@
  *      it replied), and handed to libfuse.
  *   4. The reply, from whichever thread sends it, is found by its unique
  *      id: its header goes to the header buffer, its arguments to the
- *      payload, and the ring thread submits COMMIT_AND_FETCH.
- * One entry per thread: a thread busy with a slow request (a cold read, a
- * request waiting for a commit) holds only its own entry, and the kernel
- * gives the next request of that CPU to another thread of the queue.
+ *      payload, and the thread whose ring registered the entry submits
+ *      COMMIT_AND_FETCH (at once if it sent the reply; else told through an
+ *      eventfd).
+ * A thread busy with a slow request (a cold read) holds only its entry, and
+ * the kernel gives the next request of that CPU to another thread of the
+ * queue. A request answered later by another thread (a flush waiting for
+ * its commit to be shown) holds its entry but not its thread, which
+ * registers a fresh entry if it has none left with the kernel: a CPU's
+ * queue is never left without a thread to serve it (the request the
+ * following thread waits for may be queued there).
+ *
+ * Where the time goes, and why this is an option rather than the default:
+ * BENCHMARKS.md, "FUSE over io_uring".
  *
  * Sections: the kernel's ABI, ring threads, hooks, start and stop.
  */
