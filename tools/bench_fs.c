@@ -150,6 +150,17 @@ static int ls_lr(const char *dir, double *secs)
 enum { Z1, Z2, ZS1, ZS2, S1, S2, SS1, SS2, N1, N2, NPY, NFLAT, LSZ, LSN, U1, U2, US1, US2, NPYU,
        NV };
 
+/* Mount the dataset fresh, with -o @zopts (NULL: none). */
+static int mount_with(struct bench_env *c, const char *zopts)
+{
+	int rc;
+
+	c->zopts = zopts;
+	rc = bench_mount_zrfs(c);
+	c->zopts = NULL;
+	return rc;
+}
+
 /* First and second pass through a fresh mount of the dataset (with -o
  * @zopts), into v[first] and v[second]. */
 static int zrfs_passes(struct bench_env *c, const char *zopts, const uint64_t *order, int th,
@@ -159,10 +170,7 @@ static int zrfs_passes(struct bench_env *c, const char *zopts, const uint64_t *o
 	int rc;
 
 	snprintf(zdata, sizeof zdata, "%s/data", c->zmnt);
-	c->zopts = zopts;
-	rc = bench_mount_zrfs(c);
-	c->zopts = NULL;
-	if (rc < 0)
+	if (mount_with(c, zopts) < 0)
 		return -1;
 	rc = read_pass(zdata, order, c, th, first);
 	if (rc == 0)
@@ -181,10 +189,7 @@ static int zrfs_cat_npy(struct bench_env *c, const char *zopts, uint64_t *size, 
 	int rc;
 
 	snprintf(npy, sizeof npy, "%s/data.npy", c->zmnt);
-	c->zopts = zopts;
-	rc = bench_mount_zrfs(c);
-	c->zopts = NULL;
-	if (rc < 0)
+	if (mount_with(c, zopts) < 0)
 		return -1;
 	rc = stat(npy, &st);
 	*size = (uint64_t)st.st_size;
