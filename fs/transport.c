@@ -111,7 +111,8 @@ _Static_assert(offsetof(struct fuse_init_out, flags2) == 32, "fuse_init_out");
 
 #define STOP_TAG 1 /* user_data of the stop and wake reads; entries are pointers */
 #define WAKE_TAG 2
-#define REQ_HEAD (sizeof(struct fuse_in_header) + RING_AREA)
+#define REQ_HEAD ZRFS_RING_HEAD
+_Static_assert(ZRFS_RING_HEAD == sizeof(struct fuse_in_header) + RING_AREA, "ZRFS_RING_HEAD");
 #define MAX_ENTRIES 65536 /* all threads' entries; beyond, a deferred request holds its thread */
 
 /* An entry: a request's buffers, registered with a queue by one thread's
@@ -251,27 +252,40 @@ static void reply_eio(struct ring_ent *e, uint64_t unique)
 
 /* Serve the request in @e: true if it was answered meanwhile (commit it);
  * false if another thread answers it later (it commits through t->done). */
+char *zrfs_ring_request(const void *in_out, const void *op_in, const void *payload,
+			uint32_t payload_len, size_t payload_cap, char *buf)
+{
+	struct fuse_in_header in;
+	size_t op;
+
+	memcpy(&in, in_out, sizeof in);
+	if (in.len < sizeof in + (uint64_t)payload_len || payload_len > payload_cap ||
+	    (op = in.len - sizeof in - payload_len) > RING_AREA)
+		return NULL;
+	char *at = buf + REQ_HEAD - sizeof in - op;
+	memcpy(at, &in, sizeof in);
+	memcpy(at + sizeof in, op_in, op);
+	memcpy(buf + REQ_HEAD, payload, payload_len);
+	return at;
+}
+
 static bool serve(struct ring_thread *t, struct ring_ent *e)
 {
 	struct zrfs_uring *u = t->u;
 	struct fuse_in_header in;
 	uint32_t psz = e->hdr.ent.payload_sz;
-	size_t op;
 
 	memcpy(&in, e->hdr.in_out, sizeof in);
-	if (in.len < sizeof in + (uint64_t)psz || psz > u->payload_cap ||
-	    (op = in.len - sizeof in - psz) > RING_AREA) {
+	/* as /dev/fuse delivers it, in a buffer of our own: a handler may read
+	 * its request after it answered, when the payload holds the answer */
+	char *at = zrfs_ring_request(e->hdr.in_out, e->hdr.op_in, e->payload, psz, u->payload_cap,
+				     t->req);
+	if (!at) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: -o uring: a request of %u bytes with a payload of "
 			 "%u: answered EIO\n", in.len, psz);
 		reply_eio(e, in.unique);
 		return true;
 	}
-	/* as /dev/fuse delivers it, in a buffer of our own: a handler may read
-	 * its request after it answered, when the payload holds the answer */
-	char *at = t->req + REQ_HEAD - sizeof in - op;
-	memcpy(at, &in, sizeof in);
-	memcpy(at + sizeof in, e->hdr.op_in, op);
-	memcpy(t->req + REQ_HEAD, e->payload, psz);
 	e->self_replied = false;
 	atomic_store(&e->unique, in.unique);
 	serving = e;

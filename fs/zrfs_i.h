@@ -245,6 +245,15 @@ void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name
 int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se);
 void zrfs_transport_stop(struct zrfs *fs);
 void zrfs_transport_destroy(struct zrfs *fs);
+/* A request that came through an io_uring ring put back together as
+ * /dev/fuse delivers it, in @buf (ZRFS_RING_HEAD + @payload_cap bytes): the
+ * fuse_in_header in @in_out, the opcode's fixed argument in @op_in (its
+ * size is what the header's len leaves), @payload_len bytes of @payload.
+ * Where it starts in @buf (its length is the header's len), or NULL if the
+ * sizes do not add up (the request is answered EIO). */
+#define ZRFS_RING_HEAD (40 + 128) /* sizeof(struct fuse_in_header) + the op_in area */
+char *zrfs_ring_request(const void *in_out, const void *op_in, const void *payload,
+			uint32_t payload_len, size_t payload_cap, char *buf);
 /* Set around a reply whose bytes come from chunk mappings: the io_uring
  * transport copies those with a call that fails (EFAULT, the reader gets
  * EIO) where a chunk cut short under the mount would raise SIGBUS. */
