@@ -167,8 +167,8 @@ static void say_refused(struct zrfs_uring *u, int err)
 	if (atomic_exchange(&u->said_refused, true))
 		return;
 	fuse_log(FUSE_LOG_WARNING,
-		 "zrfs: -o uring: the kernel refused a ring (%s): requests are served through "
-		 "/dev/fuse\n", strerror(err));
+		 "zrfs: -o uring: the kernel refused a ring or a ring command (%s): until every "
+		 "CPU's queue has an entry, requests are served through /dev/fuse\n", strerror(err));
 }
 
 static struct ring_ent *ent_new(struct ring_thread *t)
@@ -342,7 +342,7 @@ static void *ring_main(void *arg)
 	struct ring_thread *t = arg;
 	struct zrfs_uring *u = t->u;
 	struct ring_ent *e;
-	int rc;
+	int rc, refused = 0; /* failed commands since the last request */
 
 	pin(t->qid);
 	if ((rc = ring_open(t)) < 0) {
@@ -378,11 +378,19 @@ static void *ring_main(void *arg)
 		e = (struct ring_ent *)(uintptr_t)tag;
 		t->with_kernel--;
 		if (res < 0) {
-			/* ENOTCONN: unmounted; anything else, said once */
-			if (res != -ENOTCONN && res != -ECANCELED)
-				say_refused(u, -res);
-			break;
+			/* ENOTCONN: unmounted. Anything else is said once; the
+			 * entry is lost, so the thread registers another
+			 * rather than leave its CPU's queue short, unless the
+			 * kernel keeps refusing (a ring turned off) */
+			if (res == -ENOTCONN || res == -ECANCELED || ++refused > 3)
+				break;
+			say_refused(u, -res);
+			struct ring_ent *more;
+			if (t->with_kernel == 0 && (more = ent_new(t)) != NULL)
+				ring_cmd(t, more, RING_CMD_REGISTER, 0);
+			continue;
 		}
+		refused = 0;
 		if (serve(t, e)) {
 			ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
 			continue;
