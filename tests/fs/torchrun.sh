@@ -40,10 +40,12 @@ dist.barrier()
 dist.destroy_process_group()
 print(f"rank {rank}: {len(mine)} ids in {len(steps)} steps")
 PY
+# a port nobody listens on now: the case runs beside its .uring twin
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # --redirects/--tee as per-rank maps: torch 1.13's torchrun cannot parse the
 # plain defaults under Python 3.11 (its Std flag lookup misses NONE)
 out=$(cd "$T" && timeout 300 torchrun --nproc_per_node=2 --nnodes=1 --master_addr=127.0.0.1 \
-	--master_port=29517 --redirects 0:1,1:1 --tee 0:1,1:1 train.py "$MNT" 2>&1) ||
+	--master_port=$(free_port) --redirects 0:1,1:1 --tee 0:1,1:1 train.py "$MNT" 2>&1) ||
 	fail "torchrun: $out"
 echo "$out" | grep -q "rank 0: " && echo "$out" | grep -q "rank 1: " || fail "ranks did not report: $out"
 
@@ -70,7 +72,7 @@ sed -i "s|/mnt/cats|$MNT|g" "$T/resume.py"
 mkdir "$T/job"
 run_ranks() { # run_ranks N [MAX_STEPS]
 	(cd "$T/job" && env ${2:+MAX_STEPS=$2} timeout 300 torchrun --nproc_per_node=$1 --nnodes=1 \
-		--master_addr=127.0.0.1 --master_port=29518 --redirects 0:1,1:1 --tee 0:1,1:1 \
+		--master_addr=127.0.0.1 --master_port=$(free_port) --redirects 0:1,1:1 --tee 0:1,1:1 \
 		../resume.py >"$T/torchrun.out" 2>&1) ||
 		fail "torchrun with $1 ranks: $(tail -20 "$T/torchrun.out")"
 }
