@@ -514,7 +514,14 @@ static int claim_dest(const char *dest, int *dfd, int *lockfd)
 			*lockfd < 0 ? strerror(errno) : "not a regular file");
 		return -1;
 	}
-	if (flock(*lockfd, LOCK_EX | LOCK_NB) < 0) {
+	/* an import killed a moment ago may still hold the lock while the
+	 * kernel finishes tearing it down: wait a little (at most 1 s) before
+	 * calling it a running import */
+	int locked, tries = 0;
+	while ((locked = flock(*lockfd, LOCK_EX | LOCK_NB)) < 0 && errno == EWOULDBLOCK &&
+	       ++tries < 100)
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	if (locked < 0) {
 		zr_warn("import: %s: %s", dest,
 			errno == EWOULDBLOCK ? "another import into it is running"
 					     : strerror(errno));
