@@ -174,10 +174,10 @@ static void say_refused(struct zrfs_uring *u, int err)
 static struct ring_ent *ent_new(struct ring_thread *t)
 {
 	struct zrfs_uring *u = t->u;
-	unsigned k = atomic_load(&u->nents);
-	struct ring_ent *e;
+	struct ring_ent *e = calloc(1, sizeof *e);
+	unsigned k;
 
-	if (k >= MAX_ENTRIES || !(e = calloc(1, sizeof *e)))
+	if (!e)
 		return NULL;
 	/* reserved, not resident: pages are touched only as payloads need */
 	e->payload = mmap(NULL, u->payload_cap, PROT_READ | PROT_WRITE,
@@ -202,15 +202,25 @@ static struct ring_ent *ent_new(struct ring_thread *t)
 	return e;
 }
 
-static bool ring_cmd(struct ring_thread *t, struct ring_ent *e, unsigned op, uint64_t commit_id)
+/* A free SQE of @t's ring; if it is full, what is queued goes to the
+ * kernel first. NULL only if that fails. */
+static struct io_uring_sqe *get_sqe(struct ring_thread *t)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
 
-	if (!sqe) { /* full: hand what is queued to the kernel first */
+	if (!sqe) {
 		io_uring_submit(&t->ring);
-		if (!(sqe = io_uring_get_sqe(&t->ring)))
-			return false;
+		sqe = io_uring_get_sqe(&t->ring);
 	}
+	return sqe;
+}
+
+static bool ring_cmd(struct ring_thread *t, struct ring_ent *e, unsigned op, uint64_t commit_id)
+{
+	struct io_uring_sqe *sqe = get_sqe(t);
+
+	if (!sqe)
+		return false;
 	memset(sqe, 0, 2 * sizeof *sqe); /* SQE128 */
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = t->u->fd;
@@ -229,12 +239,8 @@ static bool ring_cmd(struct ring_thread *t, struct ring_ent *e, unsigned op, uin
 
 static void arm_read(struct ring_thread *t, int fd, uint64_t *buf, uint64_t tag)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+	struct io_uring_sqe *sqe = get_sqe(t);
 
-	if (!sqe) {
-		io_uring_submit(&t->ring);
-		sqe = io_uring_get_sqe(&t->ring);
-	}
 	if (!sqe)
 		return;
 	io_uring_prep_read(sqe, fd, buf, sizeof *buf, 0);
@@ -250,8 +256,6 @@ static void reply_eio(struct ring_ent *e, uint64_t unique)
 	e->hdr.ent.payload_sz = 0;
 }
 
-/* Serve the request in @e: true if it was answered meanwhile (commit it);
- * false if another thread answers it later (it commits through t->done). */
 char *zrfs_ring_request(const void *in_out, const void *op_in, const void *payload,
 			uint32_t payload_len, size_t payload_cap, char *buf)
 {
@@ -269,6 +273,8 @@ char *zrfs_ring_request(const void *in_out, const void *op_in, const void *paylo
 	return at;
 }
 
+/* Serve the request in @e: true if it was answered meanwhile (commit it);
+ * false if another thread answers it later (it commits through t->done). */
 static bool serve(struct ring_thread *t, struct ring_ent *e)
 {
 	struct zrfs_uring *u = t->u;
@@ -307,6 +313,17 @@ static void commit_done(struct ring_thread *t)
 		next = e->next_done;
 		ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
 	}
+}
+
+/* An entry of @t's lost to the kernel (held by a request answered later, or
+ * by a command that failed): if none is left with the kernel, register a
+ * fresh one, so that the thread keeps serving its CPU's queue. */
+static void keep_serving(struct ring_thread *t)
+{
+	struct ring_ent *more;
+
+	if (t->with_kernel == 0 && (more = ent_new(t)) != NULL)
+		ring_cmd(t, more, RING_CMD_REGISTER, 0);
 }
 
 static void pin(unsigned cpu)
@@ -350,7 +367,7 @@ static void *ring_main(void *arg)
 		return NULL;
 	}
 	/* polled, not read: every thread sees the one write */
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+	struct io_uring_sqe *sqe = get_sqe(t); /* an empty ring: never NULL */
 	io_uring_prep_poll_add(sqe, u->stop_fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, STOP_TAG);
 	arm_read(t, t->wake_fd, &t->wake_buf, WAKE_TAG);
@@ -385,9 +402,7 @@ static void *ring_main(void *arg)
 			if (res == -ENOTCONN || res == -ECANCELED || ++refused > 3)
 				break;
 			say_refused(u, -res);
-			struct ring_ent *more;
-			if (t->with_kernel == 0 && (more = ent_new(t)) != NULL)
-				ring_cmd(t, more, RING_CMD_REGISTER, 0);
+			keep_serving(t);
 			continue;
 		}
 		refused = 0;
@@ -395,10 +410,7 @@ static void *ring_main(void *arg)
 			ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
 			continue;
 		}
-		/* answered later: keep serving this CPU with another entry */
-		struct ring_ent *more;
-		if (t->with_kernel == 0 && (more = ent_new(t)) != NULL)
-			ring_cmd(t, more, RING_CMD_REGISTER, 0);
+		keep_serving(t); /* it is answered later */
 	}
 out:
 	io_uring_queue_exit(&t->ring); /* cancels what the kernel holds */
