@@ -207,6 +207,8 @@ int zr_journal_settle(zr_dataset *ds)
 	}
 	ds->high = ds->disk_length; /* no reader holds a longer state */
 	journals_sweep(ds, true);
+	if (ds->chunks_stale)
+		zr_chunks_sweep(ds); /* the readers of a rebalanced state are gone */
 	return 0;
 }
 
@@ -295,9 +297,16 @@ int zr_commit_locked(zr_dataset *ds)
 		return 0;
 	for (uint32_t i = 0; i < num; i++) {
 		zr_chunk *c = atomic_load(&ds->chunks)[i];
-		if (c->dirty && zr_sys.fdatasync(c->fd) < 0)
-			return zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s", ds->path,
-				      c->id, strerror(errno));
+		if (c->dirty) {
+			/* pinned: the pool may have closed it, and may not meanwhile */
+			FORWARD_IF_ERR(zr_chunk_use(ds, c));
+			rc = zr_sys.fdatasync(c->fd) < 0
+				     ? zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s",
+					      ds->path, c->id, strerror(errno))
+				     : 0;
+			zr_chunk_unuse(c);
+			FORWARD_IF_ERR(rc);
+		}
 		created |= c->created;
 	}
 	if (created && zr_sys.fsync(ds->chunkdirfd) < 0)

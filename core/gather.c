@@ -17,7 +17,31 @@ struct zr_batch {
 	size_t n;
 	zr_slice *recs;
 	uint8_t *arena;  /* inflated flate records, or NULL */
+	size_t npins;
+	zr_chunk **pins; /* the chunks raw slices point into: open until release */
 };
+
+/* Keep @c (pinned by a locate) for the batch, once per run of records in it. */
+static void batch_pin(zr_batch *b, zr_chunk *c)
+{
+	if (!c)
+		return;
+	if (b->npins && b->pins[b->npins - 1] == c) {
+		zr_chunk_unuse(c);
+		return;
+	}
+	zr_chunk_keep(c); /* the chunk outlives its handle until the release */
+	b->pins[b->npins++] = c;
+}
+
+static void batch_unpin(zr_batch *b)
+{
+	for (size_t i = 0; i < b->npins; i++) {
+		zr_chunk_unuse(b->pins[i]);
+		zr_chunk_drop(b->pins[i]);
+	}
+	b->npins = 0;
+}
 
 static int check_field(zr_dataset *ds, unsigned field)
 {
@@ -26,18 +50,29 @@ static int check_field(zr_dataset *ds, unsigned field)
 	return 0;
 }
 
-/* Entry and bytes of one requested record, with its logical length. */
+/* Entry and bytes of one requested record, with its logical length; *held
+ * is the chunk the bytes are in, pinned, or NULL. */
 static int locate(zr_dataset *ds, unsigned field, uint64_t id, uint64_t len, zr_entry *e,
-		  const uint8_t **bytes, uint64_t *logical)
+		  const uint8_t **bytes, uint64_t *logical, zr_chunk **held)
 {
+	int rc;
+
+	*held = NULL;
 	RETURN_IF(id >= len, -ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
 		  (unsigned long long)id, (unsigned long long)len);
 	zr_entry_get(ds, field, id, e);
-	FORWARD_IF_ERR(zr_entry_locate(ds, field, id, e, bytes));
-	RETURN_IF(zr_logical_len(&ds->fields[field], e, *bytes, logical) < 0, ZR_ECORRUPT,
-		  "%s: field '%s' record %llu: flate header claims an impossible length",
-		  ds->path, ds->fields[field].def.name, (unsigned long long)id);
-	return zr_entry_missing(e) ? 0 : zr_shape_check(ds, field, id, *logical);
+	FORWARD_IF_ERR(zr_entry_locate(ds, field, id, e, bytes, held));
+	if (zr_logical_len(&ds->fields[field], e, *bytes, logical) < 0)
+		rc = zr_err(ZR_ECORRUPT,
+			    "%s: field '%s' record %llu: flate header claims an impossible length",
+			    ds->path, ds->fields[field].def.name, (unsigned long long)id);
+	else
+		rc = zr_entry_missing(e) ? 0 : zr_shape_check(ds, field, id, *logical);
+	if (rc < 0) {
+		zr_chunk_unuse(*held);
+		*held = NULL;
+	}
+	return rc;
 }
 
 int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_batch **out)
@@ -51,17 +86,21 @@ int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_
 	*out = NULL;
 	FORWARD_IF_ERR(check_field(ds, field));
 	flate = ds->fields[field].def.spec.compress == ZR_FLATE;
-	b = calloc(1, sizeof *b + n * sizeof *b->recs + (flate ? n * sizeof *phys : 0));
+	b = calloc(1, sizeof *b + n * (sizeof *b->recs + sizeof *b->pins) +
+			      (flate ? n * sizeof *phys : 0));
 	RETURN_IF(!b, -ENOMEM, "out of memory (batch of %zu)", n);
 	b->n = n;
 	b->recs = (zr_slice *)(b + 1);
-	phys = (uint32_t *)(b->recs + n);
+	b->pins = (zr_chunk **)(b->recs + n);
+	phys = (uint32_t *)(b->pins + n);
 	for (size_t i = 0; i < n; i++) {
 		zr_entry e;
 		const uint8_t *bytes;
 		uint64_t logical;
-		if ((rc = locate(ds, field, ids[i], len, &e, &bytes, &logical)) < 0)
+		zr_chunk *held;
+		if ((rc = locate(ds, field, ids[i], len, &e, &bytes, &logical, &held)) < 0)
 			goto fail;
+		batch_pin(b, held);
 		b->recs[i].data = bytes;
 		b->recs[i].len = logical;
 		if (flate) {
@@ -90,6 +129,8 @@ int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_
 			p += b->recs[i].len;
 		}
 	}
+	if (flate)
+		batch_unpin(b); /* nothing points into the chunks */
 	*out = b;
 	return 0;
 fail:
@@ -106,6 +147,7 @@ const zr_slice *zr_batch_records(const zr_batch *b, size_t *n)
 void zr_batch_release(zr_batch *b)
 {
 	if (b) {
+		batch_unpin(b);
 		free(b->arena);
 		free(b);
 	}
@@ -122,7 +164,9 @@ int zr_batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n
 		zr_entry e;
 		const uint8_t *bytes;
 		uint64_t logical;
-		FORWARD_IF_ERR(locate(ds, field, ids[i], len, &e, &bytes, &logical));
+		zr_chunk *held;
+		FORWARD_IF_ERR(locate(ds, field, ids[i], len, &e, &bytes, &logical, &held));
+		zr_chunk_unuse(held);
 		*total += logical;
 	}
 	return 0;
@@ -139,12 +183,13 @@ static void load_key_init(void)
 	pthread_key_create(&load_key, free);
 }
 
-int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, size_t cap)
+static int64_t record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, size_t cap,
+			   zr_chunk **held)
 {
 	zr_record_stat st;
 	int rc;
 
-	FORWARD_IF_ERR(zr_stat(ds, field, id, &st));
+	FORWARD_IF_ERR(zr_stat_held(ds, field, id, &st, held));
 	RETURN_IF(!st.present, -ENOENT, "%s: field '%s' record %llu is missing", ds->path,
 		  ds->fields[field].def.name, (unsigned long long)id);
 	RETURN_IF(st.logical_len > cap, -ENOBUFS, "%s: record of %llu bytes, buffer of %zu",
@@ -175,4 +220,13 @@ int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, s
 		  st.chunk_id, (unsigned long long)id, ds->fields[field].def.name,
 		  rc == -ENODATA ? "the file ends early" : strerror(-rc));
 	return (int64_t)st.logical_len;
+}
+
+int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, size_t cap)
+{
+	zr_chunk *held;
+	int64_t rc = record_load(ds, field, id, dst, cap, &held);
+
+	zr_chunk_unuse(held); /* its fd was read */
+	return rc;
 }

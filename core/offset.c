@@ -204,12 +204,16 @@ int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *
 	c = zr_chunk_get(ds, e->chunk_id);
 	RETURN_IF(!c, ZR_ECORRUPT, "%s: field '%s' record %llu: chunk %u does not exist",
 		  ds->path, name, (unsigned long long)id, e->chunk_id);
+	FORWARD_IF_ERR(zr_chunk_use(ds, c)); /* open: its extent is known */
 	extent = atomic_load_explicit(&c->extent, memory_order_acquire);
-	RETURN_IF(e->offset > extent || e->len > extent - e->offset, ZR_ECORRUPT,
-		  "%s: field '%s' record %llu: bytes %llu..%llu lie outside chunk/%u.zr (%llu bytes)",
-		  ds->path, name, (unsigned long long)id, (unsigned long long)e->offset,
-		  (unsigned long long)(e->offset + e->len), e->chunk_id,
-		  (unsigned long long)extent);
+	if (e->offset > extent || e->len > extent - e->offset) {
+		zr_chunk_unuse(c);
+		return zr_err(ZR_ECORRUPT,
+			      "%s: field '%s' record %llu: bytes %llu..%llu lie outside chunk/%u.zr (%llu bytes)",
+			      ds->path, name, (unsigned long long)id,
+			      (unsigned long long)e->offset, (unsigned long long)(e->offset + e->len),
+			      e->chunk_id, (unsigned long long)extent);
+	}
 	*out = c;
 	return 0;
 }
@@ -231,12 +235,14 @@ int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical
 static const uint8_t empty_record[1];
 
 int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
-		    const uint8_t **bytes)
+		    const uint8_t **bytes, zr_chunk **held)
 {
 	const uint8_t *base;
 	zr_chunk *c;
+	int rc;
 
 	*bytes = NULL;
+	*held = NULL;
 	if (zr_entry_missing(e))
 		return 0;
 	if (e->len == 0) {
@@ -244,7 +250,11 @@ int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry 
 		return 0;
 	}
 	FORWARD_IF_ERR(zr_entry_check(ds, field, id, e, &c));
-	FORWARD_IF_ERR(zr_chunk_map(ds, c, &base));
+	if ((rc = zr_chunk_map(ds, c, &base)) < 0) {
+		zr_chunk_unuse(c);
+		return rc;
+	}
 	*bytes = base + e->offset;
+	*held = c;
 	return 0;
 }

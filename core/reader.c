@@ -36,6 +36,8 @@ struct zr_reader {
 	size_t rds_cap;
 	uint8_t *scratch;
 	size_t scratch_cap;
+	zr_chunk **held;  /* pinned while their fds are read */
+	size_t held_cap, nheld;
 };
 
 int zr_reader_open(zr_dataset *ds, unsigned depth, zr_reader **out)
@@ -71,6 +73,7 @@ void zr_reader_close(zr_reader *r)
 		io_uring_queue_exit(&r->ring);
 	free(r->rds);
 	free(r->scratch);
+	free(r->held);
 	free(r);
 }
 
@@ -196,8 +199,8 @@ int zr_reader_read_ranges(zr_reader *r, const zr_range *ranges, size_t n)
 	return 0;
 }
 
-int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, void *dst,
-		   size_t cap, uint64_t *offsets)
+static int reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, void *dst,
+		       size_t cap, uint64_t *offsets)
 {
 	zr_dataset *ds = r->ds;
 	uint64_t len = zr_length(ds), out = 0, scratch = 0;
@@ -207,6 +210,7 @@ int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, 
 	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
 	flate = ds->fields[field].def.spec.compress == ZR_FLATE;
 	FORWARD_IF_ERR(grow((void **)&r->rds, &r->rds_cap, n + 1, sizeof *r->rds));
+	FORWARD_IF_ERR(grow((void **)&r->held, &r->held_cap, n + 1, sizeof *r->held));
 	/* plan: validate every entry and place every read */
 	for (size_t i = 0; i < n; i++) {
 		zr_entry e;
@@ -215,6 +219,10 @@ int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, 
 			  ds->path, (unsigned long long)ids[i], (unsigned long long)len);
 		zr_entry_get(ds, field, ids[i], &e);
 		FORWARD_IF_ERR(zr_entry_check(ds, field, ids[i], &e, &c));
+		if (c && r->nheld && r->held[r->nheld - 1] == c)
+			zr_chunk_unuse(c); /* pinned for the record before */
+		else if (c)
+			r->held[r->nheld++] = c;
 		if (!flate && !zr_entry_missing(&e))
 			FORWARD_IF_ERR(zr_shape_check(ds, field, ids[i], e.len));
 		if (offsets)
@@ -266,4 +274,16 @@ int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, 
 	if (offsets)
 		offsets[n] = out;
 	return 0;
+}
+
+int zr_reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, void *dst,
+		   size_t cap, uint64_t *offsets)
+{
+	int rc;
+
+	r->nheld = 0;
+	rc = reader_read(r, field, ids, n, dst, cap, offsets);
+	while (r->nheld)
+		zr_chunk_unuse(r->held[--r->nheld]);
+	return rc;
 }

@@ -148,6 +148,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 	uint32_t first = ds->chunk_first + atomic_load(&ds->chunk_num), count = 0;
 	struct out_chunk oc = {.fd = -1};
 	struct ref *refs;
+	zr_chunk *held = NULL;
 	int rc = 0;
 
 	refs = malloc((len * ds->nfields + 1) * sizeof *refs);
@@ -167,8 +168,9 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		zr_fstate *f = &ds->fields[r->field];
 		const uint8_t *bytes;
 		zr_entry e;
+		zr_chunk_unuse(held); /* the previous record's, copied */
 		zr_entry_get(ds, r->field, r->id, &e);
-		if ((rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes)) < 0)
+		if ((rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes, &held)) < 0)
 			break;
 		/* a record's fields were appended together: count a record once */
 		if (r->id != last_id || oc.fd < 0) {
@@ -194,6 +196,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		e.offset = off;
 		zr_entry_store(tables[r->field] + r->id * ZR_ENTRY_SIZE, &e);
 	}
+	zr_chunk_unuse(held);
 	free(refs);
 	if (rc == 0 && oc.fd >= 0 && zr_sys.fdatasync(oc.fd) < 0)
 		rc = zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s", ds->path, oc.id,

@@ -1,14 +1,15 @@
 /*
  * store.c - the dataset handle: create, open, close, and questions about it.
  *
- * Open reads meta.json, opens every table and chunk file (so that a later
- * rebalance, which unlinks chunks, cannot pull files from under a reader),
- * and validates sizes against meta.json. A reader first registers the
- * generation it reads (readers.c) and checks at the end that no commit
- * landed meanwhile, or starts over (FORMAT.md, "Readers and writers"). A writer takes flock(LOCK_EX) on
- * the dataset directory itself, so no lock file is needed, and on open
- * removes chunk files that no commit references (left by a crash). Close
- * discards uncommitted changes and trims the files to the committed data.
+ * Open reads meta.json, opens every table and validates its size against
+ * meta.json; chunk files are opened on first use (chunk.c). A reader first
+ * registers the generation it reads (readers.c) and checks at the end that
+ * no commit landed meanwhile, or starts over (FORMAT.md, "Readers and
+ * writers"). A writer takes flock(LOCK_EX) on the dataset directory itself,
+ * so no lock file is needed, and on open removes chunk files that no commit
+ * references (left by a crash), and those a rebalance replaced once no
+ * reader holds a state that has them. Close discards uncommitted changes
+ * and trims the files to the committed data.
  *
  * Sections: create, open, close, accessors, info and stat.
  */
@@ -148,9 +149,12 @@ out:
 
 /* ---- open ---- */
 
-/* Remove chunk files that no commit references: a crashed writer's. */
-static void remove_stale_chunks(zr_dataset *ds)
+/* Remove chunk files that no commit references: a crashed writer's, and
+ * those a rebalance replaced once no reader holds a state that has them
+ * (readers open chunks on first use, so the files must stay until then). */
+void zr_chunks_sweep(zr_dataset *ds)
 {
+	bool old_too = !zr_readers_before(ds, ds->generation);
 	/* a fresh descriptor: a dup() would share (and leave at the end) the
 	 * directory offset of chunkdirfd, so a second sweep would see nothing */
 	int fd = openat(ds->chunkdirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -163,13 +167,14 @@ static void remove_stale_chunks(zr_dataset *ds)
 			close(fd);
 		return;
 	}
+	ds->chunks_stale = !old_too;
 	while ((de = readdir(d))) {
 		char *endp;
 		unsigned long id = strtoul(de->d_name, &endp, 10);
 		if (de->d_name[0] < '0' || de->d_name[0] > '9' || strcmp(endp, ".zr") != 0 ||
 		    id > UINT32_MAX)
 			continue;
-		if (id < first || id >= end)
+		if ((id < first && old_too) || id >= end)
 			zr_sys.unlinkat(ds->chunkdirfd, de->d_name, 0);
 	}
 	closedir(d);
@@ -378,7 +383,7 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	    (rc = zr_journal_load(ds, flags & ZR_RDWR)) < 0)
 		goto fail;
 	if (flags & ZR_RDWR)
-		remove_stale_chunks(ds);
+		zr_chunks_sweep(ds);
 	zr_meta_free(&m);
 	if (!(flags & ZR_RDWR) && !still_current(ds)) {
 		zr_close(ds);
@@ -449,7 +454,7 @@ int zr_reload(zr_dataset *ds, const zr_meta *m)
 	ds->high = ds->disk_length;
 	FORWARD_IF_ERR(open_fields(ds, m, false));
 	FORWARD_IF_ERR(zr_chunk_open_all(ds, m, NULL));
-	remove_stale_chunks(ds);
+	zr_chunks_sweep(ds);
 	return zr_journal_settle(ds);
 }
 
@@ -466,8 +471,10 @@ static void revert_uncommitted(zr_dataset *ds)
 		if (c->created) {
 			zr_chunk_name(name, sizeof name, c->id);
 			zr_sys.unlinkat(ds->chunkdirfd, name, 0);
-		} else if (c->committed_unfull && c->write_pos != c->committed_pos) {
+		} else if (c->committed_unfull && c->write_pos != c->committed_pos &&
+			   zr_chunk_use(ds, c) == 0) {
 			zr_chunk_trim(ds, c, c->committed_pos);
+			zr_chunk_unuse(c);
 		}
 	}
 	/* never below the file's size at open, nor the length of a state a
@@ -560,11 +567,22 @@ char *zr_attrs(const zr_dataset *ds)
 
 int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 {
+	zr_chunk *held;
+	int rc = zr_stat_held(ds, field, id, out, &held);
+
+	zr_chunk_unuse(held);
+	return rc;
+}
+
+int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out,
+		 zr_chunk **held)
+{
 	uint8_t hdr[ZR_FLATE_HDR + 8];
 	zr_entry e;
 	zr_chunk *c;
 	int rc;
 
+	*held = NULL;
 	memset(out, 0, sizeof *out);
 	out->fd = -1;
 	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
@@ -574,6 +592,7 @@ int zr_stat(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out)
 	if (zr_entry_missing(&e))
 		return 0;
 	FORWARD_IF_ERR(zr_entry_check(ds, field, id, &e, &c));
+	*held = c;
 	out->present = 1;
 	out->physical_len = e.len;
 	out->chunk_id = e.chunk_id;
@@ -612,8 +631,32 @@ uint64_t zr_chunk_bytes(zr_dataset *ds)
 	uint64_t sum = 0;
 
 	for (uint32_t i = 0; i < num; i++)
-		sum += atomic_load(&atomic_load(&ds->chunks)[i]->extent);
+		sum += zr_chunk_extent(ds, atomic_load(&ds->chunks)[i]);
 	return sum;
+}
+
+uint64_t zr_chunk_bytes_estimate(zr_dataset *ds)
+{
+	uint32_t num = atomic_load(&ds->chunk_num), step, looked = 0, unknown = 0;
+	uint64_t known = 0, sampled = 0;
+
+	if (num <= 64)
+		return zr_chunk_bytes(ds);
+	/* up to 64 chunks not opened yet are looked at, spread over the ids */
+	step = num / 64;
+	for (uint32_t i = 0; i < num; i++) {
+		zr_chunk *c = atomic_load(&ds->chunks)[i];
+		uint64_t extent = atomic_load(&c->extent);
+		if (extent != ZR_EXTENT_UNKNOWN) {
+			known += extent;
+		} else if (i % step == 0 && looked < 64) {
+			sampled += zr_chunk_extent(ds, c);
+			looked++;
+		} else {
+			unknown++;
+		}
+	}
+	return known + sampled + (looked ? sampled / looked * unknown : 0);
 }
 
 int zr_info_get(zr_dataset *ds, zr_info *out)
@@ -627,21 +670,29 @@ int zr_info_get(zr_dataset *ds, zr_info *out)
 	out->chunk_size = ds->chunk_size;
 	out->chunk_count = num;
 	out->mtime = ds->modified;
-	out->chunk_bytes = zr_chunk_bytes(ds);
+	/* every chunk file is looked at: a dataset whose files are not all
+	 * there is refused, naming the first (zr verify names its records) */
+	for (uint32_t i = 0; i < num; i++) {
+		uint64_t extent;
+		FORWARD_IF_ERR(zr_chunk_stat(ds, atomic_load(&ds->chunks)[i], &extent));
+		out->chunk_bytes += extent;
+	}
 	for (unsigned f = 0; f < ds->nfields; f++)
 		for (uint64_t id = 0; id < len; id++) {
 			zr_entry e;
 			const uint8_t *bytes;
 			uint64_t logical;
+			zr_chunk *held = NULL;
 			zr_entry_get(ds, f, id, &e);
 			if (zr_entry_missing(&e)) {
 				out->missing++;
 				continue;
 			}
 			out->live_bytes += e.len;
-			if (zr_entry_locate(ds, f, id, &e, &bytes) == 0 &&
+			if (zr_entry_locate(ds, f, id, &e, &bytes, &held) == 0 &&
 			    zr_logical_len(&ds->fields[f], &e, bytes, &logical) == 0)
 				out->logical_bytes += logical;
+			zr_chunk_unuse(held);
 		}
 	out->utilisation = out->chunk_bytes ? (double)out->live_bytes / (double)out->chunk_bytes
 					    : 1.0;

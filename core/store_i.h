@@ -2,11 +2,14 @@
  * store_i.h - internals of libzrecord shared between its source files.
  *
  * Concurrency model (the invariants every file relies on):
- * (a) Mappings are never unmapped while the handle is open. A mapping that
- *     must grow is extended in place with mremap() or replaced by a new,
- *     larger one; the old one goes on ds->retired. So a pointer handed out by
- *     zr_gather() stays valid until zr_close(), and a reader that loaded an
- *     old zr_map pointer can still use it: both map the same page cache.
+ * (a) Table mappings are never unmapped while the handle is open; a chunk's
+ *     mappings and fd are not closed while the chunk is pinned (chunk.c:
+ *     every read of a chunk pins it, a zr_batch keeps its pins). A mapping
+ *     that must grow is extended in place with mremap() or replaced by a
+ *     new, larger one; the old one is retired, not unmapped. So a pointer
+ *     handed out by zr_gather() stays valid until zr_batch_release(), and a
+ *     reader that loaded an old zr_map pointer can still use it: both map
+ *     the same page cache.
  * (b) Publication order: bytes are written (pwrite) before the chunk extent
  *     that covers them is raised; the table mapping covers an id before the
  *     length that makes the id visible is raised (release/acquire). So a
@@ -147,16 +150,25 @@ int zr_field_check(const zr_field_spec *f);
 uint64_t zr_spec_record_size(const zr_field_spec *f);
 
 /* ---- chunks (chunk.c) ---- */
+#define ZR_EXTENT_UNKNOWN UINT64_MAX /* a full chunk not opened yet: its file size */
+#define ZR_CHUNK_OPEN (UINT64_C(1) << 63) /* in zr_chunk.use: fd (and map) usable */
+
 typedef struct zr_chunk {
 	uint32_t id;
-	int fd;
-	atomic_uint refs;         /* handles using it: read-only handles share chunks
-				   * (zr_reopen); a committed chunk id is never reused */
-	pthread_mutex_t map_lock; /* making or growing the mapping */
+	int fd;                   /* -1 while closed (not used yet, or evicted) */
+	atomic_uint refs;         /* handles and batches using it: read-only handles
+				   * share chunks (zr_reopen); a committed chunk id is
+				   * never reused */
+	_Atomic uint64_t use;     /* ZR_CHUNK_OPEN | pins: a pinned chunk stays open */
+	atomic_bool recent;       /* used since the eviction clock last passed */
+	int pool_slot;            /* in the pool of evictable open chunks, or -1 */
+	bool rdwr;                /* a writer's: opened read-write when reopened */
+	pthread_mutex_t map_lock; /* opening, closing, making or growing the mapping */
 	_Atomic(zr_map *) map;    /* NULL until first read */
-	zr_map *retired;          /* earlier mappings, valid until the chunk goes */
+	zr_map *retired;          /* earlier mappings, valid until the chunk closes */
 	_Atomic uint64_t extent;  /* bytes readers may touch: the data written (shared:
-				   * the largest any sharing handle's state has) */
+				   * the largest any sharing handle's state has), or
+				   * ZR_EXTENT_UNKNOWN until a full chunk is opened */
 	/* writer side, under the owning writer (or ds->grow_lock when unowned) */
 	uint64_t write_pos;       /* next append offset == extent when owned */
 	uint64_t reserve_end;     /* under grow_lock: end of an append in progress */
@@ -208,6 +220,8 @@ struct zr_dataset {
 	_Atomic uint32_t chunk_num;
 	_Atomic(zr_chunk **) chunks;  /* index = chunk_id - chunk_first */
 	uint32_t chunks_cap;
+	uint32_t chunks_spare;        /* under grow_lock: unfull chunks no writer holds */
+	bool chunks_stale;            /* replaced chunks kept for a reader: sweep later */
 	_Atomic uint64_t length;      /* visible records */
 	uint64_t disk_length;         /* records of the committed state */
 	uint64_t high;                /* see (c): entries below it change via the overlay */
@@ -235,6 +249,25 @@ struct zr_writer {
 };
 
 /* chunk.c */
+/* Open chunks are a bounded set: at most zr_chunks_open_max (0: half the
+ * descriptor limit) are open at once in the process; the least recently
+ * used unpinned ones are closed to make room. Reading a chunk's fd or
+ * mapping needs a pin (zr_chunk_use), dropped with zr_chunk_unuse. */
+extern unsigned zr_chunks_open_max;
+unsigned zr_chunks_open(void); /* chunks open in the pool now (for tests) */
+int zr_chunk_use(zr_dataset *ds, zr_chunk *c);
+void zr_chunk_unuse(zr_chunk *c);
+/* A reference that keeps @c itself (not its fd) alive past its handle. */
+void zr_chunk_keep(zr_chunk *c);
+void zr_chunk_drop(zr_chunk *c);
+/* A writer's chunk that stopped receiving appends may now be closed. */
+void zr_chunk_evictable(zr_chunk *c);
+/* The chunk's size in bytes, learnt without opening it if need be (0 if
+ * the file is not there, or not a regular file). */
+uint64_t zr_chunk_extent(zr_dataset *ds, zr_chunk *c);
+/* Whether the chunk's file is a regular file, without opening it, and its
+ * extent: 0, or an error naming it. */
+int zr_chunk_stat(zr_dataset *ds, zr_chunk *c, uint64_t *extent);
 zr_chunk *zr_chunk_get(zr_dataset *ds, uint32_t chunk_id);
 /* Open the chunks of @m; a read-only handle takes those @donor (a read-only
  * handle, or NULL) has open instead of opening them again. */
@@ -257,6 +290,8 @@ int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries);
 void zr_table_close(zr_fstate *f);
 void zr_table_retire(zr_dataset *ds, zr_fstate *f);
 void zr_entry_store(uint8_t *slot, const zr_entry *e);
+/* Check @e against its chunk; on success *out is the chunk, pinned (release
+ * with zr_chunk_unuse), or NULL if @e stores no bytes. */
 int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
 		   zr_chunk **out);
 static inline uint8_t *zr_table_slot(zr_fstate *f, uint64_t id)
@@ -266,8 +301,9 @@ static inline uint8_t *zr_table_slot(zr_fstate *f, uint64_t id)
 }
 int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
 int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
+/* The stored bytes of @e; *held is their chunk, pinned, or NULL. */
 int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
-		    const uint8_t **bytes);
+		    const uint8_t **bytes, zr_chunk **held);
 int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical);
 
 /* codec.c */
@@ -296,6 +332,10 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
 int zr_commit_locked(zr_dataset *ds);
 
 /* store.c */
+void zr_chunks_sweep(zr_dataset *ds);
+/* zr_stat(), with the record's chunk left pinned in *held (or NULL). */
+int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out,
+		 zr_chunk **held);
 char *zr_pathcat(const zr_dataset *ds, const char *rel);
 int zr_reload(zr_dataset *ds, const zr_meta *m);
 

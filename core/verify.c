@@ -46,6 +46,35 @@ static const char *reason_of(const char *msg)
 	return msg;
 }
 
+/* The checks of one record's stored bytes (mapped; its chunk pinned). */
+static int check_bytes(zr_dataset *ds, unsigned fi, uint64_t id, const zr_entry *e,
+		       const uint8_t *bytes, struct vstate *v, uint8_t **buf, size_t *cap)
+{
+	zr_fstate *f = &ds->fields[fi];
+	uint64_t logical;
+
+	if (zr_logical_len(f, e, bytes, &logical) < 0) {
+		report(v, f->def.name, id, "flate header claims an impossible length");
+		return 0;
+	}
+	if (f->record_size && logical != f->record_size)
+		report(v, f->def.name, id, "%llu bytes, but records of this shape are %llu",
+		       (unsigned long long)logical, (unsigned long long)f->record_size);
+	if (f->def.spec.compress != ZR_FLATE)
+		return 0;
+	if (logical > *cap) {
+		uint8_t *b = realloc(*buf, logical);
+		RETURN_IF(!b, -ENOMEM, "out of memory (%llu bytes)", (unsigned long long)logical);
+		*buf = b;
+		*cap = logical;
+	}
+	if (zr_flate_decode(bytes, e->len, *buf, logical) < 0)
+		report(v, f->def.name, id,
+		       "flate stream in chunk %u at %llu does not inflate to %llu bytes",
+		       e->chunk_id, (unsigned long long)e->offset, (unsigned long long)logical);
+	return 0;
+}
+
 static int verify_field(zr_dataset *ds, unsigned fi, struct vstate *v, uint8_t **buf,
 			size_t *cap)
 {
@@ -54,8 +83,9 @@ static int verify_field(zr_dataset *ds, unsigned fi, struct vstate *v, uint8_t *
 
 	for (uint64_t id = 0; id < len; id++) {
 		const uint8_t *bytes;
-		uint64_t logical;
+		zr_chunk *held;
 		zr_entry e;
+		int rc;
 
 		zr_entry_get(ds, fi, id, &e);
 		if (zr_entry_missing(&e))
@@ -66,29 +96,13 @@ static int verify_field(zr_dataset *ds, unsigned fi, struct vstate *v, uint8_t *
 				       (unsigned long long)f->record_size);
 			continue;
 		}
-		if (zr_entry_locate(ds, fi, id, &e, &bytes) < 0) {
+		if (zr_entry_locate(ds, fi, id, &e, &bytes, &held) < 0) {
 			report(v, f->def.name, id, "%s", reason_of(zr_errmsg(ds)));
 			continue;
 		}
-		if (zr_logical_len(f, &e, bytes, &logical) < 0) {
-			report(v, f->def.name, id, "flate header claims an impossible length");
-			continue;
-		}
-		if (f->record_size && logical != f->record_size)
-			report(v, f->def.name, id, "%llu bytes, but records of this shape are %llu",
-			       (unsigned long long)logical, (unsigned long long)f->record_size);
-		if (f->def.spec.compress != ZR_FLATE)
-			continue;
-		if (logical > *cap) {
-			uint8_t *b = realloc(*buf, logical);
-			RETURN_IF(!b, -ENOMEM, "out of memory (%llu bytes)", (unsigned long long)logical);
-			*buf = b;
-			*cap = logical;
-		}
-		if (zr_flate_decode(bytes, e.len, *buf, logical) < 0)
-			report(v, f->def.name, id,
-			       "flate stream in chunk %u at %llu does not inflate to %llu bytes",
-			       e.chunk_id, (unsigned long long)e.offset, (unsigned long long)logical);
+		rc = check_bytes(ds, fi, id, &e, bytes, v, buf, cap);
+		zr_chunk_unuse(held);
+		FORWARD_IF_ERR(rc);
 	}
 	return 0;
 }

@@ -192,11 +192,13 @@ static void count_record(zr_writer *w)
 	zr_dataset *ds = w->ds;
 
 	if (++w->chunk->records >= ds->chunk_size) {
+		zr_chunk *full = w->chunk;
 		pthread_mutex_lock(&ds->grow_lock);
-		w->chunk->writable = false;
-		w->chunk->owner = -1;
+		full->writable = false;
+		full->owner = -1;
 		w->chunk = NULL;
 		pthread_mutex_unlock(&ds->grow_lock);
+		zr_chunk_evictable(full); /* read from now on, like any other */
 	}
 }
 

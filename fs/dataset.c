@@ -75,7 +75,7 @@ int zrfs_dataset_open(struct zrfs *fs)
 		 * before they are used, so only the records themselves */
 		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 		uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-		fs->opts.readaround = zr_chunk_bytes(ds) <= ram / 2 ? 64 << 10 : 0;
+		fs->opts.readaround = zr_chunk_bytes_estimate(ds) <= ram / 2 ? 64 << 10 : 0;
 	}
 	if (zrfs_cache_create(&fs->cache, fs->opts.cache_bytes) < 0 ||
 	    zrfs_state_create(fs, v) < 0) {

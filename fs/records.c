@@ -222,33 +222,62 @@ int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, cons
 	return 0;
 }
 
-void zrfs_records_map(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
-		      struct zrfs_row *rows, zr_batch **g)
+/* Gather the records of @ids @v has (a raw field's gather copies nothing:
+ * it says where the records are, and pins their chunks open until *g is
+ * released). @*pos[i] is record i's place in the batch, or SIZE_MAX. */
+static int gather_rows(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
+		       zr_batch **g, size_t **pos)
 {
-	const zr_slice *maps;
-	size_t m;
+	uint64_t *have = NULL;
+	size_t k = 0;
+	int rc;
 
-	/* a raw field's gather copies nothing: it says where the records are
-	 * (ids beyond the view's length are missing: no mappings then) */
 	*g = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] >= v->n)
-			return;
-	if (n == 0 || zr_gather(v->ds, field, ids, n, g) < 0)
-		return;
-	maps = zr_batch_records(*g, &m);
-	for (size_t i = 0; i < n; i++)
-		rows[i].mem = rows[i].len ? maps[i].data : NULL;
+	*pos = NULL;
+	if (n == 0)
+		return 0;
+	if (!(*pos = malloc(n * sizeof **pos)) || !(have = malloc(n * sizeof *have))) {
+		free(*pos);
+		*pos = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		(*pos)[i] = ids[i] < v->n ? k : SIZE_MAX;
+		if (ids[i] < v->n)
+			have[k++] = ids[i];
+	}
+	rc = k ? zr_gather(v->ds, field, have, k, g) : 0;
+	free(have);
+	return rc;
 }
 
 int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
 			size_t n, struct zrfs_row *rows, zr_batch **g)
 {
-	int rc = zrfs_records_stat(fs, v, field, ids, n, rows);
+	size_t *pos = NULL;
+	const zr_slice *maps;
+	size_t m;
+	/* the gather first: the chunk files whose descriptors zr_stat() gives
+	 * then stay open until the reply is sent and *g released (a dataset
+	 * may have more chunks than are kept open) */
+	int grc = gather_rows(v, field, ids, n, g, &pos), rc;
 
-	*g = NULL;
-	if (rc == 0)
-		zrfs_records_map(v, field, ids, n, rows, g);
+	if (grc == -ENOMEM) {
+		free(pos);
+		return grc;
+	}
+	rc = zrfs_records_stat(fs, v, field, ids, n, rows);
+	if (rc == 0 && grc < 0) { /* zr_stat() saw no damage, but the bytes cannot be had */
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
+			 fs->fields[field].spec->name, zr_strerror(grc), zr_errmsg(v->ds));
+		rc = grc;
+	}
+	if (rc == 0 && *g) {
+		maps = zr_batch_records(*g, &m);
+		for (size_t i = 0; i < n; i++)
+			rows[i].mem = rows[i].len && pos[i] != SIZE_MAX ? maps[pos[i]].data : NULL;
+	}
+	free(pos);
 	return rc;
 }
 

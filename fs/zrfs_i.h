@@ -449,12 +449,9 @@ struct zrfs_row {
  * stored (ids @v does not have are missing). 0 or a negative code (logged). */
 int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
 		      size_t n, struct zrfs_row *rows);
-/* Where those rows are mapped, into rows[i].mem (left NULL if they are not:
- * replies then read the files); @*g keeps the mappings until released
- * (zr_batch_release) after the reply. */
-void zrfs_records_map(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
-		      struct zrfs_row *rows, zr_batch **g);
-/* Both: zrfs_records_stat, then zrfs_records_map. */
+/* zrfs_records_stat, and where those rows are mapped, into rows[i].mem
+ * (NULL for missing rows): @*g keeps the mappings, and the chunk files the
+ * rows' fds name, open until released (zr_batch_release) after the reply. */
 int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, const uint64_t *ids,
 			size_t n, struct zrfs_row *rows, zr_batch **g);
 /* Rows of records @ids[0..n) of flate field @field for a .npy view: those

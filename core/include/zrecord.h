@@ -128,8 +128,13 @@ typedef struct zr_record_stat {
 	uint32_t physical_len; /**< bytes stored (0 for missing or empty) */
 	uint32_t chunk_id;
 	uint64_t offset;      /**< within the chunk file */
-	int fd;               /**< the chunk file, read-only; owned by the dataset and
-				   open until zr_close(); -1 when nothing is stored */
+	int fd;               /**< the chunk file, read-only, owned by the dataset;
+				   -1 when nothing is stored. Chunk files are opened
+				   on first use and a bounded number kept open (see
+				   zr_open()): the fd stays open while a zr_batch of
+				   the same handle holding this record is alive, and
+				   otherwise may be closed by any later call that
+				   opens another chunk. Gather first, then stat. */
 } zr_record_stat;
 
 /** Dataset-wide figures, as computed by zr_info(). */
@@ -182,6 +187,12 @@ ZR_API int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfie
  * Open the dataset in @p dir. ZR_RDWR takes an exclusive lock on the
  * directory; a second writer gets -EBUSY. A pending journal from an
  * interrupted commit is replayed (ZR_RDWR) or overlaid in memory (ZR_RDONLY).
+ * Chunk files are opened on first use, not here (opening costs no system
+ * call per chunk), and at most half the process's descriptor limit (RLIMIT_NOFILE,
+ * at most 16,384) are open at once across all handles: the least recently
+ * used are closed again, never while a batch or a read uses them. So a
+ * missing or damaged chunk file is reported by the reads of its records
+ * (and by zr_info_get() and zr_verify()), not by the open.
  * @param[out] out the handle; release with zr_close().
  * @return 0, -ENOENT, -EBUSY, ZR_ECORRUPT, ZR_EVERSION, -errno.
  */
@@ -225,12 +236,20 @@ ZR_API char *zr_attrs(const zr_dataset *ds);
 ZR_API const char *zr_path(const zr_dataset *ds);
 
 /**
- * Compute dataset-wide figures. Scans every offset table: O(N).
+ * Compute dataset-wide figures. Scans every offset table and looks at every
+ * chunk file: O(N + chunks).
+ * @return 0, or ZR_ECORRUPT / -ELOOP naming a chunk file that is missing or
+ *         not a regular file.
  */
 ZR_API int zr_info_get(zr_dataset *ds, zr_info *out);
 
-/** Bytes in the dataset's chunk files (zr_info.chunk_bytes), in O(chunks). */
+/** Bytes in the dataset's chunk files (zr_info.chunk_bytes), in O(chunks):
+ * chunks not read yet are looked at with a stat each. */
 ZR_API uint64_t zr_chunk_bytes(zr_dataset *ds);
+/** zr_chunk_bytes() estimated with at most 64 system calls: the chunks not
+ * read yet count as the mean size of up to 64 of them, spread over the ids
+ * (exact for up to 64 chunks). For decisions, not for reports. */
+ZR_API uint64_t zr_chunk_bytes_estimate(zr_dataset *ds);
 
 /**
  * Where record @p id of @p field is, and its logical length, in O(1): the

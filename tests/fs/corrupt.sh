@@ -24,8 +24,10 @@ grep -q "field 'img' record 10" "$T/log" || fail "no log line for img 10: $(cat 
 grep -q "field 'txt' record 20" "$T/log" || fail "no log line for txt 20"
 
 # a FIFO where a dataset file should be: zrfs refuses to mount, naming it,
-# instead of blocking forever (an fstab mount would hang the boot)
-for f in meta.json img.offset chunk/0.zr; do
+# instead of blocking forever (an fstab mount would hang the boot); a chunk
+# file is opened on first use, so its records are EIO, logged, and the
+# others read
+for f in meta.json img.offset; do
 	mv "$DS/$f" "$T/saved"
 	mkfifo "$DS/$f"
 	timeout 20 "$ZRFS" "$DS" "$MNT" 2>"$T/err"
@@ -37,6 +39,21 @@ for f in meta.json img.offset chunk/0.zr; do
 	rm "$DS/$f"
 	mv "$T/saved" "$DS/$f"
 done
+mv "$DS/chunk/0.zr" "$T/saved"
+mkfifo "$DS/chunk/0.zr"
+"$ZRFS" "$DS" "$MNT" -f 2>"$T/log" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted with a FIFO at chunk/0.zr"
+out=$(timeout 20 cat "$MNT/txt/0.txt" 2>&1 >/dev/null)
+rc=$?
+[ $rc -ne 124 ] || fail "reading a record of a FIFO chunk hung"
+case $out in *"Input/output error"*) ;; *) fail "txt/0.txt with a FIFO chunk: $rc $out" ;; esac
+same "$REF/txt/100.txt" "$MNT/txt/100.txt" # chunk 1 (64 records a chunk)
+fusermount3 -u "$MNT"
+wait $pid || fail "zrfs exited $?"
+grep -q "chunk/0.zr: not a regular file" "$T/log" || fail "no log line for chunk/0.zr: $(cat "$T/log")"
+rm "$DS/chunk/0.zr"
+mv "$T/saved" "$DS/chunk/0.zr"
 
 # a fixed-shape record whose entry says another length (an i64 label of 24
 # bytes) is damage in every reader: zr cat fails, the record file, the
