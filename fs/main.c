@@ -2,7 +2,7 @@
  * main.c - the zrfs command: options, mount, session loop, shutdown.
  *
  * zrfs opens the dataset read-only before mounting (and its writer, for
- * -o rw), so a bad dataset or a writer already at work is reported on the
+ * -o writable), so a bad dataset or a writer already at work is reported on the
  * terminal and nothing is mounted. It then mounts, detaches
  * (unless -f) only once the mount is in place, so that the mount is ready
  * when the command returns, and serves requests on a multithreaded loop
@@ -26,7 +26,8 @@
 static const char usage[] =
 	"usage: zrfs DATASET MOUNTPOINT [-f] [-d] [-s] [-o OPTION[,OPTION...]]\n"
 	"\n"
-	"Mount the zrecord dataset DATASET on MOUNTPOINT, read-only unless -o rw:\n"
+	"Mount the zrecord dataset DATASET on MOUNTPOINT, read-only unless\n"
+	"-o writable:\n"
 	"one directory per field holding one file per record, FIELD.npy for\n"
 	"fixed-shape fields, FIELD.present.npy (which records have a value),\n"
 	"meta.json, .batches/SPEC/epoch-E/K/ holding batch\n"
@@ -42,8 +43,10 @@ static const char usage[] =
 	"  -h, --help           this text;  -V, --version  the version\n"
 	"\n"
 	"Options (-o):\n"
-	"  ro                   read-only (the default)\n"
-	"  rw                   writable: the mount becomes the dataset's writer;\n"
+	"  ro, rw               read-only either way (the default): mount(8) passes\n"
+	"                       rw to every helper unless told ro, so it cannot ask\n"
+	"                       for writes; rw without writable says so on stderr\n"
+	"  writable             the mount becomes the dataset's writer;\n"
 	"                       writing a record file and closing it replaces the\n"
 	"                       value, a new file in a field directory appends a\n"
 	"                       record (FIELD/N[.ext], N the record count, or any\n"
@@ -51,7 +54,7 @@ static const char usage[] =
 	"                       makes the value missing, dot files are temporary\n"
 	"                       until renamed (rsync); each change is a commit\n"
 	"                       (see zrfs(8))\n"
-	"  commit_ms=MS         -o rw: new files are committed in groups, at most\n"
+	"  commit_ms=MS         writable: new files are committed in groups, at most\n"
 	"                       MS after they are closed (default 100; at once on\n"
 	"                       fsync of the file or of its directory: sync DIR)\n"
 	"  commit_size=SIZE     or once SIZE bytes of them wait (default 64M)\n"
@@ -87,7 +90,7 @@ static const char usage[] =
 	"                       next one for US microseconds before it sleeps (default\n"
 	"                       0, at most 100000); keeps a CPU busy while requests\n"
 	"                       come, and makes each small one cheaper (cp -r into a\n"
-	"                       -o rw mount: see BENCHMARKS.md)\n"
+	"                       writable mount: see BENCHMARKS.md)\n"
 	"  uring                serve requests through io_uring rings, one queue per\n"
 	"                       CPU, each request on the CPU of the program that made\n"
 	"                       it (Linux 6.14+; as root: echo Y >\n"
@@ -105,7 +108,7 @@ struct cli {
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
 	char *commit_ms, *commit_size, *poll_us, *uring_threads, *log;
-	int rw, splice, allow_other, list_views, uring;
+	int writable, rw, ro, splice, allow_other, list_views, uring;
 };
 
 
@@ -125,10 +128,11 @@ static const struct fuse_opt cli_spec[] = {
 	{"uring_threads=%s", offsetof(struct cli, uring_threads), 0},
 	{"uring", offsetof(struct cli, uring), 1},
 	{"log=%s", offsetof(struct cli, log), 0},
+	{"writable", offsetof(struct cli, writable), 1},
 	{"rw", offsetof(struct cli, rw), 1},
 	{"splice", offsetof(struct cli, splice), 1},
 	{"list_views", offsetof(struct cli, list_views), 1},
-	{"ro", offsetof(struct cli, rw), 0},
+	{"ro", offsetof(struct cli, ro), 1},
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
@@ -462,6 +466,17 @@ int main(int argc, char **argv)
 	}
 	if (take_options(&cli, &fs) < 0)
 		goto out;
+	if (cli.writable && cli.ro) {
+		fprintf(stderr, "zrfs: ro and writable contradict each other: give one\n");
+		goto out;
+	}
+	/* rw is what mount(8) passes when not told ro (fstab "defaults" too):
+	 * it cannot be told from a user's request, so it never makes the
+	 * mount writable, and a user who meant it learns how */
+	if (cli.rw && !cli.writable)
+		fprintf(stderr, "zrfs: %s: the mount is read-only: 'rw' does not make a zrfs mount "
+				"writable (mount(8) passes it unless told 'ro'); "
+				"-o writable does\n", cli.dataset);
 	/* read-only unless asked, named after the dataset. Mode bits are
 	 * checked by the kernel where other users may enter (allow_other);
 	 * else only the mounting user can, every write the daemon does not
@@ -472,7 +487,7 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	sprintf(o, "-o%s%s,subtype=zrfs,fsname=%s", cli.rw ? "rw" : "ro",
+	sprintf(o, "-o%s%s,subtype=zrfs,fsname=%s", cli.writable ? "rw" : "ro",
 		cli.allow_other ? ",default_permissions" : "", fsname);
 	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0)
 		goto out;
@@ -490,7 +505,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
-	if (zrfs_dataset_open(&fs) < 0 || (cli.rw && zrfs_writes_open(&fs, opts.mountpoint) < 0))
+	if (zrfs_dataset_open(&fs) < 0 || (cli.writable && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;
 	struct zrfs_view *first = zrfs_view_hold(&fs);
 	if (zrfs_batches_create(&fs, first, cli.batches) < 0) {
@@ -506,7 +521,7 @@ int main(int argc, char **argv)
 	}
 	zrfs_view_put(first);
 	fuse_set_log_func(log_func);
-	fs.se = fuse_session_new(&args, cli.rw ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
+	fs.se = fuse_session_new(&args, cli.writable ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (fs.se)
 		rc = serve(&fs, fs.se, &opts);
 out:

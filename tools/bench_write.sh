@@ -53,10 +53,10 @@ while [ $run -le "$RUNS" ]; do
 	rm -rf "$T/native" "$T/imp"
 	mkdir "$T/native"
 	nat=$(secs cp -r "$T/src/." "$T/native/")
-	mnt=$(mount_copy -o rw)
-	pol=$(mount_copy -o rw -s -o poll_us=100)
+	mnt=$(mount_copy -o writable)
+	pol=$(mount_copy -o writable -s -o poll_us=100)
 	imp=$(secs "$ZR" import dir "$T/src" "$T/imp" --field img)
-	echo "run $run: native cp -r ${nat}s, zrfs -o rw cp -r ${mnt}s," \
+	echo "run $run: native cp -r ${nat}s, zrfs -o writable cp -r ${mnt}s," \
 		"with -s -o poll_us=100 ${pol}s, zr import dir ${imp}s"
 	echo "$nat $mnt $imp $pol" >>"$T/times"
 	run=$((run + 1))
@@ -73,7 +73,7 @@ echo
 echo "$FILES files of 8 KiB, medians of $RUNS runs (each followed by sync):"
 printf '  %-28s %8.3f s  %8.0f files/s\n' "native cp -r" "$nat" "$(awk "BEGIN {print $FILES / $nat}")"
 printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx (target >= 0.5x); median of per-run ratios %.2fx\n' \
-	"zrfs -o rw, cp -r" "$mnt" "$(awk "BEGIN {print $FILES / $mnt}")" "$(awk "BEGIN {print $nat / $mnt}")" "$mr"
+	"zrfs -o writable, cp -r" "$mnt" "$(awk "BEGIN {print $FILES / $mnt}")" "$(awk "BEGIN {print $nat / $mnt}")" "$mr"
 printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx; median of per-run ratios %.2fx\n' \
 	"  with -s -o poll_us=100" "$pol" "$(awk "BEGIN {print $FILES / $pol}")" "$(awk "BEGIN {print $nat / $pol}")" "$pr"
 printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx\n' \

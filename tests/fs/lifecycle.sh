@@ -1,6 +1,8 @@
 #!/bin/sh
-# Options and errors: bad options, bad datasets and -o rw while another
-# writer holds the dataset are refused before anything is mounted; SIGTERM unmounts cleanly; unmounting under busy readers returns.
+# Options and errors: bad options, bad datasets and -o writable while another
+# writer holds the dataset are refused before anything is mounted; a mount is
+# read-only unless -o writable, whatever mount(8) passes; SIGTERM unmounts
+# cleanly; unmounting under busy readers returns.
 . "$(dirname "$0")/lib.sh"
 make_ds --records 64
 
@@ -19,11 +21,11 @@ case $out in *"a zrfs mount is there already"*) ;; *) fail "stacked: $out" ;; es
 [ "$(grep -c " $MNT fuse.zrfs" /proc/mounts)" = 1 ] || fail "two mounts on $MNT"
 fusermount3 -u "$MNT" || fail "unmount"
 # the writer lock is flock(2) on the dataset's directory: held by flock(1) here
-out=$(flock "$DS" "$ZRFS" "$DS" "$MNT" -o rw 2>&1)
-[ $? -eq 1 ] || fail "-o rw while another writer holds the dataset"
+out=$(flock "$DS" "$ZRFS" "$DS" "$MNT" -o writable 2>&1)
+[ $? -eq 1 ] || fail "-o writable while another writer holds the dataset"
 mountpoint -q "$MNT" && fail "mounted although the writer lock is held"
 case $out in *"cannot mount read-write"*"another writer has the dataset open"*) ;;
-*) fail "-o rw with the lock held: $out" ;; esac
+*) fail "-o writable with the lock held: $out" ;; esac
 out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1) && fail "a missing dataset mounted"
 case $out in *"$T/nonexistent"*) ;; *) fail "missing dataset: $out" ;; esac
 out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"
@@ -31,6 +33,36 @@ for o in readaround=1T readaround=-1 drop_behind=x prefetch=65; do
 	out=$("$ZRFS" "$DS" "$MNT" -o $o 2>&1) && fail "-o $o accepted"
 	case $out in *"${o%%=*}"*) ;; *) fail "-o $o: the error does not name the option: $out" ;; esac
 done
+mountpoint -q "$MNT" && fail "something got mounted"
+
+# read-only unless -o writable: mount(8) passes rw to every helper unless
+# told ro (it cannot say whether rw was asked for), so rw, from mount(8) or
+# given by hand, mounts read-only and says how to write; ro and writable
+# together are refused
+writes_refused() { # writes_refused HOW
+	grep -q " $MNT fuse.zrfs ro," /proc/mounts || fail "$1: not a read-only mount"
+	out=$(sh -c "echo x >'$MNT/img/new.jpg'" 2>&1) && fail "$1: a write went through"
+	case $out in *"Read-only file system"*) ;; *) fail "$1: a write: $out" ;; esac
+	fusermount3 -u "$MNT" || fail "$1: unmount"
+}
+"$ZRFS" "$DS" "$MNT" -o rw 2>"$T/err" || fail "-o rw: $(cat "$T/err")"
+grep -q "the mount is read-only: 'rw' does not make a zrfs mount writable.*-o writable does" \
+	"$T/err" || fail "-o rw says nothing: $(cat "$T/err")"
+writes_refused "-o rw"
+# (mount(8) resets PATH for its helpers, so mount.fuse3 is given the
+# binary under test as PROGRAM#SOURCE, which is -t fuse.zrfs once installed)
+for opts in "" "-o rw" "-o defaults"; do
+	# shellcheck disable=SC2086
+	mount -t fuse "$ZRFS#$DS" "$MNT" $opts 2>"$T/err" ||
+		fail "mount -t fuse $opts: $(cat "$T/err")"
+	writes_refused "mount -t fuse $opts"
+done
+mount -t fuse "$ZRFS#$DS" "$MNT" -o writable 2>"$T/err" ||
+	fail "mount -t fuse -o writable: $(cat "$T/err")"
+grep -q " $MNT fuse.zrfs rw," /proc/mounts || fail "-o writable: not a read-write mount"
+fusermount3 -u "$MNT" || fail "unmount"
+out=$("$ZRFS" "$DS" "$MNT" -o ro,writable 2>&1) && fail "ro,writable mounted"
+case $out in *"ro and writable contradict"*) ;; *) fail "ro,writable: $out" ;; esac
 mountpoint -q "$MNT" && fail "something got mounted"
 
 # SIGTERM: the daemon unmounts and exits 0

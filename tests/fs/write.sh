@@ -1,5 +1,5 @@
 #!/bin/sh
-# A writable mount (-o rw): record files replaced with cp, dd, shell
+# A writable mount (-o writable): record files replaced with cp, dd, shell
 # redirections, truncate and Python writes at random offsets; records
 # appended by creating FIELD/N.ext; values removed with rm; everything else
 # refused with the errno a user expects; a second writer told which mount
@@ -11,7 +11,7 @@
 : "${ZR:?ZR must name the zr binary}"
 make_ds --records 40
 # ZRFS_WRAP: a command the daemon runs under (the valgrind build's memcheck)
-${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o rw -f 2>"$T/log" &
+${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o writable -f 2>"$T/log" &
 pid=$!
 timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
 n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
@@ -20,7 +20,7 @@ n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
 # a read-only mount stays the default, and a second writer is refused
 # with the mount named
 mkdir "$T/mnt2"
-"$ZRFS" "$DS" "$T/mnt2" -o rw 2>"$T/err" && { fusermount3 -u "$T/mnt2"; fail "a second rw mount"; }
+"$ZRFS" "$DS" "$T/mnt2" -o writable 2>"$T/err" && { fusermount3 -u "$T/mnt2"; fail "a second rw mount"; }
 grep -q "zrfs mount on $MNT" "$T/err" || fail "second rw mount said: $(cat "$T/err")"
 printf x >"$T/x"
 "$ZR" set "$DS" 0 --img="$T/x" 2>"$T/err" && fail "zr set while mounted rw"
@@ -215,7 +215,7 @@ grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files
 
 # one thread polling for requests (-s -o poll_us): the same files; and
 # poll_us without -s is refused before anything is mounted
-"$ZRFS" "$DS" "$MNT" -o rw,poll_us=100 2>"$T/err" && fail "poll_us without -s mounted"
+"$ZRFS" "$DS" "$MNT" -o writable,poll_us=100 2>"$T/err" && fail "poll_us without -s mounted"
 grep -q "poll_us needs -s" "$T/err" || fail "poll_us without -s said: $(cat "$T/err")"
 mkdir "$T/many"
 i=0
@@ -224,7 +224,7 @@ while [ $i -lt 200 ]; do
 	i=$((i + 1))
 done
 n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
-${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o rw -s -o poll_us=100 -f 2>"$T/log" &
+${ZRFS_WRAP:-} "$ZRFS" "$DS" "$MNT" -o writable -s -o poll_us=100 -f 2>"$T/log" &
 pid=$!
 timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
 cp -r "$T/many/." "$MNT/img/" || fail "cp -r with poll_us"
@@ -252,14 +252,14 @@ rw_mount() { # rw_mount OPTIONS: in the foreground, in the background (pid)
 	timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "-o $1: $(cat "$T/log")"
 }
 rw_unmount() { fusermount3 -u "$MNT" && wait $pid || fail "unmount: $(tail -3 "$T/log")"; }
-rw_mount rw,allow_other
+rw_mount writable,allow_other
 "$ZR" cat "$DS" img 5 >"$T/want" || fail "zr cat"
 as_nobody cat "$MNT/img/5.jpg" >"$T/got" || fail "another user cannot read"
 same "$T/want" "$T/got"
 expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/5.jpg'"
 expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/new.jpg'"
 rw_unmount
-rw_mount rw
+rw_mount writable
 expect "Permission denied" as_nobody ls "$MNT/img"
 rw_unmount
 "$ZR" cat "$DS" img 5 >"$T/after" || fail "zr cat"

@@ -22,7 +22,7 @@ mkdir "$SMALL" "$T/want"
 mount -t tmpfs -o size=8m zrfs-test-full "$SMALL" || fail "cannot mount a tmpfs on $SMALL"
 "$ZR" create "$SMALL/ds" --field img:bytes:ext=bin >/dev/null || fail "zr create"
 head -c 3000000 /dev/zero >"$SMALL/filler" || fail "filler"
-${ZRFS_WRAP:-} "$ZRFS" "$SMALL/ds" "$MNT" -o rw -f 2>"$T/log" &
+${ZRFS_WRAP:-} "$ZRFS" "$SMALL/ds" "$MNT" -o writable -f 2>"$T/log" &
 pid=$!
 timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
 

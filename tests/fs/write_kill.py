@@ -3,7 +3,7 @@
 usage: write_kill.py ZR ZRFS DATASET MOUNT TRIALS
 
 The dataset (made here) has a flate bytes field "txt" and a raw i64 "lab".
-TRIALS times: mount it with -o rw (in the foreground, this process's
+TRIALS times: mount it with -o writable (in the foreground, this process's
 child), start a writer thread that replaces, appends and removes records
 through the mount (some files fsync'd, some only closed, some written in
 several pieces at random offsets) and a reader thread that reads the files
@@ -181,7 +181,7 @@ def main():
     aborted = 0
     for trial in range(TRIALS):
         log = open('%s.log' % DS, 'ab')
-        d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'rw', '-f'], stderr=log)
+        d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'writable', '-f'], stderr=log)
         DAEMON[:] = [d]
         t0 = time.monotonic()
         while not mounted():

@@ -42,6 +42,10 @@ mount -t fuse.zrfs "$T/ds" "$T/mnt" -o ro || fail "mount -t fuse.zrfs"
 [ "$(cat "$T/mnt/note/0.txt")" = "hello from the package" ] || fail "reading through the mount"
 grep -q "fuse.zrfs" /proc/mounts || fail "not listed as fuse.zrfs"
 umount "$T/mnt" || fail "umount"
+# without ro, mount(8) passes rw: still read-only (-o writable writes)
+mount -t fuse.zrfs "$T/ds" "$T/mnt" 2>/dev/null || fail "mount -t fuse.zrfs without -o"
+grep -q " $T/mnt fuse.zrfs ro," /proc/mounts || fail "mount -t fuse.zrfs without ro is writable"
+umount "$T/mnt" || fail "umount"
 
 dpkg -r zrfs >/dev/null || fail "dpkg -r"
 installed=0
