@@ -13,27 +13,50 @@
 #include <unistd.h>
 
 static const char export_help[] =
-	"usage: zr export dir DS FIELD OUT_DIR\n"
+	"usage: zr export dir DS FIELD OUT_DIR [--by-id]\n"
 	"       zr export npy DS FIELD OUT.npy\n"
-	"       zr export tar DS OUT.tar\n"
+	"       zr export tar DS OUT.tar [--by-id]\n"
 	"\n"
 	"dir: write every present record of FIELD as a file of OUT_DIR (created; it\n"
-	"must not exist or be empty), named as in the mount: the record id, plus\n"
-	"the field's extension. The bytes are the records' logical bytes.\n"
+	"must not exist or be empty). A dataset that keeps original names (zr\n"
+	"import dir and tar keep them) writes each record under its name: the\n"
+	"file's path under the imported directory, directories made as needed\n"
+	"(so diff -r against that directory finds them equal), or a WebDataset\n"
+	"key plus the field's extension (or name). Otherwise, with --by-id, and\n"
+	"for a record without a name, the file is named as in the mount: the\n"
+	"record id, plus the field's extension. The bytes are the records'\n"
+	"logical bytes. A name that is not a relative path staying below OUT_DIR\n"
+	"(.., an absolute path) stops the export, naming the record.\n"
 	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
 	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n"
-	"tar: write every record as a WebDataset sample: members ID.FIELD (ID zero-\n"
-	"padded to 9 digits) for its present fields, an i64 scalar field (a class,\n"
-	"as zr import tar makes .cls members) as decimal text; OUT.tar must not\n"
-	"exist.\n";
+	"tar: write every record as a WebDataset sample: members KEY.FIELD for its\n"
+	"present fields, KEY the sample's key when zr import tar kept it (the\n"
+	"field of names is not a member), else the record id zero-padded to 9\n"
+	"digits; an i64 scalar field (a class, as zr import tar makes .cls members)\n"
+	"as decimal text; OUT.tar must not exist.\n";
 
-/* One ustar header for a regular file. */
-static void tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime)
+/* One ustar header for a regular file: -1 if @name does not fit (a name of
+ * up to 100 bytes, after a prefix of up to 155 ending at a '/'). */
+static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime)
 {
+	size_t len = strlen(name), cut = 0;
 	unsigned sum = 0;
 
 	memset(h, 0, 512);
-	snprintf((char *)h, 100, "%s", name);
+	if (len > 100) {
+		const char *slash = NULL;
+		for (const char *p = name; (p = strchr(p, '/')) != NULL; p++)
+			if ((size_t)(p - name) <= 155 && len - (size_t)(p - name) - 1 <= 100)
+				slash = p;
+			else if ((size_t)(p - name) > 155)
+				break;
+		if (!slash || slash == name)
+			return -1;
+		cut = (size_t)(slash - name);
+		memcpy(h + 345, name, cut);
+		cut++;
+	}
+	memcpy(h, name + cut, len - cut);
 	snprintf((char *)h + 100, 8, "%07o", 0644);
 	snprintf((char *)h + 108, 8, "%07o", 0);
 	snprintf((char *)h + 116, 8, "%07o", 0);
@@ -49,6 +72,7 @@ static void tar_header(unsigned char h[512], const char *name, uint64_t size, in
 		sum += h[i];
 	snprintf((char *)h + 148, 8, "%06o", sum);
 	h[155] = ' ';
+	return 0;
 }
 
 /* Close the file @out written through @fd; on any failure (@status != 0,
@@ -64,15 +88,17 @@ static int finish_file(int fd, const char *out, int status)
 	return status;
 }
 
-static int export_tar(zr_dataset *ds, const char *out)
+static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 {
 	static const unsigned char zeros[1024];
+	static char key[PATH_MAX], name[PATH_MAX + ZR_NAME_MAX + 2];
 	unsigned char h[512];
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	uint64_t members = 0;
 	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), status = 1;
 	int64_t mtime = 0;
+	struct zr_names nm = {-1, false};
 	zr_info in;
 
 	if (fd < 0) {
@@ -81,11 +107,21 @@ static int export_tar(zr_dataset *ds, const char *out)
 	}
 	if (zr_info_get(ds, &in) == 0)
 		mtime = in.mtime;
-	for (uint64_t id = 0; id < zr_length(ds); id++)
+	if (!by_id && names_open(ds, &nm) < 0)
+		goto out;
+	if (!nm.key)
+		nm.field = -1; /* paths are not keys: ids then */
+	for (uint64_t id = 0; id < zr_length(ds); id++) {
+		int got = nm.field >= 0 ? names_get(ds, &nm, id, key, sizeof key) : 0;
+		if (got < 0)
+			goto out;
+		if (got == 0)
+			snprintf(key, sizeof key, "%09llu", (unsigned long long)id);
 		for (unsigned f = 0; f < zr_field_count(ds); f++) {
 			zr_record_stat st;
-			char name[100];
 			int64_t n;
+			if ((int)f == nm.field)
+				continue; /* the key itself */
 			if (zr_stat(ds, f, id, &st) < 0) {
 				zr_fail(-1, "export");
 				goto out;
@@ -111,8 +147,13 @@ static int export_tar(zr_dataset *ds, const char *out)
 				memcpy(&v, buf, 8);
 				n = snprintf((char *)buf, cap, "%lld", (long long)v);
 			}
-			snprintf(name, sizeof name, "%09llu.%s", (unsigned long long)id, fs->name);
-			tar_header(h, name, (uint64_t)n, mtime);
+			snprintf(name, sizeof name, "%s.%s", key, fs->name);
+			if (tar_header(h, name, (uint64_t)n, mtime) < 0) {
+				zr_warn("export: %s: record %llu: member name '%s' is too long for "
+					"a tar header (--by-id names members by id)", out,
+					(unsigned long long)id, name);
+				goto out;
+			}
 			if (write_all(fd, h, 512) < 0 || write_all(fd, buf, (size_t)n) < 0 ||
 			    write_all(fd, zeros, (512 - (size_t)n % 512) % 512) < 0) {
 				zr_warn("export: %s: %s", out, strerror(errno));
@@ -120,6 +161,7 @@ static int export_tar(zr_dataset *ds, const char *out)
 			}
 			members++;
 		}
+	}
 	if (write_all(fd, zeros, sizeof zeros) < 0) {
 		zr_warn("export: %s: %s", out, strerror(errno));
 		goto out;
@@ -222,17 +264,20 @@ int cmd_export(int argc, char **argv)
 		fputs(export_help, stdout);
 		return 0;
 	}
+	bool by_id = argc > 2 && strcmp(argv[argc - 1], "--by-id") == 0;
+	if (by_id)
+		argc--;
 	if (argc == 4 && strcmp(argv[1], "tar") == 0) {
 		int rc = zr_open(&ds, argv[2], ZR_RDONLY);
 		if (rc < 0)
 			return zr_fail(rc, "export");
-		status = export_tar(ds, argv[3]);
+		status = export_tar(ds, argv[3], by_id);
 		zr_close(ds);
 		return status;
 	}
 	if (argc != 5 || (strcmp(argv[1], "dir") != 0 && strcmp(argv[1], "npy") != 0)) {
-		zr_warn("export: expected 'dir DS FIELD OUT_DIR', 'npy DS FIELD OUT.npy' or "
-			"'tar DS OUT.tar' (see 'zr export --help')");
+		zr_warn("export: expected 'dir DS FIELD OUT_DIR [--by-id]', 'npy DS FIELD OUT.npy' "
+			"or 'tar DS OUT.tar [--by-id]' (see 'zr export --help')");
 		return EXIT_USAGE;
 	}
 	if ((f = open_field("export", argv[2], argv[3], &ds)) < 0)
@@ -251,10 +296,18 @@ int cmd_export(int argc, char **argv)
 		zr_warn("export: %s: %s", argv[4], strerror(errno));
 		goto out;
 	}
+	struct zr_names nm = {-1, false};
+	if (!by_id && names_open(ds, &nm) < 0) {
+		zr_warn("export: out of memory");
+		goto close_out;
+	}
+	if (nm.field == f)
+		nm.field = -1; /* the names themselves: by id */
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		zr_record_stat st;
-		char name[64];
+		static char name[PATH_MAX + ZR_EXT_MAX + 2];
 		int64_t n;
+		int named;
 		if (zr_stat(ds, (unsigned)f, id, &st) < 0) {
 			zr_fail(-1, "export");
 			goto close_out;
@@ -274,13 +327,22 @@ int cmd_export(int argc, char **argv)
 			zr_fail((int)n, "export");
 			goto close_out;
 		}
-		record_name(ds, (unsigned)f, id, name, sizeof name);
-		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 || write_all(fd, buf, (size_t)n) < 0) {
-			zr_warn("export: %s/%s: %s", argv[4], name,
-				errno == EEXIST ? "exists (OUT_DIR must be empty)" : strerror(errno));
-			if (fd >= 0)
-				close(fd);
+		if ((named = nm.field >= 0 ? names_get(ds, &nm, id, name, PATH_MAX) : 0) < 0)
+			goto close_out;
+		if (named && nm.key) { /* a WebDataset key: the member's extension */
+			const char *ext = zr_field(ds, (unsigned)f)->ext;
+			size_t len = strlen(name);
+			snprintf(name + len, sizeof name - len, ".%s",
+				 ext ? ext : zr_field(ds, (unsigned)f)->name);
+		}
+		if (!named)
+			record_name(ds, (unsigned)f, id, name, sizeof name);
+		int fd = names_create_at(dfd, name, argv[4]);
+		if (fd < 0)
+			goto close_out;
+		if (write_all(fd, buf, (size_t)n) < 0) {
+			zr_warn("export: %s/%s: %s", argv[4], name, strerror(errno));
+			close(fd);
 			goto close_out;
 		}
 		close(fd);

@@ -28,9 +28,11 @@
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
 	"                     [--label-from-top FIELD] [--ext EXT] [--follow-links]\n"
+	"                     [--names FIELD | --no-names]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
 	"       zr import tar SHARD.tar[.gz] [SHARD.tar...] DEST   (- : standard input)\n"
+	"                     [--names FIELD | --no-names]\n"
 	"   options for all: [--compress raw|flate] [--chunk-size N] [--writers 1..4]\n"
 	"\n"
 	"Create the dataset DEST (which must not exist, or be empty) from:\n"
@@ -64,6 +66,13 @@ static const char help[] =
 	"        named *.gz or *.tgz is gunzipped, and - reads one from standard\n"
 	"        input (compressed or not), into an unlinked file in $TMPDIR\n"
 	"        (default /var/tmp) for as long as the import runs.\n"
+	"\n"
+	"Original names: dir and tar keep each record's name in a field 'name'\n"
+	"(bytes, ext txt; --names FIELD names it, --no-names leaves it out): a\n"
+	"file's path under SRC (train/cat/x.png), a sample's KEY with its prefix\n"
+	"(train/sample000000). zr find DS NAME gives a record's id, zr export\n"
+	"dir and tar write the records back under these names, and the mount\n"
+	"shows them as name/ID.txt.\n"
 	"\n"
 	"  --compress raw|flate  how the field is stored (default raw)\n"
 	"  --chunk-size N        records per chunk file (default 65536)\n"
@@ -209,6 +218,9 @@ static void *writer(void *arg)
 			if (p->labels)
 				v[p->width] = p->unlabelled[i] ? (zr_value){NULL, 0}
 							       : (zr_value){&label, sizeof label};
+			if (p->names)
+				v[p->width + !!p->labels] =
+					(zr_value){p->names[i], strlen(p->names[i])};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),
@@ -305,6 +317,12 @@ static const struct source {
 	{"tar", plan_tar, "SHARD.tar... DEST", true},
 };
 
+/* Whether this kind of import has original names to keep. */
+static bool names_kind(const struct import *im)
+{
+	return im->src->plan == plan_dir || im->src->plan == plan_tar;
+}
+
 /* The options and positional arguments after KIND: -1 when they are good,
  * else the exit status (the message printed). */
 static int parse_args(struct import *im, int argc, char **argv)
@@ -330,6 +348,10 @@ static int parse_args(struct import *im, int argc, char **argv)
 			o->follow_links = true;
 			continue;
 		}
+		if (strcmp(a, "--no-names") == 0 && names_kind(im)) {
+			o->names = NULL;
+			continue;
+		}
 		if (!val) {
 			zr_warn("import: '%s' needs a value or is unknown", a);
 			return EXIT_USAGE;
@@ -341,6 +363,8 @@ static int parse_args(struct import *im, int argc, char **argv)
 			    strcmp(a, "--label-from-top") == 0) && im->src->plan == plan_dir) {
 			o->label_field = val;
 			o->label_top = strcmp(a, "--label-from-top") == 0;
+		} else if (strcmp(a, "--names") == 0 && names_kind(im)) {
+			o->names = val;
 		} else if (strcmp(a, "--ext") == 0 && im->src->plan == plan_dir) {
 			if (val[0] && (strlen(val) > ZR_EXT_MAX || zr_name_check(val) < 0)) {
 				zr_warn("import: --ext %s: not an extension (%s)", val,
@@ -373,7 +397,8 @@ static int parse_args(struct import *im, int argc, char **argv)
 		zr_warn("import %s: expected %s (see 'zr import --help')", kind, im->src->args);
 		return EXIT_USAGE;
 	}
-	if (zr_name_check(o->field) < 0 || (o->label_field && zr_name_check(o->label_field) < 0)) {
+	if (zr_name_check(o->field) < 0 || (o->label_field && zr_name_check(o->label_field) < 0) ||
+	    (o->names && zr_name_check(o->names) < 0)) {
 		zr_warn("import: %s", zr_errmsg(NULL));
 		return EXIT_USAGE;
 	}
@@ -384,22 +409,65 @@ static int parse_args(struct import *im, int argc, char **argv)
 	return -1;
 }
 
-/* {"classes": {"FIELD": ["a", "b", ...]}}: the class names of the labels,
- * kept in meta.json; NULL if out of memory. */
-static char *class_attrs(const char *field, const struct strs *classes)
+/* The dataset's attrs, kept in meta.json: {"classes": {"FIELD": ["a",
+ * "b", ...]}} with labels, the class names; {"names": {"field": F, "kind":
+ * "path"|"key"}} with names (a file's path under SRC; a WebDataset key, to
+ * which the member's extension is added). NULL if out of memory. */
+static char *import_attrs(const struct import *im)
 {
-	json_t *names = json_array(), *root;
-	char *text;
+	json_t *root = json_object(), *v;
+	char *text = NULL;
 
-	for (size_t i = 0; names && i < classes->n; i++)
-		if (json_array_append_new(names, json_string(classes->v[i])) < 0) {
-			json_decref(names);
-			return NULL;
-		}
-	root = json_pack("{s:{s:o}}", "classes", field, names);
+	if (root && im->o.label_field) {
+		json_t *classes = json_array();
+		for (size_t i = 0; classes && i < im->classes.n; i++)
+			if (json_array_append_new(classes, json_string(im->classes.v[i])) < 0) {
+				json_decref(classes);
+				classes = NULL;
+			}
+		if (!classes || !(v = json_pack("{s:o}", im->o.label_field, classes)) ||
+		    json_object_set_new(root, "classes", v) < 0)
+			goto out;
+	}
+	if (root && im->p.names &&
+	    (!(v = json_pack("{s:s,s:s}", "field", im->o.names, "kind",
+			     im->src->plan == plan_dir ? "path" : "key")) ||
+	     json_object_set_new(root, "names", v) < 0))
+		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+out:
 	json_decref(root);
 	return text;
+}
+
+/* Each record's original name, as the field im->o.names after the others:
+ * a file's path under SRC, a sample's KEY. 0, or -1 (said why). */
+static int plan_names(struct import *im)
+{
+	struct plan *p = &im->p;
+	size_t skip = strlen(im->pos[0]) + 1;
+
+	if (!im->o.names || !names_kind(im))
+		return 0;
+	for (unsigned f = 0; f < im->nf; f++)
+		if (strcmp(im->f[f].name, im->o.names) == 0) {
+			zr_warn("import: a field '%s' holds the records already: --names FIELD keeps "
+				"the original names in another field, --no-names drops them",
+				im->o.names);
+			return -1;
+		}
+	if (im->nf == ZR_FIELDS_MAX) {
+		zr_warn("import: no field left for the original names: --no-names drops them");
+		return -1;
+	}
+	if (!(p->names = malloc((p->n ? p->n : 1) * sizeof *p->names))) {
+		zr_warn("import: out of memory");
+		return -1;
+	}
+	for (uint64_t i = 0; i < p->n; i++)
+		p->names[i] = im->src->plan == plan_dir ? im->files.v[i] + skip : im->t.key_names.v[i];
+	im->f[im->nf++] = (zr_field_spec){.name = im->o.names, .dtype = ZR_BYTES, .ext = "txt"};
+	return 0;
 }
 
 /* ---- DEST ----
@@ -618,7 +686,7 @@ int cmd_import(int argc, char **argv)
 	for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
 		if (strcmp(argv[1], sources[i].kind) == 0)
 			im->src = &sources[i];
-	im->o = (struct opts){.field = "data", .compress = ZR_RAW, .writers = 4};
+	im->o = (struct opts){.field = "data", .names = "name", .compress = ZR_RAW, .writers = 4};
 	if (!im->src) {
 		zr_warn("import: unknown source kind '%s' (dir, npy, flat, tar; see 'zr import --help')",
 			argv[1]);
@@ -636,14 +704,17 @@ int cmd_import(int argc, char **argv)
 			zr_warn("import: out of memory");
 		else if (im->src->plan(im) < 0) /* everything checked before DEST is touched */
 			zr_warn("import: %s", im->p.err[0] ? im->p.err : "out of memory");
-		else if (im->o.label_field &&
-			 !(attrs = class_attrs(im->o.label_field, &im->classes)))
-			zr_warn("import: out of memory");
 		else {
 			if (im->o.label_field)
 				im->f[im->nf++] = (zr_field_spec){.name = im->o.label_field,
 								  .dtype = ZR_I64, .fixed = 1};
-			status = write_dataset(im, im->pos[im->npos - 1], attrs);
+			if (plan_names(im) < 0)
+				;
+			else if (!(attrs = import_attrs(im)))
+				zr_warn("import: out of memory");
+			else
+				status = write_dataset(im, im->pos[im->npos - 1],
+						       strcmp(attrs, "{}") ? attrs : NULL);
 		}
 		pthread_mutex_destroy(&im->p.err_lock);
 	}
@@ -656,6 +727,7 @@ int cmd_import(int argc, char **argv)
 	free(im->p.srcs);
 	free(im->p.labels);
 	free(im->p.unlabelled);
+	free(im->p.names);
 	free(attrs);
 	free(im);
 	return status;

@@ -29,6 +29,7 @@ struct plan {
 	struct src *srcs;
 	int64_t *labels;  /* --label-from-parent, a tar's .cls members, or NULL */
 	bool *unlabelled; /* with labels: records whose label is missing (a tar's) */
+	const char **names; /* each record's original name, a field after the label, or NULL */
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -49,6 +50,7 @@ int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, const
 struct opts {
 	const char *field, *label_field;
 	const char *ext; /* dir: --ext, the field's extension ("": none) */
+	const char *names; /* dir, tar: the field of original names (--names), NULL: none */
 	bool label_top; /* the class is the first directory under SRC */
 	bool follow_links;
 	zr_compress compress;

@@ -82,6 +82,8 @@ static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, 
 			return -1;
 		}
 		snprintf(t->last_key, sizeof t->last_key, "%.*s", (int)keylen, path);
+		if (strs_add(&t->key_names, strdup(t->last_key)) < 0)
+			return -1;
 		t->keys++;
 	} else {
 		for (size_t i = t->n; i-- > 0 && t->m[i].key == t->keys - 1;)
@@ -203,6 +205,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 void zr_tar_free(struct zr_tar *t)
 {
 	strs_free(&t->fields);
+	strs_free(&t->key_names);
 	free(t->m);
 	memset(t, 0, sizeof *t);
 }

@@ -16,6 +16,7 @@ static const zr_cmd cmds[] = {
 	{"export", cmd_export, "write a field's records out as files"},
 	{"ls", cmd_ls, "list a field's records"},
 	{"stat", cmd_stat, "show where a record is stored"},
+	{"find", cmd_find, "the ids of records by their original names"},
 	{"info", cmd_info, "show a dataset's fields, size and utilisation"},
 	{"verify", cmd_verify, "check every record; exit 0 only when clean"},
 	{"rebalance", cmd_rebalance, "rewrite live records into fresh chunks"},

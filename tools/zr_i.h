@@ -28,6 +28,25 @@ int cmd_rm(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_find(int argc, char **argv);
+
+/* Records' original names (names.c): the field that keeps them (-1: none),
+ * and whether they are WebDataset keys (an extension makes a file name) or
+ * paths under the imported directory. */
+struct zr_names {
+	int field;
+	bool key;
+};
+/* 0, or -ENOMEM. */
+int names_open(zr_dataset *ds, struct zr_names *n);
+/* Record @id's name into @buf (NUL-terminated): 1, 0 when it has none,
+ * or a negative code (said on stderr: unreadable, too long, or not a
+ * relative path that stays below its directory). */
+int names_get(zr_dataset *ds, const struct zr_names *n, uint64_t id, char *buf, size_t cap);
+/* Create @path (relative, checked) under the directory @dfd, making its
+ * directories: a descriptor to write, or -1 (said on stderr; @shown names
+ * the directory). */
+int names_create_at(int dfd, const char *path, const char *shown);
 /* A dataset opened for writing with one value per field read from
  * --FIELD=FILE arguments argv[from..argc) (data NULL where not given). */
 struct field_args {
@@ -88,6 +107,7 @@ struct zr_tar {
 	size_t n, cap;
 	struct strs fields;    /* extensions, in order of first appearance */
 	uint32_t keys;         /* samples so far */
+	struct strs key_names; /* each sample's KEY, prefix included */
 	char last_key[PATH_MAX];
 	uint64_t skipped;      /* members not named KEY.EXT, left out */
 	char first_skipped[PATH_MAX + 64];

@@ -6,7 +6,7 @@
 mkdir src
 for i in 0 1 2 3 4 5; do printf "record $i" >src/$i.txt; done
 : >src/6.txt
-zr import dir src ds --field doc
+zr import dir src ds --field doc --no-names
 expect_rc 0
 zr ls ds doc
 expect_out "0.txt
@@ -57,4 +57,4 @@ expect_out 'out: 4 files'
 	fail "export contents"
 zr export dir ds doc out
 expect_rc 1
-expect_err_has '*out/0.txt: exists (OUT_DIR must be empty)'
+expect_err_has '*out/0.txt: exists (OUT_DIR must be empty*'

@@ -19,7 +19,7 @@ run "$PY" - <<'PY'
 import json
 d = json.load(open("info.json"))
 assert d["length"] == 8
-assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None)]
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt")]
 PY
 expect_rc 0
 grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
@@ -37,6 +37,35 @@ zr cat ds label 7
 [ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 2 ] || fail "zz/ünï cödé/big.jpg is not class 2"
 zr verify --quiet ds
 expect_rc 0
+# original names: each record's path under SRC, in the field 'name'; zr
+# find gives ids by name; export dir writes the tree back under those names
+zr cat ds name 7
+expect_out "zz/ünï cödé/big.jpg"
+zr find ds "dog/2.jpg" "zz/ünï cödé/big.jpg"
+expect_out "4
+7"
+zr find ds cat/9.jpg
+expect_rc 1
+expect_err_has "*cat/9.jpg: no record has this name*"
+zr export dir ds data back
+expect_rc 0
+diff -r src back >/dev/null || fail "export dir by name differs from the source: $(diff -r src back | head -3)"
+zr export dir ds data byid --by-id
+[ -f byid/7.jpg ] || fail "--by-id does not name files by id"
+zr import dir src ds2 --no-names
+zr info --json ds2
+grep -q '"name": "name"' "$T/.out" && fail "--no-names kept a field of names"
+zr find ds2 cat/1.jpg
+expect_rc 1
+expect_err_has "*keeps no original names*"
+zr import dir src ds3 --names path
+expect_rc 0
+zr find ds3 cat/1.jpg
+expect_out 0
+zr import dir src ds4 --field name
+expect_rc 1
+expect_err_has "*a field 'name' holds the records already: --names FIELD*--no-names*"
+[ -e ds4 ] && fail "a refused import left ds4"
 # mixed extensions: the most common one, the others named in a warning
 # (a stray .DS_Store must not cost every image its extension); --ext
 mkdir -p mixed/cat
@@ -186,6 +215,7 @@ expect_err_has 'zr: import: running: an import into it did not finish (killed?):
 [ "$(ls running)" = "chunk
 data.offset
 meta.json
+name.offset
 readers
 writer" ] || fail "running/ holds $(ls running)"
 for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14 bad15 bad16; do [ ! -e "$d" ] || fail "$d was left behind"; done
@@ -258,10 +288,47 @@ zr export tar web back.tar
 expect_rc 0
 expect_out 'back.tar: 4 records, 8 members'
 mkdir x && tar xf back.tar -C x || fail "tar cannot read the export"
-cmp -s x/000000002.json "$L/sample-number-2.json" || fail "exported json"
-[ "$(cat x/000000003.cls)" = 3 ] || fail "exported class: $(cat x/000000003.cls)"
-cmp -s x/000000001.jpg "$L/sample-number-1.jpg" || fail "exported jpg"
-[ ! -e x/000000003.jpg ] || fail "a missing member was exported"
+# members are named by the samples' keys, prefixes kept: the same members
+# as the shards had, byte for byte (a class as decimal text)
+cmp -s "x/${L#wds/}/sample-number-2.json" "$L/sample-number-2.json" || fail "exported json"
+[ "$(cat "x/${L#wds/}/sample-number-3.cls")" = 3 ] || fail "exported class: $(cat "x/${L#wds/}/sample-number-3.cls")"
+cmp -s "x/${L#wds/}/sample-number-1.jpg" "$L/sample-number-1.jpg" || fail "exported jpg"
+[ ! -e "x/${L#wds/}/sample-number-3.jpg" ] || fail "a missing member was exported"
+run "$PY" - s0.tar s1.tar back.tar <<'PY'
+import sys, tarfile
+def members(*paths):
+    out = {}
+    for p in paths:
+        with tarfile.open(p) as t:
+            for m in t.getmembers():
+                data = t.extractfile(m).read()
+                out[m.name] = int(data) if m.name.endswith(".cls") else data
+    return out
+a, b = members(*sys.argv[1:3]), members(sys.argv[3])
+assert a.keys() == b.keys(), (sorted(a), sorted(b))
+assert a == b, [k for k in a if a[k] != b[k]]
+PY
+expect_rc 0
+zr export tar web byid.tar --by-id
+mkdir y && tar xf byid.tar -C y || fail "tar cannot read the --by-id export"
+cmp -s y/000000002.json "$L/sample-number-2.json" || fail "--by-id json"
+# export dir of a tar's field: KEY.EXT files under the key's directories
+zr export dir web jpg webdir
+expect_rc 0
+cmp -s "webdir/${L#wds/}/sample-number-1.jpg" "$L/sample-number-1.jpg" || fail "export dir of a tar field"
+# a key that would leave OUT_DIR (../, /) stops the export, naming the record
+"$PY" - evil.tar <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name in ("ok.jpg", "../escaped.jpg", "/etc/abs.jpg"):
+        i = tarfile.TarInfo(name); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
+PY
+zr import tar evil.tar evil
+expect_rc 0
+zr export dir evil jpg evilout
+expect_rc 1
+expect_err_has "*record 1: its name '../escaped' is not a relative path below a directory*"
+[ ! -e escaped.jpg ] && [ ! -e evilout/../escaped.jpg ] || fail "an export wrote outside OUT_DIR"
 zr import tar back.tar web2
 expect_rc 0
 # members that are not KEY.EXT (a README, a directory's dot-less file) are

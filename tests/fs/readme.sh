@@ -39,3 +39,11 @@ done
 [ $n -eq 6 ] || fail "ran $n examples, not 6"
 # the resume example read the whole epoch in one run: it saved its end
 [ "$(cat "$T/position.txt")" = 15 ] || fail "the resume example saved $(cat "$T/position.txt")"
+# the original names, as the README says: the file of the record so named,
+# and the same record's image through the mount
+[ "$(grep -rlxF tabby/1.jpg "$MNT/name/")" = "$MNT/name/10.txt" ] ||
+	fail "grep of the names: $(grep -rlxF tabby/1.jpg "$MNT/name/")"
+[ "$("$ZR" find "$DS" tabby/1.jpg)" = 10 ] || fail "zr find"
+same "$T/photos/tabby/1.jpg" "$MNT/image/10.jpg"
+"$ZR" export dir "$DS" image "$T/back" >/dev/null || fail "export dir"
+diff -r "$T/photos" "$T/back" >/dev/null || fail "export dir by name differs from photos/"

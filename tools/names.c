@@ -1,0 +1,188 @@
+/*
+ * names.c - records' original names, as zr import dir and zr import tar
+ * keep them (a field of names, named in attrs.names), and zr find.
+ *
+ * A name is a file's path under the imported directory ("kind": "path") or
+ * a WebDataset sample's key ("kind": "key", a member's extension added to
+ * make a file name). Names come from outside: before one becomes a path it
+ * is checked to be relative and to stay below the directory it is written
+ * into (no "..", ".", empty or absolute components).
+ */
+#include "zr_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int names_open(zr_dataset *ds, struct zr_names *n)
+{
+	char *text = zr_attrs(ds);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *names = json_object_get(root, "names");
+	const char *field = json_string_value(json_object_get(names, "field"));
+	const char *kind = json_string_value(json_object_get(names, "kind"));
+
+	n->field = -1;
+	n->key = kind && strcmp(kind, "key") == 0;
+	for (unsigned f = 0; field && f < zr_field_count(ds); f++)
+		if (strcmp(zr_field(ds, f)->name, field) == 0)
+			n->field = (int)f;
+	json_decref(root);
+	free(text);
+	return text ? 0 : -ENOMEM;
+}
+
+/* Whether @s is a relative path that stays below its directory. */
+static bool safe_path(const char *s, size_t len)
+{
+	if (len == 0 || s[0] == '/' || memchr(s, 0, len))
+		return false;
+	for (size_t at = 0; at <= len;) {
+		const char *slash = memchr(s + at, '/', len - at);
+		size_t end = slash ? (size_t)(slash - s) : len, c = end - at;
+		if (c == 0 || (c == 1 && s[at] == '.') || (c == 2 && s[at] == '.' && s[at + 1] == '.'))
+			return false;
+		at = end + 1;
+	}
+	return true;
+}
+
+int names_get(zr_dataset *ds, const struct zr_names *n, uint64_t id, char *buf, size_t cap)
+{
+	int64_t got;
+
+	if (n->field < 0 || zr_present(ds, (unsigned)n->field, id) != 1)
+		return 0;
+	got = zr_record_load(ds, (unsigned)n->field, id, buf, cap - 1);
+	if (got == -ENOBUFS) {
+		zr_warn("record %llu: its name is longer than a path may be",
+			(unsigned long long)id);
+		return -ENAMETOOLONG;
+	}
+	if (got < 0) {
+		zr_fail((int)got, "export");
+		return (int)got;
+	}
+	buf[got] = 0;
+	if (!safe_path(buf, (size_t)got)) {
+		zr_warn("record %llu: its name '%.*s' is not a relative path below a directory",
+			(unsigned long long)id, (int)(got > 200 ? 200 : got), buf);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+int names_create_at(int dfd, const char *path, const char *shown)
+{
+	char dir[PATH_MAX];
+	const char *leaf = strrchr(path, '/');
+	int at = dfd, fd;
+
+	/* each directory made (or entered) without following a link */
+	for (const char *p = path; leaf && p < leaf;) {
+		const char *slash = strchr(p, '/');
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - p), p);
+		if (mkdirat(at, dir, 0755) < 0 && errno != EEXIST)
+			goto fail;
+		int next = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (at != dfd)
+			close(at);
+		if ((at = next) < 0)
+			goto fail;
+		p = slash + 1;
+	}
+	fd = openat(at, leaf ? leaf + 1 : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST)
+		zr_warn("export: %s/%s: exists (OUT_DIR must be empty, and names differ)", shown,
+			path);
+	else if (fd < 0)
+		zr_warn("export: %s/%s: %s", shown, path, strerror(errno));
+	if (at != dfd)
+		close(at);
+	return fd;
+fail:
+	zr_warn("export: %s/%s: %s", shown, path, strerror(errno));
+	if (at >= 0 && at != dfd)
+		close(at);
+	return -1;
+}
+
+static const char find_help[] =
+	"usage: zr find DS NAME [NAME...]\n"
+	"\n"
+	"Print the id of the record each NAME names, one line each: the original\n"
+	"name zr import dir (the file's path under SRC) or zr import tar (the\n"
+	"sample's key) kept in the dataset's field of names (attrs.names in\n"
+	"meta.json), in the order given. Reads every name once. A NAME that\n"
+	"names no record is said on stderr (no line) and the exit status is 1,\n"
+	"as when the dataset keeps no names.\n";
+
+int cmd_find(int argc, char **argv)
+{
+	zr_dataset *ds = NULL;
+	struct zr_names n;
+	uint64_t *ids;
+	char *buf;
+	int rc, status = 0;
+
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(find_help, stdout);
+		return 0;
+	}
+	if (argc < 3) {
+		zr_warn("find: expected DS NAME [NAME...] (see 'zr find --help')");
+		return EXIT_USAGE;
+	}
+	if ((rc = zr_open(&ds, argv[1], ZR_RDONLY)) < 0)
+		return zr_fail(rc, "find");
+	ids = malloc((size_t)(argc - 2) * sizeof *ids);
+	buf = malloc(PATH_MAX + 1);
+	if (!ids || !buf || names_open(ds, &n) < 0) {
+		zr_warn("find: out of memory");
+		status = 1;
+		goto out;
+	}
+	if (n.field < 0) {
+		zr_warn("find: %s keeps no original names (zr import dir and tar keep them, "
+			"unless --no-names)", argv[1]);
+		status = 1;
+		goto out;
+	}
+	for (int i = 2; i < argc; i++)
+		ids[i - 2] = UINT64_MAX;
+	for (uint64_t id = 0; id < zr_length(ds); id++) {
+		int64_t got;
+		if (zr_present(ds, (unsigned)n.field, id) != 1)
+			continue;
+		got = zr_record_load(ds, (unsigned)n.field, id, buf, PATH_MAX);
+		if (got == -ENOBUFS)
+			continue; /* longer than any NAME */
+		if (got < 0) {
+			zr_fail((int)got, "find");
+			status = 1;
+			goto out;
+		}
+		for (int i = 2; i < argc; i++)
+			if (ids[i - 2] == UINT64_MAX && strlen(argv[i]) == (size_t)got &&
+			    memcmp(argv[i], buf, (size_t)got) == 0)
+				ids[i - 2] = id;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (ids[i - 2] == UINT64_MAX) {
+			zr_warn("find: %s: no record has this name", argv[i]);
+			status = 1;
+		} else {
+			printf("%llu\n", (unsigned long long)ids[i - 2]);
+		}
+	}
+out:
+	free(ids);
+	free(buf);
+	zr_close(ds);
+	return status;
+}
