@@ -15,7 +15,11 @@
  * or locks are not supported, readers read without registering and writers
  * see none: the protocol degrades to the one without readers (FORMAT.md).
  *
- * Sections: opening, a reader's lock, a writer's questions.
+ * A writer also holds an exclusive lock on one byte far above every
+ * generation: its flock(2) on the directory keeps writers on one machine
+ * apart, this lock those on machines that share the filesystem.
+ *
+ * Sections: opening, a reader's lock, the writer's lock, a writer's questions.
  */
 #include "store_i.h"
 
@@ -55,6 +59,29 @@ int zr_readers_hold(zr_dataset *ds, uint64_t generation)
 	if (fcntl(ds->readersfd, F_OFD_SETLK, &l) < 0 && errno != EINVAL && errno != ENOLCK)
 		return zr_err(-errno, "%s/" READERS ": cannot lock: %s", ds->path, strerror(errno));
 	return 0;
+}
+
+/* ---- the writer's lock ---- */
+
+/* The byte a writer locks exclusively, far above any generation. */
+#define WRITER_BYTE (INT64_MAX - 1)
+
+int zr_readers_claim_writer(zr_dataset *ds)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = WRITER_BYTE,
+			  .l_len = 1};
+
+	/* the writer's flock on the directory is only seen on this machine
+	 * where the filesystem is shared (GlusterFS): this lock is seen by
+	 * the other machines' writers too, where the filesystem has locks */
+	if (ds->readersfd < 0 || fcntl(ds->readersfd, F_OFD_SETLK, &l) == 0)
+		return 0;
+	if (errno == EAGAIN || errno == EACCES)
+		return -EBUSY;
+	return errno == EINVAL || errno == ENOLCK || errno == EOPNOTSUPP
+		       ? 0
+		       : zr_err(-errno, "%s/" READERS ": cannot lock: %s", ds->path,
+				strerror(errno));
 }
 
 /* ---- a writer's questions ---- */

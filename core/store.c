@@ -357,9 +357,19 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
 		goto fail;
 	}
+	if ((rc = zr_readers_open(ds)) < 0)
+		goto fail;
+	if ((flags & ZR_RDWR) && (rc = zr_readers_claim_writer(ds)) < 0) {
+		char who[256];
+		if (rc == -EBUSY)
+			rc = zr_err(-EBUSY, "%s: another writer has the dataset open (on another "
+					    "machine sharing it?): %s",
+				    dir, writer_read(ds->dirfd, who, sizeof who));
+		goto fail;
+	}
 	if (flags & ZR_RDWR)
-		writer_write(ds->dirfd, NULL);
-	if ((rc = zr_readers_open(ds)) < 0 || (rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
+		writer_write(ds->dirfd, NULL); /* ours on every machine: say who */
+	if ((rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
 		goto fail;
 	/* a reader holds its state before it opens any of its files */

@@ -342,6 +342,9 @@ int zr_reload(zr_dataset *ds, const zr_meta *m);
 /* readers.c: the states readers hold (a byte lock per generation) */
 int zr_readers_open(zr_dataset *ds);
 int zr_readers_hold(zr_dataset *ds, uint64_t generation);
+/* A writer's lock seen across machines: 0, -EBUSY (another writer holds
+ * it), or an error; 0 where the filesystem has no such locks. */
+int zr_readers_claim_writer(zr_dataset *ds);
 bool zr_readers_before(const zr_dataset *ds, uint64_t generation);
 bool zr_readers_at(const zr_dataset *ds, uint64_t generation);
 /* The oldest generation a reader holds below @below, or @below if none. */

@@ -540,3 +540,35 @@ Test(readers, compaction_keeps_what_held_generations_need)
 	zr_changes_max = 4u << 20;
 	free(m.tags);
 }
+
+/* ---- the writer's lock seen across machines ---- */
+
+/* A writer on another machine sharing the dataset (GlusterFS) does not see
+ * this machine's flock: it sees the exclusive lock on the writer's byte of
+ * DATASET/readers, taken here the way such a writer takes it. */
+Test(readers, a_writer_elsewhere_is_refused)
+{
+	t_create1(t_ds, ZR_RAW, 50);
+	char p[512];
+	snprintf(p, sizeof p, "%s/readers", t_ds);
+	int fd = open(p, O_RDWR);
+	cr_assert_geq(fd, 0);
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = INT64_MAX - 1,
+			  .l_len = 1};
+	cr_assert_eq(fcntl(fd, F_OFD_SETLK, &l), 0);
+	zr_dataset *w = NULL;
+	cr_assert_eq(zr_open(&w, t_ds, ZR_RDWR), -EBUSY);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "another writer has the dataset open (on another machine"),
+			   "%s", zr_errmsg(NULL));
+	zr_dataset *r = t_open(t_ds, ZR_RDONLY); /* readers are not writers */
+	zr_close(r);
+	close(fd);
+	w = t_open(t_ds, ZR_RDWR);
+	/* and a writer holds it: another such writer would be refused */
+	fd = open(p, O_RDWR);
+	l.l_type = F_WRLCK;
+	cr_assert_eq(fcntl(fd, F_OFD_SETLK, &l), -1);
+	cr_assert(errno == EAGAIN || errno == EACCES, "%s", strerror(errno));
+	close(fd);
+	zr_close(w);
+}
