@@ -254,11 +254,27 @@ static int open_making_room(zr_dataset *ds, const char *name, int flags)
 	return fd;
 }
 
+/* The size of the file open as @fd as its filesystem has it now: on a
+ * filesystem shared with other machines (FUSE clients such as GlusterFS,
+ * NFS) a forced revalidation, so that bytes another machine appended and
+ * committed are seen, and pages this machine cached before they were
+ * written are dropped; on a local filesystem the same as fstat. */
+static int size_now(int fd, uint64_t *size, bool *regular)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_SIZE, &sx) < 0)
+		return -errno;
+	*size = sx.stx_size;
+	*regular = S_ISREG(sx.stx_mode);
+	return 0;
+}
+
 static int chunk_open(zr_dataset *ds, zr_chunk *c)
 {
 	char name[32];
-	struct stat st;
-	uint64_t extent;
+	uint64_t extent, size = 0;
+	bool regular = false;
 	int fd, rc = 0;
 
 	pthread_mutex_lock(&c->map_lock);
@@ -273,7 +289,7 @@ static int chunk_open(zr_dataset *ds, zr_chunk *c)
 			    "%s/chunk/%s: %s", ds->path, name, zr_open_strerror(errno));
 		goto out;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (size_now(fd, &size, &regular) < 0 || !regular) {
 		close(fd);
 		rc = zr_err(ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path, name);
 		goto out;
@@ -282,8 +298,8 @@ static int chunk_open(zr_dataset *ds, zr_chunk *c)
 	 * a state says it has (damage) bounds what is touched: the records
 	 * past its end read as damaged, through pread and mapping alike */
 	extent = atomic_load(&c->extent);
-	if (extent == ZR_EXTENT_UNKNOWN || (uint64_t)st.st_size < extent)
-		atomic_store(&c->extent, (uint64_t)st.st_size);
+	if (extent == ZR_EXTENT_UNKNOWN || size < extent)
+		atomic_store(&c->extent, size);
 	c->fd = fd;
 	atomic_store(&c->recent, true);
 	pool_add(c);
@@ -373,31 +389,50 @@ void zr_chunk_drop(zr_chunk *c)
 }
 
 /* @donor's chunk @id, shared with the handle opening @m (its extent raised
- * to what @m says), or NULL if @donor has no such chunk. */
-static zr_chunk *chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u)
+ * to what @m says) into *@out, or NULL if @donor has no such chunk. A chunk
+ * that grew is looked at first: on a filesystem shared with other machines
+ * this machine may not see the bytes another wrote yet (a client's cache
+ * of sizes), and the state is refused until it does (-ESTALE). */
+static int chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u, zr_chunk **out)
 {
 	zr_chunk *c = donor ? zr_chunk_get(donor, id) : NULL;
 	uint64_t extent, cur;
 	char name[32];
-	struct stat st;
+	struct statx sx;
 
+	*out = NULL;
 	if (!c)
-		return NULL;
+		return 0;
 	zr_chunk_name(name, sizeof name, id);
 	if (u)
 		extent = u->write_pos;
 	else if (c->committed_unfull) /* filled up since: its size is its data */
-		extent = fstatat(donor->chunkdirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0
-				 ? (uint64_t)st.st_size
-				 : 0;
+		extent = ZR_EXTENT_UNKNOWN;
 	else
 		extent = atomic_load(&c->extent);
 	cur = atomic_load(&c->extent);
+	if (cur != ZR_EXTENT_UNKNOWN && (extent == ZR_EXTENT_UNKNOWN || extent > cur)) {
+		/* it grew: ask the filesystem, not its cache (a FUSE or NFS
+		 * client then also drops pages cached before the bytes came) */
+		if (statx(donor->chunkdirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
+			  STATX_SIZE, &sx) < 0)
+			return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk/%s: %s",
+				      donor->path, name, strerror(errno));
+		if (extent == ZR_EXTENT_UNKNOWN)
+			extent = sx.stx_size;
+		else if (sx.stx_size < extent)
+			return zr_err(-ESTALE,
+				      "%s/chunk/%s: %llu bytes here, but the state committed has %llu "
+				      "(written on another machine, not visible here yet)",
+				      donor->path, name, (unsigned long long)sx.stx_size,
+				      (unsigned long long)extent);
+	}
 	while ((cur < extent || cur == ZR_EXTENT_UNKNOWN) && extent != ZR_EXTENT_UNKNOWN &&
 	       !atomic_compare_exchange_weak(&c->extent, &cur, extent))
 		;
 	atomic_fetch_add(&c->refs, 1);
-	return c;
+	*out = c;
+	return 0;
 }
 
 int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor)
@@ -421,7 +456,9 @@ int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor)
 		for (uint32_t j = 0; j < m->unfull_count; j++)
 			if (m->unfull[j].chunk_id == id)
 				u = &m->unfull[j];
-		if (!rw && (c = chunk_share(donor, id, u)) != NULL) {
+		if (!rw && (rc = chunk_share(donor, id, u, &c)) < 0)
+			return rc;
+		if (!rw && c) {
 			if ((rc = chunks_grow(ds)) < 0) {
 				chunk_put(c);
 				return rc;

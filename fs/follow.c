@@ -300,7 +300,12 @@ static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 	int rc = touched ? zr_reopen(cur->ds, &ds) : -ENOMEM;
 
 	if (rc < 0) {
-		say(fs, rc == -ENOMEM ? "out of memory" : zr_errmsg(NULL));
+		/* the files of a state committed on another machine sharing the
+		 * dataset may show here a moment later: the next poll tries */
+		say(fs, rc == -ENOMEM   ? "out of memory"
+			: rc == -ESTALE ? "a new state's chunk files are not all visible here yet "
+					  "(a filesystem shared with other machines); trying again"
+					: zr_errmsg(NULL));
 		goto out;
 	}
 	if (zr_generation(ds) == cur->gen) {

@@ -304,7 +304,10 @@ ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
  * hold each chunk file open once. For following a dataset: keep the old
  * handle while it is in use, reopen when meta.json changes.
  * @param[out] out the new handle; release with zr_close().
- * @return as zr_open(); -EINVAL if @p prev was opened for writing
+ * @return as zr_open(); -EINVAL if @p prev was opened for writing; -ESTALE
+ *         if a chunk file of the new state is shorter here than the state
+ *         says: on a filesystem shared with other machines, bytes another
+ *         machine committed may reach this one a moment later (try again)
  */
 ZR_API int zr_reopen(zr_dataset *prev, zr_dataset **out);
 
