@@ -27,80 +27,24 @@ PY=/usr/bin/python3
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, mounts)"
-command -v glusterd >/dev/null && command -v mount.glusterfs >/dev/null ||
-	skip "GlusterFS is not installed (packaging/deps.sh installs glusterfs-server and -client)"
-id=$(($$ % 10000))
-NC=zrg${id}c NS1=zrg${id}s1 NS2=zrg${id}s2
-ip netns add "$NC" 2>/dev/null || skip "cannot make a network namespace here"
+. "$(dirname "$0")/gluster_lib.sh"
+why=$(gluster_skip_reason)
+[ -z "$why" ] || skip "$why"
 T=$(mktemp -d /var/tmp/zrfs-gluster-XXXXXX)
-
 cleanup() {
-	for m in "$T"/z1 "$T"/z2 "$T"/z3; do
+	for m in "$T"/z1 "$T"/z2 "$T"/z3; do # zrfs first: it holds files on the volume
 		mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
-	for m in "$T"/a "$T"/b "$T"/c; do
-		mountpoint -q "$m" 2>/dev/null && umount -l "$m"
-	done
-	pids=$(for n in "$NC" "$NS1" "$NS2"; do ip netns pids "$n" 2>/dev/null; done)
-	[ -n "$pids" ] && kill -9 $pids 2>/dev/null
-	for p in $pids; do # gone before their files are removed (bounded)
-		timeout 10 sh -c "while [ -e /proc/$p/stat ] &&
-			[ \"\$(cut -d' ' -f3 /proc/$p/stat)\" != Z ]; do :; done"
-	done
-	for n in "$NC" "$NS1" "$NS2"; do ip netns del "$n" 2>/dev/null; done
+	gluster_down
 	rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-
-# ---- the network: servers 10.211.0.1 and .2, clients .3 on a bridge ----
-ip netns add "$NS1" && ip netns add "$NS2" || fail "namespaces"
-ip -n "$NC" link set lo up
-ip -n "$NC" link add br0 type bridge && ip -n "$NC" link set br0 up &&
-	ip -n "$NC" addr add 10.211.0.3/24 dev br0 || fail "the bridge"
-for i in 1 2; do
-	ns=$(eval echo "\$NS$i")
-	ip link add "zrg${id}v$i" type veth peer name "zrg${id}p$i" || fail "veth $i"
-	ip link set "zrg${id}v$i" netns "$ns" && ip link set "zrg${id}p$i" netns "$NC" || fail "veth $i"
-	ip -n "$ns" link set "zrg${id}v$i" name eth0 && ip -n "$ns" link set lo up &&
-		ip -n "$ns" addr add "10.211.0.$i/24" dev eth0 && ip -n "$ns" link set eth0 up ||
-		fail "server $i's address"
-	ip -n "$NC" link set "zrg${id}p$i" master br0 && ip -n "$NC" link set "zrg${id}p$i" up ||
-		fail "port $i"
-done
-
-# ---- two servers: glusterd with its state, sockets and logs its own ----
-for i in 1 2; do
-	ns=$(eval echo "\$NS$i")
-	mkdir -p "$T/s$i/lib" "$T/s$i/log" "$T/s$i/brick"
-	ip netns exec "$ns" unshare -m sh -c "mount --make-rprivate / &&
-		mount --bind '$T/s$i/lib' /var/lib/glusterd &&
-		mount -t tmpfs zrfs-test /run && mkdir /run/gluster &&
-		mount --bind '$T/s$i/log' /var/log/glusterfs && exec glusterd -N" \
-		>"$T/s$i/out" 2>&1 &
-	echo $! >"$T/s$i/pid"
-done
-P1=$(cat "$T/s1/pid")
-g() { nsenter --target "$P1" --mount --net gluster --mode=script "$@"; }
-timeout 60 sh -c "until nsenter --target $P1 --mount --net gluster --mode=script peer status \
-	>/dev/null 2>&1; do :; done" || fail "glusterd 1 did not start: $(tail -3 "$T/s1/out")"
-timeout 60 sh -c "until nsenter --target $P1 --mount --net gluster --mode=script \
-	peer probe 10.211.0.2 >/dev/null 2>&1; do :; done" || fail "peer probe of server 2"
-g volume create zrvol replica 2 "10.211.0.1:$T/s1/brick/b" "10.211.0.2:$T/s2/brick/b" force \
-	>"$T/vol" 2>&1 || fail "volume create: $(cat "$T/vol")"
-g volume set zrvol network.ping-timeout 5 >/dev/null || fail "volume set"
-g volume start zrvol >"$T/vol" 2>&1 || fail "volume start: $(cat "$T/vol")"
-
-# ---- three clients: the writer's (a) and two nodes' (b, c) ----
-cmount() { # cmount DIR SERVER: a GlusterFS client in the clients' namespace
-	mkdir -p "$1"
-	timeout 60 sh -c "until nsenter --net=/run/netns/$NC mount -t glusterfs \
-		-o log-file=$1.log $2:/zrvol $1 2>/dev/null; do :; done" || fail "mount of $1"
-}
-cmount "$T/a" 10.211.0.1
-cmount "$T/b" 10.211.0.1
-cmount "$T/c" 10.211.0.2
+gluster_up "$T/g" replica
+# three clients: the writer's (a) and two nodes' (b, c)
+gluster_client "$T/a" 1
+gluster_client "$T/b" 1
+gluster_client "$T/c" 2
 
 # ---- 1. the dataset, imported onto the volume ----
 "$PY" - "$T/src" <<'PY' || fail "the source files"
@@ -220,7 +164,7 @@ PY
 reader=$!
 timeout 120 sh -c "until [ -e '$T/started' ] || ! kill -0 $reader 2>/dev/null; do :; done"
 [ -e "$T/started" ] || { wait $reader; fail "the reader of epoch 1 stopped early: $(cat "$T/kill.out")"; }
-ip netns pids "$NS2" | xargs -r kill -9
+gluster_kill_server 2
 : >"$T/killed"
 wait $reader || fail "reading while a server died: $(cat "$T/kill.out")"
 echo "gluster: $(cat "$T/kill.out")"
