@@ -17,6 +17,67 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The smallest limit in FILE under @root/@path and each of its parents
+ * (a cgroup's memory bound, and its ancestors'), or UINT64_MAX. */
+static uint64_t cgroup_limit(const char *root, const char *path, const char *file)
+{
+	char p[4096], buf[64];
+	uint64_t min = UINT64_MAX;
+
+	snprintf(p, sizeof p, "%s%s", root, path);
+	for (;;) {
+		size_t n = strlen(p);
+		FILE *f;
+		snprintf(p + n, sizeof p - n, "/%s", file);
+		if ((f = fopen(p, "re")) != NULL) {
+			char *end;
+			unsigned long long v;
+			if (fgets(buf, sizeof buf, f) && (v = strtoull(buf, &end, 10), end != buf) &&
+			    v < min)
+				min = v; /* "max" (v2) parses as nothing: no limit */
+			fclose(f);
+		}
+		p[n] = 0;
+		char *slash = strrchr(p, '/');
+		if (!slash || (size_t)(slash - p) < strlen(root))
+			return min;
+		*slash = 0;
+	}
+}
+
+/* The memory this process may fill with page cache: the machine's, or less
+ * where its memory cgroup (v2 memory.max, v1 memory.limit_in_bytes) bounds
+ * it, as in a container or a job of a cluster's scheduler. */
+static uint64_t memory_bound(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t bound = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+
+	while (f && fgets(line, sizeof line, f)) {
+		char *path = strchr(line, ':'), *ctl = path ? path + 1 : NULL, *end;
+		uint64_t v = UINT64_MAX, w;
+		if (!ctl || !(path = strchr(ctl, ':')))
+			continue;
+		*path++ = 0;
+		if ((end = strchr(path, '\n')))
+			*end = 0;
+		if (ctl[0] == 0) { /* v2: "0::/path" */
+			v = cgroup_limit("/sys/fs/cgroup", path, "memory.max");
+			w = cgroup_limit("/sys/fs/cgroup/unified", path, "memory.max");
+			v = w < v ? w : v;
+		} else if (strcmp(ctl, "memory") == 0) { /* v1 */
+			v = cgroup_limit("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
+		}
+		if (v < bound)
+			bound = v;
+	}
+	if (f)
+		fclose(f);
+	return bound;
+}
+
 /* The mount's copy of field @i of @ds. */
 static void field_copy(struct zrfs_field *f, zr_dataset *ds, unsigned i)
 {
@@ -72,10 +133,9 @@ int zrfs_dataset_open(struct zrfs *fs)
 		/* a dataset that fits in memory is read once per epoch, all of it:
 		 * reading around each record costs no extra I/O and makes fewer,
 		 * larger requests; a larger one would read bytes that are evicted
-		 * before they are used, so only the records themselves */
-		long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-		uint64_t ram = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-		fs->opts.readaround = zr_chunk_bytes_estimate(ds) <= ram / 2 ? 64 << 10 : 0;
+		 * before they are used, so only the records themselves. The
+		 * memory is what this process's cgroup lets it have. */
+		fs->opts.readaround = zr_chunk_bytes_estimate(ds) <= memory_bound() / 2 ? 64 << 10 : 0;
 	}
 	if (zrfs_cache_create(&fs->cache, fs->opts.cache_bytes) < 0 ||
 	    zrfs_state_create(fs, v) < 0) {
