@@ -39,6 +39,12 @@
 #include <unistd.h>
 
 uint64_t zr_chunk_map_step = UINT64_C(1) << 30;
+static atomic_bool advise_random;
+
+void zr_advise_random(int on)
+{
+	atomic_store(&advise_random, on != 0);
+}
 
 struct retired_array {
 	void *p;
@@ -600,8 +606,10 @@ static int map_cover(zr_dataset *ds, zr_chunk *c, uint64_t need)
 	p = MAP_FAILED;
 	if (cur)
 		p = zr_sys.mremap(cur->base, cur->size, size, 0); /* in place, or not at all */
-	if (p == MAP_FAILED)
-		p = zr_sys.mmap(NULL, size, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (p == MAP_FAILED && (p = zr_sys.mmap(NULL, size, PROT_READ, MAP_SHARED, c->fd, 0)) !=
+				      MAP_FAILED &&
+	    atomic_load_explicit(&advise_random, memory_order_relaxed))
+		madvise(p, size, MADV_RANDOM);
 	if (p == MAP_FAILED) {
 		int e = errno;
 		free(m);

@@ -136,6 +136,12 @@ int zrfs_dataset_open(struct zrfs *fs)
 		 * before they are used, so only the records themselves. The
 		 * memory is what this process's cgroup lets it have. */
 		fs->opts.readaround = zr_chunk_bytes_estimate(ds) <= memory_bound() / 2 ? 64 << 10 : 0;
+		/* bigger: page faults in the chunk mappings read only what they
+		 * touch, not the device's read-around (up to read_ahead_kb, MiBs),
+		 * which random reads would mostly throw away; the daemon asks
+		 * for what it is about to read itself */
+		if (!fs->opts.readaround)
+			zr_advise_random(true);
 	}
 	if (zrfs_cache_create(&fs->cache, fs->opts.cache_bytes) < 0 ||
 	    zrfs_state_create(fs, v) < 0) {

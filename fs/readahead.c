@@ -37,10 +37,10 @@ static bool resident(const void *mem, uint64_t len)
 	return true;
 }
 
-/* Ask for @len bytes at @pos of @fd, widened to whole -o readaround windows. */
-static void ask(const struct zrfs *fs, int fd, uint64_t pos, uint64_t len)
+/* Ask for @len bytes at @pos of @fd, widened to whole windows of @w bytes. */
+static void ask(int fd, uint64_t pos, uint64_t len, uint64_t w)
 {
-	uint64_t w = fs->opts.readaround, end = pos + len;
+	uint64_t end = pos + len;
 
 	if (w) {
 		pos -= pos % w;
@@ -65,7 +65,7 @@ size_t zrfs_read_ahead(struct zrfs *fs, const struct zrfs_pieces *p)
 		if (b->mem && resident(b->mem, b->size))
 			continue;
 		missed++;
-		ask(fs, b->fd, (uint64_t)b->pos, b->size);
+		ask(b->fd, (uint64_t)b->pos, b->size, fs->opts.readaround);
 	}
 	if (checked && warm != (missed == 0))
 		atomic_store_explicit(&fs->warm, missed == 0, memory_order_relaxed);

@@ -243,6 +243,15 @@ ZR_API const char *zr_path(const zr_dataset *ds);
  */
 ZR_API int zr_info_get(zr_dataset *ds, zr_info *out);
 
+/**
+ * For the whole process, from now on: whether reads through chunk mappings
+ * are random (@p on non-zero), so that a page fault reads the pages it needs and not
+ * the kernel's read-around of the device's read_ahead_kb (MiBs, most of it
+ * thrown away when records are read in random order from a dataset larger
+ * than memory). Off by default; applies to mappings made afterwards.
+ */
+ZR_API void zr_advise_random(int on);
+
 /** Bytes in the dataset's chunk files (zr_info.chunk_bytes), in O(chunks):
  * chunks not read yet are looked at with a stat each. */
 ZR_API uint64_t zr_chunk_bytes(zr_dataset *ds);
