@@ -28,6 +28,7 @@
  */
 #include "store_i.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -574,6 +575,37 @@ void zr_chunk_retire_all(zr_dataset *ds)
 	atomic_store(&ds->chunks, NULL);
 	atomic_store(&ds->chunk_num, 0);
 	ds->chunks_cap = 0;
+}
+
+/* Remove chunk files that no commit references: a crashed writer's, and
+ * those a rebalance replaced once no reader holds a state that has them
+ * (readers open chunks on first use, so the files must stay until then). */
+void zr_chunks_sweep(zr_dataset *ds)
+{
+	bool old_too = !zr_readers_before(ds, ds->generation);
+	/* a fresh descriptor: a dup() would share (and leave at the end) the
+	 * directory offset of chunkdirfd, so a second sweep would see nothing */
+	int fd = openat(ds->chunkdirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint32_t first = ds->chunk_first, end = first + atomic_load(&ds->chunk_num);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	ds->chunks_stale = !old_too;
+	while ((de = readdir(d))) {
+		char *endp;
+		unsigned long id = strtoul(de->d_name, &endp, 10);
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || strcmp(endp, ".zr") != 0 ||
+		    id > UINT32_MAX)
+			continue;
+		if ((id < first && old_too) || id >= end)
+			zr_sys.unlinkat(ds->chunkdirfd, de->d_name, 0);
+	}
+	closedir(d);
 }
 
 /* ---- mapping ---- */

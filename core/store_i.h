@@ -269,6 +269,8 @@ uint64_t zr_chunk_extent(zr_dataset *ds, zr_chunk *c);
  * extent: 0, or an error naming it. */
 int zr_chunk_stat(zr_dataset *ds, zr_chunk *c, uint64_t *extent);
 zr_chunk *zr_chunk_get(zr_dataset *ds, uint32_t chunk_id);
+/* Remove the chunk files no state a writer or reader may hold lists. */
+void zr_chunks_sweep(zr_dataset *ds);
 /* Open the chunks of @m; a read-only handle takes those @donor (a read-only
  * handle, or NULL) has open instead of opening them again. */
 int zr_chunk_open_all(zr_dataset *ds, const zr_meta *m, zr_dataset *donor);
@@ -332,7 +334,6 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
 int zr_commit_locked(zr_dataset *ds);
 
 /* store.c */
-void zr_chunks_sweep(zr_dataset *ds);
 /* zr_stat(), with the record's chunk left pinned in *held (or NULL). */
 int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out,
 		 zr_chunk **held);
