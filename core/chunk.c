@@ -395,6 +395,21 @@ void zr_chunk_drop(zr_chunk *c)
 	chunk_put(c);
 }
 
+/* Whether reads of open chunk @c reach byte @extent - 1: a FUSE client may
+ * drop the size a forced stat brought when a read raced it, and keep the
+ * old one, past which reads end (a mapping faults). */
+static bool reaches(zr_chunk *c, uint64_t extent)
+{
+	uint8_t b;
+	bool yes = true;
+
+	pthread_mutex_lock(&c->map_lock);
+	if (extent && (atomic_load(&c->use) & ZR_CHUNK_OPEN))
+		yes = pread(c->fd, &b, 1, (off_t)(extent - 1)) == 1;
+	pthread_mutex_unlock(&c->map_lock);
+	return yes;
+}
+
 /* @donor's chunk @id, shared with the handle opening @m (its extent raised
  * to what @m says) into *@out, or NULL if @donor has no such chunk. A chunk
  * that grew is looked at first: on a filesystem shared with other machines
@@ -427,7 +442,7 @@ static int chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u, zr_ch
 				      donor->path, name, strerror(errno));
 		if (extent == ZR_EXTENT_UNKNOWN)
 			extent = sx.stx_size;
-		else if (sx.stx_size < extent)
+		else if (sx.stx_size < extent || !reaches(c, extent))
 			return zr_err(-ESTALE,
 				      "%s/chunk/%s: %llu bytes here, but the state committed has %llu "
 				      "(written on another machine, not visible here yet)",
