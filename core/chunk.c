@@ -261,27 +261,24 @@ static int open_making_room(zr_dataset *ds, const char *name, int flags)
 	return fd;
 }
 
-/* The size of the file open as @fd as its filesystem has it now: on a
- * filesystem shared with other machines (FUSE clients such as GlusterFS,
- * NFS) a forced revalidation, so that bytes another machine appended and
- * committed are seen, and pages this machine cached before they were
- * written are dropped; on a local filesystem the same as fstat. */
-static int size_now(int fd, uint64_t *size, bool *regular)
+/* Size and type of the file @name under @dirfd ("": @dirfd itself, an
+ * open chunk) as its filesystem has it now: on a filesystem shared with
+ * other machines (FUSE clients such as GlusterFS, NFS) a forced
+ * revalidation, so that bytes another machine appended and committed are
+ * seen, and pages this machine cached before they were written are
+ * dropped; on a local filesystem the same as fstat. 0 or -errno. */
+static int fresh_stat(int dirfd, const char *name, struct statx *sx)
 {
-	struct statx sx;
+	int flags = AT_STATX_FORCE_SYNC | (name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH);
 
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_SIZE, &sx) < 0)
-		return -errno;
-	*size = sx.stx_size;
-	*regular = S_ISREG(sx.stx_mode);
-	return 0;
+	return statx(dirfd, name, flags, STATX_TYPE | STATX_SIZE, sx) < 0 ? -errno : 0;
 }
 
 static int chunk_open(zr_dataset *ds, zr_chunk *c)
 {
 	char name[32];
-	uint64_t extent, size = 0;
-	bool regular = false;
+	struct statx sx;
+	uint64_t extent;
 	int fd, rc = 0;
 
 	pthread_mutex_lock(&c->map_lock);
@@ -296,7 +293,7 @@ static int chunk_open(zr_dataset *ds, zr_chunk *c)
 			    "%s/chunk/%s: %s", ds->path, name, zr_open_strerror(errno));
 		goto out;
 	}
-	if (size_now(fd, &size, &regular) < 0 || !regular) {
+	if (fresh_stat(fd, "", &sx) < 0 || !S_ISREG(sx.stx_mode)) {
 		close(fd);
 		rc = zr_err(ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path, name);
 		goto out;
@@ -305,8 +302,8 @@ static int chunk_open(zr_dataset *ds, zr_chunk *c)
 	 * a state says it has (damage) bounds what is touched: the records
 	 * past its end read as damaged, through pread and mapping alike */
 	extent = atomic_load(&c->extent);
-	if (extent == ZR_EXTENT_UNKNOWN || size < extent)
-		atomic_store(&c->extent, size);
+	if (extent == ZR_EXTENT_UNKNOWN || sx.stx_size < extent)
+		atomic_store(&c->extent, sx.stx_size);
 	c->fd = fd;
 	atomic_store(&c->recent, true);
 	pool_add(c);
@@ -347,17 +344,18 @@ int zr_chunk_stat(zr_dataset *ds, zr_chunk *c, uint64_t *extent)
 {
 	uint64_t unknown = ZR_EXTENT_UNKNOWN;
 	char name[32];
-	struct stat st;
+	struct statx sx;
+	int rc;
 
 	zr_chunk_name(name, sizeof name, c->id);
-	RETURN_IF(fstatat(ds->chunkdirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0,
-		  errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk/%s: %s", ds->path, name,
-		  strerror(errno));
-	RETURN_IF(S_ISLNK(st.st_mode), -ELOOP, "%s/chunk/%s: %s", ds->path, name,
+	rc = fresh_stat(ds->chunkdirfd, name, &sx);
+	RETURN_IF(rc < 0, rc == -ENOENT ? ZR_ECORRUPT : rc, "%s/chunk/%s: %s", ds->path, name,
+		  strerror(-rc));
+	RETURN_IF(S_ISLNK(sx.stx_mode), -ELOOP, "%s/chunk/%s: %s", ds->path, name,
 		  zr_open_strerror(ELOOP));
-	RETURN_IF(!S_ISREG(st.st_mode), ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path,
+	RETURN_IF(!S_ISREG(sx.stx_mode), ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path,
 		  name);
-	atomic_compare_exchange_strong(&c->extent, &unknown, (uint64_t)st.st_size);
+	atomic_compare_exchange_strong(&c->extent, &unknown, (uint64_t)sx.stx_size);
 	*extent = atomic_load(&c->extent);
 	return 0;
 }
@@ -436,10 +434,10 @@ static int chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u, zr_ch
 	if (cur != ZR_EXTENT_UNKNOWN && (extent == ZR_EXTENT_UNKNOWN || extent > cur)) {
 		/* it grew: ask the filesystem, not its cache (a FUSE or NFS
 		 * client then also drops pages cached before the bytes came) */
-		if (statx(donor->chunkdirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
-			  STATX_SIZE, &sx) < 0)
-			return zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk/%s: %s",
-				      donor->path, name, strerror(errno));
+		int rc = fresh_stat(donor->chunkdirfd, name, &sx);
+		if (rc < 0)
+			return zr_err(rc == -ENOENT ? ZR_ECORRUPT : rc, "%s/chunk/%s: %s",
+				      donor->path, name, strerror(-rc));
 		if (extent == ZR_EXTENT_UNKNOWN)
 			extent = sx.stx_size;
 		else if (sx.stx_size < extent || !reaches(c, extent))
