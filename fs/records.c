@@ -224,7 +224,8 @@ int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, cons
 
 /* Gather the records of @ids @v has (a raw field's gather copies nothing:
  * it says where the records are, and pins their chunks open until *g is
- * released). @*pos[i] is record i's place in the batch, or SIZE_MAX. */
+ * released). @*pos[i] is record i's place in the batch, or SIZE_MAX; @*pos
+ * NULL: record i is at i. */
 static int gather_rows(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,
 		       zr_batch **g, size_t **pos)
 {
@@ -236,6 +237,11 @@ static int gather_rows(struct zrfs_view *v, unsigned field, const uint64_t *ids,
 	*pos = NULL;
 	if (n == 0)
 		return 0;
+	while (k < n && ids[k] < v->n)
+		k++;
+	if (k == n) /* the view has them all (a read's usual case): places are the ids' */
+		return zr_gather(v->ds, field, ids, n, g);
+	k = 0;
 	if (!(*pos = malloc(n * sizeof **pos)) || !(have = malloc(n * sizeof *have))) {
 		free(*pos);
 		*pos = NULL;
@@ -275,7 +281,10 @@ int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, co
 	if (rc == 0 && *g) {
 		maps = zr_batch_records(*g, &m);
 		for (size_t i = 0; i < n; i++)
-			rows[i].mem = rows[i].len && pos[i] != SIZE_MAX ? maps[pos[i]].data : NULL;
+			rows[i].mem = !rows[i].len		      ? NULL
+				      : !pos			      ? maps[i].data
+				      : pos[i] != SIZE_MAX ? maps[pos[i]].data
+							   : NULL;
 	}
 	free(pos);
 	return rc;
