@@ -86,11 +86,11 @@ static const char usage[] =
 	"  splice               splice raw records from the chunk files into replies\n"
 	"                       instead of reading them into a buffer (zero-copy; on\n"
 	"                       the machines measured it was slower, see BENCHMARKS.md)\n"
-	"  poll_us=US           with -s: after each request the thread polls for the\n"
-	"                       next one for US microseconds before it sleeps (default\n"
-	"                       0, at most 100000); keeps a CPU busy while requests\n"
-	"                       come, and makes each small one cheaper (cp -r into a\n"
-	"                       writable mount: see BENCHMARKS.md)\n"
+	"  poll_us=US           after each request, a serving thread looks for the\n"
+	"                       next one for US microseconds before it sleeps,\n"
+	"                       yielding its CPU to other work meanwhile (at most\n"
+	"                       100000; default 50 in uring's threads, 0 on\n"
+	"                       /dev/fuse): small requests in a row get cheaper\n"
 	"  uring                serve requests through io_uring rings, one queue per\n"
 	"                       CPU, each request on the CPU of the program that made\n"
 	"                       it (Linux 6.14+; as root: echo Y >\n"
@@ -444,7 +444,7 @@ int main(int argc, char **argv)
 				   .readahead_kb = 1024, .prefetch = 2,
 				   .drop_behind = 16, .readaround = UINT64_MAX,
 				   .commit_ms = 100, .commit_bytes = 64 << 20,
-				   .uring_threads = 2}};
+				   .poll_us = ZRFS_POLL_DEFAULT, .uring_threads = 2}};
 	char *fsname = NULL, *o = NULL;
 	int rc = 2; /* usage errors until the arguments are understood */
 
@@ -498,12 +498,6 @@ int main(int argc, char **argv)
 	}
 	if (check_mountpoint(opts.mountpoint) < 0 || open_log(cli.log, opts.foreground) < 0)
 		goto out;
-	if (fs.opts.poll_us && !opts.singlethread) {
-		fprintf(stderr, "zrfs: poll_us needs -s (one thread serving requests: several "
-				"polling would take every CPU)\n");
-		rc = 2;
-		goto out;
-	}
 	rc = 1; /* from here on, failures are the dataset's or the mount's */
 	if (zrfs_dataset_open(&fs) < 0 || (cli.writable && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;

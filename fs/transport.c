@@ -2,11 +2,12 @@
  * transport.c - how requests reach the daemon and replies the kernel.
  *
  * By default libfuse's: a thread waiting for a request sleeps in read(2) of
- * /dev/fuse and the kernel wakes it. With -o poll_us=US (and -s: one thread
- * serves), the thread first polls the descriptor, without sleeping, for US
- * microseconds after each request: a program making many small requests in
- * a row (cp -r into a -o rw mount) then finds it awake. It costs a CPU
- * while requests come, and nothing once they stop.
+ * /dev/fuse and the kernel wakes it. With -o poll_us=US, one serving thread
+ * at a time first looks for the next request, without sleeping, for US
+ * microseconds after each request, yielding its CPU to any other runnable
+ * task between looks: a program making many small requests in a row then
+ * finds it awake. It costs CPU time while requests come (none that another
+ * task wanted), and nothing once they stop.
  *
  * With -o uring, FUSE over io_uring: each request is served on the CPU that
  * made it. Through /dev/fuse, a request wakes a daemon thread that slept in read(2),
@@ -43,6 +44,10 @@
  *      payload, and the thread whose ring registered the entry submits
  *      COMMIT_AND_FETCH (at once if it sent the reply; else told through an
  *      eventfd).
+ * After each request a ring thread looks for the next one for poll_us (50
+ * by default) before it sleeps, yielding its CPU meanwhile: the reader its
+ * reply woke runs, often on the other CPU, and the next request of either
+ * CPU finds its thread awake (BENCHMARKS.md).
  * A thread busy with a slow request (a cold read) holds only its entry, and
  * the kernel gives the next request of that CPU to another thread of the
  * queue. A request answered later by another thread (a flush waiting for
@@ -147,11 +152,13 @@ struct ring_thread {
 struct zrfs_uring {
 	struct fuse_session *se;
 	int fd;                      /* the session's /dev/fuse */
-	unsigned per_cpu, nthreads, poll_us;
+	unsigned per_cpu, nthreads;
+	unsigned dev_poll_us, ring_poll_us; /* -o poll_us, for each transport */
 	size_t payload_cap;
 	int stop_fd;                 /* an eventfd: readable when stopping */
 	atomic_bool stopping;
 	atomic_bool said_refused;
+	atomic_bool polling;          /* a thread polls /dev/fuse (poll_us) */
 	uint64_t init_unique;        /* the INIT request, and whether it offered rings */
 	bool offered;
 	struct ring_thread *threads;
@@ -354,6 +361,38 @@ static int ring_open(struct ring_thread *t)
 	return rc;
 }
 
+
+static uint64_t now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
+}
+
+/* The next completion. With -o poll_us=US, a ring thread looks for it
+ * (yielding its CPU between looks) for US microseconds before it sleeps:
+ * the reader its reply woke makes its next request on this CPU without
+ * waiting for this thread to wake up. */
+static int ring_wait(struct ring_thread *t)
+{
+	unsigned poll_us = t->u->ring_poll_us;
+	int rc;
+
+	if (!poll_us)
+		return io_uring_submit_and_wait(&t->ring, 1);
+	rc = io_uring_submit(&t->ring);
+	if (rc < 0 && rc != -EINTR && rc != -EBUSY)
+		return rc;
+	uint64_t until = now_us() + poll_us;
+	while (io_uring_cq_ready(&t->ring) == 0) {
+		if (now_us() >= until)
+			return io_uring_submit_and_wait(&t->ring, 1);
+		sched_yield(); /* a system call: the ring's task work runs on return */
+	}
+	return 0;
+}
+
 static void *ring_main(void *arg)
 {
 	struct ring_thread *t = arg;
@@ -377,7 +416,7 @@ static void *ring_main(void *arg)
 	}
 	for (;;) {
 		struct io_uring_cqe *cqe;
-		rc = io_uring_submit_and_wait(&t->ring, 1);
+		rc = ring_wait(t);
 		if (rc < 0 && rc != -EINTR && rc != -EBUSY)
 			break;
 		if (io_uring_peek_cqe(&t->ring, &cqe) < 0)
@@ -522,39 +561,31 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	return writev(fd, iov, count);
 }
 
-static uint64_t now_us(void)
+
+/* With -o poll_us=US, one serving thread at a time polls /dev/fuse this
+ * long after its request before it sleeps in read(2): while requests come
+ * in a row, neither side pays a sleep and a cross-CPU wake-up for each.
+ * It yields between looks, so a runnable program on its CPU (the reader
+ * whose next request it waits for) runs first. The descriptor stays
+ * blocking: the other threads sleep in read(2), and the kernel wakes one
+ * of them, not all, for a request the poller cannot take. */
+static ssize_t polling_read(struct zrfs_uring *u, int fd, void *buf, size_t len)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000 + (uint64_t)t.tv_nsec / 1000;
-}
-
-/* With -o poll_us=US (and -s), a thread polls /dev/fuse this long after
- * each request before it sleeps: neither side pays a sleep and a wake-up
- * per request while they come in a row. */
-static ssize_t polling_read(int fd, void *buf, size_t len, unsigned poll_us)
-{
-	uint64_t until = now_us() + poll_us;
-
-	for (;;) {
-		ssize_t n = read(fd, buf, len);
-		if (n >= 0 || errno != EAGAIN)
-			return n; /* a request, or what libfuse handles (ENODEV: unmounted) */
-		if (now_us() >= until) { /* quiet: sleep until the next one */
-			struct pollfd p = {.fd = fd, .events = POLLIN};
-			if (poll(&p, 1, -1) < 0 && errno != EINTR)
-				return -1;
-			until = now_us() + poll_us;
-		}
+	if (!atomic_exchange(&u->polling, true)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		uint64_t until = now_us() + u->dev_poll_us;
+		while (poll(&p, 1, 0) == 0 && now_us() < until)
+			sched_yield();
+		atomic_store(&u->polling, false);
 	}
+	return read(fd, buf, len);
 }
 
 static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct zrfs *fs = userdata;
 	struct zrfs_uring *u = fs->uring;
-	ssize_t n = u->poll_us ? polling_read(fd, buf, len, u->poll_us) : read(fd, buf, len);
+	ssize_t n = u->dev_poll_us ? polling_read(u, fd, buf, len) : read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
 	if (n >= (ssize_t)(sizeof *in + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT &&
@@ -611,7 +642,9 @@ int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se)
 	struct zrfs_uring *u;
 	int fd = fuse_session_fd(se);
 
-	if (!fs->opts.uring && !fs->opts.poll_us)
+	bool dflt = fs->opts.poll_us == ZRFS_POLL_DEFAULT;
+
+	if (!fs->opts.uring && (dflt || !fs->opts.poll_us))
 		return 0;
 	u = calloc(1, sizeof *u);
 	if (!u)
@@ -619,19 +652,12 @@ int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se)
 	u->se = se;
 	u->fd = fd;
 	u->per_cpu = fs->opts.uring_threads;
-	u->poll_us = fs->opts.poll_us;
+	u->dev_poll_us = dflt ? 0 : fs->opts.poll_us;
+	u->ring_poll_us = dflt ? ZRFS_RING_POLL_US : fs->opts.poll_us;
 	u->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (u->stop_fd < 0) {
 		free(u);
 		return -errno;
-	}
-	if (u->poll_us) {
-		int fl = fcntl(fd, F_GETFL);
-		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-			close(u->stop_fd);
-			free(u);
-			return -errno;
-		}
 	}
 	fs->uring = u;
 	if (fuse_session_custom_io(se, &io, fd) < 0) {

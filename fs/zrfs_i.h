@@ -56,6 +56,7 @@
 
 #include "zrecord.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -118,7 +119,8 @@ struct zrfs_opts {
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
 	unsigned commit_ms;   /* -o rw: new files wait at most this long for a commit */
 	uint64_t commit_bytes; /* or until this many bytes of them wait */
-	unsigned poll_us;     /* -s: poll /dev/fuse this long before sleeping */
+	unsigned poll_us;     /* poll for the next request this long before sleeping;
+			       * ZRFS_POLL_DEFAULT: 50 in ring threads, 0 on /dev/fuse */
 	int uring;            /* serve requests through io_uring rings (-o uring) */
 	unsigned uring_threads; /* ring threads per CPU */
 };
@@ -234,6 +236,9 @@ void zrfs_follow_publish(struct zrfs *fs);
 void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name);
 
 /* ---- transport.c ---- */
+
+#define ZRFS_POLL_DEFAULT UINT_MAX
+#define ZRFS_RING_POLL_US 50 /* BENCHMARKS.md, "Polling for the next request" */
 
 /* Set up how @se's requests reach the daemon, after mounting and before
  * serving: with fs->opts.poll_us, a thread polls for the next request

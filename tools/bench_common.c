@@ -89,25 +89,33 @@ int bench_args_parse(int argc, char **argv, const char *help, struct bench_args 
 	return 0;
 }
 
-pid_t bench_spawn(char *const argv[], bool quiet)
+/* @session: the program gets a session of its own, as a daemon would (a
+ * zrfs kept in the foreground): the scheduler then shares the CPUs between
+ * it and the readers as between separate programs (autogroups), not as
+ * threads of one (BENCHMARKS.md, "Polling for the next request"). */
+static pid_t spawn(char *const argv[], bool quiet, bool session)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	pid_t pid;
 	int rc;
 
 	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	if (quiet)
 		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	if (session)
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc == 0 ? pid : -1;
 }
 
-/* Run a program as bench_spawn() does; its exit status, or -1. */
 int bench_run_quiet(char *const argv[], bool quiet)
 {
-	pid_t pid = bench_spawn(argv, quiet);
+	pid_t pid = spawn(argv, quiet, false);
 	int status;
 
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
@@ -118,6 +126,18 @@ int bench_run_quiet(char *const argv[], bool quiet)
 int bench_run(char *const argv[])
 {
 	return bench_run_quiet(argv, false);
+}
+
+/* The zrfs running, for an interrupted benchmark to stop: in a session of
+ * its own, the terminal's signals do not reach it. */
+static volatile sig_atomic_t zrfs_running;
+
+static void stop_zrfs(int sig)
+{
+	if (zrfs_running > 0)
+		kill((pid_t)zrfs_running, SIGTERM); /* it unmounts and exits */
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 /* zrfs is kept in the foreground as our child so that bench_unmount_zrfs()
@@ -134,7 +154,11 @@ int bench_mount_zrfs(struct bench_env *c)
 		zr_warn("bench: %s: %s", c->zmnt, strerror(errno));
 		return -1;
 	}
-	c->zpid = bench_spawn(argv, false);
+	signal(SIGINT, stop_zrfs);
+	signal(SIGTERM, stop_zrfs);
+	signal(SIGHUP, stop_zrfs);
+	c->zpid = spawn(argv, false, true);
+	zrfs_running = c->zpid;
 	/* mounted when the mount point changes device; polled, as nothing
 	 * else tells a foreground daemon's parent */
 	for (int i = 0; c->zpid > 0 && i < 10000; i++) {
@@ -149,7 +173,7 @@ int bench_mount_zrfs(struct bench_env *c)
 		kill(c->zpid, SIGTERM);
 		waitpid(c->zpid, &status, 0);
 	}
-	c->zpid = 0;
+	c->zpid = zrfs_running = 0;
 	return -1;
 }
 
@@ -168,7 +192,7 @@ void bench_unmount_zrfs(struct bench_env *c)
 	bench_unmount(c->zmnt);
 	if (c->zpid > 0)
 		waitpid(c->zpid, &status, 0);
-	c->zpid = 0;
+	c->zpid = zrfs_running = 0;
 }
 
 int bench_make_inputs(struct bench_env *c, bool flate, bool squash)

@@ -65,9 +65,8 @@ void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX]);
  * squashfs image of the tree. 0 or -1 (reported). */
 int bench_make_inputs(struct bench_env *c, bool flate, bool squash);
 
-/* Start a program with its output (and with @quiet, its errors) discarded:
- * its pid, or -1; run one to its end: its exit status, or -1. */
-pid_t bench_spawn(char *const argv[], bool quiet);
+/* Run a program to its end with its output (and with @quiet, its errors)
+ * discarded: its exit status, or -1. */
 int bench_run_quiet(char *const argv[], bool quiet);
 int bench_run(char *const argv[]);
 /* Mount the dataset with zrfs in the foreground as our child; unmount it

@@ -1,14 +1,16 @@
 #!/bin/sh
 # bench_write.sh - writing many small files: cp -r into a field directory
-# of a writable zrfs mount (as mounted by default, and with one thread
-# polling for requests: -s -o poll_us=100), against cp -r into a native
+# of a writable zrfs mount (as mounted by default; with a serving thread
+# polling for requests, -o poll_us=100; and, where the kernel offers it,
+# through FUSE over io_uring, -o uring), against cp -r into a native
 # directory and zr import dir of the same tree, each followed by sync.
 #
 # usage: tools/bench_write.sh ZR ZRFS [FILES] [RUNS] [DIR]
 #   FILES  files of 8 KiB (default 50000); RUNS runs of each, alternating
 #   (default 3); DIR scratch space on the filesystem to measure (default
 #   /var/tmp). Prints each run and the medians, with ratios to the native
-#   copy measured in the same runs. Needs root (or FUSE access).
+#   copy measured in the same runs. Needs root (or FUSE access). The
+#   daemon runs in a session of its own (setsid), as a mounted one does.
 set -eu
 ZR=$1 ZRFS=$2 FILES=${3:-50000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
@@ -38,7 +40,7 @@ secs() { # COMMAND...: its wall time in seconds, then sync's included
 mount_copy() {
 	rm -rf "$T/ds"
 	"$ZR" create "$T/ds" --field img:bytes:ext=bin >/dev/null
-	"$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
+	setsid -w "$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
 	pid=$!
 	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
 	secs sh -c "cp -r '$T/src/.' '$T/mnt/img/' && sync '$T/mnt/img'"
@@ -47,6 +49,8 @@ mount_copy() {
 	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
 	[ "$n" = "$FILES" ] || { echo "the mount holds $n records, not $FILES" >&2; exit 1; }
 }
+uring=no
+[ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && uring=yes
 run=1
 : >"$T/times"
 while [ $run -le "$RUNS" ]; do
@@ -54,27 +58,34 @@ while [ $run -le "$RUNS" ]; do
 	mkdir "$T/native"
 	nat=$(secs cp -r "$T/src/." "$T/native/")
 	mnt=$(mount_copy -o writable)
-	pol=$(mount_copy -o writable -s -o poll_us=100)
+	pol=$(mount_copy -o writable,poll_us=100)
+	uri=-
+	[ $uring = yes ] && uri=$(mount_copy -o writable,uring)
 	imp=$(secs "$ZR" import dir "$T/src" "$T/imp" --field img)
 	echo "run $run: native cp -r ${nat}s, zrfs -o writable cp -r ${mnt}s," \
-		"with -s -o poll_us=100 ${pol}s, zr import dir ${imp}s"
-	echo "$nat $mnt $imp $pol" >>"$T/times"
+		"with -o poll_us=100 ${pol}s, with -o uring ${uri}s, zr import dir ${imp}s"
+	echo "$nat $mnt $imp $pol $uri" >>"$T/times"
 	run=$((run + 1))
 done
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-nat=$(cut -d' ' -f1 "$T/times" | median)
-mnt=$(cut -d' ' -f2 "$T/times" | median)
-imp=$(cut -d' ' -f3 "$T/times" | median)
-pol=$(cut -d' ' -f4 "$T/times" | median)
 ratio() { awk '{printf "%.2f\n", $1 / $2}'; } # per run: native / other
-mr=$(awk '{print $1, $2}' "$T/times" | ratio | median)
-pr=$(awk '{print $1, $4}' "$T/times" | ratio | median)
+nat=$(cut -d' ' -f1 "$T/times" | median)
 echo
 echo "$FILES files of 8 KiB, medians of $RUNS runs (each followed by sync):"
 printf '  %-28s %8.3f s  %8.0f files/s\n' "native cp -r" "$nat" "$(awk "BEGIN {print $FILES / $nat}")"
-printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx (target >= 0.5x); median of per-run ratios %.2fx\n' \
-	"zrfs -o writable, cp -r" "$mnt" "$(awk "BEGIN {print $FILES / $mnt}")" "$(awk "BEGIN {print $nat / $mnt}")" "$mr"
-printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx; median of per-run ratios %.2fx\n' \
-	"  with -s -o poll_us=100" "$pol" "$(awk "BEGIN {print $FILES / $pol}")" "$(awk "BEGIN {print $nat / $pol}")" "$pr"
-printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx\n' \
-	"zr import dir" "$imp" "$(awk "BEGIN {print $FILES / $imp}")" "$(awk "BEGIN {print $nat / $imp}")"
+# row COLUMN LABEL [TARGET]: the median time of a column, its speed
+# against the native copy's, and the median of the per-run ratios
+row() {
+	t=$(cut -d' ' -f"$1" "$T/times" | median)
+	r=$(awk -v c="$1" '{print $1, $c}' "$T/times" | ratio | median)
+	printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx%s; median of per-run ratios %.2fx\n' \
+		"$2" "$t" "$(awk "BEGIN {print $FILES / $t}")" "$(awk "BEGIN {print $nat / $t}")" "${3:-}" "$r"
+}
+row 2 "zrfs -o writable, cp -r" " (target >= 0.5x)"
+row 4 "  with -o poll_us=100"
+if [ $uring = yes ]; then
+	row 5 "  with -o uring"
+else
+	echo "  (-o uring not measured: /sys/module/fuse/parameters/enable_uring is not Y)"
+fi
+row 3 "zr import dir"

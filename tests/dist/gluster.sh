@@ -80,6 +80,17 @@ ls "$T/z1/.batches/$(spec 0)/epoch-0" >/dev/null && ls "$T/z2/.batches/$(spec 1)
 	done
 ) &
 writer=$!
+# each commit replaces meta.json by a rename on client a: an open on client
+# c finds a whole one, old or new, never none or a torn one
+(
+	opens=0
+	while kill -0 $writer 2>/dev/null && [ $opens -lt 5000 ]; do
+		"$ZR" info "$T/c/ds" >/dev/null 2>"$T/open.err" || exit 1
+		opens=$((opens + 1))
+	done
+	echo $opens >"$T/opens"
+) &
+opener=$!
 "$PY" - "$T" 400 <<'PY' || fail "the nodes' epoch"
 import os, sys
 import numpy as np
@@ -108,6 +119,9 @@ assert set(r0) | set(r1) == set(range(n)), "the ranks do not cover the epoch"
 print(f"ranks: {len(r0)} + {len(r1)} records, disjoint, covering, byte-exact")
 PY
 wait $writer || fail "the writer's appends"
+wait $opener || fail "opening the dataset on client c while client a committed: $(cat "$T/open.err")"
+[ "$(cat "$T/opens")" -gt 0 ] || fail "no open on client c overlapped the commits"
+echo "gluster: $(cat "$T/opens") opens on client c during 30 commits on client a, each whole"
 # a second writer on another client is refused while a writable mount holds it
 "$ZRFS" "$T/a/ds" "$T/z3" -o writable,log="$T/z3.log" || fail "a writable mount on client a"
 "$ZR" put "$T/c/ds" --data="$T/new0.bin" 2>"$T/err" && fail "a second writer on another client"
