@@ -10,6 +10,10 @@
 #   records  zrfs record files, in the same order
 #   shuffle  zrfs batch files of that shuffled order (.batches/shuffle,...)
 #   block    zrfs batch files of the two-level block shuffle (.batches/block,...)
+#   chunks   the dataset's chunk files themselves, in order, as many bytes
+#            as the other cases read, each file asked for whole at once
+#            (POSIX_FADV_WILLNEED) and then read: what the storage gives to
+#            sequential reads, as a prefetch of whole blocks would make them
 #
 # Each is read by 4 threads (as DataLoader workers would), READS records'
 # worth, after dropping the page cache, with fresh mounts. Reported: records
@@ -109,10 +113,11 @@ run_case() {
 	fi
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	[ "$what" = native ] || "$ZRFS" "$ds" "$Z" -o log="$W/zrfs.log"
+	case $what in native | chunks) ;; *) "$ZRFS" "$ds" "$Z" -o log="$W/zrfs.log" ;; esac
 	zpid=$(pgrep -n -f "^$ZRFS $ds $Z" || true)
 	s0=$(sectors)
-	out=$("$PY" - "$what" "$Z" "$src" "$W/order" "$W/paths" "$READS" "$BATCH" "$BLOCK" <<'PY'
+	out=$("$PY" - "$what" "$Z" "$src" "$W/order" "$W/paths" "$READS" "$BATCH" "$BLOCK" \
+		"$ds/chunk" "$SIZE" <<'PY'
 import os, sys, time
 from concurrent.futures import ThreadPoolExecutor
 what, z, src, order, paths, reads, batch, block = sys.argv[1:9]
@@ -121,13 +126,24 @@ ids = [int(x) for x in open(order).read().split()][:reads]
 names = open(paths).read().split("\n")
 def whole(p):
     with open(p, "rb", buffering=0) as f:
+        if what == "chunks":
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_WILLNEED)
         n = 0
         while True:
             b = f.read(1 << 20)
             if not b:
                 return n
             n += len(b)
-if what in ("native", "records"):
+if what == "chunks":
+    d, want = sys.argv[9], reads * int(sys.argv[10])
+    files = []
+    for name in sorted(os.listdir(d), key=lambda n: int(n.split(".")[0])):
+        if want <= 0:
+            break
+        files.append(f"{d}/{name}")
+        want -= os.stat(files[-1]).st_size
+    count = reads
+elif what in ("native", "records"):
     files = [f"{src}/{names[i]}" if what == "native" else f"{z}/data/{i}.bin" for i in ids]
     count = len(files)
 else:
@@ -142,7 +158,7 @@ print(count / (time.monotonic() - t), got)
 PY
 )
 	s1=$(sectors)
-	[ "$what" = native ] || fusermount3 -u "$Z"
+	case $what in native | chunks) ;; *) fusermount3 -u "$Z" ;; esac
 	# the daemon gone, its mappings with it: the next case's drop_caches
 	# would keep pages still mapped
 	while [ -n "$zpid" ] && kill -0 "$zpid" 2>/dev/null; do sleep 0.05; done
@@ -156,13 +172,13 @@ for where in $WHERE; do
 	: >"$W/res"
 	r=1
 	while [ $r -le "$RUNS" ]; do
-		for what in native records shuffle block; do
+		for what in native records shuffle block chunks; do
 			echo "$r $what $(run_case "$where" "$what")" >>"$W/res"
 		done
 		r=$((r + 1))
 	done
 	printf '%-8s %-8s %12s %12s %10s %10s\n' "$where" case "records/s" "amplif." "x native" "x shuffle"
-	for what in native records shuffle block; do
+	for what in native records shuffle block chunks; do
 		rate=$(awk -v w=$what '$2 == w {print $3}' "$W/res" | median)
 		amp=$(awk -v w=$what '$2 == w {print $4}' "$W/res" | median)
 		xn=$(for r in $(seq 1 "$RUNS"); do
