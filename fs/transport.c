@@ -361,7 +361,6 @@ static int ring_open(struct ring_thread *t)
 	return rc;
 }
 
-
 static uint64_t now_us(void)
 {
 	struct timespec t;
@@ -560,7 +559,6 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 		return reply_init(u, fd, iov, count);
 	return writev(fd, iov, count);
 }
-
 
 /* With -o poll_us=US, one serving thread at a time polls /dev/fuse this
  * long after its request before it sleeps in read(2): while requests come
