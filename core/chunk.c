@@ -261,19 +261,6 @@ static int open_making_room(zr_dataset *ds, const char *name, int flags)
 	return fd;
 }
 
-/* Size and type of the file @name under @dirfd ("": @dirfd itself, an
- * open chunk) as its filesystem has it now: on a filesystem shared with
- * other machines (FUSE clients such as GlusterFS, NFS) a forced
- * revalidation, so that bytes another machine appended and committed are
- * seen, and pages this machine cached before they were written are
- * dropped; on a local filesystem the same as fstat. 0 or -errno. */
-static int fresh_stat(int dirfd, const char *name, struct statx *sx)
-{
-	int flags = AT_STATX_FORCE_SYNC | (name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH);
-
-	return statx(dirfd, name, flags, STATX_TYPE | STATX_SIZE, sx) < 0 ? -errno : 0;
-}
-
 static int chunk_open(zr_dataset *ds, zr_chunk *c)
 {
 	char name[32];
@@ -293,7 +280,7 @@ static int chunk_open(zr_dataset *ds, zr_chunk *c)
 			    "%s/chunk/%s: %s", ds->path, name, zr_open_strerror(errno));
 		goto out;
 	}
-	if (fresh_stat(fd, "", &sx) < 0 || !S_ISREG(sx.stx_mode)) {
+	if (zr_fresh_stat(fd, "", &sx) < 0 || !S_ISREG(sx.stx_mode)) {
 		close(fd);
 		rc = zr_err(ZR_ECORRUPT, "%s/chunk/%s: not a regular file", ds->path, name);
 		goto out;
@@ -348,7 +335,7 @@ int zr_chunk_stat(zr_dataset *ds, zr_chunk *c, uint64_t *extent)
 	int rc;
 
 	zr_chunk_name(name, sizeof name, c->id);
-	rc = fresh_stat(ds->chunkdirfd, name, &sx);
+	rc = zr_fresh_stat(ds->chunkdirfd, name, &sx);
 	RETURN_IF(rc < 0, rc == -ENOENT ? ZR_ECORRUPT : rc, "%s/chunk/%s: %s", ds->path, name,
 		  strerror(-rc));
 	RETURN_IF(S_ISLNK(sx.stx_mode), -ELOOP, "%s/chunk/%s: %s", ds->path, name,
@@ -434,7 +421,7 @@ static int chunk_share(zr_dataset *donor, uint32_t id, const zr_unfull *u, zr_ch
 	if (cur != ZR_EXTENT_UNKNOWN && (extent == ZR_EXTENT_UNKNOWN || extent > cur)) {
 		/* it grew: ask the filesystem, not its cache (a FUSE or NFS
 		 * client then also drops pages cached before the bytes came) */
-		int rc = fresh_stat(donor->chunkdirfd, name, &sx);
+		int rc = zr_fresh_stat(donor->chunkdirfd, name, &sx);
 		if (rc < 0)
 			return zr_err(rc == -ENOENT ? ZR_ECORRUPT : rc, "%s/chunk/%s: %s",
 				      donor->path, name, strerror(-rc));

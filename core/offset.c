@@ -68,8 +68,8 @@ static int table_map(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 {
 	bool rw = ds->flags & ZR_RDWR;
-	uint64_t need = atomic_load(&ds->length);
-	struct stat st;
+	uint64_t need = atomic_load(&ds->length), have;
+	struct statx sx;
 
 	f->fd = zr_sys.openat(ds->dirfd, name, (rw ? O_RDWR : O_RDONLY) | (create ? O_CREAT : 0),
 			      0644);
@@ -78,15 +78,25 @@ int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 			      ds->path, name,
 			      zr_open_strerror(errno));
 	atomic_init(&f->map, &empty_map);
-	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
+	/* the size now, not a client's cached one: a table grows with commits */
+	if (zr_fresh_stat(f->fd, "", &sx) < 0 || !S_ISREG(sx.stx_mode))
 		return zr_err(ZR_ECORRUPT, "%s/%s: not a regular file", ds->path, name);
-	RETURN_IF((uint64_t)st.st_size / ZR_ENTRY_SIZE < need, ZR_ECORRUPT,
+	have = sx.stx_size / ZR_ENTRY_SIZE;
+	/* on a filesystem shared with other machines, a commit made on another
+	 * may show its meta.json here before its table's new size: the caller
+	 * tries again (on a local one, meta.json is renamed into place only
+	 * after the table was written: the table was cut short) */
+	if (have < need && zr_fs_shared(f->fd))
+		return zr_err(-ESTALE,
+			      "%s/%s: holds %llu entries, meta.json says %llu records (written on "
+			      "another machine, not visible here yet, or a truncated table)",
+			      ds->path, name, (unsigned long long)have, (unsigned long long)need);
+	RETURN_IF(have < need, ZR_ECORRUPT,
 		  "%s/%s: holds %llu entries, meta.json says %llu records (truncated table)",
-		  ds->path, name, (unsigned long long)st.st_size / ZR_ENTRY_SIZE,
-		  (unsigned long long)need);
+		  ds->path, name, (unsigned long long)have, (unsigned long long)need);
 	/* a reader maps what the committed state uses; a writer all the file has */
-	f->cap = rw ? (uint64_t)st.st_size / ZR_ENTRY_SIZE : need;
-	f->open_cap = (uint64_t)st.st_size / ZR_ENTRY_SIZE;
+	f->cap = rw ? have : need;
+	f->open_cap = have;
 	if (f->cap > 0)
 		FORWARD_IF_ERR(table_map(ds, f, f->cap));
 	return 0;

@@ -383,15 +383,30 @@ fail:
 }
 
 #define OPEN_TRIES 1000
+#define STALE_WAIT_MS 5000
 
 static int open_retrying(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
 {
-	int rc = -EAGAIN;
+	int rc = -EAGAIN, waited = 0;
 
 	/* a reader retries while commits land under it; each try is short, and
-	 * a writer commits at most a few hundred times a second */
-	for (int i = 0; i < OPEN_TRIES && rc == -EAGAIN; i++)
+	 * a writer commits at most a few hundred times a second. A state
+	 * committed on another machine whose files do not all show here yet
+	 * (-ESTALE) is waited for, a while: a client's cache of sizes lasts
+	 * about a second. zr_reopen returns it at once (its caller, following
+	 * commits, looks again later). */
+	for (int i = 0; i < OPEN_TRIES; i++) {
 		rc = open_once(out, dir, flags, donor);
+		if (rc == -ESTALE && !donor && waited < STALE_WAIT_MS) {
+			int ms = waited < 10 ? 1 : waited < 100 ? 10 : 50;
+			nanosleep(&(struct timespec){0, ms * 1000000L}, NULL);
+			waited += ms;
+			i--; /* not a commit landing: does not count */
+			continue;
+		}
+		if (rc != -EAGAIN)
+			break;
+	}
 	RETURN_IF(rc == -EAGAIN, -EAGAIN,
 		  "%s: a commit landed during each of %d attempts to open the dataset", dir,
 		  OPEN_TRIES);

@@ -34,6 +34,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 _Static_assert(sizeof(size_t) == 8, "libzrecord needs a 64-bit address space");
@@ -79,6 +80,12 @@ struct zr_sys {
 };
 extern struct zr_sys zr_sys;
 /* Restore the real system calls (tests call it after injecting faults). */
+/* The size and type of @name under @dirfd ("": @dirfd itself) as its
+ * filesystem has them now, bypassing a shared filesystem's client cache:
+ * 0 or -errno. */
+int zr_fresh_stat(int dirfd, const char *name, struct statx *sx);
+/* Whether @fd's filesystem may be shared with other machines. */
+bool zr_fs_shared(int fd);
 /* strerror(), but a symbolic link refused by O_NOFOLLOW (ELOOP) says so. */
 const char *zr_open_strerror(int e);
 void zr_sys_reset(void);

@@ -13,7 +13,43 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+/* Size and type of the file @name under @dirfd ("": @dirfd itself, an
+ * open file) as its filesystem has it now: on a filesystem shared with
+ * other machines (FUSE clients such as GlusterFS, NFS) a forced
+ * revalidation, so that bytes another machine appended and committed are
+ * seen, and pages this machine cached before they were written are
+ * dropped; on a local filesystem the same as fstat. 0 or -errno. */
+int zr_fresh_stat(int dirfd, const char *name, struct statx *sx)
+{
+	int flags = AT_STATX_FORCE_SYNC | (name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH);
+
+	return statx(dirfd, name, flags, STATX_TYPE | STATX_SIZE, sx) < 0 ? -errno : 0;
+}
+
+/* Whether the filesystem of @fd may be shared with other machines, whose
+ * commits a client here can see late (its cache of sizes): FUSE (GlusterFS,
+ * CephFS's and others' clients), NFS, SMB, CephFS, 9P, Lustre, GPFS, AFS,
+ * OCFS2, GFS2. Local filesystems never are. */
+bool zr_fs_shared(int fd)
+{
+	static const unsigned long shared[] = {
+		0x65735546, /* FUSE */   0x6969,     /* NFS */    0xff534d42, /* CIFS */
+		0xfe534d42, /* SMB2 */   0x00c36400, /* Ceph */   0x01021997, /* 9P */
+		0x0bd00bd0, /* Lustre */ 0x47504653, /* GPFS */   0x5346414f, /* AFS */
+		0x7461636f, /* OCFS2 */  0x01161970, /* GFS2 */
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
+		if ((unsigned long)sf.f_type == shared[i])
+			return true;
+	return false;
+}
 
 /* A dataset's files are opened by single names relative to its directory
  * and never through a symbolic link: otherwise whoever can write into a
