@@ -189,9 +189,9 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct zrfs_piec
 	 * them together rather than one page fault after another */
 	if (!ahead)
 		zrfs_read_ahead(fs, p);
-	zrfs_reply_from_maps = true;
+	zrfs_reply_mapped = bv;
 	int rc = fuse_reply_iov(req, iov, (int)bv->count);
-	zrfs_reply_from_maps = false;
+	zrfs_reply_mapped = NULL;
 	if (rc == -EFAULT)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
 			 fs->dataset);

@@ -167,7 +167,7 @@ struct zrfs_uring {
 };
 
 static _Thread_local struct ring_ent *serving; /* the entry this thread serves */
-_Thread_local bool zrfs_reply_from_maps;
+_Thread_local const struct fuse_bufvec *zrfs_reply_mapped;
 
 static void say_refused(struct zrfs_uring *u, int err)
 {
@@ -470,15 +470,41 @@ static struct ring_ent *owner(struct zrfs_uring *u, uint64_t unique)
 	return NULL;
 }
 
-/* The arguments of a reply into the payload: mapped chunk bytes with
- * process_vm_readv, which fails (EFAULT) where a chunk cut short under the
- * mount would make a plain copy raise SIGBUS. */
-static bool copy_reply(char *to, const struct iovec *iov, int count, size_t total)
+static bool read_exact(int fd, char *to, size_t n, off_t pos)
 {
-	if (zrfs_reply_from_maps) {
-		struct iovec local = {to, total};
-		return process_vm_readv(getpid(), &local, 1, iov, (unsigned long)count, 0) ==
-		       (ssize_t)total;
+	while (n > 0) {
+		ssize_t r = pread(fd, to, n, pos);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false; /* an error, or the file ends early */
+		to += r;
+		pos += r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* The arguments of a reply into the payload. Mapped chunk bytes are read
+ * from their file (pread: a page-cache copy, and a chunk cut short under
+ * the mount ends the read short, where a copy from the mapping would raise
+ * SIGBUS); the rest is copied. */
+static bool copy_reply(char *to, const struct iovec *iov, int count)
+{
+	const struct fuse_bufvec *bv = zrfs_reply_mapped;
+
+	if (bv && bv->count == (size_t)count) {
+		for (size_t i = 0; i < bv->count; i++) {
+			const struct fuse_buf *b = &bv->buf[i];
+			if (b->flags & FUSE_BUF_IS_FD) {
+				if (!read_exact(b->fd, to, b->size, b->pos))
+					return false;
+			} else {
+				memcpy(to, b->mem, b->size);
+			}
+			to += b->size;
+		}
+		return true;
 	}
 	for (int i = 0; i < count; i++) {
 		memcpy(to, iov[i].iov_base, iov[i].iov_len);
@@ -497,7 +523,7 @@ static ssize_t commit_reply(struct ring_ent *e, struct iovec *iov, int count)
 	memcpy(&out, iov[0].iov_base, sizeof out);
 	for (int i = 1; i < count; i++)
 		total += iov[i].iov_len;
-	ok = total <= t->u->payload_cap && copy_reply(e->payload, iov + 1, count - 1, total);
+	ok = total <= t->u->payload_cap && copy_reply(e->payload, iov + 1, count - 1);
 	if (ok) {
 		memcpy(e->hdr.in_out, &out, sizeof out);
 		e->hdr.ent.payload_sz = (uint32_t)total;

@@ -259,10 +259,12 @@ void zrfs_transport_destroy(struct zrfs *fs);
 #define ZRFS_RING_HEAD (40 + 128) /* sizeof(struct fuse_in_header) + the op_in area */
 char *zrfs_ring_request(const void *in_out, const void *op_in, const void *payload,
 			uint32_t payload_len, size_t payload_cap, char *buf);
-/* Set around a reply whose bytes come from chunk mappings: the io_uring
- * transport copies those with a call that fails (EFAULT, the reader gets
- * EIO) where a chunk cut short under the mount would raise SIGBUS. */
-extern _Thread_local bool zrfs_reply_from_maps;
+/* Set around a reply whose bytes come from chunk mappings, to its pieces
+ * (each mapped, and where it is a file's, its descriptor and offset): the
+ * io_uring transport reads a file's pieces with pread, which ends short
+ * (the reader gets EIO) where a chunk cut short under the mount would make
+ * a copy from the mapping raise SIGBUS. */
+extern _Thread_local const struct fuse_bufvec *zrfs_reply_mapped;
 
 /* ---- write.c, write_names.c, writer.c: -o rw ---- */
 
