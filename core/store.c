@@ -395,17 +395,17 @@ static int open_retrying(zr_dataset **out, const char *dir, unsigned flags, zr_d
 	 * (-ESTALE) is waited for, a while: a client's cache of sizes lasts
 	 * about a second. zr_reopen returns it at once (its caller, following
 	 * commits, looks again later). */
-	for (int i = 0; i < OPEN_TRIES; i++) {
+	for (int tries = 0; tries < OPEN_TRIES;) {
 		rc = open_once(out, dir, flags, donor);
 		if (rc == -ESTALE && !donor && waited < STALE_WAIT_MS) {
 			int ms = waited < 10 ? 1 : waited < 100 ? 10 : 50;
 			nanosleep(&(struct timespec){0, ms * 1000000L}, NULL);
 			waited += ms;
-			i--; /* not a commit landing: does not count */
-			continue;
-		}
-		if (rc != -EAGAIN)
+		} else if (rc == -EAGAIN) {
+			tries++; /* only a commit landing counts as a try */
+		} else {
 			break;
+		}
 	}
 	RETURN_IF(rc == -EAGAIN, -EAGAIN,
 		  "%s: a commit landed during each of %d attempts to open the dataset", dir,

@@ -80,15 +80,15 @@ struct zr_sys {
 };
 extern struct zr_sys zr_sys;
 /* Restore the real system calls (tests call it after injecting faults). */
+void zr_sys_reset(void);
+/* strerror(), but a symbolic link refused by O_NOFOLLOW (ELOOP) says so. */
+const char *zr_open_strerror(int e);
 /* The size and type of @name under @dirfd ("": @dirfd itself) as its
  * filesystem has them now, bypassing a shared filesystem's client cache:
  * 0 or -errno. */
 int zr_fresh_stat(int dirfd, const char *name, struct statx *sx);
 /* Whether @fd's filesystem may be shared with other machines. */
 bool zr_fs_shared(int fd);
-/* strerror(), but a symbolic link refused by O_NOFOLLOW (ELOOP) says so. */
-const char *zr_open_strerror(int e);
-void zr_sys_reset(void);
 /* pwrite/pread all of it or fail with -errno (short writes retried). */
 int zr_write_full(int fd, const void *buf, size_t n, uint64_t off);
 int zr_file_reserve(int fd, uint64_t size);

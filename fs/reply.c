@@ -189,7 +189,7 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct zrfs_piec
 	 * them together rather than one page fault after another */
 	if (!ahead)
 		zrfs_read_ahead(fs, p);
-	zrfs_reply_mapped = bv;
+	zrfs_reply_mapped = p->bv;
 	int rc = fuse_reply_iov(req, iov, (int)bv->count);
 	zrfs_reply_mapped = NULL;
 	if (rc == -EFAULT)

@@ -167,7 +167,7 @@ struct zrfs_uring {
 };
 
 static _Thread_local struct ring_ent *serving; /* the entry this thread serves */
-_Thread_local const struct fuse_bufvec *zrfs_reply_mapped;
+_Thread_local struct fuse_bufvec *zrfs_reply_mapped;
 
 static void say_refused(struct zrfs_uring *u, int err)
 {
@@ -470,41 +470,20 @@ static struct ring_ent *owner(struct zrfs_uring *u, uint64_t unique)
 	return NULL;
 }
 
-static bool read_exact(int fd, char *to, size_t n, off_t pos)
-{
-	while (n > 0) {
-		ssize_t r = pread(fd, to, n, pos);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return false; /* an error, or the file ends early */
-		to += r;
-		pos += r;
-		n -= (size_t)r;
-	}
-	return true;
-}
-
 /* The arguments of a reply into the payload. Mapped chunk bytes are read
- * from their file (pread: a page-cache copy, and a chunk cut short under
- * the mount ends the read short, where a copy from the mapping would raise
- * SIGBUS); the rest is copied. */
-static bool copy_reply(char *to, const struct iovec *iov, int count)
+ * from their file (libfuse's fuse_buf_copy: pread, a page-cache copy; a
+ * chunk cut short under the mount ends it short, where a copy from the
+ * mapping would raise SIGBUS); the rest is copied. */
+static bool copy_reply(char *to, const struct iovec *iov, int count, size_t total)
 {
-	const struct fuse_bufvec *bv = zrfs_reply_mapped;
+	struct fuse_bufvec *bv = zrfs_reply_mapped;
 
 	if (bv && bv->count == (size_t)count) {
-		for (size_t i = 0; i < bv->count; i++) {
-			const struct fuse_buf *b = &bv->buf[i];
-			if (b->flags & FUSE_BUF_IS_FD) {
-				if (!read_exact(b->fd, to, b->size, b->pos))
-					return false;
-			} else {
-				memcpy(to, b->mem, b->size);
-			}
-			to += b->size;
-		}
-		return true;
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(total);
+		dst.buf[0].mem = to;
+		bv->idx = 0;
+		bv->off = 0;
+		return fuse_buf_copy(&dst, bv, 0) == (ssize_t)total;
 	}
 	for (int i = 0; i < count; i++) {
 		memcpy(to, iov[i].iov_base, iov[i].iov_len);
@@ -523,7 +502,7 @@ static ssize_t commit_reply(struct ring_ent *e, struct iovec *iov, int count)
 	memcpy(&out, iov[0].iov_base, sizeof out);
 	for (int i = 1; i < count; i++)
 		total += iov[i].iov_len;
-	ok = total <= t->u->payload_cap && copy_reply(e->payload, iov + 1, count - 1);
+	ok = total <= t->u->payload_cap && copy_reply(e->payload, iov + 1, count - 1, total);
 	if (ok) {
 		memcpy(e->hdr.in_out, &out, sizeof out);
 		e->hdr.ent.payload_sz = (uint32_t)total;

@@ -263,8 +263,9 @@ char *zrfs_ring_request(const void *in_out, const void *op_in, const void *paylo
  * (each mapped, and where it is a file's, its descriptor and offset): the
  * io_uring transport reads a file's pieces with pread, which ends short
  * (the reader gets EIO) where a chunk cut short under the mount would make
- * a copy from the mapping raise SIGBUS. */
-extern _Thread_local const struct fuse_bufvec *zrfs_reply_mapped;
+ * a copy from the mapping raise SIGBUS. The transport moves the bufvec's
+ * position (idx, off) as it copies. */
+extern _Thread_local struct fuse_bufvec *zrfs_reply_mapped;
 
 /* ---- write.c, write_names.c, writer.c: -o rw ---- */
 
