@@ -28,6 +28,8 @@ static const char help_batches[] =
 	"in the page cache) and cold (after dropping caches: needs root), cold also\n"
 	"for block,seed=1,batch=256; a flate field against (a) as well. Every\n"
 	"consumer checksums the bytes it gets. Medians of R runs (default 3).\n"
+	"Warm raw batch files are also read with O_DIRECT (no page cache: one copy\n"
+	"fewer).\n"
 	"--uring: the raw batch files also through mounts with -o uring (warm and\n"
 	"cold), with the ratios of the two transports.\n";
 
@@ -35,6 +37,7 @@ enum bkind { B_MOUNT, B_GATHER, B_NATIVE };
 
 struct bpass {
 	enum bkind kind;
+	bool direct; /* B_MOUNT: open with O_DIRECT */
 	const struct bench_env *c;
 	const zs_sampler *s;
 	zr_dataset *ds;
@@ -59,11 +62,11 @@ static uint64_t sum64(const uint8_t *p, size_t n)
 	return a;
 }
 
-/* Read all of @path through @buf (1 MiB), adding to *sum and *bytes:
- * 0, or -1 if it cannot be opened or read. */
-static int read_sum(const char *path, uint8_t *buf, uint64_t *sum, uint64_t *bytes)
+/* Read all of @path through @buf (1 MiB), opened with @flags added, adding
+ * to *sum and *bytes: 0, or -1 if it cannot be opened or read. */
+static int read_sum(const char *path, int flags, uint8_t *buf, uint64_t *sum, uint64_t *bytes)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
 	ssize_t r = 0;
 
 	while (fd >= 0 && (r = read(fd, buf, 1 << 20)) > 0) {
@@ -79,7 +82,7 @@ static void *batch_worker(void *arg)
 {
 	struct bpass *p = arg;
 	uint64_t *ids = malloc(zs_batch_max(p->s) * sizeof *ids), k;
-	uint8_t *buf = malloc(1 << 20);
+	uint8_t *buf = aligned_alloc(4096, 1 << 20); /* as O_DIRECT may want */
 	char path[PATH_MAX + 400];
 
 	while (ids && buf && (k = atomic_fetch_add(&p->next, 1)) < zs_steps(p->s)) {
@@ -88,7 +91,7 @@ static void *batch_worker(void *arg)
 		if (p->kind == B_MOUNT) {
 			snprintf(path, sizeof path, "%s/%llu/%s", p->dir, (unsigned long long)k,
 				 p->field ? "z" : "data");
-			if (read_sum(path, buf, &sum, &bytes) < 0)
+			if (read_sum(path, p->direct ? O_DIRECT : 0, buf, &sum, &bytes) < 0)
 				atomic_store(&p->bad, 1);
 		} else if (p->kind == B_GATHER) {
 			zr_batch *b;
@@ -107,7 +110,7 @@ static void *batch_worker(void *arg)
 			for (int64_t i = 0; i < n; i++) {
 				snprintf(path, sizeof path, "%s/%llu", p->c->tree,
 					 (unsigned long long)ids[i]);
-				if (read_sum(path, buf, &sum, &bytes) < 0)
+				if (read_sum(path, 0, buf, &sum, &bytes) < 0)
 					atomic_store(&p->bad, 1);
 			}
 		}
@@ -135,10 +138,10 @@ static int drop_caches(void)
 }
 
 /* One pass of @kind over the epoch of @spec: MB/s, and the checksum. */
-static int batch_pass(struct bench_env *c, enum bkind kind, const char *spec, unsigned field,
-		      int threads, bool cold, double *mbs, uint64_t *sum)
+static int batch_pass(struct bench_env *c, enum bkind kind, bool direct, const char *spec,
+		      unsigned field, int threads, bool cold, double *mbs, uint64_t *sum)
 {
-	struct bpass p = {.kind = kind, .c = c, .field = field};
+	struct bpass p = {.kind = kind, .direct = direct, .c = c, .field = field};
 	zs_spec sp;
 	zs_sampler *s = NULL;
 	pthread_t th[2];
@@ -184,12 +187,13 @@ static int batch_pass(struct bench_env *c, enum bkind kind, const char *spec, un
 	return rc;
 }
 
-enum { BM, BA, BN, BZM, BZA, CM, CA, CN, CBM, CBA, BMU, CMU, BNV };
+enum { BM, BA, BN, BMD, BZM, BZA, CM, CA, CN, CBM, CBA, BMU, BMUD, CMU, BNV };
 static const char *const bnames[BNV] = {
-	"warm: zrfs batch files",   "warm: (a) zr_gather",       "warm: (b) native files",
-	"warm flate: zrfs batches", "warm flate: (a) zr_gather", "cold: zrfs batch files",
-	"cold: (a) zr_gather",      "cold: (b) native files",    "cold block: zrfs batch files",
-	"cold block: (a) zr_gather", "warm: zrfs -o uring",     "cold: zrfs -o uring",
+	"warm: zrfs batch files",    "warm: (a) zr_gather",         "warm: (b) native files",
+	"warm: zrfs, O_DIRECT",      "warm flate: zrfs batches",    "warm flate: (a) zr_gather",
+	"cold: zrfs batch files",    "cold: (a) zr_gather",         "cold: (b) native files",
+	"cold block: zrfs batch files", "cold block: (a) zr_gather", "warm: zrfs -o uring",
+	"warm: -o uring, O_DIRECT",  "cold: zrfs -o uring",
 };
 
 int bench_batches(int argc, char **argv)
@@ -214,18 +218,26 @@ int bench_batches(int argc, char **argv)
 			struct {
 				int slot;
 				enum bkind kind;
+				bool direct;
 				const char *spec;
 				unsigned field;
 				bool cold;
 				bool uring;
 			} plan[] = {
-				{BM, B_MOUNT, shuf, 0, false, false},  {BA, B_GATHER, shuf, 0, false, false},
-				{BN, B_NATIVE, shuf, 0, false, false}, {BZM, B_MOUNT, shuf, 1, false, false},
-				{BZA, B_GATHER, shuf, 1, false, false}, {CM, B_MOUNT, shuf, 0, true, false},
-				{CA, B_GATHER, shuf, 0, true, false},  {CN, B_NATIVE, shuf, 0, true, false},
-				{CBM, B_MOUNT, blk, 0, true, false},   {CBA, B_GATHER, blk, 0, true, false},
-				{BMU, B_MOUNT, shuf, 0, false, true},
-				{CMU, B_MOUNT, shuf, 0, true, true},
+				{BM, B_MOUNT, false, shuf, 0, false, false},
+				{BA, B_GATHER, false, shuf, 0, false, false},
+				{BN, B_NATIVE, false, shuf, 0, false, false},
+				{BMD, B_MOUNT, true, shuf, 0, false, false},
+				{BZM, B_MOUNT, false, shuf, 1, false, false},
+				{BZA, B_GATHER, false, shuf, 1, false, false},
+				{CM, B_MOUNT, false, shuf, 0, true, false},
+				{CA, B_GATHER, false, shuf, 0, true, false},
+				{CN, B_NATIVE, false, shuf, 0, true, false},
+				{CBM, B_MOUNT, false, blk, 0, true, false},
+				{CBA, B_GATHER, false, blk, 0, true, false},
+				{BMU, B_MOUNT, false, shuf, 0, false, true},
+				{BMUD, B_MOUNT, true, shuf, 0, false, true},
+				{CMU, B_MOUNT, false, shuf, 0, true, true},
 			};
 			uint64_t sums[BNV] = {0};
 			for (size_t i = 0; i < sizeof plan / sizeof *plan && rc == 0; i++) {
@@ -236,16 +248,18 @@ int bench_batches(int argc, char **argv)
 				c.zopts = plan[i].uring ? "uring" : NULL;
 				/* warm means warm: an untimed pass first */
 				if (!plan[i].cold)
-					rc = batch_pass(&c, plan[i].kind, plan[i].spec, plan[i].field,
-							t + 1, false, &warm, &ws);
+					rc = batch_pass(&c, plan[i].kind, plan[i].direct, plan[i].spec,
+							plan[i].field, t + 1, false, &warm, &ws);
 				if (rc == 0)
-					rc = batch_pass(&c, plan[i].kind, plan[i].spec, plan[i].field,
-							t + 1, plan[i].cold, &v[t][plan[i].slot][r],
-							&sums[plan[i].slot]);
+					rc = batch_pass(&c, plan[i].kind, plan[i].direct, plan[i].spec,
+							plan[i].field, t + 1, plan[i].cold,
+							&v[t][plan[i].slot][r], &sums[plan[i].slot]);
 			}
 			if (rc == 0 && (sums[BM] != sums[BA] || sums[BM] != sums[BN] ||
-					sums[BZM] != sums[BZA] || sums[CBM] != sums[CBA] ||
-					(c.uring && (sums[BMU] != sums[BA] || sums[CMU] != sums[BA])))) {
+					sums[BMD] != sums[BA] || sums[BZM] != sums[BZA] ||
+					sums[CBM] != sums[CBA] ||
+					(c.uring && (sums[BMU] != sums[BA] || sums[BMUD] != sums[BA] ||
+						     sums[CMU] != sums[BA])))) {
 				zr_warn("bench: the consumers disagree on the bytes they read");
 				rc = 1;
 			}
@@ -276,6 +290,10 @@ int bench_batches(int argc, char **argv)
 		       m[1][BM] / m[1][BA]);
 		printf("%-40s %8.2fx %8.2fx   >= 3x\n", "warm: zrfs / (b) native files",
 		       m[0][BM] / m[0][BN], m[1][BM] / m[1][BN]);
+		printf("%-40s %8.2fx %8.2fx   (what O_DIRECT buys)\n", "warm: O_DIRECT / page cache",
+		       m[0][BMD] / m[0][BM], m[1][BMD] / m[1][BM]);
+		printf("%-40s %8.2fx %8.2fx\n", "warm: zrfs O_DIRECT / (a) gather",
+		       m[0][BMD] / m[0][BA], m[1][BMD] / m[1][BA]);
 		printf("%-40s %8.2fx %8.2fx   >= 0.8x (2 threads)\n", "warm flate: zrfs / (a) gather",
 		       m[0][BZM] / m[0][BZA], m[1][BZM] / m[1][BZA]);
 		printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "cold: zrfs / (a) gather", m[0][CM] / m[0][CA],
@@ -289,6 +307,8 @@ int bench_batches(int argc, char **argv)
 			       m[0][BMU] / m[0][BM], m[1][BMU] / m[1][BM]);
 			printf("%-40s %8.2fx %8.2fx   >= 0.5x\n", "warm: -o uring / (a) gather",
 			       m[0][BMU] / m[0][BA], m[1][BMU] / m[1][BA]);
+			printf("%-40s %8.2fx %8.2fx\n", "warm O_DIRECT: -o uring / /dev/fuse",
+			       m[0][BMUD] / m[0][BMD], m[1][BMUD] / m[1][BMD]);
 			printf("%-40s %8.2fx %8.2fx   >= 1.0x (no regression)\n",
 			       "cold: -o uring / /dev/fuse", m[0][CMU] / m[0][CM], m[1][CMU] / m[1][CM]);
 		}
