@@ -201,7 +201,7 @@ int bench_batches(int argc, char **argv)
 	struct bench_env c = {.records = 50000, .size = 8192, .runs = 3, .dir = "/var/tmp"};
 	const char *shuf = "shuffle,seed=1,batch=256", *blk = "block,seed=1,batch=256";
 	char zrfs_path[PATH_MAX];
-	double v[2][BNV][100];
+	double v[2][BNV][100] = {{{0}}}; /* columns not measured stay 0 */
 	int rc = 0;
 
 	bench_find_zrfs(&c, zrfs_path);
