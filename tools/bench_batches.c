@@ -313,7 +313,6 @@ int bench_batches(int argc, char **argv)
 			       "cold: -o uring / /dev/fuse", m[0][CMU] / m[0][CM], m[1][CMU] / m[1][CM]);
 		}
 	}
-	bench_unmount_zrfs(&c);
-	rm_tree(c.base);
+	bench_finish(&c);
 	return rc;
 }

@@ -2,7 +2,8 @@
  * bench_common.c - what the benchmarks share: seeded numbers, medians, the
  * options every dataset benchmark takes, and the scratch environment of
  * those that make a dataset (inputs, programs started and waited for,
- * zrfs mounted in the foreground and unmounted).
+ * zrfs mounted in the foreground and unmounted, all of it removed at the
+ * end or when a signal interrupts the benchmark).
  */
 #include "bench_i.h"
 
@@ -128,16 +129,63 @@ int bench_run(char *const argv[])
 	return bench_run_quiet(argv, false);
 }
 
-/* The zrfs running, for an interrupted benchmark to stop: in a session of
- * its own, the terminal's signals do not reach it. */
+/* An interrupted benchmark leaves nothing behind. The zrfs running is
+ * stopped (in a session of its own, the terminal's signals do not reach
+ * it) and waited for; then a shell unmounts whatever is still mounted at
+ * the scratch directory's mount points and removes the directory, never
+ * crossing into another filesystem. Only async-signal-safe calls. */
 static volatile sig_atomic_t zrfs_running;
+static volatile sig_atomic_t guarded; /* the scratch directory exists */
+static char guard_base[PATH_MAX], guard_zmnt[PATH_MAX + 8], guard_smnt[PATH_MAX + 8];
 
-static void stop_zrfs(int sig)
+static void on_signal(int sig)
 {
-	if (zrfs_running > 0)
+	static const char clean[] = "fusermount3 -u -z \"$1\" 2>/dev/null; "
+				    "fusermount3 -u -z \"$2\" 2>/dev/null; "
+				    "rm -rf --one-file-system -- \"$3\"";
+	char *argv[] = {"sh", "-c", (char *)clean, "sh", guard_smnt, guard_zmnt, guard_base, NULL};
+	pid_t pid = -1;
+
+	if (zrfs_running > 0) {
 		kill((pid_t)zrfs_running, SIGTERM); /* it unmounts and exits */
+		waitpid((pid_t)zrfs_running, NULL, 0);
+	}
+	if (guarded)
+		pid = fork();
+	if (pid == 0) {
+		execve("/bin/sh", argv, environ);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+void bench_guard(const char *base)
+{
+	snprintf(guard_base, sizeof guard_base, "%s", base);
+	snprintf(guard_zmnt, sizeof guard_zmnt, "%s/zmnt", base);
+	snprintf(guard_smnt, sizeof guard_smnt, "%s/smnt", base);
+	guarded = 1;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+}
+
+void bench_remove(const char *base)
+{
+	sigset_t set, old;
+
+	/* a signal now is taken once the directory is gone */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	guarded = 0;
+	rm_tree(base);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* zrfs is kept in the foreground as our child so that bench_unmount_zrfs()
@@ -154,9 +202,6 @@ int bench_mount_zrfs(struct bench_env *c)
 		zr_warn("bench: %s: %s", c->zmnt, strerror(errno));
 		return -1;
 	}
-	signal(SIGINT, stop_zrfs);
-	signal(SIGTERM, stop_zrfs);
-	signal(SIGHUP, stop_zrfs);
 	c->zpid = spawn(argv, false, true);
 	zrfs_running = c->zpid;
 	/* mounted when the mount point changes device; polled, as nothing
@@ -297,5 +342,17 @@ bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, 
 		mkdir(c->zmnt, 0755);
 		mkdir(c->smnt, 0755);
 	}
+	bench_guard(c->base);
 	return true;
+}
+
+void bench_finish(struct bench_env *c)
+{
+	struct stat st;
+
+	if (stat(c->zmnt, &st) == 0) { /* made by a benchmark that mounts */
+		bench_unmount_zrfs(c);
+		bench_unmount(c->smnt);
+	}
+	bench_remove(c->base);
 }

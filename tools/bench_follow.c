@@ -224,7 +224,6 @@ int bench_follow(int argc, char **argv)
 		printf("(x lat, x CPU: against the same commit on %llu records)\n",
 		       (unsigned long long)sizes[0]);
 	}
-	bench_unmount_zrfs(&c);
-	rm_tree(c.base);
+	bench_finish(&c);
 	return rc;
 }

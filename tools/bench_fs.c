@@ -386,9 +386,7 @@ int bench_fs(int argc, char **argv)
 		if (c.uring)
 			print_transports(&c, v, m);
 	}
-	bench_unmount_zrfs(&c);
-	bench_unmount(c.smnt);
-	rm_tree(c.base);
+	bench_finish(&c);
 	free(v);
 	free(order);
 	return rc;

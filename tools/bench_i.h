@@ -57,6 +57,14 @@ struct bench_env {
  * caller must return (after --help, a usage error or a failure). */
 bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, const char *name,
 		 uint64_t records_min, bool takes_zrfs, int *status);
+/* Unmount what is mounted in the scratch directory and remove it (an
+ * interrupted benchmark does the same from its signal handler). */
+void bench_finish(struct bench_env *c);
+/* For a benchmark with a scratch directory of its own: from bench_guard on,
+ * SIGINT, SIGTERM or SIGHUP remove @base (unmounting its zmnt and smnt
+ * first) before the signal ends the process; bench_remove removes it. */
+void bench_guard(const char *base);
+void bench_remove(const char *base);
 /* The zrfs next to this zr (a build tree, or installed side by side), else
  * "zrfs" from PATH; @buf holds the path. */
 void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX]);

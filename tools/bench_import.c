@@ -93,6 +93,6 @@ int bench_import(int argc, char **argv)
 		       m[4]);
 		printf("targets: import >= 5x faster than mksquashfs, >= 0.5x the speed of tar cf\n");
 	}
-	rm_tree(c.base);
+	bench_finish(&c);
 	return rc ? 1 : 0;
 }

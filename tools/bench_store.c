@@ -252,6 +252,7 @@ static int run_store(const struct cfg *c)
 		free(ids);
 		return 1;
 	}
+	bench_guard(base);
 	snprintf(ds_raw, sizeof ds_raw, "%s/raw", base);
 	snprintf(ds_flate, sizeof ds_flate, "%s/flate", base);
 	snprintf(flat, sizeof flat, "%s/flat.bin", base);
@@ -312,7 +313,7 @@ static int run_store(const struct cfg *c)
 		printf("%-34s %9.0f MB/s\n", "zlib inflate, 1 thread, in memory",
 		       mb / bench_median(zl, c->runs));
 	}
-	rm_tree(base);
+	bench_remove(base);
 	free(v);
 	free(ids);
 	return rc ? 1 : 0;
