@@ -136,6 +136,9 @@ int bench_run(char *const argv[])
  * crossing into another filesystem. Only async-signal-safe calls. */
 static volatile sig_atomic_t zrfs_running;
 static volatile sig_atomic_t guarded; /* the scratch directory exists */
+/* the mount points in a scratch directory, for bench_start and the handler */
+#define ZMNT "%s/zmnt"
+#define SMNT "%s/smnt"
 static char guard_base[PATH_MAX], guard_zmnt[PATH_MAX + 8], guard_smnt[PATH_MAX + 8];
 
 static void on_signal(int sig)
@@ -165,8 +168,8 @@ static void on_signal(int sig)
 void bench_guard(const char *base)
 {
 	snprintf(guard_base, sizeof guard_base, "%s", base);
-	snprintf(guard_zmnt, sizeof guard_zmnt, "%s/zmnt", base);
-	snprintf(guard_smnt, sizeof guard_smnt, "%s/smnt", base);
+	snprintf(guard_zmnt, sizeof guard_zmnt, ZMNT, base);
+	snprintf(guard_smnt, sizeof guard_smnt, SMNT, base);
 	guarded = 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -336,8 +339,8 @@ bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, 
 	snprintf(c->tree, sizeof c->tree, "%s/tree", c->base);
 	snprintf(c->img, sizeof c->img, "%s/tree.sqfs", c->base);
 	snprintf(c->flat, sizeof c->flat, "%s/flat.bin", c->base);
-	snprintf(c->zmnt, sizeof c->zmnt, "%s/zmnt", c->base);
-	snprintf(c->smnt, sizeof c->smnt, "%s/smnt", c->base);
+	snprintf(c->zmnt, sizeof c->zmnt, ZMNT, c->base);
+	snprintf(c->smnt, sizeof c->smnt, SMNT, c->base);
 	if (takes_zrfs) {
 		mkdir(c->zmnt, 0755);
 		mkdir(c->smnt, 0755);
