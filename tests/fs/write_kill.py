@@ -139,8 +139,14 @@ class Trial:
                         self.after[key] = set()
                 os.close(fd)
         except OSError as e:
-            if e.errno not in DAEMON_GONE + (errno.ENOENT, errno.EIO):
-                self.errors.append('writer: %s' % e)
+            # EINTR: an unlink cut short by the kill ended so once through
+            # a ring (in CI; not again in 3,000 kills here). zrfs never
+            # answers EINTR and this program gets no signal: accepted
+            # after the kill only
+            if e.errno not in DAEMON_GONE + (errno.ENOENT, errno.EIO) and not (
+                    self.killed and e.errno == errno.EINTR):
+                self.errors.append('writer: %s (%s the daemon was killed)'
+                                   % (e, 'after' if self.killed else 'before'))
 
     def reader(self):
         rng = self.rng.__class__(self.rng.random())
