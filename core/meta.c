@@ -422,6 +422,13 @@ int zr_meta_read(int dirfd, const char *dir, const char *name, zr_meta *m)
 	close(fd);
 	if (rc == 0)
 		rc = zr_meta_parse(buf, (size_t)st.st_size, where, m);
+	else if (rc == -ENOENT || rc == -ESTALE)
+		/* a read of an open file fails so only on a shared filesystem
+		 * whose client opened a file its server has since replaced (an
+		 * NFS stale handle; GlusterFS opens lazily, at the first read):
+		 * the caller opens it again (zr_open waits for a stale state) */
+		rc = zr_err(-ESTALE, "%s: replaced while it was read (%s)", where,
+			    zr_strerror(rc));
 	else
 		rc = zr_err(rc == -ENODATA ? ZR_ECORRUPT : rc, "%s: read failed: %s", where,
 			    zr_strerror(rc));

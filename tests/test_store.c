@@ -5,9 +5,12 @@
  * growth across many chunks and table steps, locking, trimming on close.
  */
 #include "helpers.h"
+#include "store_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 TestSuite(store, .init = t_setup, .fini = t_cleanup);
 
@@ -50,6 +53,64 @@ Test(store, open_of_a_non_dataset_says_so)
 	cr_assert_null(ds);
 	cr_assert_not_null(strstr(zr_errmsg(NULL), "meta.json"), "%s", zr_errmsg(NULL));
 	cr_assert_eq(zr_open(&ds, "/nonexistent/zr", ZR_RDONLY), -ENOENT);
+}
+
+/* A shared filesystem's client that opened a meta.json its server has
+ * replaced: the open succeeds and the read fails (ENOENT from GlusterFS,
+ * ESTALE from NFS), @stale_reads times. */
+static int stale_reads, meta_fd = -1;
+
+static int meta_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+	if (strcmp(path, "meta.json") == 0)
+		meta_fd = fd;
+	return fd;
+}
+
+static ssize_t stale_pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (fd == meta_fd) {
+		meta_fd = -1; /* its first read only: the number is reused */
+		if (stale_reads > 0) {
+			stale_reads--;
+			errno = stale_reads % 2 ? ENOENT : ESTALE;
+			return -1;
+		}
+	}
+	return pread(fd, buf, n, off);
+}
+
+Test(store, open_reads_again_a_meta_json_replaced_under_its_client)
+{
+	t_create1(t_ds, ZR_RAW, 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	t_append_range(ds, 3, 0, 10, 100);
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	zr_close(ds);
+	zr_sys.openat = meta_openat;
+	zr_sys.pread = stale_pread;
+	for (unsigned flags = 0; flags < 2; flags++) {
+		unsigned f = flags ? ZR_RDWR : ZR_RDONLY;
+		stale_reads = 3;
+		ds = t_open(t_ds, f);
+		cr_assert_eq(stale_reads, 0);
+		cr_assert_eq(zr_length(ds), 10);
+		t_check_range(ds, 3, 0, 10, 100);
+		zr_close(ds);
+	}
+	/* a client that never catches up: a bounded wait, then what and where */
+	struct timespec t0, t1;
+	stale_reads = 1 << 30;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY), -ESTALE);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_assert_null(ds);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "meta.json: replaced while it was read"), "%s",
+			   zr_errmsg(NULL));
+	cr_assert_lt(t1.tv_sec - t0.tv_sec, T_TIMEOUT(30), "waited %lld s",
+		     (long long)(t1.tv_sec - t0.tv_sec));
+	zr_sys_reset();
 }
 
 static void round_trip(zr_compress c)
