@@ -292,6 +292,25 @@ static bool still_current(zr_dataset *ds)
 
 /* One attempt to open: -EAGAIN when a reader found the state moved on. A
  * reader takes the chunks @donor has open. */
+/* @rc of reading meta.json, unless it is missing from a directory that has
+ * chunk/ on a filesystem shared with other machines: a commit's rename
+ * replaced it while this client looked it up (GlusterFS answers ENOENT
+ * until its cache of names catches up), which zr_open waits for (-ESTALE).
+ * If the wait runs out, the dataset may as well be damaged: both are said.
+ * On a local filesystem the rename is atomic, and a miss is a miss. */
+static int meta_missing(zr_dataset *ds, int rc)
+{
+	struct stat st;
+
+	if (rc != -ENOENT || !zr_fs_shared(ds->dirfd) ||
+	    fstatat(ds->dirfd, "chunk", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		return rc;
+	return zr_err(-ESTALE,
+		      "%s/meta.json: not found, though chunk/ is there: replaced under this "
+		      "client of a shared filesystem, which did not catch up, or a damaged dataset",
+		      ds->path);
+}
+
 static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
 {
 	zr_dataset *ds;
@@ -338,7 +357,7 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	}
 	if (flags & ZR_RDWR)
 		writer_write(ds->dirfd, NULL); /* ours on every machine: say who */
-	if ((rc = zr_meta_read(ds->dirfd, dir, "meta.json", &m)) < 0 ||
+	if ((rc = meta_missing(ds, zr_meta_read(ds->dirfd, dir, "meta.json", &m))) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
 		goto fail;
 	/* a reader holds its state before it opens any of its files */

@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/vfs.h>
 
 _Static_assert(sizeof(size_t) == 8, "libzrecord needs a 64-bit address space");
 
@@ -77,6 +78,7 @@ struct zr_sys {
 	int (*fallocate)(int fd, int mode, off_t off, off_t len);
 	void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 	void *(*mremap)(void *old, size_t old_len, size_t new_len, int flags);
+	int (*fstatfs)(int fd, struct statfs *sf);
 };
 extern struct zr_sys zr_sys;
 /* Restore the real system calls (tests call it after injecting faults). */

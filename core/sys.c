@@ -43,7 +43,7 @@ bool zr_fs_shared(int fd)
 	};
 	struct statfs sf;
 
-	if (fstatfs(fd, &sf) < 0)
+	if (zr_sys.fstatfs(fd, &sf) < 0)
 		return false;
 	for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
 		if ((unsigned long)sf.f_type == shared[i])
@@ -105,7 +105,7 @@ static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags)
 		.openat = sys_openat, .pread = pread, .pwrite = pwrite, .fsync = fsync,            \
 		.fdatasync = fdatasync, .renameat = renameat, .unlinkat = unlinkat,                \
 		.ftruncate = ftruncate, .fallocate = fallocate, .mmap = mmap,                      \
-		.mremap = sys_mremap,                                                              \
+		.mremap = sys_mremap, .fstatfs = fstatfs,                                          \
 	}
 
 static const struct zr_sys real_sys = REAL_SYS;

@@ -8,7 +8,9 @@
 #include "store_i.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 TestSuite(store, .init = t_setup, .fini = t_cleanup);
@@ -113,6 +115,79 @@ Test(store, open_reads_again_a_meta_json_replaced_under_its_client)
 			   zr_errmsg(NULL));
 	cr_assert_lt(t1.tv_sec - t0.tv_sec, T_TIMEOUT(30), "waited %lld s",
 		     (long long)(t1.tv_sec - t0.tv_sec));
+	zr_sys_reset();
+}
+
+/* A shared filesystem's client that looks meta.json up while a commit's
+ * rename replaces it: ENOENT (GlusterFS), @missing_opens times. */
+static int missing_opens;
+static bool shared_fs;
+
+static int missing_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (strcmp(path, "meta.json") == 0 && missing_opens > 0) {
+		missing_opens--;
+		errno = ENOENT;
+		return -1;
+	}
+	return real_openat(dirfd, path, flags, mode);
+}
+
+static int fuse_fstatfs(int fd, struct statfs *sf)
+{
+	int rc = fstatfs(fd, sf);
+	if (rc == 0 && shared_fs)
+		sf->f_type = 0x65735546; /* FUSE */
+	return rc;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+Test(store, open_waits_for_a_meta_json_a_shared_client_misses)
+{
+	t_create1(t_ds, ZR_RAW, 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	t_append_range(ds, 5, 0, 10, 100);
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	zr_close(ds);
+	real_openat = zr_sys.openat;
+	zr_sys.openat = missing_openat;
+	zr_sys.fstatfs = fuse_fstatfs;
+	shared_fs = true;
+	static const unsigned modes[] = {ZR_RDONLY, ZR_RDWR};
+	for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+		missing_opens = 3;
+		ds = t_open(t_ds, modes[k]);
+		cr_assert_eq(missing_opens, 0);
+		cr_assert_eq(zr_length(ds), 10);
+		t_check_range(ds, 5, 0, 10, 100);
+		zr_close(ds);
+	}
+	/* a client that never catches up: a bounded wait, then both causes */
+	struct timespec t0;
+	missing_opens = 1 << 30;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY), -ESTALE);
+	cr_assert_lt(seconds_since(&t0), T_TIMEOUT(30));
+	cr_assert_null(ds);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "meta.json: not found, though chunk/ is there"),
+			   "%s", zr_errmsg(NULL));
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "or a damaged dataset"), "%s",
+			   zr_errmsg(NULL));
+	/* a directory without chunk/ is no dataset: said at once */
+	cr_assert_eq(zr_open(&ds, t_dir, ZR_RDONLY), -ENOENT);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "not a zrecord dataset?"), "%s",
+			   zr_errmsg(NULL));
+	/* nor is a local filesystem waited for: its rename is atomic */
+	shared_fs = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY), -ENOENT);
+	cr_assert_lt(seconds_since(&t0), 1.0 * T_TIMEOUT(1));
 	zr_sys_reset();
 }
 
