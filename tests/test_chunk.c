@@ -43,15 +43,18 @@ static void limit_files(rlim_t n)
 }
 
 static _Atomic unsigned opens;
+static int (*real_openat)(int, const char *, int, mode_t);
+
 static int counting_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	atomic_fetch_add(&opens, 1);
-	return openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+	return real_openat(dirfd, path, flags, mode);
 }
 
 Test(chunk, open_costs_no_system_call_per_chunk)
 {
 	build(600, ZR_RAW);
+	real_openat = zr_sys.openat;
 	zr_sys.openat = counting_openat;
 	atomic_store(&opens, 0);
 	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
