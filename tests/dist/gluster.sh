@@ -81,7 +81,9 @@ ls "$T/z1/.batches/$(spec 0)/epoch-0" >/dev/null && ls "$T/z2/.batches/$(spec 1)
 ) &
 writer=$!
 # each commit replaces meta.json by a rename on client a: an open on client
-# c finds a whole one, old or new, never none or a torn one
+# c finds a whole one, old or new, never a torn one (a client that misses the
+# name in the rename's instant is waited for by zr_open, a few seconds at
+# most, and so is the writer's own client)
 (
 	opens=0
 	while kill -0 $writer 2>/dev/null && [ $opens -lt 5000 ]; do
