@@ -301,9 +301,10 @@ static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 
 	if (rc < 0) {
 		/* the files of a state committed on another machine sharing the
-		 * dataset may show here a moment later: the next poll tries */
+		 * dataset (or its meta.json, just renamed) may show here a moment
+		 * later: the next poll tries */
 		say(fs, rc == -ENOMEM   ? "out of memory"
-			: rc == -ESTALE ? "a new state's chunk files are not all visible here yet "
+			: rc == -ESTALE ? "a new state's files are not all visible here yet "
 					  "(a filesystem shared with other machines); trying again"
 					: zr_errmsg(NULL));
 		goto out;
