@@ -290,8 +290,6 @@ static bool still_current(zr_dataset *ds)
 	return same;
 }
 
-/* One attempt to open: -EAGAIN when a reader found the state moved on. A
- * reader takes the chunks @donor has open. */
 /* @rc of reading meta.json, unless it is missing from a directory that has
  * chunk/ on a filesystem shared with other machines: a commit's rename
  * replaced it while this client looked it up (GlusterFS answers ENOENT
@@ -311,6 +309,8 @@ static int meta_missing(zr_dataset *ds, int rc)
 		      ds->path);
 }
 
+/* One attempt to open: -EAGAIN when a reader found the state moved on. A
+ * reader takes the chunks @donor has open. */
 static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
 {
 	zr_dataset *ds;
