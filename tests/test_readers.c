@@ -318,10 +318,10 @@ static int keep_new_tables_renameat(int od, const char *op, int nd, const char *
 	return renameat(od, op, nd, np);
 }
 
-/* The writer's switch, done by the reader's own open of the new table: as
- * if the rename landed between reading the manifest and opening the file. */
 static int (*real_openat)(int, const char *, int, mode_t);
 
+/* The writer's switch, done by the reader's own open of the new table: as
+ * if the rename landed between reading the manifest and opening the file. */
 static int switching_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	size_t n = strlen(path);
