@@ -8,6 +8,7 @@
 #include "store_i.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -59,7 +60,6 @@ Test(store, open_of_a_non_dataset_says_so)
 /* Faults of a shared filesystem's client (GlusterFS, NFS) around meta.json,
  * which a commit replaces by a rename, each played @faults times. */
 static int faults, meta_fd = -1;
-static bool shared_fs;
 static int (*real_openat)(int, const char *, int, mode_t);
 static ssize_t (*real_pread)(int, void *, size_t, off_t);
 
@@ -148,8 +148,8 @@ static int missing_openat(int dirfd, const char *path, int flags, mode_t mode)
 static int fuse_fstatfs(int fd, struct statfs *sf)
 {
 	int rc = fstatfs(fd, sf);
-	if (rc == 0 && shared_fs)
-		sf->f_type = 0x65735546; /* FUSE */
+	if (rc == 0)
+		sf->f_type = FUSE_SUPER_MAGIC;
 	return rc;
 }
 
@@ -161,7 +161,6 @@ Test(store, open_waits_for_a_meta_json_a_shared_client_misses)
 	real_openat = zr_sys.openat;
 	zr_sys.openat = missing_openat;
 	zr_sys.fstatfs = fuse_fstatfs;
-	shared_fs = true;
 	opens_outlast_faults("meta.json: not found, though chunk/ is there");
 	cr_assert_not_null(strstr(zr_errmsg(NULL), "or a damaged dataset"), "%s",
 			   zr_errmsg(NULL));
@@ -171,7 +170,7 @@ Test(store, open_waits_for_a_meta_json_a_shared_client_misses)
 	cr_assert_not_null(strstr(zr_errmsg(NULL), "not a zrecord dataset?"), "%s",
 			   zr_errmsg(NULL));
 	/* nor is a local filesystem waited for: its rename is atomic */
-	shared_fs = false;
+	zr_sys.fstatfs = fstatfs;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY), -ENOENT);
 	cr_assert_lt(seconds_since(&t0), 1.0 * T_TIMEOUT(1));
