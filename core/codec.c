@@ -177,6 +177,60 @@ int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t lo
 	return 0;
 }
 
+int zr_flate_copy(int in_fd, uint64_t off, uint64_t phys_len, uint64_t logical_len, int out_fd)
+{
+	uint8_t *in = malloc(ZR_COPY_PIECE), *out = malloc(ZR_COPY_PIECE), hdr[ZR_FLATE_HDR];
+	uint64_t in_left, done = 0;
+	z_stream s;
+	int zrc = Z_OK, rc;
+
+	memset(&s, 0, sizeof s);
+	if (!in || !out || inflateInit(&s) != Z_OK) {
+		free(in);
+		free(out);
+		return -ENOMEM;
+	}
+	rc = phys_len < ZR_FLATE_HDR ? ZR_ECORRUPT : zr_read_full(in_fd, hdr, ZR_FLATE_HDR, off);
+	if (rc == 0 && zr_le64(hdr) != logical_len)
+		rc = ZR_ECORRUPT;
+	in_left = phys_len - ZR_FLATE_HDR;
+	off += ZR_FLATE_HDR;
+	while (rc == 0 && zrc != Z_STREAM_END) {
+		if (s.avail_in == 0) {
+			uInt n = (uInt)(in_left < ZR_COPY_PIECE ? in_left : ZR_COPY_PIECE);
+			if (n == 0) {
+				rc = ZR_ECORRUPT; /* the stream ends early */
+				break;
+			}
+			if ((rc = zr_read_full(in_fd, in, n, off)) < 0)
+				break;
+			s.next_in = in;
+			s.avail_in = n;
+			in_left -= n;
+			off += n;
+		}
+		s.next_out = out;
+		s.avail_out = ZR_COPY_PIECE;
+		zrc = inflate(&s, Z_NO_FLUSH);
+		if (zrc != Z_OK && zrc != Z_STREAM_END) {
+			rc = ZR_ECORRUPT;
+			break;
+		}
+		size_t got = ZR_COPY_PIECE - s.avail_out;
+		if (done + got > logical_len)
+			rc = ZR_ECORRUPT;
+		else if (got && (rc = zr_write_full(out_fd, out, got, done)) == 0)
+			done += got;
+	}
+	/* exactly logical_len bytes, a complete stream, and nothing after it */
+	if (rc == 0 && (done != logical_len || in_left || s.avail_in))
+		rc = ZR_ECORRUPT;
+	inflateEnd(&s);
+	free(in);
+	free(out);
+	return rc;
+}
+
 int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, uint64_t *out)
 {
 	if (e->len == 0) {

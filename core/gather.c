@@ -230,3 +230,46 @@ int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst, s
 	zr_chunk_unuse(held); /* its fd was read */
 	return rc;
 }
+
+int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
+{
+	zr_record_stat st;
+	zr_chunk *held = NULL;
+	uint8_t *buf = NULL;
+	int rc;
+
+	if ((rc = zr_stat_held(ds, field, id, &st, &held)) < 0)
+		goto out;
+	if (!st.present) {
+		rc = zr_err(-ENOENT, "%s: field '%s' record %llu is missing", ds->path,
+			    ds->fields[field].def.name, (unsigned long long)id);
+		goto out;
+	}
+	if (ds->fields[field].def.spec.compress == ZR_FLATE && st.physical_len) {
+		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd);
+	} else if (st.physical_len && !(buf = malloc(ZR_COPY_PIECE))) {
+		rc = zr_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t at = 0; buf && rc == 0 && at < st.physical_len; at += ZR_COPY_PIECE) {
+		size_t n = st.physical_len - at < ZR_COPY_PIECE ? (size_t)(st.physical_len - at)
+								 : ZR_COPY_PIECE;
+		if ((rc = zr_read_full(st.fd, buf, n, st.offset + at)) == 0)
+			rc = zr_write_full(fd, buf, n, at);
+	}
+	if (rc == ZR_ECORRUPT)
+		rc = zr_err(rc, "%s: field '%s' record %llu: the stream does not inflate to %llu bytes",
+			    ds->path, ds->fields[field].def.name, (unsigned long long)id,
+			    (unsigned long long)st.logical_len);
+	else if (rc == -ENODATA)
+		rc = zr_err(-EIO, "%s/chunk/%u.zr: reading record %llu of field '%s' failed: the "
+			    "file ends early", ds->path, st.chunk_id, (unsigned long long)id,
+			    ds->fields[field].def.name);
+	else if (rc < 0)
+		rc = zr_err(rc, "%s: copying field '%s' record %llu: %s", ds->path,
+			    ds->fields[field].def.name, (unsigned long long)id, strerror(-rc));
+out:
+	free(buf);
+	zr_chunk_unuse(held);
+	return rc < 0 ? rc : (int64_t)st.logical_len;
+}

@@ -321,6 +321,12 @@ int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical
 size_t zr_flate_bound(size_t n);
 int zr_flate_encode(const void *src, size_t n, uint8_t *dst, size_t cap, size_t *out_len);
 int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t logical_len);
+/* Pieces copied at a time by zr_record_copy(): its memory bound. */
+#define ZR_COPY_PIECE (1u << 20)
+/* Inflate the flate record of @phys_len bytes at @off of @in_fd, which
+ * holds @logical_len bytes, into @out_fd from offset 0, ZR_COPY_PIECE bytes
+ * at a time: 0, ZR_ECORRUPT, -ENODATA (@in_fd ends early), -errno. */
+int zr_flate_copy(int in_fd, uint64_t off, uint64_t phys_len, uint64_t logical_len, int out_fd);
 int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, uint64_t *out);
 
 /* write.c */

@@ -4,7 +4,8 @@
  * Appends get their ids from zr_reserve(), which raises the visible length
  * with the new entries zeroed (missing); zr_writer_put() then appends the
  * bytes to the writer's own chunk and publishes the entries. Modify appends
- * the new bytes the same way and redirects one entry; delete copies the last
+ * the new bytes the same way and redirects one entry; move gives one
+ * record's entry to another (no bytes copied); delete copies the last
  * record's entries into the hole and shrinks the length.
  *
  * Entries of records a committed state has (id < high) are not written in
@@ -414,6 +415,34 @@ int zr_modify(zr_dataset *ds, unsigned field, uint64_t id, zr_value v)
 	atomic_store(&ds->dirty, true);
 out:
 	pthread_mutex_unlock(&ds->default_lock);
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
+}
+
+int zr_move(zr_dataset *ds, unsigned field, uint64_t from, uint64_t to)
+{
+	zr_entry e, none = {0};
+	uint64_t len;
+	int rc = 0;
+
+	FORWARD_IF_ERR(check_writable(ds));
+	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
+	pthread_rwlock_wrlock(&ds->wlock);
+	len = atomic_load(&ds->length);
+	if (from >= len || to >= len) {
+		rc = zr_err(-ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
+			    (unsigned long long)(from >= len ? from : to), (unsigned long long)len);
+		goto out;
+	}
+	if (from == to)
+		goto out;
+	/* the bytes stay where they are: only the entries change, so the move
+	 * is as durable as the commit that carries it */
+	zr_entry_get(ds, field, from, &e);
+	if ((rc = zr_entry_put(ds, field, to, &e)) == 0)
+		rc = zr_entry_put(ds, field, from, &none);
+	atomic_store(&ds->dirty, true);
+out:
 	pthread_rwlock_unlock(&ds->wlock);
 	return rc;
 }

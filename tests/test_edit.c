@@ -1,6 +1,6 @@
 /*
  * Description: changing records (core/write.c, core/commit.c): modify
- * redirects one entry, delete moves the last record into the hole, both
+ * redirects one entry, move gives one record's entry to another, delete moves the last record into the hole, both
  * through the overlay and the journal for committed records; reserve + put
  * gives parallel writers a deterministic order.
  */
@@ -104,6 +104,57 @@ Test(edit, delete_moves_the_last_record_into_the_hole)
 	expect(ds, 0, 1, "e");
 	expect(ds, 0, 2, "c");
 	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_close(ds);
+}
+
+static void move_entries(zr_compress c)
+{
+	make_abcde(c);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	zr_value v[2] = {{"f", 1}, {"5", 1}};
+	cr_assert_eq(zr_append(ds, v, NULL), 0); /* 5: not committed yet, beyond high */
+	cr_assert_eq(zr_move(ds, 0, 1, 3), 0);     /* committed onto committed */
+	cr_assert_eq(zr_move(ds, 0, 5, 0), 0);     /* appended onto committed */
+	cr_assert_eq(zr_move(ds, 0, 2, 2), 0);     /* onto itself: nothing */
+	cr_assert_eq(zr_move(ds, 0, 1, 6), -ENOENT);
+	cr_assert_eq(zr_move(ds, 2, 1, 2), -ENOENT);
+	expect(ds, 0, 3, "b");
+	expect(ds, 0, 1, NULL);
+	expect(ds, 0, 0, "f");
+	expect(ds, 0, 5, NULL);
+	expect(ds, 0, 2, "c");
+	expect(ds, 1, 1, "1"); /* other fields stay */
+	zr_dataset *r = t_open(t_ds, ZR_RDONLY); /* a reader of the last commit */
+	expect(r, 0, 3, "d");
+	expect(r, 0, 1, "b");
+	cr_assert_eq(zr_commit(ds), 0);
+	expect(r, 0, 3, "d");
+	zr_close(r);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	expect(ds, 0, 3, "b");
+	expect(ds, 0, 1, NULL);
+	expect(ds, 0, 0, "f");
+	expect(ds, 0, 5, NULL);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_close(ds);
+}
+
+Test(edit, move_gives_the_entry_and_leaves_the_source_missing_raw)
+{
+	move_entries(ZR_RAW);
+}
+
+Test(edit, move_gives_the_entry_and_leaves_the_source_missing_flate)
+{
+	move_entries(ZR_FLATE);
+}
+
+Test(edit, move_is_refused_read_only)
+{
+	make_abcde(ZR_RAW);
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_move(ds, 0, 1, 2), -EROFS);
 	zr_close(ds);
 }
 

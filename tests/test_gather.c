@@ -2,12 +2,14 @@
  * Description: reading (core/gather.c, core/reader.c): gathers from many
  * threads while a writer appends and the mappings grow under them; the
  * io_uring batch reader (and its pread fallback) returns exactly what
- * zr_gather returns; buffer and range errors.
+ * zr_gather returns; zr_record_copy writes what zr_record_load reads, in
+ * bounded pieces; buffer and range errors.
  */
 #include "helpers.h"
 #include "store_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -238,3 +240,72 @@ Test(gather, ranges_pread_fallback)
 {
 	ranges_match_records(false);
 }
+
+/* zr_record_copy writes what zr_record_load reads, in pieces, for values
+ * larger than a piece and smaller, raw and flate, and says what is wrong. */
+static void record_copy(zr_compress comp)
+{
+	zr_field_spec f = {.name = "v", .dtype = ZR_BYTES, .compress = comp};
+	size_t sizes[] = {0, 1, 1000, (1u << 20) - 1, (1u << 20) + 1, (3u << 20) + 12345};
+	size_t n = sizeof sizes / sizeof sizes[0];
+	cr_assert_eq(zr_create(t_ds, &f, 1, NULL), 0);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *b = malloc(sizes[i] + 1);
+		t_fill(b, sizes[i], 9, i);
+		cr_assert_eq(zr_append(ds, &(zr_value){b, sizes[i]}, NULL), 0);
+		free(b);
+	}
+	cr_assert_eq(zr_append(ds, &(zr_value){NULL, 0}, NULL), 0); /* missing */
+	cr_assert_eq(zr_commit(ds), 0);
+	char path[400];
+	snprintf(path, sizeof path, "%s/out", t_dir);
+	for (size_t i = 0; i < n; i++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(zr_record_copy(ds, 0, i, fd), (int64_t)sizes[i], "%s", zr_errmsg(ds));
+		struct stat st;
+		cr_assert_eq(fstat(fd, &st), 0);
+		cr_assert_eq((size_t)st.st_size, sizes[i]);
+		uint8_t *got = malloc(sizes[i] + 1), *want = malloc(sizes[i] + 1);
+		cr_assert_eq(pread(fd, got, sizes[i], 0), (ssize_t)sizes[i]);
+		t_fill(want, sizes[i], 9, i);
+		cr_assert_eq(memcmp(got, want, sizes[i]), 0, "record %zu differs", i);
+		free(got);
+		free(want);
+		close(fd);
+	}
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert_eq(zr_record_copy(ds, 0, n, fd), -ENOENT); /* missing */
+	cr_assert_eq(zr_record_copy(ds, 0, n + 1, fd), -ENOENT);
+	cr_assert_eq(zr_record_copy(ds, 1, 0, fd), -ENOENT);
+	/* a damaged stream: the last byte of the biggest record flipped */
+	zr_record_stat rs;
+	cr_assert_eq(zr_stat(ds, 0, n - 1, &rs), 0);
+	uint8_t x;
+	cr_assert_eq(pread(rs.fd, &x, 1, (off_t)(rs.offset + rs.physical_len - 1)), 1);
+	x ^= 0xff;
+	char chunk[400];
+	snprintf(chunk, sizeof chunk, "%s/chunk/%u.zr", t_ds, rs.chunk_id);
+	int cfd = open(chunk, O_WRONLY);
+	cr_assert_eq(pwrite(cfd, &x, 1, (off_t)(rs.offset + rs.physical_len - 1)), 1);
+	close(cfd);
+	int64_t rc = zr_record_copy(ds, 0, n - 1, fd);
+	if (comp == ZR_FLATE)
+		cr_assert_eq(rc, ZR_ECORRUPT, "%lld", (long long)rc);
+	else
+		cr_assert_eq(rc, (int64_t)sizes[n - 1]); /* raw bytes are not checked */
+	close(fd);
+	zr_close(ds);
+}
+
+Test(gather, record_copy_raw)
+{
+	record_copy(ZR_RAW);
+}
+
+Test(gather, record_copy_flate)
+{
+	record_copy(ZR_FLATE);
+}
+

@@ -287,6 +287,16 @@ ZR_API int zr_present(zr_dataset *ds, unsigned field, uint64_t id);
 ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst,
 			      size_t cap);
 
+/**
+ * Write the logical bytes of one record to @p fd from its offset 0, as
+ * zr_record_load() reads them but at most 1 MiB at a time (flate records
+ * inflated as they are read), so that a value of any size is copied with
+ * bounded memory. @p fd is not truncated. Thread-safe.
+ * @return the logical length, -ENOENT (missing value, bad field or id),
+ *         ZR_ECORRUPT or -EIO (damaged record), -errno (writing @p fd)
+ */
+ZR_API int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd);
+
 /* ---- following a dataset that changes ------------------------------------- */
 
 /**
@@ -383,6 +393,15 @@ ZR_API void zr_writer_close(zr_writer *w);
  * v.data == NULL makes the field missing.
  */
 ZR_API int zr_modify(zr_dataset *ds, unsigned field, uint64_t id, zr_value v);
+
+/**
+ * Give record @p to the value record @p from has of @p field, and make
+ * @p from's missing: the entry moves, no byte is copied or written (a
+ * rename of a record's file does this). Visible like any change at the next
+ * zr_commit(). @p from == @p to changes nothing.
+ * @return 0, -ENOENT (a bad field or id), -EROFS, -errno.
+ */
+ZR_API int zr_move(zr_dataset *ds, unsigned field, uint64_t from, uint64_t to);
 
 /**
  * Delete record @p id: the last record (id N-1) moves into its place and the
