@@ -251,10 +251,11 @@ static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur,
 	return zrfs_view_ref(cur);
 }
 
-static void batches_forget(struct zrfs *fs, fuse_ino_t ino)
+static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct where w = {0};
 
+	(void)nlookup; /* a step's pin goes with its inode */
 	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino))
 		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
 }

@@ -15,9 +15,14 @@
  * (FUSE_CAP_NO_OPEN_SUPPORT): the kernel then stops sending OPEN and
  * RELEASE and keeps the page cache of these immutable files across opens.
  *
- * A writable mount (-o rw) has the operations that change the dataset too
- * (zrfs_rw_ops), each handed to write.c; it needs OPEN for every file, as
- * a writer's file has a handle of its own.
+ * A writable mount (-o writable) has the operations that change the
+ * dataset too (zrfs_rw_ops), each handed to the write layer (fs/write/),
+ * and one rule for open files: a file opened for writing has a handle of
+ * its own (fi->fh, struct zrfs_handle) that answers every request made
+ * with it; otherwise the inode's owner answers. The files being written
+ * are a subtree too (zrfs_writing), an overlay: asked first for names in
+ * any directory, standing in for the entries it replaces in listings, and
+ * told of every FORGET. Such a mount needs OPEN for every file.
  *
  * Sections: owners, lookup and getattr, listings, contents, the rest,
  * changes.
@@ -30,7 +35,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-static const struct zrfs_subtree *const subtrees[] = {&zrfs_tree, &zrfs_batches, &zrfs_byclass};
+static const struct zrfs_subtree *const subtrees[] = {&zrfs_tree, &zrfs_batches, &zrfs_byclass,
+						     &zrfs_writing};
 #define NSUBTREES (sizeof subtrees / sizeof subtrees[0])
 
 /* Root listing positions: subtree k's entry at its position q is at
@@ -92,14 +98,25 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 
 /* ---- lookup and getattr ---- */
 
-static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
+/* The kernel was handed @ino once more: its owner counts it, if it does. */
+static void looked_up(struct zrfs *fs, fuse_ino_t ino)
+{
+	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT || ino == 0 ? NULL : owner(fs, ino);
+
+	if (t && t->looked_up)
+		t->looked_up(fs, ino);
+}
+
+/* Reply to a lookup with @ino (0: a negative entry), cached @timeout. */
+static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+			double timeout)
 {
 	struct fuse_entry_param e;
 	int rc;
 
 	memset(&e, 0, sizeof e);
-	e.entry_timeout = fs->opts.timeout;
-	e.attr_timeout = fs->opts.timeout;
+	e.entry_timeout = timeout;
+	e.attr_timeout = timeout;
 	if (ino != 0 && (rc = attr_of(fs, v, ino, &e.attr)) < 0) {
 		if (rc != -ENOENT) {
 			zrfs_reply_err(req, rc);
@@ -109,7 +126,8 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	}
 	/* ino 0: a negative entry, cached by the kernel for entry_timeout */
 	e.ino = ino;
-	fuse_reply_entry(req, &e);
+	if (fuse_reply_entry(req, &e) == 0)
+		looked_up(fs, ino);
 }
 
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -119,42 +137,39 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	const struct zrfs_subtree *t = NULL;
 	fuse_ino_t ino = 0;
 	int rc = -ENOENT;
+	size_t k;
 
-	if (parent == ZRFS_INO_ROOT) {
-		for (size_t k = 0; k < NSUBTREES && rc == -ENOENT; k++)
+	/* files being written first: their names stand in for others' */
+	for (k = 0; k < NSUBTREES && rc == -ENOENT; k++)
+		if (subtrees[k]->overlay)
 			rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
+	if (rc == 0) { /* never cached: the writer's until stored */
+		reply_entry(req, fs, v, ino, 0);
+		zrfs_names_end(fs);
+		return;
+	}
+	if (parent == ZRFS_INO_ROOT) {
+		for (k = 0, rc = -ENOENT; k < NSUBTREES && rc == -ENOENT; k++)
+			if (!subtrees[k]->overlay)
+				rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
 	} else if ((t = owner(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
 	}
-	if (rc == -ENOENT && fs->writes && zrfs_write_lookup(fs, parent, name, &ino) == 0) {
-		struct fuse_entry_param e = {.ino = ino}; /* a file being written: not cached */
-		if ((rc = zrfs_write_attr(fs, v, ino, NULL, &e.attr)) == 0)
-			fuse_reply_entry(req, &e);
-		else
-			zrfs_reply_err(req, rc > 0 ? -ENOENT : rc);
-	} else if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
+	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
 		fuse_reply_err(req, ENOENT); /* not cached */
 	else if (rc < 0 && rc != -ENOENT)
 		zrfs_reply_err(req, rc);
 	else
-		reply_entry(req, fs, v, rc < 0 ? 0 : ino);
+		reply_entry(req, fs, v, rc < 0 ? 0 : ino, fs->opts.timeout);
 	zrfs_names_end(fs);
 }
 
-/* Attributes of @ino as the file handle @fi (if any) has it: a record
- * being written has the size written so far, even before it exists (-o rw). */
-static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
+/* Attributes of @ino as its owner has them now. */
+static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 {
 	struct zrfs_view *v = zrfs_names_begin(fs);
 	int rc = attr_of(fs, v, ino, st);
 
-	/* a file created and not stored yet; a record being replaced shows its
-	 * committed value, even to its writer: the kernel keeps one size per
-	 * inode, and its other readers read the old value whole */
-	if (fs->writes && ((ino & ZRFS_INO_STAGED) || rc == -ENOENT)) {
-		int w = zrfs_write_attr(fs, v, ino, fi, st);
-		rc = w <= 0 ? w : rc;
-	}
 	zrfs_names_end(fs);
 	return rc;
 }
@@ -162,8 +177,15 @@ static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi, 
 static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_handle *h = zrfs_handle_of(fi);
 	struct stat st;
-	int rc = attr_now(fs, ino, fi, &st);
+	int rc;
+
+	if (h) {
+		h->ops->getattr(req, fs, h, ino);
+		return;
+	}
+	rc = attr_now(fs, ino, &st);
 
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
@@ -203,6 +225,8 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		}
 		n = fuse_add_direntry_plus(l->req, l->buf + l->used, l->size - l->used, name, &e,
 					   next);
+		if (n <= l->size - l->used)
+			looked_up(l->fs, ino); /* an entry with attributes is a lookup */
 	} else {
 		struct stat st;
 		memset(&st, 0, sizeof st);
@@ -222,12 +246,30 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_subtree *t,
 		      fuse_ino_t dir, uint64_t pos, struct zrfs_dirent *d)
 {
-	if (dir != ZRFS_INO_ROOT)
-		return t->entry(fs, v, dir, pos, d);
+	int rc;
+
+	if (dir != ZRFS_INO_ROOT) {
+		/* the owner's entries, each maybe stood in for by an overlay's,
+		 * then the overlays' own */
+		if (pos < ZRFS_OVERLAY_POS && (rc = t->entry(fs, v, dir, pos, d)) != 0) {
+			for (size_t k = 0; rc > 0 && k < NSUBTREES; k++)
+				if (subtrees[k]->overlay && subtrees[k] != t &&
+				    subtrees[k]->shadow(fs, v, dir, d))
+					break;
+			return rc;
+		}
+		for (size_t k = 0; k < NSUBTREES; k++)
+			if (subtrees[k]->overlay && subtrees[k] != t &&
+			    (rc = subtrees[k]->entry(fs, v, dir, pos > ZRFS_OVERLAY_POS ? pos
+											: ZRFS_OVERLAY_POS,
+						     d)) != 0)
+				return rc;
+		return 0;
+	}
 	for (uint64_t k = pos / ROOT_SPAN, q = pos % ROOT_SPAN; k < NSUBTREES; k++, q = 2) {
 		if (subtrees[k]->view && !fs->opts.list_views)
 			continue;
-		int rc = subtrees[k]->entry(fs, v, dir, q > 2 ? q : 2, d);
+		rc = subtrees[k]->entry(fs, v, dir, q > 2 ? q : 2, d);
 		if (rc != 0) {
 			d->pos += k * ROOT_SPAN;
 			return rc;
@@ -282,9 +324,9 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (ino & ZRFS_INO_STAGED)) {
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		if (fs->writes)
-			zrfs_write_open(req, fs, ino, fi);
+			zrfs_write_open(req, fs, ino, fi); /* a handle of its own */
 		else
 			fuse_reply_err(req, EROFS);
 		return;
@@ -294,10 +336,11 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->noflush = 1; /* nothing to flush: closing costs no request */
-	/* -o rw: a record file's writer shares its inode with the readers, and
-	 * the kernel changes the inode's size as the writer writes; read past
-	 * the page cache, a reader gets the value the mount shows, whole */
-	if (fs->writes && zrfs_is_rec_ino(ino))
+	/* -o writable: a record file's writer shares its inode with the
+	 * readers, and the kernel changes the inode's size as the writer
+	 * writes; read past the page cache, a reader gets the value the mount
+	 * shows, whole (and a new file what has been written so far) */
+	if (fs->writes && (zrfs_is_rec_ino(ino) || zrfs_writing.owns(fs, ino)))
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = 1;
@@ -308,15 +351,14 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_handle *h = zrfs_handle_of(fi);
 	const struct zrfs_subtree *t;
 	struct zrfs_view *v;
 	int rc;
 
-	if (fs->writes && ((fi && fi->fh) || (ino & ZRFS_INO_STAGED))) {
-		v = zrfs_view_hold(fs); /* a value being written, or one placed */
-		if (!zrfs_write_read(req, fs, v, ino, size, off, fi))
-			fuse_reply_err(req, ESTALE);
-		zrfs_view_put(v);
+
+	if (h) {
+		h->ops->read(req, fs, h, ino, size, off);
 		return;
 	}
 	if ((rc = resolve(fs, ino, &t, &v)) < 0)
@@ -328,30 +370,33 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	zrfs_view_put(v);
 }
 
-/* The kernel dropped @ino: whatever pinned a view to it lets go. */
-static void forget_one(struct zrfs *fs, fuse_ino_t ino)
+/* The kernel dropped @ino after @nlookup lookups: whatever pinned a view
+ * to it lets go; overlays hear of every number. */
+static void forget_one(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
 
-	if (fs->writes && (ino & ZRFS_INO_STAGED))
-		zrfs_write_forget(fs, ino);
-	else if (t && t->forget)
-		t->forget(fs, ino);
+	for (size_t k = 0; k < NSUBTREES; k++)
+		if (subtrees[k]->overlay)
+			subtrees[k]->forget(fs, ino, nlookup);
+	if (t && t->overlay)
+		return;
+	if (t && t->forget)
+		t->forget(fs, ino, nlookup);
 	else
 		zrfs_unpin(fs, ino);
 }
 
 static void zrfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)nlookup; /* the kernel forgets an inode once, with all its lookups */
-	forget_one(fuse_req_userdata(req), ino);
+	forget_one(fuse_req_userdata(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void zrfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(fuse_req_userdata(req), forgets[i].ino);
+		forget_one(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -419,47 +464,66 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* ---- changes (-o rw): write.c, and what no mount can do ---- */
+/* ---- changes (-o writable): the write layer, and what no mount can do ---- */
 
 static void zrfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			 struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_handle *h = zrfs_handle_of(fi);
 	struct stat now;
-	int rc = attr_now(fs, ino, fi, &now);
+	int rc = attr_now(fs, ino, &now);
 
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else if ((to_set & FUSE_SET_ATTR_SIZE) && !S_ISREG(now.st_mode))
 		fuse_reply_err(req, EISDIR);
+	else if (h)
+		h->ops->setattr(req, fs, h, ino, attr, to_set, &now);
 	else
-		zrfs_write_setattr(req, fs, ino, attr, to_set, fi, &now);
+		zrfs_write_setattr(req, fs, ino, attr, to_set, &now);
 }
 
 static void zrfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			struct fuse_file_info *fi)
 {
-	zrfs_write_create(req, fuse_req_userdata(req), parent, name, mode, fi);
+	(void)mode; /* every record file has the same mode */
+	zrfs_write_create(req, fuse_req_userdata(req), parent, name, fi);
 }
 
 static void zrfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
 	(void)ino;
-	zrfs_write_write(req, fuse_req_userdata(req), buf, size, off, fi);
+	if (h)
+		h->ops->write(req, fuse_req_userdata(req), h, buf, size, off, fi);
+	else
+		fuse_reply_err(req, EBADF);
 }
 
 static void zrfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
 	(void)ino;
-	zrfs_write_flush(req, fuse_req_userdata(req), fi);
+	if (h)
+		h->ops->flush(req, fuse_req_userdata(req), h, fi);
+	else
+		fuse_reply_err(req, 0); /* opened for reading */
 }
 
 static void zrfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
 	(void)ino;
 	(void)datasync;
-	zrfs_write_fsync(req, fuse_req_userdata(req), fi);
+	if (h)
+		h->ops->fsync(req, fuse_req_userdata(req), h);
+	else
+		fuse_reply_err(req, 0);
 }
 
 static void zrfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -471,8 +535,13 @@ static void zrfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 static void zrfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
 	(void)ino;
-	zrfs_write_release(req, fuse_req_userdata(req), fi);
+	if (h)
+		h->ops->release(req, fuse_req_userdata(req), h);
+	else
+		fuse_reply_err(req, 0);
 }
 
 static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)

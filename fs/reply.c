@@ -42,6 +42,11 @@ void zrfs_reply_err(fuse_req_t req, int rc)
 	fuse_reply_err(req, -zrfs_errno(rc));
 }
 
+void zrfs_reply_status(fuse_req_t req, int64_t rc)
+{
+	fuse_reply_err(req, rc < 0 ? -zrfs_errno((int)rc) : 0);
+}
+
 /* ---- attributes ---- */
 
 static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,

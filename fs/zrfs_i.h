@@ -60,6 +60,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -267,7 +268,7 @@ char *zrfs_ring_request(const void *in_out, const void *op_in, const void *paylo
  * position (idx, off) as it copies. */
 extern _Thread_local struct fuse_bufvec *zrfs_reply_mapped;
 
-/* ---- write.c, write_names.c, writer.c: -o rw ---- */
+/* ---- fs/write/: -o writable ---- */
 
 /* Open the dataset's writer before mounting on @mountpoint (a refusal is
  * said on the terminal) and say in DATASET/writer that this mount holds it:
@@ -276,41 +277,62 @@ extern _Thread_local struct fuse_bufvec *zrfs_reply_mapped;
 int zrfs_writes_open(struct zrfs *fs, const char *mountpoint);
 void zrfs_writes_mounted(struct zrfs *fs);
 void zrfs_writes_close(struct zrfs *fs);
-/* The FUSE operations that change the dataset, for dispatch.c. An open for
- * writing of a record file gets a handle of its own (fi->fh); reads,
- * attributes and flushes with one go to it. */
+/* An open for writing of @ino: a handle of its own in fi->fh, which
+ * answers every request made with it (struct zrfs_handle). */
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Names in a field directory: a file created (a new file and its handle),
+ * removed, renamed. */
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		       mode_t mode, struct fuse_file_info *fi);
-void zrfs_write_write(fuse_req_t req, struct zrfs *fs, const char *buf, size_t size, off_t off,
-		      struct fuse_file_info *fi);
-/* A read of @ino through handle @fi, or of a file created and not stored
- * (or placed: it shows its record in view @v); false if neither: not ours. */
-bool zrfs_write_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		     size_t size, off_t off, struct fuse_file_info *fi);
-void zrfs_write_flush(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
-void zrfs_write_fsync(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
-/* fsync of any directory: every new file not committed yet is, now. */
-void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
-void zrfs_write_release(fuse_req_t req, struct zrfs *fs, struct fuse_file_info *fi);
+		       struct fuse_file_info *fi);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags);
-/* Change attributes of @ino, which has @now: only its size (a change of the
- * value) and its times (accepted, ignored). */
-void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *attr,
-			int to_set, struct fuse_file_info *fi, const struct stat *now);
-/* Attributes of @ino as the writes have it (a handle @fi, a file created
- * and not stored, or placed: its record in @v): 0, or 1 if not theirs, or
- * a negative code. */
-int zrfs_write_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		    struct fuse_file_info *fi, struct stat *st);
-/* A name of a file created and not stored: 0 with *ino, or -ENOENT. */
-int zrfs_write_lookup(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *ino);
-/* The kernel forgot @ino. */
-void zrfs_write_forget(struct zrfs *fs, fuse_ino_t ino);
+/* Attributes of @ino changed without a handle (@now: as its owner has
+ * them): its size (truncate(2), or the SETATTR of an open(O_TRUNC)), modes
+ * and owners of a file being written (accepted, ignored; refused on a file
+ * at rest), times (accepted, ignored). */
+void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+			int to_set, const struct stat *now);
+/* fsync of a directory: the new files ready are committed now. */
+void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
+
+/* ---- open files that answer for themselves ---- */
+
+/*
+ * A file opened for writing (-o writable) gets a handle of its own in
+ * fi->fh: every request that comes with it is answered by the handle's
+ * ops, whatever the inode (dispatch.c's one rule: a handle answers for
+ * itself, otherwise the inode's owner answers). Files opened for reading
+ * have no handle (fi->fh 0).
+ */
+struct zrfs_handle;
+struct zrfs_handle_ops {
+	void (*read)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+		     size_t size, off_t off);
+	void (*write)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
+		      size_t size, off_t off, struct fuse_file_info *fi);
+	void (*flush)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
+		      struct fuse_file_info *fi);
+	void (*fsync)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
+	void (*release)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
+	void (*getattr)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino);
+	/* @now: the inode's attributes as its owner has them */
+	void (*setattr)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+			const struct stat *attr, int to_set, const struct stat *now);
+};
+struct zrfs_handle {
+	const struct zrfs_handle_ops *ops;
+};
+static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi)
+{
+	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;
+}
 
 /* ---- subtrees (tree.c, batches.c, byclass.c), iterated by dispatch.c ---- */
+
+/* Listing positions from here on are an overlay's (a subtree's own are
+ * below). */
+#define ZRFS_OVERLAY_POS (UINT64_C(1) << 62)
 
 /* One entry of a directory listing. */
 struct zrfs_dirent {
@@ -346,8 +368,20 @@ struct zrfs_subtree {
 	 * or NULL when it shows none any more (ESTALE). NULL for a subtree
 	 * whose nodes always show the current view. */
 	struct zrfs_view *(*view_of)(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino);
-	/* The kernel forgot @ino (NULL: nothing to do but drop its pin). */
-	void (*forget)(struct zrfs *fs, fuse_ino_t ino);
+	/* Files being written (-o writable): asked first for a name in any
+	 * directory, and may stand in for another's entries in its listings
+	 * (shadow); its own entries are listed after the owner's. Its names
+	 * are never cached, and it hears every FORGET. */
+	bool overlay;
+	/* The kernel forgot @ino after @nlookup lookups (NULL: nothing to do
+	 * but drop its pin). */
+	void (*forget)(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
+	/* @ino was handed to the kernel once more (a lookup, a listing entry
+	 * with attributes); NULL: not counted. */
+	void (*looked_up)(struct zrfs *fs, fuse_ino_t ino);
+	/* An overlay's: entry @d another subtree lists in @dir is one of its
+	 * own now (d->ino replaced: true), or stays (false). */
+	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);
 	/* @name in directory @parent (the root or an owned node): *out, or
 	 * -ENOENT, -ENOTDIR (@parent is a file). */
 	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
@@ -367,6 +401,7 @@ struct zrfs_subtree {
 extern const struct zrfs_subtree zrfs_tree;
 extern const struct zrfs_subtree zrfs_batches;
 extern const struct zrfs_subtree zrfs_byclass;
+extern const struct zrfs_subtree zrfs_writing;
 
 /* dispatch.c: the FUSE operations of a read-only mount, and of -o rw */
 extern const struct fuse_lowlevel_ops zrfs_ops;
@@ -491,6 +526,9 @@ int zrfs_npy_pieces(struct zrfs_pieces *p, const struct zrfs_npy *h, const struc
  * bad spec -EINVAL, -errno as it is. */
 int zrfs_errno(int rc);
 void zrfs_reply_err(fuse_req_t req, int rc);
+/* Reply to a request that returns no data: success for @rc >= 0 (a count,
+ * a generation), else its errno. */
+void zrfs_reply_status(fuse_req_t req, int64_t rc);
 /* Attributes: a directory (0555) or a read-only file of @size bytes, with
  * the times of view @v. */
 void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
@@ -573,6 +611,32 @@ int zrfs_scratch_reader(zr_dataset *ds, zr_reader **out);
 /* Free the calling thread's scratch now (the main thread, before the
  * dataset closes); other threads' go when they exit. */
 void zrfs_scratch_free(void);
+
+/* ---- table.c: one small hash table ---- */
+
+/* An entry's place in a table, embedded in the entry (zrfs_container()
+ * finds the entry); the table is guarded by its owner's lock. */
+struct zrfs_link {
+	struct zrfs_link *next;
+	uint64_t hash;
+};
+struct zrfs_table {
+	struct zrfs_link **buckets;
+	size_t cap, n;
+};
+#define zrfs_container(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
+/* The hash of @n bytes at @p (with @seed: a field, a directory), and of a number. */
+uint64_t zrfs_hash(const void *p, size_t n, uint64_t seed);
+uint64_t zrfs_hash_u64(uint64_t x);
+/* Add @l under @hash: 0, or -ENOMEM (an empty table that cannot grow). */
+int zrfs_table_add(struct zrfs_table *t, struct zrfs_link *l, uint64_t hash);
+void zrfs_table_del(struct zrfs_table *t, struct zrfs_link *l);
+/* The entries under @hash, one after the other (NULL after the last): the
+ * owner checks each is the one it wants. */
+struct zrfs_link *zrfs_table_first(const struct zrfs_table *t, uint64_t hash);
+struct zrfs_link *zrfs_table_next(const struct zrfs_link *l);
+/* Free the buckets (the entries are their owner's). */
+void zrfs_table_free(struct zrfs_table *t);
 
 /* ---- log.c: log lines about requests ---- */
 

@@ -87,6 +87,12 @@ def mounted():
     return os.path.ismount(MNT)
 
 
+def partial(got, v):
+    """Whether @got is what a writer of @v may have written so far: some
+    of its bytes in place, zeros where it has not written yet."""
+    return len(got) <= len(v) and all(g == 0 or g == x for g, x in zip(got, v))
+
+
 class Trial:
     def __init__(self, n, values, rng):
         self.n = n                # record count when the trial began
@@ -171,9 +177,10 @@ class Trial:
             with self.lock:
                 had = self.had.get((field, i), set())
                 # a file being created (the record had no value) shows what is
-                # written so far; a value being replaced shows the old one whole
+                # written so far (zrfs(8)), holes as zeros, as a file being
+                # copied does; a value being replaced shows the old one whole
                 if got not in had and not (None in had and any(
-                        v and v.startswith(got) for v in had)):
+                        v and partial(got, v) for v in had)):
                     self.errors.append('reader: %s/%d: %d bytes that it never had (it had %s)'
                                        % (field, i, len(got), sorted(
                                            -1 if v is None else len(v) for v in had)))

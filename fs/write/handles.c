@@ -1,0 +1,519 @@
+/*
+ * handles.c - files opened for writing: each OPEN or CREATE for writing
+ * gets a handle (fi->fh) that answers its own requests, and the rules of
+ * write_i.h for when a close publishes what was written.
+ *
+ * FUSE sends a FLUSH for every close(2) of a descriptor, with the lock
+ * owner of the closing process's descriptor table (its threads share it; a
+ * forked child has its own), and a RELEASE once the last descriptor of the
+ * open file is gone, without waiting for it. A WRITE carries the writer's
+ * lock owner too. So a FLUSH publishes when it comes from the table that
+ * wrote last (or from the process that ftruncate()d, nothing written
+ * since): not the close of a duplicate before a write (a shell redirection
+ * opens, duplicates and closes before the program writes), not a forked
+ * child's exit. The RELEASE publishes what is left: an open(O_TRUNC)
+ * closed with nothing written. An exit by a signal sends the same FLUSH as
+ * a close: the closer's exit status in /proc tells them apart.
+ *
+ * open(O_TRUNC) reaches the daemon as an OPEN without O_TRUNC followed by
+ * a SETATTR of the size without the new handle (the kernel strips the flag
+ * unless FUSE_CAP_ATOMIC_O_TRUNC, which would empty the inode its readers
+ * share): handles just opened wait on a list for it, found by inode and
+ * process, until they are used.
+ *
+ * Sections: processes, just opened, opening, the handle's operations.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct zrfs_handle_ops handle_ops;
+
+/* ---- processes ---- */
+
+/* Whether process (thread) @pid is exiting because of a signal: the
+ * kernel sets the exit status before it closes an exiting process's files
+ * (do_exit), and /proc/PID/stat shows it with the PF_EXITING flag. False
+ * when it cannot be told (another PID namespace: pid 0). */
+static bool dying_of_signal(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long flags = 0;
+	long long code = 0;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "pid (comm) state ppid ...": the comm may hold anything, so count
+	 * fields after the last ')': flags is field 9, exit_code field 52 */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && *p; p++)
+		if (*p == ' ') {
+			field++;
+			if (field == 9)
+				flags = strtoull(p + 1, NULL, 10);
+			else if (field == 52)
+				code = strtoll(p + 1, NULL, 10);
+		}
+	return (flags & 0x4 /* PF_EXITING */) && (code & 0x7f) != 0;
+}
+
+/* ---- just opened ---- */
+
+static void fresh_end(struct zrfs *fs, struct whandle *h)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (!h->fresh) /* read unlocked: it only goes from true to false */
+		return;
+	pthread_mutex_lock(&w->fresh_lock);
+	for (struct whandle **p = &w->fresh; *p; p = &(*p)->fresh_next)
+		if (*p == h) {
+			*p = h->fresh_next;
+			break;
+		}
+	h->fresh = false;
+	pthread_mutex_unlock(&w->fresh_lock);
+}
+
+struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = NULL;
+
+	pthread_mutex_lock(&w->fresh_lock);
+	for (struct whandle **p = &w->fresh; *p; p = &(*p)->fresh_next)
+		if ((*p)->ino == ino && (*p)->pid == pid) {
+			struct whandle *h = *p;
+			*p = h->fresh_next;
+			h->fresh = false;
+			n = zrfs_node_ref(h->node);
+			break;
+		}
+	pthread_mutex_unlock(&w->fresh_lock);
+	return n;
+}
+
+/* ---- opening ---- */
+
+struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, pid_t pid,
+				bool fresh)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct whandle *h = calloc(1, sizeof *h);
+
+	if (!h)
+		return NULL;
+	h->h.ops = &handle_ops;
+	h->node = zrfs_node_ref(n);
+	h->ino = ino;
+	h->pid = pid;
+	if (fresh) {
+		pthread_mutex_lock(&w->fresh_lock);
+		h->fresh = true;
+		h->fresh_next = w->fresh;
+		w->fresh = h;
+		pthread_mutex_unlock(&w->fresh_lock);
+	}
+	return h;
+}
+
+void zrfs_handle_drop(struct zrfs *fs, struct whandle *h)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	fresh_end(fs, h);
+	pthread_mutex_lock(&w->names_lock);
+	h->node->handles--;
+	zrfs_node_release(w, h->node);
+	pthread_mutex_unlock(&w->names_lock);
+	zrfs_node_put(h->node);
+	free(h);
+}
+
+/* The node an open for writing of @ino writes (referenced), or NULL with
+ * *rc: a draft's number, a number that shows a record (a record file's,
+ * moved by a rename, a draft's that became a record), or else -EPERM
+ * (meta.json, views, batches: made, not stored). */
+static struct wnode *node_of_ino(struct zrfs *fs, fuse_ino_t ino, int *rc)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = NULL;
+	struct winode *i;
+	unsigned field = 0, version;
+	uint64_t id = NO_ID;
+
+	*rc = -ESTALE; /* a number that shows nothing any more */
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+		if (i->draft && !i->draft->detached)
+			n = zrfs_node_ref(i->draft);
+		field = i->field;
+		id = i->id;
+	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
+		*rc = -EPERM;
+	}
+	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
+		*rc = -ENOMEM;
+	if (n)
+		n->handles++; /* the handle's, made next */
+	pthread_mutex_unlock(&w->names_lock);
+	return n;
+}
+
+void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct whandle *h;
+	struct wnode *n;
+	int rc;
+
+	if (!(n = node_of_ino(fs, ino, &rc))) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	h = zrfs_handle_new(fs, n, ino, fuse_req_ctx(req)->pid, true);
+	if (!h) {
+		pthread_mutex_lock(&fs->writes->names_lock);
+		n->handles--;
+		zrfs_node_release(fs->writes, n);
+		pthread_mutex_unlock(&fs->writes->names_lock);
+		zrfs_node_put(n);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	zrfs_node_put(n);
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 1; /* shares no pages with the record's readers */
+	if (fuse_reply_open(req, fi) != 0)
+		zrfs_handle_drop(fs, h); /* the opener is gone: no RELEASE comes */
+}
+
+/* ---- the handle's operations ---- */
+
+int zrfs_node_load(struct zrfs *fs, struct wnode *n)
+{
+	int rc;
+
+	if (n->kind != WN_RECORD || n->loaded)
+		return 0;
+	if ((rc = zrfs_value_load(&n->val, fs->writes->dirfd, fs->writes->ds, n->field, n->id)) < 0)
+		return rc;
+	n->loaded = true;
+	return 0;
+}
+
+static void h_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino,
+		   size_t size, off_t off)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	char *buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size);
+	ssize_t got;
+
+	(void)ino;
+	fresh_end(fs, h);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	got = zrfs_node_load(fs, n);
+	if (got == 0)
+		got = zrfs_value_read(&n->val, buf, size, (uint64_t)off);
+	pthread_mutex_unlock(&n->lock);
+	if (got < 0)
+		zrfs_reply_err(req, (int)got);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+}
+
+/* A write failed (-errno): the value cannot be whole and is never stored;
+ * every close says so. Under n->lock. */
+static void write_failed(struct wnode *n, int rc)
+{
+	if (!n->error)
+		n->error = rc;
+	n->changed = true;
+}
+
+static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, const char *buf,
+		    size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	uint64_t at = (uint64_t)off;
+	int rc;
+
+	fresh_end(fs, h);
+	pthread_mutex_lock(&n->lock);
+	if ((rc = zrfs_node_load(fs, n)) == 0) {
+		/* O_APPEND: at the end of the value being written, not at the
+		 * size the kernel keeps for the inode (its readers' size) */
+		if (fi->flags & O_APPEND)
+			at = atomic_load(&n->val.size);
+		if (at + size > zrfs_value_max(&fs->fields[n->field]))
+			rc = -EFBIG;
+		else if ((rc = zrfs_value_write(&n->val, w->dirfd, buf, size, at)) < 0)
+			write_failed(n, rc); /* a full disk */
+	}
+	if (rc == 0) {
+		n->changed = true;
+		n->truncated = false;
+		n->owner = fi->lock_owner;
+		n->cutter = 0;
+		/* a draft written again is not ready until closed again (one
+		 * stored already is a record's value once its commit is made) */
+		pthread_mutex_lock(&w->names_lock);
+		if (n->kind == WN_DRAFT && n->ready && n->stored == NO_ID) {
+			n->ready = false;
+			w->nready--;
+		}
+		pthread_mutex_unlock(&w->names_lock);
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* Drop what @n holds that is not stored (n->lock held): a record node
+ * keeps its stored value, a draft not stored goes. @why is logged. */
+static void discard(struct zrfs *fs, struct wnode *n, const char *why)
+{
+	struct zrfs_writes *w = fs->writes;
+	char esc[ZRFS_LOG_NAME_MAX];
+
+	zrfs_value_free(&n->val);
+	n->loaded = n->changed = n->truncated = false;
+	n->owner = 0;
+	n->cutter = 0;
+	n->error = 0;
+	pthread_mutex_lock(&w->names_lock);
+	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
+		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s: not stored\n", fs->dataset,
+			 fs->fields[n->field].name, zrfs_log_name(n->name, esc, sizeof esc), why);
+		if (n->ready) {
+			n->ready = false;
+			w->nready--;
+		}
+		n->detached = true;
+		zrfs_draft_unlist(w, n);
+	} else {
+		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%llu: %s: it keeps its value\n", fs->dataset,
+			 fs->fields[n->field].name,
+			 (unsigned long long)(n->kind == WN_DRAFT ? n->stored : n->id), why);
+	}
+	pthread_mutex_unlock(&w->names_lock);
+}
+
+/* A failed write, said at a close (n->lock held): what was written is
+ * dropped, once; the code for the close. */
+static int refuse_failed(struct zrfs *fs, struct wnode *n)
+{
+	int rc = n->error;
+	char why[128];
+
+	snprintf(why, sizeof why, "a write failed (%s)", strerror(-rc));
+	discard(fs, n, why);
+	return rc;
+}
+
+/* Store what node @n holds now (a record: committed; a draft: ready for
+ * its group): the generation to wait for, 0, or a negative code. */
+static int64_t publish(struct zrfs *fs, struct wnode *n)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t gen = 0;
+
+	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&n->lock);
+	pthread_mutex_lock(&w->names_lock);
+	bool draft = n->kind == WN_DRAFT, live = !n->detached;
+	pthread_mutex_unlock(&w->names_lock);
+	if (live && n->error && (draft || n->changed)) {
+		gen = refuse_failed(fs, n);
+	} else if (live && draft) {
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_publish_ready(fs, n);
+		pthread_mutex_unlock(&w->names_lock);
+	} else if (live && n->changed) {
+		gen = zrfs_publish_record(fs, n);
+	}
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_unlock(&w->lock);
+	return gen;
+}
+
+/* Answer @req for a store that gave @gen: once the mount shows it. */
+static void answer(fuse_req_t req, struct zrfs *fs, int64_t gen)
+{
+	if (gen < 0)
+		zrfs_reply_err(req, (int)gen);
+	else if (gen == 0)
+		fuse_reply_err(req, 0);
+	else
+		zrfs_follow_answer(fs, (uint64_t)gen, req, NULL);
+}
+
+static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
+		    struct fuse_file_info *fi)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	pid_t pid = fuse_req_ctx(req)->pid;
+	bool mine, dead = false;
+	int rc = 0;
+
+	fresh_end(fs, h);
+	pthread_mutex_lock(&n->lock);
+	mine = n->changed && (n->owner ? n->owner == fi->lock_owner : n->cutter && n->cutter == pid);
+	if (mine && (dead = dying_of_signal(pid))) {
+		char why[64];
+		snprintf(why, sizeof why, "its writer (pid %d) was killed", (int)pid);
+		discard(fs, n, why);
+	} else if (mine && n->error) {
+		rc = refuse_failed(fs, n);
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (rc < 0 || dead || !mine)
+		zrfs_reply_status(req, rc); /* success but for a failed write */
+	else
+		answer(req, fs, publish(fs, n));
+}
+
+static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = zrfs_node_ref(h->node);
+	bool last;
+
+	pthread_mutex_lock(&w->names_lock);
+	last = n->handles == 1;
+	pthread_mutex_unlock(&w->names_lock);
+	/* the last close: what is left is stored (a draft never written, as
+	 * touch makes it, is an empty value); the closer is gone, so a
+	 * failure is logged, not answered */
+	if (last)
+		publish(fs, n);
+	zrfs_handle_drop(fs, h);
+	zrfs_node_put(n);
+	fuse_reply_err(req, 0);
+}
+
+static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	bool draft, hidden;
+
+	fresh_end(fs, h);
+	pthread_mutex_lock(&w->names_lock);
+	draft = n->kind == WN_DRAFT && !n->detached;
+	hidden = draft && zrfs_name_hidden(n->name);
+	pthread_mutex_unlock(&w->names_lock);
+	if (hidden) /* a temporary file: nothing stores it by itself */
+		fuse_reply_err(req, 0);
+	else if (draft)
+		answer(req, fs, zrfs_publish_group(fs, n));
+	else
+		answer(req, fs, publish(fs, n));
+}
+
+static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	struct zrfs_view *v = zrfs_view_hold(fs);
+	struct stat st;
+
+	/* asked with the handle (lseek SEEK_END): the size being written,
+	 * not cached, as the inode is the record's readers' too */
+	fresh_end(fs, h);
+	zrfs_file_attr(fs, v, ino, 0, &st);
+	pthread_mutex_lock(&n->lock);
+	int rc = zrfs_node_load(fs, n);
+	st.st_size = (off_t)atomic_load(&n->val.size);
+	pthread_mutex_unlock(&n->lock);
+	st.st_blocks = (st.st_size + 511) / 512;
+	zrfs_view_put(v);
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open)
+{
+	int rc = 0;
+
+	if (size > zrfs_value_max(&fs->fields[n->field]))
+		return -EFBIG;
+	pthread_mutex_lock(&n->lock);
+	if (n->kind == WN_RECORD && !n->loaded && size == 0)
+		n->loaded = true; /* nothing of the stored value is needed */
+	if ((rc = zrfs_node_load(fs, n)) == 0 &&
+	    (rc = zrfs_value_truncate(&n->val, fs->writes->dirfd, size)) < 0)
+		write_failed(n, rc);
+	if (rc == 0) {
+		n->changed = true;
+		if (at_open) {
+			n->truncated = true; /* the last close publishes it */
+		} else if (!n->owner) {
+			n->cutter = pid;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
+static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino,
+		      const struct stat *attr, int to_set, const struct stat *now)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	struct stat st = *now;
+	int rc = 0;
+
+	/* modes, owners and times of a file being written: accepted, ignored
+	 * (cp -p and rsync -a set them before it is stored) */
+	(void)ino;
+	fresh_end(fs, h);
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, fuse_req_ctx(req)->pid,
+					false);
+		st.st_size = attr->st_size;
+		st.st_blocks = (st.st_size + 511) / 512;
+	}
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+static const struct zrfs_handle_ops handle_ops = {
+	.read = h_read,
+	.write = h_write,
+	.flush = h_flush,
+	.fsync = h_fsync,
+	.release = h_release,
+	.getattr = h_getattr,
+	.setattr = h_setattr,
+};

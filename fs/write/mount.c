@@ -1,0 +1,112 @@
+/*
+ * mount.c - a writable mount's writer, from before the mount to after it:
+ * the dataset opened for writing (a second writer is refused with a
+ * message naming the mount: DATASET/writer), the field that keeps records'
+ * names (so that a file created through the mount names its record), and
+ * at the end what was being written.
+ *
+ * Sections: opening, the end.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- opening ---- */
+
+/* The field of records' names and their kind, as zr import keeps them in
+ * the dataset's attrs ({"names": {"field": F, "kind": "path"|"key"}}). */
+static void names_field(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	char *text = zr_attrs(w->ds);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *names = json_object_get(root, "names");
+	const char *field = json_string_value(json_object_get(names, "field"));
+	const char *kind = json_string_value(json_object_get(names, "kind"));
+
+	w->names_field = -1;
+	w->names_key = kind && strcmp(kind, "key") == 0;
+	for (unsigned f = 0; field && f < fs->nfields; f++)
+		if (strcmp(fs->fields[f].name, field) == 0 &&
+		    fs->fields[f].spec->dtype == ZR_BYTES && !fs->fields[f].record_size)
+			w->names_field = (int)f;
+	json_decref(root);
+	free(text);
+}
+
+int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
+{
+	struct zrfs_writes *w = calloc(1, sizeof *w);
+	char *where = realpath(mountpoint, NULL);
+	int rc;
+
+	if (!w) {
+		free(where);
+		fprintf(stderr, "zrfs: out of memory\n");
+		return -1;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->names_lock, NULL);
+	pthread_mutex_init(&w->fresh_lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	w->commit_ms = fs->opts.commit_ms;
+	w->commit_bytes = fs->opts.commit_bytes;
+	w->dirfd = -1;
+	fs->writes = w;
+	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
+		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));
+		free(where);
+		return -1;
+	}
+	w->dirfd = open(fs->dataset, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dirfd < 0) {
+		fprintf(stderr, "zrfs: %s: %s\n", fs->dataset, strerror(errno));
+		free(where);
+		return -1;
+	}
+	w->made_from = zr_length(w->ds);
+	names_field(fs);
+	/* named before the mount appears, so that a writer refused from then
+	 * on is told which mount holds the dataset */
+	snprintf(w->holder, sizeof w->holder, "zrfs mount on %s", where ? where : mountpoint);
+	free(where);
+	zr_holder_set(w->ds, w->holder); /* only a message: best effort */
+	return 0;
+}
+
+void zrfs_writes_mounted(struct zrfs *fs)
+{
+	if (!fs->writes)
+		return;
+	zr_holder_set(fs->writes->ds, fs->writes->holder); /* the daemon's pid now */
+	zrfs_committer_start(fs);
+}
+
+/* ---- the end ---- */
+
+void zrfs_writes_close(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (!w)
+		return;
+	if (w->ds) {
+		zrfs_committer_stop(fs); /* what is ready is committed now */
+		zrfs_nodes_free_all(fs); /* what was still being written: said there */
+	}
+	zr_close(w->ds); /* every change was committed when it was stored */
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->names_lock);
+	pthread_mutex_destroy(&w->fresh_lock);
+	pthread_cond_destroy(&w->wake);
+	free(w);
+	fs->writes = NULL;
+}

@@ -1,0 +1,641 @@
+/*
+ * names.c - the names of field directories on a writable mount: files
+ * created, removed and renamed, attributes changed by path, and the
+ * subtree that shows the files being written over the field tree
+ * (zrfs_writing: an overlay, dispatch.c).
+ *
+ * A field directory lists "ID[.ext]" for every record with a value, and
+ * over them the drafts (new files) under their names; a draft renamed onto
+ * a record's name stands in for that record's file until it is committed.
+ * A name is, in the order asked: a draft; an alias (a new file's name
+ * after it became a record, or a record's file renamed to it: resolved,
+ * not listed); a record's own name. Renames and removals of drafts change
+ * the daemon's tables only; of records they are committed at once
+ * (publish.c). A rename between field directories is EXDEV (mv then copies
+ * and removes); anything else outside them is EPERM.
+ *
+ * Sections: resolving, creating, removing, renaming, attributes, the
+ * overlay.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- resolving ---- */
+
+enum what {
+	W_NONE,   /* nothing by that name */
+	W_DRAFT,  /* *d, a draft (stored or not) */
+	W_RECORD, /* *id, a record with a value: its own name, or an alias (*alias) */
+	W_ID,     /* *id, a record's own name without a value, or the next id's */
+};
+
+static bool field_dir(const struct zrfs *fs, fuse_ino_t ino, unsigned *field)
+{
+	if (ino < ZRFS_INO_DIR || ino >= ZRFS_INO_DIR + fs->nfields)
+		return false;
+	*field = (unsigned)(ino - ZRFS_INO_DIR);
+	return true;
+}
+
+/* What @name of field directory @field is to the writer (under
+ * names_lock; the writer's state is the one the mount shows, or about to:
+ * every change is made under w->lock and shown before it is let go). */
+static enum what resolve(struct zrfs *fs, unsigned field, const char *name, struct wnode **d,
+			 uint64_t *id, bool *alias)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t n = zr_length(w->ds);
+
+	*alias = false;
+	if ((*d = zrfs_draft_find(w, field, name, 0)) != NULL)
+		return W_DRAFT;
+	if (zrfs_alias_find(w, field, name, id) == 0)
+		return *alias = true, W_RECORD;
+	if (zrfs_record_name_parse(&fs->fields[field], name, n + 1, id) < 0)
+		return W_NONE;
+	return *id < n && zr_present(w->ds, field, *id) == 1 ? W_RECORD : W_ID;
+}
+
+/* ---- creating ---- */
+
+void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       struct fuse_file_info *fi)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct fuse_entry_param e;
+	struct whandle *h = NULL;
+	struct wnode *d = NULL;
+	struct zrfs_view *v;
+	unsigned field;
+	uint64_t id;
+	bool alias;
+	int rc = 0;
+
+	if (!field_dir(fs, parent, &field)) {
+		fuse_reply_err(req, EPERM); /* new files go into field directories */
+		return;
+	}
+	if (strlen(name) > ZRFS_NAME_MAX) { /* FUSE passes up to 1024 */
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	pthread_mutex_lock(&w->names_lock);
+	enum what what = resolve(fs, field, name, &d, &id, &alias);
+	if (what == W_DRAFT || what == W_RECORD) {
+		rc = -EEXIST;
+	} else if (w->ndrafts >= DRAFTS_MAX) {
+		char esc[ZRFS_LOG_NAME_MAX];
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new files are not stored yet: close "
+			 "some first\n", fs->dataset, fs->fields[field].name,
+			 zrfs_log_name(name, esc, sizeof esc), DRAFTS_MAX);
+		rc = -ENOSPC;
+	} else if (!(d = zrfs_node_new(field, WN_DRAFT, NO_ID)) || !(d->name = strdup(name))) {
+		rc = -ENOMEM;
+	} else {
+		/* a record's name without a value fills it in; the next id's, or
+		 * any other name, is a new record (at the next id when stored) */
+		if (what == W_ID && id < zr_length(w->ds))
+			d->id = id;
+		if ((rc = zrfs_draft_add(w, d)) == 0) {
+			d->handles++; /* the handle's, made next */
+			zrfs_inode_looked_up(w, d->ino); /* the reply hands it out */
+		}
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc == 0 && !(h = zrfs_handle_new(fs, d, d->ino, fuse_req_ctx(req)->pid, false)))
+		rc = -ENOMEM;
+	if (rc < 0) {
+		if (d && d->listed) {
+			pthread_mutex_lock(&w->names_lock);
+			d->handles--;
+			zrfs_draft_unlist(w, d);
+			zrfs_inode_forget(w, d->ino, 1);
+			pthread_mutex_unlock(&w->names_lock);
+		}
+		zrfs_node_put(d);
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	memset(&e, 0, sizeof e);
+	v = zrfs_names_begin(fs);
+	e.ino = d->ino;
+	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
+	zrfs_names_end(fs);
+	zrfs_node_put(d); /* the handle and the tables hold it */
+	/* the name is not cached: it is the writer's until it is stored; the
+	 * attributes are (the kernel keeps the size as it writes), which spares
+	 * a GETATTR per file to cp and its like */
+	e.entry_timeout = 0;
+	e.attr_timeout = fs->opts.timeout;
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 1;
+	if (fuse_reply_create(req, &e, fi) != 0) { /* the creator is gone */
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_inode_forget(w, e.ino, 1);
+		pthread_mutex_unlock(&w->names_lock);
+		zrfs_handle_drop(fs, h);
+	}
+}
+
+/* ---- removing ---- */
+
+/* Take draft @d away (under names_lock): its name goes, its handles write
+ * to a file no name has. */
+static void drop_draft(struct zrfs_writes *w, struct wnode *d)
+{
+	if (d->ready) {
+		d->ready = false;
+		w->nready--;
+	}
+	d->detached = true;
+	zrfs_draft_unlist(w, d);
+}
+
+/* Commit the drafts stored and not committed yet (a commit failed), under
+ * w->lock, so that the names below see records: 0 or a negative code. */
+static int settle_stored(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	bool any = false;
+
+	pthread_mutex_lock(&w->names_lock);
+	for (struct wnode *d = w->first; d && !any; d = d->next)
+		any = d->stored != NO_ID && !d->gen;
+	pthread_mutex_unlock(&w->names_lock);
+	if (!any)
+		return 0;
+	pthread_mutex_unlock(&w->lock); /* the group takes it */
+	int64_t gen = zrfs_publish_group(fs, NULL);
+	pthread_mutex_lock(&w->lock);
+	return gen < 0 ? (int)gen : 0;
+}
+
+void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d;
+	unsigned field;
+	uint64_t id;
+	bool alias;
+	int64_t rc = 0;
+
+	if (!field_dir(fs, parent, &field)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	pthread_mutex_lock(&w->names_lock);
+	enum what what = resolve(fs, field, name, &d, &id, &alias);
+	if (what == W_DRAFT && d->stored == NO_ID)
+		drop_draft(w, d); /* never stored: nothing to commit */
+	pthread_mutex_unlock(&w->names_lock);
+	if (what == W_NONE || what == W_ID) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (what == W_DRAFT && d->stored == NO_ID) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	/* a record's file: its value goes, committed at once */
+	pthread_mutex_lock(&w->lock);
+	if ((rc = settle_stored(fs)) == 0) {
+		pthread_mutex_lock(&w->names_lock);
+		what = resolve(fs, field, name, &d, &id, &alias);
+		if (alias)
+			zrfs_alias_drop(w, field, name);
+		pthread_mutex_unlock(&w->names_lock);
+		rc = what == W_RECORD ? zrfs_publish_remove(fs, field, id) : -ENOENT;
+	}
+	pthread_mutex_unlock(&w->lock);
+	/* the kernel holds the directory's lock: it is told of the names
+	 * that changed just after this answer, not before */
+	zrfs_reply_status(req, rc);
+}
+
+/* ---- renaming ---- */
+
+/* Rename draft @d to @newname, which is @to (under names_lock): nothing is
+ * committed; onto a record's name, the draft stands in for that record's
+ * file until it is committed. 0 or a negative code. */
+static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, const char *newname,
+			enum what to, struct wnode *td, uint64_t tid, bool talias)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t target = NO_ID;
+	int rc;
+
+	if (td == d)
+		return 0;
+	if (to == W_DRAFT) {
+		target = td->stored != NO_ID ? td->stored : td->id;
+		drop_draft(w, td); /* replaced */
+	} else if (to == W_RECORD || (to == W_ID && tid < zr_length(w->ds))) {
+		target = tid;
+	}
+	if ((rc = zrfs_draft_rename(w, d, newname)) < 0)
+		return rc;
+	if (talias)
+		zrfs_alias_drop(w, field, newname); /* the name is the draft's now */
+	zrfs_draft_target(w, d, target);
+	if (target != NO_ID) /* descriptors open on the replaced file write nowhere */
+		zrfs_nodes_detach_record(w, field, target);
+	if (zrfs_name_hidden(newname)) {
+		if (d->ready) {
+			d->ready = false;
+			w->nready--;
+		}
+	} else if (!d->handles) {
+		zrfs_publish_ready(fs, d); /* closed already: as at its close */
+	}
+	return 0;
+}
+
+/* Rename the file of record @id (w->lock held, the drafts stored are
+ * committed) to @newname, which is @to: onto a record's name its value
+ * moves there; onto another name, the record is named so. */
+static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, const char *name,
+			     bool alias, const char *newname, enum what to, struct wnode *td,
+			     uint64_t tid, bool talias)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->names_lock);
+	if (to == W_DRAFT) { /* replaced: what it would have replaced is the target */
+		tid = td->id;
+		to = tid != NO_ID ? W_RECORD : W_NONE;
+		drop_draft(w, td);
+	}
+	if (alias)
+		zrfs_alias_drop(w, field, name);
+	pthread_mutex_unlock(&w->names_lock);
+	if (to == W_RECORD || to == W_ID) {
+		(void)talias; /* an alias of the target names it still */
+		return zrfs_publish_move(fs, field, id, tid);
+	}
+	return zrfs_publish_name(fs, field, id, newname);
+}
+
+void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d, *td;
+	unsigned field, tfield;
+	uint64_t id, tid;
+	bool alias, talias, record;
+	int64_t rc = 0;
+
+	if (!field_dir(fs, parent, &field) || !field_dir(fs, newparent, &tfield)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (field != tfield) { /* mv copies and removes instead */
+		fuse_reply_err(req, EXDEV);
+		return;
+	}
+	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (strlen(newname) > ZRFS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	/* a draft's rename changes only the tables: no commit, no writer */
+	pthread_mutex_lock(&w->names_lock);
+	enum what what = resolve(fs, field, name, &d, &id, &alias);
+	enum what to = resolve(fs, field, newname, &td, &tid, &talias);
+	record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
+	if (what == W_NONE || what == W_ID)
+		rc = -ENOENT;
+	else if ((flags & RENAME_NOREPLACE) && (to == W_DRAFT || to == W_RECORD))
+		rc = -EEXIST;
+	else if (!record)
+		rc = rename_draft(fs, field, d, newname, to, td, tid, talias);
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc == 0 && record) {
+		pthread_mutex_lock(&w->lock);
+		if ((rc = settle_stored(fs)) == 0) {
+			pthread_mutex_lock(&w->names_lock);
+			what = resolve(fs, field, name, &d, &id, &alias);
+			to = resolve(fs, field, newname, &td, &tid, &talias);
+			pthread_mutex_unlock(&w->names_lock);
+			if (what == W_DRAFT) { /* a draft again, by another's rename meanwhile */
+				pthread_mutex_lock(&w->names_lock);
+				rc = rename_draft(fs, field, d, newname, to, td, tid, talias);
+				pthread_mutex_unlock(&w->names_lock);
+			} else if (what != W_RECORD) {
+				rc = -ENOENT;
+			} else if (to == W_RECORD && tid == id) { /* onto its own other name */
+				pthread_mutex_lock(&w->names_lock);
+				if (alias)
+					zrfs_alias_drop(w, field, name);
+				pthread_mutex_unlock(&w->names_lock);
+			} else {
+				rc = rename_record(fs, field, id, name, alias, newname, to, td, tid,
+						   talias);
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	/* the kernel holds the directory's lock: it is told of the names
+	 * that changed just after this answer */
+	zrfs_reply_status(req, rc);
+}
+
+/* ---- attributes ---- */
+
+/* The node of @ino for a change by path (referenced; made for a record
+ * file if needed), with its kind, or NULL (*rc). */
+static struct wnode *node_by_path(struct zrfs *fs, fuse_ino_t ino, int *rc)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = NULL;
+	struct winode *i;
+	unsigned field = 0, version;
+	uint64_t id = NO_ID;
+
+	*rc = -ESTALE;
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+		if (i->draft && !i->draft->detached)
+			n = zrfs_node_ref(i->draft);
+		field = i->field;
+		id = i->id;
+	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
+		*rc = -EPERM;
+	}
+	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
+		*rc = -ENOMEM;
+	pthread_mutex_unlock(&w->names_lock);
+	return n;
+}
+
+void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+			int to_set, const struct stat *now)
+{
+	struct zrfs_writes *w = fs->writes;
+	pid_t pid = fuse_req_ctx(req)->pid;
+	struct stat st = *now;
+	struct wnode *n;
+	int64_t rc = 0;
+	bool record;
+
+	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+		/* a mode or owner of a file at rest: refused (a new file's:
+		 * ignored, as cp -p and rsync -a set them before it is stored) */
+		if ((((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
+		     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
+		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
+		    !(ino & ZRFS_INO_STAGED))
+			fuse_reply_err(req, EPERM);
+		else
+			fuse_reply_attr(req, &st, 0); /* times: the commit's, whatever is asked */
+		return;
+	}
+	st.st_size = attr->st_size;
+	st.st_blocks = (st.st_size + 511) / 512;
+	if ((n = zrfs_handle_fresh(fs, ino, pid)) != NULL) {
+		/* open(O_TRUNC): the handle the same call just opened */
+		rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, pid, true);
+		zrfs_node_put(n);
+		if (rc < 0)
+			zrfs_reply_err(req, (int)rc);
+		else
+			fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	/* truncate(2) of a file by its name: a change of its own, stored now
+	 * (a record), unless it is open for writing (its last close stores it) */
+	if (!(n = node_by_path(fs, ino, (int *)&rc))) {
+		zrfs_reply_err(req, (int)rc);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, pid, false);
+	pthread_mutex_lock(&w->names_lock);
+	record = n->kind == WN_RECORD && !n->detached && n->handles == 0;
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc == 0 && record) {
+		pthread_mutex_lock(&n->lock);
+		rc = zrfs_publish_record(fs, n);
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_node_release(w, n);
+	pthread_mutex_unlock(&w->names_lock);
+	pthread_mutex_unlock(&w->lock);
+	zrfs_node_put(n);
+	if (rc < 0)
+		zrfs_reply_err(req, (int)rc);
+	else if (rc > 0)
+		zrfs_follow_answer(fs, (uint64_t)rc, req, &st);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
+{
+	/* a directory's entries are durable once its new files are committed:
+	 * all of them, at once (sync DIR). The mount shows them when this
+	 * returns; the kernel, which holds the directory's lock meanwhile, is
+	 * told of the names that changed just after. */
+	int64_t gen = zrfs_publish_group(fs, NULL);
+
+	zrfs_reply_status(req, gen);
+}
+
+/* ---- the overlay ---- */
+
+static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
+{
+	return fs->writes && (ino >> 62) == 1;
+}
+
+static void writing_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_inode_forget(w, ino, nlookup);
+	pthread_mutex_unlock(&w->names_lock);
+}
+
+static void writing_looked_up(struct zrfs *fs, fuse_ino_t ino)
+{
+	pthread_mutex_lock(&fs->writes->names_lock);
+	zrfs_inode_looked_up(fs->writes, ino);
+	pthread_mutex_unlock(&fs->writes->names_lock);
+}
+
+static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
+			  const char *name, fuse_ino_t *out)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d;
+	unsigned field;
+	uint64_t id;
+	int rc = -ENOENT;
+
+	if (!w || !field_dir(fs, parent, &field))
+		return -ENOENT;
+	pthread_mutex_lock(&w->names_lock);
+	if ((d = zrfs_draft_find(w, field, name, v->gen)) != NULL) {
+		*out = d->ino;
+		rc = 0;
+	} else if (zrfs_alias_find(w, field, name, &id) == 0 && id < v->n &&
+		   zrfs_record_listed(v, field, id)) {
+		*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
+		rc = 0;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
+/* What draft number @ino shows in view @v: its draft (referenced), or the
+ * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
+static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
+		 unsigned *field, uint64_t *id)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct winode *i;
+	int rc = -ENOENT;
+
+	*d = NULL;
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+		*field = i->field;
+		*id = i->draft ? i->draft->stored : i->id;
+		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
+			*d = zrfs_node_ref(i->draft);
+		rc = *d || (*id != NO_ID && *id < v->n) ? 0 : -ESTALE;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
+static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
+{
+	struct wnode *d;
+	unsigned field;
+	uint64_t id;
+	int rc = shown(fs, v, ino, &d, &field, &id);
+
+	if (rc < 0)
+		return rc;
+	if (!d) { /* a record now */
+		rc = zrfs_record_attr(fs, v, ino, field, id, st);
+		return rc == -ENOENT ? -ESTALE : rc;
+	}
+	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
+	zrfs_node_put(d);
+	return 0;
+}
+
+static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+			 size_t size, off_t off)
+{
+	struct wnode *d;
+	unsigned field;
+	uint64_t id;
+	char *buf;
+	ssize_t got;
+	int rc = shown(fs, v, ino, &d, &field, &id);
+
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+	} else if (!d) {
+		/* a record now, read as its own file: the number of its current
+		 * version is the key of what is made of it (a flate record's
+		 * inflated bytes), and content never changes under it */
+		struct zrfs_view *cur = zrfs_view_ref(zrfs_names_begin(fs));
+		fuse_ino_t rec = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
+		zrfs_names_end(fs);
+		zrfs_record_read(req, fs, cur, rec, field, id, size, off);
+		zrfs_view_put(cur);
+	} else if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		pthread_mutex_lock(&d->lock);
+		got = zrfs_value_read(&d->val, buf, size, (uint64_t)off);
+		pthread_mutex_unlock(&d->lock);
+		if (got < 0)
+			zrfs_reply_err(req, (int)got);
+		else
+			fuse_reply_buf(req, buf, (size_t)got);
+	}
+	zrfs_node_put(d);
+}
+
+/* A draft listed on its own (not standing in for a record's file). */
+static bool own_entry(struct zrfs_view *v, const struct wnode *d)
+{
+	return !zrfs_draft_settled(d, v->gen) &&
+	       (d->id == NO_ID || d->id >= v->n || !zrfs_record_listed(v, d->field, d->id));
+}
+
+static int writing_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+			 struct zrfs_dirent *out)
+{
+	struct zrfs_writes *w = fs->writes;
+	unsigned field;
+	int rc = 0;
+
+	if (writing_owns(fs, dir))
+		return -ENOTDIR;
+	if (!w || !field_dir(fs, dir, &field))
+		return 0;
+	pthread_mutex_lock(&w->names_lock);
+	for (struct wnode *d = w->first; d; d = d->next)
+		if (d->field == field && DRAFT_POS + d->seq >= pos && own_entry(v, d)) {
+			snprintf(out->name, sizeof out->name, "%s", d->name);
+			out->ino = d->ino;
+			out->type = S_IFREG;
+			out->pos = DRAFT_POS + d->seq;
+			rc = 1;
+			break;
+		}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
+static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
+			   struct zrfs_dirent *e)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d;
+	unsigned field;
+	bool yes = false;
+
+	if (!w || !field_dir(fs, dir, &field))
+		return false;
+	pthread_mutex_lock(&w->names_lock);
+	/* a record's entry is at 2 + id (tree.c) */
+	if ((d = zrfs_draft_targeting(w, field, e->pos - 2)) != NULL &&
+	    !zrfs_draft_settled(d, v->gen)) {
+		e->ino = d->ino;
+		yes = true;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return yes;
+}
+
+const struct zrfs_subtree zrfs_writing = {
+	.name = "writing",
+	.overlay = true,
+	.owns = writing_owns,
+	.forget = writing_forget,
+	.looked_up = writing_looked_up,
+	.lookup = writing_lookup,
+	.attr = writing_attr,
+	.entry = writing_entry,
+	.shadow = writing_shadow,
+	.read = writing_read,
+};

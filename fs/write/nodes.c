@@ -1,0 +1,451 @@
+/*
+ * nodes.c - the write layer's nodes and the names and numbers it gives:
+ * drafts (new files) by name and in creation order, record nodes by
+ * (field, id), the inode numbers the kernel holds (drafts', and records'
+ * moved by renames), and aliases. Every function here runs under
+ * w->names_lock (write_i.h), except reference counting.
+ *
+ * Sections: nodes, drafts, inode numbers, aliases, records moving, the end.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes ---- */
+
+struct wnode *zrfs_node_new(unsigned field, enum wnode_kind kind, uint64_t id)
+{
+	struct wnode *n = calloc(1, sizeof *n);
+
+	if (!n)
+		return NULL;
+	atomic_init(&n->refs, 1);
+	pthread_mutex_init(&n->lock, NULL);
+	zrfs_value_init(&n->val);
+	n->field = field;
+	n->kind = kind;
+	n->id = id;
+	n->stored = NO_ID;
+	return n;
+}
+
+struct wnode *zrfs_node_ref(struct wnode *n)
+{
+	atomic_fetch_add(&n->refs, 1);
+	return n;
+}
+
+void zrfs_node_put(struct wnode *n)
+{
+	if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
+		return;
+	zrfs_value_free(&n->val);
+	pthread_mutex_destroy(&n->lock);
+	free(n->name);
+	free(n);
+}
+
+static uint64_t record_hash(unsigned field, uint64_t id)
+{
+	return zrfs_hash_u64(id * ZR_FIELDS_MAX + field);
+}
+
+static struct wnode *record_find(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->records, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct wnode *n = zrfs_container(l, struct wnode, by_record);
+		if (n->field == field && n->id == id)
+			return n;
+	}
+	return NULL;
+}
+
+struct wnode *zrfs_node_of_record(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	struct wnode *n = record_find(w, field, id);
+
+	if (n)
+		return zrfs_node_ref(n);
+	if (!(n = zrfs_node_new(field, WN_RECORD, id)))
+		return NULL;
+	if (zrfs_table_add(&w->records, &n->by_record, record_hash(field, id)) < 0) {
+		zrfs_node_put(n);
+		return NULL;
+	}
+	return zrfs_node_ref(n); /* one for the table, one for the caller */
+}
+
+void zrfs_node_release(struct zrfs_writes *w, struct wnode *n)
+{
+	if (n->kind != WN_RECORD || n->handles || n->detached || record_find(w, n->field, n->id) != n)
+		return;
+	zrfs_table_del(&w->records, &n->by_record);
+	zrfs_node_put(n);
+}
+
+void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	struct wnode *n = record_find(w, field, id);
+
+	if (!n)
+		return;
+	n->detached = true;
+	zrfs_table_del(&w->records, &n->by_record);
+	zrfs_node_put(n);
+}
+
+/* ---- drafts ---- */
+
+static uint64_t name_hash(unsigned field, const char *name)
+{
+	return zrfs_hash(name, strlen(name), field);
+}
+
+static struct winode *inode_add(struct zrfs_writes *w, fuse_ino_t ino)
+{
+	struct winode *i = calloc(1, sizeof *i);
+
+	if (!i)
+		return NULL;
+	i->ino = ino;
+	i->id = NO_ID;
+	if (zrfs_table_add(&w->inodes, &i->link, zrfs_hash_u64(ino)) < 0) {
+		free(i);
+		return NULL;
+	}
+	return i;
+}
+
+static void inode_del(struct zrfs_writes *w, struct winode *i)
+{
+	zrfs_table_del(&w->inodes, &i->link);
+	if (i->moved) {
+		*(i->older ? &i->older->newer : &w->moved_oldest) = i->newer;
+		*(i->newer ? &i->newer->older : &w->moved_newest) = i->older;
+		w->nmoved--;
+	}
+	zrfs_node_put(i->draft);
+	free(i);
+}
+
+int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
+{
+	struct winode *i;
+
+	d->seq = ++w->seq;
+	d->ino = ZRFS_INO_STAGED | d->seq;
+	if (!(i = inode_add(w, d->ino)))
+		return -ENOMEM;
+	if (zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->field, d->name)) < 0) {
+		inode_del(w, i);
+		return -ENOMEM;
+	}
+	i->draft = zrfs_node_ref(d);
+	i->field = d->field;
+	if (d->id != NO_ID)
+		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, d->id));
+	d->prev = w->last;
+	*(w->last ? &w->last->next : &w->first) = d;
+	w->last = d;
+	d->listed = true;
+	w->ndrafts++;
+	zrfs_node_ref(d); /* the tables' */
+	return 0;
+}
+
+struct wnode *zrfs_draft_find(struct zrfs_writes *w, unsigned field, const char *name,
+			      uint64_t gen)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->drafts_by_name, name_hash(field, name)); l;
+	     l = zrfs_table_next(l)) {
+		struct wnode *d = zrfs_container(l, struct wnode, by_name);
+		if (d->field == field && strcmp(d->name, name) == 0)
+			return gen && zrfs_draft_settled(d, gen) ? NULL : d;
+	}
+	return NULL;
+}
+
+int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, const char *name)
+{
+	char *copy = strdup(name);
+
+	if (!copy)
+		return -ENOMEM;
+	zrfs_table_del(&w->drafts_by_name, &d->by_name);
+	free(d->name);
+	d->name = copy;
+	/* the bucket array only grows: adding back what was there cannot fail */
+	zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->field, d->name));
+	return 0;
+}
+
+void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id)
+{
+	if (d->listed && d->id != NO_ID)
+		zrfs_table_del(&w->targets, &d->by_target);
+	d->id = id;
+	/* a table that cannot grow takes it in a longer chain: no failure */
+	if (d->listed && id != NO_ID)
+		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, id));
+}
+
+struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	if (!w->targets.n)
+		return NULL;
+	for (struct zrfs_link *l = zrfs_table_first(&w->targets, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct wnode *d = zrfs_container(l, struct wnode, by_target);
+		if (d->field == field && d->id == id)
+			return d;
+	}
+	return NULL;
+}
+
+void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
+{
+	struct winode *i;
+
+	if (!d->listed)
+		return;
+	if (d->id != NO_ID)
+		zrfs_table_del(&w->targets, &d->by_target);
+	d->listed = false;
+	zrfs_table_del(&w->drafts_by_name, &d->by_name);
+	*(d->prev ? &d->prev->next : &w->first) = d->next;
+	*(d->next ? &d->next->prev : &w->last) = d->prev;
+	d->next = d->prev = NULL;
+	if (d->stored == NO_ID)
+		w->ndrafts--;
+	/* its number, for as long as the kernel holds it: the record it became,
+	 * or (removed, replaced) the bytes it has, as an unlinked file keeps
+	 * them for whoever has it open */
+	if ((i = zrfs_inode_find(w, d->ino)) != NULL) {
+		i->id = d->stored;
+		if (d->stored != NO_ID) {
+			zrfs_node_put(i->draft);
+			i->draft = NULL;
+		}
+		if (i->lookups == 0)
+			inode_del(w, i);
+	}
+	zrfs_node_put(d); /* the tables' */
+}
+
+void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
+{
+	struct zrfs_writes *w = fs->writes;
+	char own[ZRFS_NAME_MAX + 1];
+
+	zrfs_record_name_format(&fs->fields[d->field], id, own, sizeof own);
+	if (strcmp(own, d->name) != 0)
+		zrfs_alias_set(w, d->field, d->name, id);
+	d->stored = id;
+	zrfs_draft_unlist(w, d);
+	/* its handles write the record from now on */
+	zrfs_nodes_detach_record(w, d->field, id);
+	d->kind = WN_RECORD;
+	d->id = id;
+	if (d->handles && zrfs_table_add(&w->records, &d->by_record, record_hash(d->field, id)) == 0)
+		zrfs_node_ref(d);
+}
+
+/* ---- inode numbers ---- */
+
+struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->inodes, zrfs_hash_u64(ino)); l;
+	     l = zrfs_table_next(l)) {
+		struct winode *i = zrfs_container(l, struct winode, link);
+		if (i->ino == ino)
+			return i;
+	}
+	return NULL;
+}
+
+void zrfs_inode_looked_up(struct zrfs_writes *w, fuse_ino_t ino)
+{
+	struct winode *i = zrfs_inode_find(w, ino);
+
+	if (i && !i->moved)
+		i->lookups++;
+}
+
+void zrfs_inode_forget(struct zrfs_writes *w, fuse_ino_t ino, uint64_t n)
+{
+	struct winode *i = zrfs_inode_find(w, ino);
+
+	if (!i)
+		return;
+	/* a moved record number is handed out by no lookup again: the kernel
+	 * forgets it once */
+	i->lookups = i->moved || n >= i->lookups ? 0 : i->lookups - n;
+	if (i->lookups == 0 && !(i->draft && i->draft->listed))
+		inode_del(w, i);
+}
+
+void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id)
+{
+	struct winode *i = zrfs_inode_find(w, ino);
+
+	if (!i) {
+		if (w->nmoved >= MOVED_MAX)
+			inode_del(w, w->moved_oldest); /* its writes go to its old record */
+		if (!(i = inode_add(w, ino)))
+			return; /* short of memory: as if the kernel had forgotten it */
+		i->moved = true;
+		i->older = w->moved_newest;
+		*(i->older ? &i->older->newer : &w->moved_oldest) = i;
+		w->moved_newest = i;
+		w->nmoved++;
+	}
+	i->field = field;
+	i->id = id;
+}
+
+/* ---- aliases ---- */
+
+static struct walias *alias_find(struct zrfs_writes *w, unsigned field, const char *name)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->aliases, name_hash(field, name)); l;
+	     l = zrfs_table_next(l)) {
+		struct walias *a = zrfs_container(l, struct walias, link);
+		if (a->field == field && strcmp(a->name, name) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+int zrfs_alias_find(struct zrfs_writes *w, unsigned field, const char *name, uint64_t *id)
+{
+	struct walias *a = alias_find(w, field, name);
+
+	if (!a || a->id == NO_ID)
+		return -ENOENT;
+	*id = a->id;
+	return 0;
+}
+
+static void alias_del(struct zrfs_writes *w, struct walias *a)
+{
+	*(a->older ? &a->older->newer : &w->alias_oldest) = a->newer;
+	*(a->newer ? &a->newer->older : &w->alias_newest) = a->older;
+	zrfs_table_del(&w->aliases, &a->link);
+	w->naliases--;
+	free(a);
+}
+
+void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uint64_t id)
+{
+	struct walias *a = alias_find(w, field, name);
+	size_t len = strlen(name);
+
+	if (a) {
+		a->id = id;
+		return;
+	}
+	if (w->naliases >= ALIASES_MAX)
+		alias_del(w, w->alias_oldest);
+	if (!(a = malloc(sizeof *a + len + 1)))
+		return; /* short of memory: the name is forgotten, the record stays */
+	a->field = field;
+	a->id = id;
+	a->newer = NULL;
+	a->older = w->alias_newest;
+	memcpy(a->name, name, len + 1);
+	if (zrfs_table_add(&w->aliases, &a->link, name_hash(field, name)) < 0) {
+		free(a);
+		return;
+	}
+	*(w->alias_newest ? &w->alias_newest->newer : &w->alias_oldest) = a;
+	w->alias_newest = a;
+	w->naliases++;
+}
+
+void zrfs_alias_drop(struct zrfs_writes *w, unsigned field, const char *name)
+{
+	struct walias *a = alias_find(w, field, name);
+
+	if (a)
+		alias_del(w, a);
+}
+
+/* ---- records moving ---- */
+
+void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to)
+{
+	unsigned f0 = field == ZR_FIELDS_MAX ? 0 : field, f1 = field == ZR_FIELDS_MAX ? ZR_FIELDS_MAX : field + 1;
+
+	for (unsigned f = f0; f < f1; f++) {
+		struct wnode *n = record_find(w, f, from);
+		if (!n)
+			continue;
+		zrfs_table_del(&w->records, &n->by_record);
+		if (to == NO_ID || record_find(w, f, to)) {
+			n->detached = true; /* its record is gone, or another writer has the place */
+			zrfs_node_put(n);
+			continue;
+		}
+		n->id = to;
+		zrfs_table_add(&w->records, &n->by_record, record_hash(f, to));
+	}
+	for (struct wnode *d = w->first; d; d = d->next) {
+		if (field != ZR_FIELDS_MAX && d->field != field)
+			continue;
+		if (d->id == from)
+			zrfs_draft_target(w, d, to); /* NO_ID: the draft becomes a new record */
+		if (d->stored == from)
+			d->stored = to;
+	}
+	for (size_t b = 0; b < w->inodes.cap; b++)
+		for (struct zrfs_link *l = w->inodes.buckets[b]; l; l = l->next) {
+			struct winode *i = zrfs_container(l, struct winode, link);
+			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field))
+				i->id = to;
+		}
+	for (struct walias *a = w->alias_oldest; a; a = a->newer)
+		if (a->id == from && (field == ZR_FIELDS_MAX || a->field == field))
+			a->id = to;
+}
+
+/* ---- the end ---- */
+
+void zrfs_nodes_free_all(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	char esc[ZRFS_LOG_NAME_MAX];
+
+	while (w->first) {
+		struct wnode *d = w->first;
+		if (d->stored == NO_ID)
+			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s at unmount, never stored\n",
+				 fs->dataset, fs->fields[d->field].name,
+				 zrfs_log_name(d->name, esc, sizeof esc),
+				 d->handles ? "still being written" : "a temporary file");
+		zrfs_draft_unlist(w, d);
+	}
+	for (size_t b = 0; b < w->records.cap; b++)
+		while (w->records.buckets[b]) {
+			struct wnode *n = zrfs_container(w->records.buckets[b], struct wnode, by_record);
+			if (n->changed && !n->error)
+				fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%llu: still being written at "
+					 "unmount, not stored: it keeps its value\n", fs->dataset,
+					 fs->fields[n->field].name, (unsigned long long)n->id);
+			zrfs_table_del(&w->records, &n->by_record);
+			zrfs_node_put(n);
+		}
+	for (size_t b = 0; b < w->inodes.cap; b++)
+		while (w->inodes.buckets[b])
+			inode_del(w, zrfs_container(w->inodes.buckets[b], struct winode, link));
+	while (w->alias_oldest)
+		alias_del(w, w->alias_oldest);
+	zrfs_table_free(&w->drafts_by_name);
+	zrfs_table_free(&w->targets);
+	zrfs_table_free(&w->records);
+	zrfs_table_free(&w->inodes);
+	zrfs_table_free(&w->aliases);
+}

@@ -1,0 +1,442 @@
+/*
+ * publish.c - values becoming records' values: a record node's value at
+ * the close that publishes it, drafts in groups, and the changes renames
+ * and removals make. Every change is made and committed under the writer's
+ * lock (w->lock), and the mount is made to show it before the lock goes
+ * (zrfs_follow_publish): so the next change starts from the state the
+ * mount shows, and a lookup sees a draft or its record, never both (a
+ * draft whose commit the view has is settled, write_i.h).
+ *
+ * Drafts are committed in groups by a thread of their own, at most
+ * -o commit_ms after the first is ready, or once -o commit_size bytes or
+ * DRAFTS_MAX / 2 of them wait, or at once by an fsync of a file or a
+ * directory: so cp -r of many small files is not a commit per file. A
+ * commit that fails is logged and retried less and less often (a full
+ * disk: every 5 s at most); what it carried stays stored and goes with the
+ * next commit that succeeds.
+ *
+ * A record made through this mount (its id at least the length at mount)
+ * that has lost every value is removed again, as zr rm does (the last
+ * record takes its id, and the log says so): a temporary file a commit took
+ * along before it was renamed away or removed leaves no record behind.
+ *
+ * Sections: values and names, removing, records, drafts, the committer.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- values and names ---- */
+
+/* The value record @id's name takes for file name @name in field @field:
+ * the name itself, or without the field's extension where names are
+ * WebDataset keys (zr export adds it back). */
+static zr_value name_value(const struct zrfs *fs, unsigned field, const char *name)
+{
+	const struct zrfs_field *f = &fs->fields[field];
+	size_t len = strlen(name);
+
+	if (fs->writes->names_key && f->ext_len && len > f->ext_len + 1 &&
+	    name[len - f->ext_len - 1] == '.' && strcmp(name + len - f->ext_len, f->spec->ext) == 0)
+		len -= f->ext_len + 1;
+	return (zr_value){name, len};
+}
+
+/* Whether @name is the name record @id's file has anyway ("ID.ext"). */
+static bool own_name(const struct zrfs *fs, unsigned field, uint64_t id, const char *name)
+{
+	char own[ZRFS_NAME_MAX + 1];
+
+	zrfs_record_name_format(&fs->fields[field], id, own, sizeof own);
+	return strcmp(own, name) == 0;
+}
+
+/* Make (@field, @id) hold @v (data NULL: missing), not committed; @id the
+ * length: a new record, its other fields missing, named @name where the
+ * dataset keeps names (NULL or its own name: none). 0 or a negative code
+ * (logged). Under w->lock. */
+static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t n = zr_length(w->ds);
+	int rc;
+
+	if (id == n) {
+		zr_value *row = calloc(fs->nfields, sizeof *row);
+		if (!row)
+			return -ENOMEM;
+		row[field] = v;
+		if (name && w->names_field >= 0 && (unsigned)w->names_field != field &&
+		    !own_name(fs, field, id, name))
+			row[w->names_field] = name_value(fs, field, name);
+		rc = zr_append(w->ds, row, NULL);
+		free(row);
+	} else {
+		rc = id < n ? zr_modify(w->ds, field, id, v) : -ENOENT;
+	}
+	if (rc < 0) /* a change made but not committed goes with the next commit */
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot store: %s\n", fs->dataset,
+			 fs->fields[field].name, (unsigned long long)id, zr_errmsg(w->ds));
+	return rc;
+}
+
+/* Commit what was changed and make the mount show it (under w->lock): the
+ * generation, or a negative code (logged). */
+static int64_t commit(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc = zr_commit(w->ds);
+
+	if (rc < 0) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset, zr_errmsg(w->ds));
+		return rc;
+	}
+	zrfs_follow_publish(fs);
+	return (int64_t)zr_generation(w->ds);
+}
+
+/* A value of the wrong size for a fixed shape is refused, and logged. */
+static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64_t size)
+{
+	const struct zrfs_field *f = &fs->fields[field];
+	char esc[ZRFS_LOG_NAME_MAX];
+
+	if (!f->record_size || size == f->record_size)
+		return 0;
+	fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %llu bytes written, the field's shape takes %llu: "
+		 "not stored\n", fs->dataset, f->name, zrfs_log_name(what, esc, sizeof esc),
+		 (unsigned long long)size, (unsigned long long)f->record_size);
+	return -EINVAL;
+}
+
+/* ---- removing ---- */
+
+/* Remove record @id if it was made through this mount and has no value
+ * left (under w->lock): the last record takes its id. 0 or a negative code. */
+static int remove_if_empty(struct zrfs *fs, uint64_t id)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t last = zr_length(w->ds) - 1;
+	int rc;
+
+	if (id < w->made_from || id > last)
+		return 0;
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if ((rc = zr_present(w->ds, f, id)) != 0)
+			return rc < 0 ? rc : 0;
+	if ((rc = zr_delete(w->ds, id)) < 0) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n", fs->dataset,
+			 (unsigned long long)id, zr_errmsg(w->ds));
+		return rc;
+	}
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_nodes_retarget(w, ZR_FIELDS_MAX, id, NO_ID);
+	if (id != last)
+		zrfs_nodes_retarget(w, ZR_FIELDS_MAX, last, id);
+	pthread_mutex_unlock(&w->names_lock);
+	if (id != last)
+		fuse_log(FUSE_LOG_INFO, "zrfs: %s: record %llu is now record %llu (record %llu, "
+			 "made through the mount, had no value left)\n", fs->dataset,
+			 (unsigned long long)last, (unsigned long long)id, (unsigned long long)id);
+	return 0;
+}
+
+int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc;
+
+	/* a descriptor open on the value writes to a file no name has now */
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_nodes_detach_record(w, field, id);
+	pthread_mutex_unlock(&w->names_lock);
+	if ((rc = set_value(fs, field, id, (zr_value){NULL, 0}, NULL)) < 0 ||
+	    (rc = remove_if_empty(fs, id)) < 0)
+		return rc;
+	return commit(fs);
+}
+
+int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to)
+{
+	struct zrfs_writes *w = fs->writes;
+	unsigned version;
+	int rc;
+
+	if (from == to)
+		return 0;
+	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, NULL)) < 0)
+		return rc; /* onto the next id's name: a new record takes the value */
+	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n", fs->dataset,
+			 fs->fields[field].name, (unsigned long long)from, (unsigned long long)to,
+			 zr_errmsg(w->ds));
+		return rc;
+	}
+	/* the kernel moves the source's inode to the new name: what is open
+	 * or written through it goes to the record it is now; the target's
+	 * old inode has no name */
+	zrfs_names_begin(fs);
+	version = zrfs_rec_version(fs, field, from);
+	zrfs_names_end(fs);
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_nodes_detach_record(w, field, to);
+	zrfs_nodes_retarget(w, field, from, to);
+	zrfs_inode_moved(w, zrfs_rec_ino(field, from, version), field, to);
+	pthread_mutex_unlock(&w->names_lock);
+	if ((rc = remove_if_empty(fs, from)) < 0)
+		return rc;
+	return commit(fs);
+}
+
+int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc;
+
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_alias_set(w, field, name, id);
+	pthread_mutex_unlock(&w->names_lock);
+	if (w->names_field < 0 || (unsigned)w->names_field == field)
+		return 0; /* a name the mount keeps while it lives */
+	rc = set_value(fs, (unsigned)w->names_field, id, name_value(fs, field, name), NULL);
+	return rc < 0 ? rc : commit(fs);
+}
+
+/* ---- records ---- */
+
+int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
+{
+	char what[32];
+	zr_value v;
+	void *map;
+	int64_t rc;
+
+	if (n->error)
+		return n->error;
+	snprintf(what, sizeof what, "%llu", (unsigned long long)n->id);
+	if ((rc = zrfs_node_load(fs, n)) < 0 ||
+	    (rc = check_shape(fs, n->field, what, atomic_load(&n->val.size))) < 0 ||
+	    (rc = zrfs_value_bytes(&n->val, &v, &map)) < 0)
+		return rc;
+	rc = set_value(fs, n->field, n->id, v, NULL);
+	zrfs_value_unmap(map, v.len);
+	if (rc == 0 && (rc = commit(fs)) > 0) {
+		n->changed = n->truncated = false;
+		n->owner = 0;
+		n->cutter = 0;
+	}
+	return rc;
+}
+
+/* ---- drafts ---- */
+
+static bool group_full(const struct zrfs_writes *w)
+{
+	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes;
+}
+
+void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (d->ready || d->detached || !d->listed || zrfs_name_hidden(d->name))
+		return;
+	d->ready = true;
+	if (w->nready++ == 0)
+		w->ready_since_ms = zrfs_now_ms();
+	w->ready_bytes += atomic_load(&d->val.size);
+	/* the first starts the clock; a full group is committed at once */
+	if (w->nready == 1 || group_full(w))
+		pthread_cond_signal(&w->wake);
+}
+
+/* Log where draft @d went, if not under its own name. */
+static void say_placed(struct zrfs *fs, const struct wnode *d, uint64_t id)
+{
+	const char *field = fs->fields[d->field].name;
+	char to[ZRFS_NAME_MAX + 1], esc[ZRFS_LOG_NAME_MAX];
+
+	zrfs_record_name_format(&fs->fields[d->field], id, to, sizeof to);
+	if (strcmp(to, d->name) != 0)
+		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
+			 zrfs_log_name(d->name, esc, sizeof esc), field, to);
+}
+
+/* Store draft @d (w->lock and d->lock held; checked to be a listed draft
+ * that needs it): replacing or filling the record it names, or as a new
+ * one; not committed. 0 or a negative code (logged). */
+static int store_draft(struct zrfs *fs, struct wnode *d)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t n = zr_length(w->ds);
+	uint64_t id = d->stored != NO_ID ? d->stored : d->id != NO_ID && d->id < n ? d->id : n;
+	zr_value v;
+	void *map;
+	int rc;
+
+	if (d->error)
+		return d->error;
+	if ((rc = check_shape(fs, d->field, d->name, atomic_load(&d->val.size))) < 0 ||
+	    (rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
+		return rc;
+	rc = set_value(fs, d->field, id, v, d->stored == NO_ID && id == n ? d->name : NULL);
+	zrfs_value_unmap(map, v.len);
+	if (rc < 0)
+		return rc;
+	d->changed = false;
+	pthread_mutex_lock(&w->names_lock);
+	if (d->stored == NO_ID) {
+		d->stored = id;
+		w->ndrafts--;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	say_placed(fs, d, id);
+	return 0;
+}
+
+/* The drafts a group takes: every ready one, and @also; referenced. */
+static struct wnode **take_group(struct zrfs_writes *w, struct wnode *also, size_t *count)
+{
+	struct wnode **g;
+	size_t n = 0;
+
+	pthread_mutex_lock(&w->names_lock);
+	g = malloc((w->nready + 1) * sizeof *g);
+	for (struct wnode *d = w->first; g && d; d = d->next)
+		if ((d->ready || d == also) && n < w->nready + 1)
+			g[n++] = zrfs_node_ref(d);
+	pthread_mutex_unlock(&w->names_lock);
+	*count = n;
+	return g;
+}
+
+/* Whether @d still needs storing (under w->lock and d->lock). */
+static bool needs_store(struct zrfs_writes *w, struct wnode *d, struct wnode *also)
+{
+	bool yes;
+
+	pthread_mutex_lock(&w->names_lock);
+	yes = d->listed && !d->detached && (d->ready || d == also) &&
+	      (d->stored == NO_ID || d->changed);
+	pthread_mutex_unlock(&w->names_lock);
+	return yes;
+}
+
+int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode **g;
+	size_t n;
+	int64_t gen = 0;
+	int rc, also_rc = 0;
+	bool any = false;
+
+	pthread_mutex_lock(&w->lock);
+	if (!(g = take_group(w, also, &n))) {
+		pthread_mutex_unlock(&w->lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&g[i]->lock);
+		if (needs_store(w, g[i], also) && (rc = store_draft(fs, g[i])) < 0 && g[i] == also)
+			also_rc = rc; /* told to the fsync; the others are logged */
+		pthread_mutex_unlock(&g[i]->lock);
+	}
+	/* a failed commit's drafts stay stored: the next commit takes them */
+	pthread_mutex_lock(&w->names_lock);
+	for (size_t i = 0; i < n; i++)
+		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
+	pthread_mutex_unlock(&w->names_lock);
+	if (any && (gen = commit(fs)) > 0) {
+		pthread_mutex_lock(&w->names_lock);
+		for (size_t i = 0; i < n; i++) {
+			struct wnode *d = g[i];
+			if (!d->listed || d->stored == NO_ID || d->gen)
+				continue;
+			d->gen = (uint64_t)gen;
+			if (d->ready) {
+				d->ready = false;
+				w->nready--;
+			}
+			zrfs_draft_settle(fs, d, d->stored);
+		}
+		if (w->nready == 0)
+			w->ready_bytes = 0;
+		pthread_mutex_unlock(&w->names_lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		zrfs_node_put(g[i]);
+	free(g);
+	return also_rc < 0 ? also_rc : gen;
+}
+
+/* ---- the committer ---- */
+
+static void *committer(void *arg)
+{
+	struct zrfs *fs = arg;
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->names_lock);
+	while (!w->stopping) {
+		uint64_t due = w->ready_since_ms + w->commit_ms, now = zrfs_now_ms();
+		bool full = !w->retry_ms && group_full(w);
+		if (w->nready && (full || now >= due)) {
+			pthread_mutex_unlock(&w->names_lock);
+			int64_t gen = zrfs_publish_group(fs, NULL);
+			pthread_mutex_lock(&w->names_lock);
+			/* a failure is logged and retried, less and less often (a
+			 * full disk: once in 5 s at most); fsync is told at once */
+			if (gen < 0)
+				w->retry_ms = !w->retry_ms      ? w->commit_ms
+					      : w->retry_ms < 2500 ? w->retry_ms * 2
+								   : 5000;
+			else
+				w->retry_ms = 0;
+			w->ready_since_ms = now + w->retry_ms;
+			continue;
+		}
+		if (w->nready == 0) {
+			pthread_cond_wait(&w->wake, &w->names_lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000;
+			ts.tv_sec += (time_t)(ns / 1000000000);
+			ts.tv_nsec = (long)(ns % 1000000000);
+			pthread_cond_timedwait(&w->wake, &w->names_lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return NULL;
+}
+
+void zrfs_committer_start(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	w->committer_running = pthread_create(&w->committer, NULL, committer, fs) == 0;
+	if (!w->committer_running)
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: no thread to commit new files in groups: "
+			 "each is committed at fsync or unmount\n", fs->dataset);
+}
+
+void zrfs_committer_stop(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (w->committer_running) {
+		pthread_mutex_lock(&w->names_lock);
+		w->stopping = true;
+		pthread_cond_signal(&w->wake);
+		pthread_mutex_unlock(&w->names_lock);
+		pthread_join(w->committer, NULL);
+		w->committer_running = false;
+	}
+	zrfs_publish_group(fs, NULL); /* what is ready is committed now */
+}

@@ -1,0 +1,229 @@
+/*
+ * values.c - the bytes of a value being written: in memory while small,
+ * else in a private file (O_TMPFILE) in the dataset's directory, so that
+ * nothing is written outside the dataset and the daemon's memory stays
+ * bounded. An O_TMPFILE costs the filesystem an inode made and freed
+ * (400 us on ext4, more than the rest of a small file's trip through the
+ * mount), so small values never get one.
+ *
+ * Sections: memory, files, values.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---- memory ---- */
+
+static atomic_size_t mem_used; /* by every value in memory */
+
+/* Make room for @size bytes in @v's memory: true, or false if it does not
+ * fit there (the value then goes to a file). */
+static bool mem_reserve(struct zrfs_value *v, uint64_t size)
+{
+	size_t cap = v->cap ? v->cap : 4096;
+	char *mem;
+
+	if (v->fd >= 0 || size > VALUE_MEM_MAX)
+		return false;
+	if (size <= v->cap)
+		return true;
+	while (cap < size)
+		cap *= 2;
+	if (atomic_fetch_add(&mem_used, cap - v->cap) + (cap - v->cap) > VALUE_MEM_BUDGET ||
+	    !(mem = realloc(v->mem, cap))) {
+		atomic_fetch_sub(&mem_used, cap - v->cap);
+		return false;
+	}
+	v->mem = mem;
+	v->cap = cap;
+	return true;
+}
+
+static void mem_free(struct zrfs_value *v)
+{
+	free(v->mem);
+	atomic_fetch_sub(&mem_used, v->cap);
+	v->mem = NULL;
+	v->cap = 0;
+}
+
+/* ---- files ---- */
+
+static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int private_file(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Move @v's bytes from memory to a private file: 0 or -errno. */
+static int spill(struct zrfs_value *v, int dirfd)
+{
+	uint64_t size = atomic_load(&v->size);
+	int fd, rc;
+
+	if (v->fd >= 0)
+		return 0;
+	if ((fd = private_file(dirfd)) < 0)
+		return fd;
+	if ((rc = pwrite_full(fd, v->mem, size, 0)) < 0 ||
+	    (ftruncate(fd, (off_t)size) < 0 && (rc = -errno) < 0)) {
+		close(fd);
+		return rc;
+	}
+	mem_free(v);
+	v->fd = fd;
+	return 0;
+}
+
+/* ---- values ---- */
+
+uint64_t zrfs_value_max(const struct zrfs_field *f)
+{
+	return f->record_size ? f->record_size : ZR_RECORD_MAX;
+}
+
+void zrfs_value_init(struct zrfs_value *v)
+{
+	v->mem = NULL;
+	v->cap = 0;
+	v->fd = -1;
+	atomic_init(&v->size, 0);
+}
+
+void zrfs_value_free(struct zrfs_value *v)
+{
+	if (v->fd >= 0)
+		close(v->fd);
+	mem_free(v);
+	v->fd = -1;
+	atomic_store(&v->size, 0);
+}
+
+int zrfs_value_write(struct zrfs_value *v, int dirfd, const void *buf, size_t n, uint64_t off)
+{
+	uint64_t size = atomic_load(&v->size);
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (mem_reserve(v, off + n)) {
+		if (off > size) /* a hole reads as zeros */
+			memset(v->mem + size, 0, off - size);
+		memcpy(v->mem + off, buf, n);
+	} else if ((rc = spill(v, dirfd)) < 0 || (rc = pwrite_full(v->fd, buf, n, off)) < 0) {
+		return rc;
+	}
+	if (off + n > size)
+		atomic_store(&v->size, off + n);
+	return 0;
+}
+
+ssize_t zrfs_value_read(const struct zrfs_value *v, void *buf, size_t n, uint64_t off)
+{
+	uint64_t size = atomic_load(&v->size);
+
+	if (off >= size)
+		return 0;
+	if (n > size - off)
+		n = (size_t)(size - off);
+	if (v->fd >= 0) {
+		ssize_t got = pread(v->fd, buf, n, (off_t)off);
+		return got < 0 ? -errno : got;
+	}
+	memcpy(buf, v->mem + off, n);
+	return (ssize_t)n;
+}
+
+int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size)
+{
+	uint64_t old = atomic_load(&v->size);
+	int rc;
+
+	if (mem_reserve(v, size)) {
+		if (size > old)
+			memset(v->mem + old, 0, size - old);
+	} else if ((rc = spill(v, dirfd)) < 0) {
+		return rc;
+	} else if (ftruncate(v->fd, (off_t)size) < 0) {
+		return -errno;
+	}
+	atomic_store(&v->size, size);
+	return 0;
+}
+
+int zrfs_value_load(struct zrfs_value *v, int dirfd, zr_dataset *ds, unsigned field,
+		    uint64_t id)
+{
+	zr_record_stat rs = {0};
+	int64_t got;
+	int rc, fd;
+
+	zrfs_value_free(v);
+	if (id >= zr_length(ds))
+		return 0; /* not a record yet: empty */
+	if ((rc = zr_stat(ds, field, id, &rs)) < 0)
+		return rc;
+	if (!rs.present || rs.logical_len == 0)
+		return 0; /* missing: empty */
+	if (mem_reserve(v, rs.logical_len)) {
+		got = zr_record_load(ds, field, id, v->mem, v->cap);
+	} else {
+		if ((fd = private_file(dirfd)) < 0)
+			return fd;
+		v->fd = fd;
+		got = zr_record_copy(ds, field, id, fd);
+	}
+	if (got < 0) {
+		zrfs_value_free(v);
+		return (int)got;
+	}
+	atomic_store(&v->size, (uint64_t)got);
+	return 0;
+}
+
+int zrfs_value_bytes(const struct zrfs_value *v, zr_value *out, void **map)
+{
+	uint64_t size = atomic_load(&v->size);
+
+	*map = NULL;
+	out->len = (size_t)size;
+	out->data = v->mem ? v->mem : ""; /* present, even when empty */
+	if (v->fd < 0 || size == 0)
+		return 0;
+	/* the page cache's pages, not a copy in the daemon's memory */
+	if ((*map = mmap(NULL, size, PROT_READ, MAP_SHARED, v->fd, 0)) == MAP_FAILED) {
+		*map = NULL;
+		return -errno;
+	}
+	out->data = *map;
+	return 0;
+}
+
+void zrfs_value_unmap(void *map, size_t len)
+{
+	if (map)
+		munmap(map, len);
+}

@@ -1,0 +1,312 @@
+/*
+ * write_i.h - the write layer of a writable mount (-o writable): what its
+ * files share. The model it keeps is stated for users in zrfs(8), "WRITING
+ * THROUGH THE MOUNT"; in the daemon's terms:
+ *
+ * Objects
+ *   node     a file being written: the value of one record's field that
+ *            programs change (a record node, one per (field, id), shared by
+ *            every descriptor open on it for writing), or a new file created
+ *            in a field directory (a draft: a name, the bytes written, and
+ *            the record it will replace or fill, or none: appended).
+ *   value    a node's bytes: in memory, or a private O_TMPFILE in the
+ *            dataset's directory; a record node copies the stored value in
+ *            only when first changed (values.c).
+ *   handle   one OPEN or CREATE for writing (fi->fh): a node, and the ops it
+ *            answers with itself (handles.c).
+ *   inode    a number the write layer gave the kernel: a draft's
+ *            (ZRFS_INO_STAGED | seq, counted by lookups until FORGET), or a
+ *            record file's number that a rename moved onto another record
+ *            (the kernel keeps an inode with its name: writes through it go
+ *            to the record it is now).
+ *   alias    a name that is not an id but names a record in a field
+ *            directory: a new file's name after it became a record, or a
+ *            record's file renamed to it. Resolved, not listed; bounded.
+ *
+ * When bytes become a record's value ("published")
+ *   - a record node: at the close of a descriptor by the process whose
+ *     write was the last (its descriptor table: fi->lock_owner, the same for
+ *     its threads), at fsync, or at the last close (RELEASE) of what is left;
+ *     never at the close of a duplicate before anything was written, nor of a
+ *     descriptor another process inherited. The close is answered once the
+ *     mount shows the commit.
+ *   - a draft: "ready" at those same closes; stored and committed with a
+ *     group (publish.c) or at once by fsync; until its group commits it is a
+ *     temporary file: renamed, it is still a draft; removed, it never was.
+ *   - a process that dies of a signal publishes nothing by its exit (the
+ *     kernel sends the same FLUSH for an exit as for a close: the daemon
+ *     reads the closer's exit status in /proc): a record keeps its stored
+ *     value, a draft goes away.
+ *   - a name starting with a dot is a temporary file until renamed onto
+ *     another name: nothing stores it by itself (fsync included).
+ * Other readers see a record's stored value until it is published; a
+ * draft reads as what has been written (it has no stored value).
+ *
+ * Threads
+ *   request threads   every FUSE operation; a close that publishes a record
+ *                     node stores and commits on its thread, under the
+ *                     writer's lock, and is answered by the follower;
+ *   the committer     (publish.c) stores ready drafts and commits them in
+ *                     groups, makes the mount show the commit, settles them;
+ *   the follower      (follow.c) publishes views and answers the requests
+ *                     that wait for a generation.
+ *
+ * Locks, in the order they are taken (never the other way):
+ *   w->lock           the writer: a change to the dataset and its commit,
+ *                     one at a time (and the view published after it);
+ *   the names lock    (view.c, fs->state) held for reading by lookups and
+ *                     listings, written by a view's publication;
+ *   node->lock        a node's value and what was written to it;
+ *   w->names_lock     nodes' names, kinds and targets, every table here,
+ *                     the ready count; held briefly, never across a commit
+ *                     or a system call on a value.
+ * A node's size is atomic: listings read it under the names lock alone.
+ */
+#ifndef ZRFS_WRITE_I_H
+#define ZRFS_WRITE_I_H
+
+#include "zrfs_i.h"
+
+#define NO_ID UINT64_MAX
+/* Drafts not stored yet, at most (each may hold a private file open). */
+#define DRAFTS_MAX 1024
+/* Aliases kept; the oldest is forgotten past it. */
+#define ALIASES_MAX 65536
+/* Record numbers moved by renames, kept until the kernel forgets them. */
+#define MOVED_MAX (1u << 20)
+/* Listing positions of drafts in a field directory (records: 2 + id). */
+#define DRAFT_POS ZRFS_OVERLAY_POS
+
+/* ---- values.c: the bytes of a value being written ---- */
+
+/* In memory (fd < 0) up to VALUE_MEM_MAX bytes while all of them take less
+ * than VALUE_MEM_BUDGET, else in a private file in the dataset's directory
+ * (nothing is written outside it). Only [0, size) means anything; the
+ * owner's lock guards it, but size may be read without (a listing). */
+struct zrfs_value {
+	char *mem;
+	size_t cap;
+	int fd;
+	atomic_uint_least64_t size;
+};
+#define VALUE_MEM_MAX (1u << 20)
+#define VALUE_MEM_BUDGET ((size_t)64 << 20)
+
+/* The longest value a record of field @f may take. */
+uint64_t zrfs_value_max(const struct zrfs_field *f);
+void zrfs_value_init(struct zrfs_value *v);
+void zrfs_value_free(struct zrfs_value *v);
+/* Write @n bytes at @off (a hole before reads as zeros): 0 or -errno. */
+int zrfs_value_write(struct zrfs_value *v, int dirfd, const void *buf, size_t n, uint64_t off);
+/* Up to @n bytes at @off: the count, or -errno. */
+ssize_t zrfs_value_read(const struct zrfs_value *v, void *buf, size_t n, uint64_t off);
+int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size);
+/* Make @v the stored value of (@field, @id) in @ds (missing: empty): kept
+ * in memory when it fits, else copied into a private file a piece at a
+ * time (zr_record_copy), never whole in memory. 0 or a negative code. */
+int zrfs_value_load(struct zrfs_value *v, int dirfd, zr_dataset *ds, unsigned field,
+		    uint64_t id);
+/* The bytes of @v to store, in *out (mapped from its file when it has one):
+ * 0 or -errno; zrfs_value_unmap() after. */
+int zrfs_value_bytes(const struct zrfs_value *v, zr_value *out, void **map);
+void zrfs_value_unmap(void *map, size_t len);
+
+/* ---- nodes.c: nodes, names and numbers ---- */
+
+enum wnode_kind { WN_RECORD, WN_DRAFT };
+
+struct wnode {
+	atomic_uint refs;     /* handles, tables, whoever works on it */
+	unsigned field;
+	/* under w->names_lock */
+	enum wnode_kind kind;
+	uint64_t id;          /* a record node's record; a draft's target (NO_ID: appended) */
+	char *name;           /* a draft's name in its field directory */
+	fuse_ino_t ino;       /* a draft's number (ZRFS_INO_STAGED | seq) */
+	uint64_t seq;         /* a draft's: creation order, its listing position */
+	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
+	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
+	bool ready;           /* a draft closed after its last write: the next group takes it */
+	bool listed;          /* a draft in the tables by name and on the list */
+	bool detached;        /* replaced or removed: publishes nothing any more */
+	unsigned handles;     /* open for writing */
+	struct zrfs_link by_name, by_record, by_target;
+	struct wnode *next, *prev; /* drafts, oldest first */
+	/* under lock */
+	pthread_mutex_t lock;
+	struct zrfs_value val;
+	bool loaded;          /* a record node's value holds the stored value */
+	bool changed;         /* differs from what is stored */
+	bool truncated;       /* emptied by an open(O_TRUNC), nothing written since */
+	uint64_t owner;       /* lock owner of the last write since stored; 0: none */
+	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
+	int error;            /* a write failed (-errno): never stored */
+};
+
+/* A number the kernel holds for the write layer (see the top). */
+struct winode {
+	struct zrfs_link link;
+	fuse_ino_t ino;
+	struct wnode *draft;  /* a draft's number while it is one (referenced) */
+	unsigned field;       /* else the record it shows */
+	uint64_t id;          /* NO_ID: gone (ESTALE) */
+	uint64_t lookups;     /* a draft's number: handed out, not forgotten */
+	bool moved;           /* a record's number moved by a rename */
+	struct winode *older, *newer; /* moved numbers, oldest first */
+};
+
+struct walias {
+	struct zrfs_link link;
+	unsigned field;
+	uint64_t id;
+	struct walias *older, *newer;
+	char name[];
+};
+
+struct whandle;
+
+struct zrfs_writes {
+	/* mount.c, fixed once mounted */
+	zr_dataset *ds;       /* the writer (ZR_RDWR) */
+	int dirfd;            /* the dataset's directory: private files */
+	int names_field;      /* the field of records' names (attrs.names); -1: none */
+	bool names_key;       /* names are WebDataset keys, without the extension */
+	uint64_t made_from;   /* ids from here on were made through this mount */
+	char holder[4200];    /* what DATASET/writer says of the mount */
+	pthread_mutex_t lock; /* the writer */
+	/* nodes.c, under names_lock */
+	pthread_mutex_t names_lock;
+	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
+	struct wnode *first, *last; /* drafts listed, oldest first */
+	size_t ndrafts;       /* drafts not stored yet */
+	uint64_t seq;
+	struct walias *alias_oldest, *alias_newest;
+	size_t naliases;
+	struct winode *moved_oldest, *moved_newest;
+	size_t nmoved;
+	/* publish.c: the group; under names_lock, the committer waits on wake */
+	pthread_cond_t wake;
+	pthread_t committer;
+	bool committer_running, stopping;
+	size_t nready;
+	uint64_t ready_bytes, ready_since_ms;
+	unsigned commit_ms;   /* -o commit_ms: the longest a ready draft waits */
+	uint64_t commit_bytes; /* -o commit_size: or this many bytes of them */
+	unsigned retry_ms;    /* after failed commits: the wait added before the next */
+	/* handles.c: handles just opened for writing, for the SETATTR of an
+	 * open(O_TRUNC), which comes without its handle */
+	pthread_mutex_t fresh_lock;
+	struct whandle *fresh;
+};
+
+/* Whether @name names no record but is a temporary file (a dot name). */
+static inline bool zrfs_name_hidden(const char *name)
+{
+	return name[0] == '.';
+}
+
+struct wnode *zrfs_node_ref(struct wnode *n);
+void zrfs_node_put(struct wnode *n);
+/* A new node (one reference, the caller's), not in any table. */
+struct wnode *zrfs_node_new(unsigned field, enum wnode_kind kind, uint64_t id);
+/* The record node of (@field, @id), made if there is none (referenced):
+ * NULL out of memory. */
+struct wnode *zrfs_node_of_record(struct zrfs_writes *w, unsigned field, uint64_t id);
+/* Drafts: add @d (named, its number given here) to the tables and the
+ * list; find one by name (not settled in view generation @gen: 0 for any);
+ * rename; take off every table (the node keeps its references). */
+int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d);
+struct wnode *zrfs_draft_find(struct zrfs_writes *w, unsigned field, const char *name,
+			      uint64_t gen);
+int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, const char *name);
+/* Draft @d will replace or fill record @id (NO_ID: none, appended); the
+ * listed draft that will replace (@field, @id), if any. */
+void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
+struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id);
+void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
+/* Whether draft @d is a record in view generation @gen (its commit shows). */
+static inline bool zrfs_draft_settled(const struct wnode *d, uint64_t gen)
+{
+	return d->gen && d->gen <= gen;
+}
+/* @d became record @id: a record node from now on (its number shows the
+ * record), its name an alias if it is not the record's own. */
+void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
+/* The node a record node was for @field/@id is dropped from the table
+ * when nothing needs it (no handle, nothing to store). */
+void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
+/* Inode numbers: what @ino is to the write layer (NULL: nothing); a
+ * draft's number handed to the kernel once more; @n lookups forgotten;
+ * a record's number @ino moved onto (field, @id). */
+struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino);
+void zrfs_inode_looked_up(struct zrfs_writes *w, fuse_ino_t ino);
+void zrfs_inode_forget(struct zrfs_writes *w, fuse_ino_t ino, uint64_t n);
+void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id);
+/* Aliases: the record @name names in field directory @field (0 with *id,
+ * or -ENOENT); name one; forget one. */
+int zrfs_alias_find(struct zrfs_writes *w, unsigned field, const char *name, uint64_t *id);
+void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uint64_t id);
+void zrfs_alias_drop(struct zrfs_writes *w, unsigned field, const char *name);
+/* Everything here that refers to record @from of @field (every field if
+ * @field is ZR_FIELDS_MAX) refers to @to from now on (NO_ID: to nothing):
+ * a record moved by a delete, or a value moved by a rename. */
+void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to);
+/* Handles open on record node (@field, @id): their inode was replaced by a
+ * rename; what they write is never published. */
+void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id);
+/* Drop everything at unmount, saying what was never stored. */
+void zrfs_nodes_free_all(struct zrfs *fs);
+
+/* ---- publish.c: values become records; new files in groups ---- */
+
+/* Store record node @n's value and commit (w->lock and n->lock held): the
+ * generation, or a negative code (logged). */
+int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n);
+/* A draft is ready (closed after its last write, under names_lock): the
+ * group takes it. */
+void zrfs_publish_ready(struct zrfs *fs, struct wnode *d);
+/* Store the ready drafts (and @d if not NULL: an fsync) and commit them now,
+ * make the mount show the commit and settle them: the generation (0: none
+ * was waiting), or a negative code. */
+int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
+/* (w->lock held) Make (@field, @id) missing, then remove the record if it
+ * was made through this mount and has no value left; move the value of
+ * @from onto @to (removing @from likewise); name record @id @name (where
+ * the dataset keeps names). Each commits and makes the mount show it: the
+ * generation, or a negative code (logged). */
+int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id);
+int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to);
+int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name);
+/* The thread committing drafts in groups: start, and stop (committing what
+ * is ready). */
+void zrfs_committer_start(struct zrfs *fs);
+void zrfs_committer_stop(struct zrfs *fs);
+
+/* ---- handles.c: handles and when a close publishes ---- */
+
+struct whandle {
+	struct zrfs_handle h;  /* first: fi->fh points at both */
+	struct wnode *node;
+	fuse_ino_t ino;        /* the inode it was opened on */
+	pid_t pid;             /* the opener */
+	bool fresh;            /* on the list (under fresh_lock) */
+	struct whandle *fresh_next;
+};
+
+/* A handle for writing on node @n (referenced here; the caller counted it
+ * in n->handles): opened by process @pid, on the list for the SETATTR of
+ * an open(O_TRUNC) when @fresh. NULL out of memory. */
+struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, pid_t pid,
+				bool fresh);
+void zrfs_handle_drop(struct zrfs *fs, struct whandle *h);
+/* The handle process @pid has just opened on @ino, if a SETATTR of its
+ * open(O_TRUNC) may come: its node, referenced (NULL: none). */
+struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid);
+/* Truncate node @n to @size for a SETATTR by process @pid: an
+ * open(O_TRUNC) when @at_open (the last close publishes it), else
+ * ftruncate or truncate: 0 or -errno. */
+int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open);
+/* Load record node @n's stored value if it has not (n->lock held). */
+int zrfs_node_load(struct zrfs *fs, struct wnode *n);
+
+#endif /* ZRFS_WRITE_I_H */
