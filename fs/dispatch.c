@@ -248,6 +248,8 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 {
 	int rc;
 
+	if (dir != ZRFS_INO_ROOT && t->overlay) /* a directory of its own */
+		return t->entry(fs, v, dir, pos, d);
 	if (dir != ZRFS_INO_ROOT) {
 		/* the owner's entries, each maybe stood in for by an overlay's,
 		 * then the overlays' own */
@@ -549,23 +551,23 @@ static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_write_unlink(req, fuse_req_userdata(req), parent, name);
 }
 
-/* Directories, links, special files: the tree is the dataset's. */
 static void zrfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	(void)parent, (void)name, (void)mode;
-	fuse_reply_err(req, EPERM);
+	(void)mode; /* every directory has the same mode */
+	zrfs_write_mkdir(req, fuse_req_userdata(req), parent, name);
 }
+
+static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	zrfs_write_rmdir(req, fuse_req_userdata(req), parent, name);
+}
+
+/* Links, special files: the tree is the dataset's. */
 
 static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
-	fuse_reply_err(req, EPERM);
-}
-
-static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent, (void)name;
 	fuse_reply_err(req, EPERM);
 }
 

@@ -280,11 +280,14 @@ void zrfs_writes_close(struct zrfs *fs);
 /* An open for writing of @ino: a handle of its own in fi->fh, which
  * answers every request made with it (struct zrfs_handle). */
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi);
-/* Names in a field directory: a file created (a new file and its handle),
- * removed, renamed. */
+/* Names in a field directory (or a directory made in one): a file
+ * created (a new file and its handle), a directory made (for new files),
+ * either removed, renamed. */
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       struct fuse_file_info *fi);
+void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags);
 /* Attributes of @ino changed without a handle (@now: as its owner has

@@ -486,8 +486,25 @@ static void group(void)
 	cr_assert_geq(zrfs_publish_group(&t_fs, NULL), 0);
 }
 
+/* Make the newest commit the mount's view, as the following thread would
+ * (but for the inode versions and the kernel's notes). */
+static void refresh(void)
+{
+	struct zrfs_view *cur = zrfs_view_hold(&t_fs), *next, *old;
+	zr_dataset *ds;
+
+	cr_assert_eq(zr_reopen(cur->ds, &ds), 0);
+	cr_assert_eq(zrfs_view_make(&t_fs, ds, &next), 0);
+	zrfs_state_lock(&t_fs);
+	old = zrfs_view_publish(&t_fs, next);
+	zrfs_state_unlock(&t_fs);
+	zrfs_view_put(old);
+	zrfs_view_put(cur);
+}
+
 static fuse_ino_t lookup(unsigned f, const char *name)
 {
+	refresh();
 	return t_lookup(&zrfs_writing, ZRFS_INO_DIR + f, name, NULL);
 }
 
@@ -514,6 +531,10 @@ Test(write, new_files_are_listed_under_their_names_until_their_group_commits, .i
 	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 2, 2, &d), 0,
 		     "listed as its record once committed");
 	cr_assert_not_null(strstr(t_log, "v/photo.bin is now v/10.bin"), "%s", t_log);
+	refresh();
+	t_read(&zrfs_writing, ino, 64, 0); /* its number shows the record */
+	cr_assert_eq(t_reply.len, 3);
+	cr_assert_arr_eq(t_reply.data, "cat", 3);
 }
 
 Test(write, creating_names_fills_in_appends_and_refuses, .init = setup, .fini = teardown)
@@ -670,13 +691,19 @@ Test(write, unlink_and_rename_of_records, .init = setup, .fini = teardown)
 	cr_assert_eq(t_reply.err, EXDEV, "between field directories: mv copies");
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_ROOT, "meta.json", ZRFS_INO_ROOT, "m.json", 0);
 	cr_assert_eq(t_reply.err, EPERM);
-	/* to a name of its own: the record keeps its id and value, and the
-	 * name reaches it */
+	/* to a name no record has: the value moves to a new record, as cp and
+	 * rm would (the record's other fields stay), which the name reaches */
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "2.bin", ZRFS_INO_DIR + 2, "two.bin", 0);
 	cr_assert_eq(t_reply.err, 0);
 	two[n2] = 0;
-	expect_value(2, 2, (const char *)two);
-	cr_assert_eq(lookup(2, "two.bin"), zrfs_rec_ino(2, 2, 0));
+	expect_value(2, T_N, (const char *)two);
+	expect_value(2, 2, NULL);
+	cr_assert_eq(length_now(), T_N + 1);
+	uint8_t x2[64];
+	t_value(0, 2, x2);
+	x2[6] = 0;
+	expect_value(0, 2, (const char *)x2);
+	cr_assert_eq(lookup(2, "two.bin"), zrfs_rec_ino(2, T_N, 0));
 }
 
 Test(write, a_rename_takes_the_open_file_with_it, .init = setup, .fini = teardown)
@@ -765,9 +792,72 @@ Test(write, records_added_or_renamed_through_the_mount_keep_their_names, .init =
 	group();
 	expect_value(0, 1, "meow");
 	expect_value(1, 1, "cat.bin");
+	/* a new file's record renamed: only its name changes */
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "cat.bin", ZRFS_INO_DIR, "kitten.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	expect_value(0, 1, "meow");
+	expect_value(1, 1, "kitten.bin");
+	cr_assert_eq(lookup(0, "kitten.bin"), zrfs_rec_ino(0, 1, 0));
+	cr_assert_eq(lookup(0, "cat.bin"), 0);
+	/* another record's file renamed: its value moves to a record so named */
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "0.bin", ZRFS_INO_DIR, "dog.bin", 0);
 	cr_assert_eq(t_reply.err, 0);
-	expect_value(0, 0, "zero");
-	expect_value(1, 0, "dog.bin");
-	cr_assert_eq(lookup(0, "dog.bin"), zrfs_rec_ino(0, 0, 0));
+	expect_value(0, 0, NULL);
+	expect_value(1, 0, "zero.bin");
+	expect_value(0, 2, "zero");
+	expect_value(1, 2, "dog.bin");
+	/* and in a directory made for it, the name is the path */
+	struct fuse_entry_param *e = &t_reply.entry;
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
+	cr_assert_eq(t_reply.kind, 'n', "mkdir: kind %c errno %d", t_reply.kind, t_reply.err);
+	fuse_ino_t sub = e->ino;
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, sub, "in.bin", &fi);
+	cr_assert_eq(t_reply.kind, 'c');
+	fi = t_opened;
+	write_at(&fi, "deep", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	group();
+	expect_value(0, 3, "deep");
+	expect_value(1, 3, "sub/in.bin");
+	refresh();
+	cr_assert_eq(t_lookup(&zrfs_writing, sub, "in.bin", NULL), zrfs_rec_ino(0, 3, 0));
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
+	cr_assert_eq(t_reply.err, 0);
+}
+
+Test(write, a_temporary_directory_holds_files_until_they_are_renamed_out, .init = setup,
+     .fini = teardown)
+{
+	/* rsync --delay-updates: .~tmp~/NAME, renamed into place at the end */
+	struct fuse_entry_param *e = &t_reply.entry;
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.kind, 'n');
+	fuse_ino_t tmp = e->ino;
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, tmp, "0.bin", &fi);
+	cr_assert_eq(t_reply.kind, 'c');
+	fi = t_opened;
+	write_at(&fi, "delayed", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	group();
+	cr_assert_eq(length_now(), T_N, "a file in a dot directory is temporary");
+	struct zrfs_dirent d;
+	cr_assert_eq(t_entry(&zrfs_writing, tmp, 2, &d), 1);
+	cr_assert_str_eq(d.name, "0.bin");
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.err, ENOTEMPTY);
+	zrfs_write_rename(NULL, &t_fs, tmp, "0.bin", ZRFS_INO_DIR + 2, "0.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.err, 0);
+	group();
+	expect_value(2, 0, "delayed");
+	cr_assert_eq(length_now(), T_N);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 1, "1", 0);
+	cr_assert_eq(t_reply.err, EXDEV, "between fields");
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_ROOT, "newfield");
+	cr_assert_eq(t_reply.err, EPERM);
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_ROOT, "v");
+	cr_assert_eq(t_reply.err, EPERM);
 }

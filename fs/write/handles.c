@@ -302,7 +302,7 @@ static void discard(struct zrfs *fs, struct wnode *n, const char *why)
 	zrfs_value_free(&n->val);
 	n->loaded = n->changed = n->truncated = false;
 	n->owner = 0;
-	n->cutter = 0;
+	n->cutter = n->shaper = 0;
 	n->error = 0;
 	pthread_mutex_lock(&w->names_lock);
 	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
@@ -377,13 +377,16 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
 	pid_t pid = fuse_req_ctx(req)->pid;
-	bool mine, dead = false;
+	bool mine, by_me, dead = false;
 	int rc = 0;
 
 	fresh_end(fs, h);
 	pthread_mutex_lock(&n->lock);
 	mine = n->changed && (n->owner ? n->owner == fi->lock_owner : n->cutter && n->cutter == pid);
-	if (mine && (dead = dying_of_signal(pid))) {
+	/* what a process that dies of a signal made is dropped, whether it
+	 * wrote, truncated, or only opened it emptied (exec sleep 60 > f) */
+	by_me = mine || (n->changed && !n->owner && n->shaper == pid);
+	if (by_me && (dead = dying_of_signal(pid))) {
 		char why[64];
 		snprintf(why, sizeof why, "its writer (pid %d) was killed", (int)pid);
 		discard(fs, n, why);
@@ -427,7 +430,7 @@ static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	fresh_end(fs, h);
 	pthread_mutex_lock(&w->names_lock);
 	draft = n->kind == WN_DRAFT && !n->detached;
-	hidden = draft && zrfs_name_hidden(n->name);
+	hidden = draft && zrfs_node_hidden(w, n);
 	pthread_mutex_unlock(&w->names_lock);
 	if (hidden) /* a temporary file: nothing stores it by itself */
 		fuse_reply_err(req, 0);
@@ -476,6 +479,7 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 		n->changed = true;
 		if (at_open) {
 			n->truncated = true; /* the last close publishes it */
+			n->shaper = pid;
 		} else if (!n->owner) {
 			n->cutter = pid;
 		}

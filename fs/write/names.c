@@ -29,39 +29,110 @@
 
 enum what {
 	W_NONE,   /* nothing by that name */
-	W_DRAFT,  /* *d, a draft (stored or not) */
+	W_DRAFT,  /* *d, a draft (stored or not) or a directory (d->kind WN_DIR) */
 	W_RECORD, /* *id, a record with a value: its own name, or an alias (*alias) */
 	W_ID,     /* *id, a record's own name without a value, or the next id's */
 };
 
-static bool field_dir(const struct zrfs *fs, fuse_ino_t ino, unsigned *field)
+/* A directory files are written in: a field's, or one made in it (its
+ * field into *field). Under names_lock. */
+static bool dir_of(struct zrfs *fs, fuse_ino_t ino, unsigned *field)
 {
-	if (ino < ZRFS_INO_DIR || ino >= ZRFS_INO_DIR + fs->nfields)
-		return false;
-	*field = (unsigned)(ino - ZRFS_INO_DIR);
-	return true;
+	struct wnode *dir;
+
+	if (ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields) {
+		*field = (unsigned)(ino - ZRFS_INO_DIR);
+		return true;
+	}
+	if ((dir = zrfs_node_dir(fs->writes, ino)) != NULL) {
+		*field = dir->field;
+		return true;
+	}
+	return false;
 }
 
-/* What @name of field directory @field is to the writer (under
- * names_lock; the writer's state is the one the mount shows, or about to:
- * every change is made under w->lock and shown before it is let go). */
-static enum what resolve(struct zrfs *fs, unsigned field, const char *name, struct wnode **d,
-			 uint64_t *id, bool *alias)
+/* What @name in directory @parent (of field @field) is to the writer
+ * (under names_lock; the writer's state is the one the mount shows, or
+ * about to: every change is made under w->lock and shown before it is let
+ * go). Records' own names are in the field's directory only. */
+static enum what resolve(struct zrfs *fs, fuse_ino_t parent, unsigned field, const char *name,
+			 struct wnode **d, uint64_t *id, bool *alias)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t n = zr_length(w->ds);
 
 	*alias = false;
-	if ((*d = zrfs_draft_find(w, field, name, 0)) != NULL)
+	if ((*d = zrfs_draft_find(w, parent, name, 0)) != NULL)
 		return W_DRAFT;
-	if (zrfs_alias_find(w, field, name, id) == 0)
+	if (zrfs_alias_find(w, parent, name, id) == 0)
 		return *alias = true, W_RECORD;
-	if (zrfs_record_name_parse(&fs->fields[field], name, n + 1, id) < 0)
+	if (parent != ZRFS_INO_DIR + field ||
+	    zrfs_record_name_parse(&fs->fields[field], name, n + 1, id) < 0)
 		return W_NONE;
 	return *id < n && zr_present(w->ds, field, *id) == 1 ? W_RECORD : W_ID;
 }
 
+/* @name's path below its field's directory, for directory @parent (under
+ * names_lock): 0 or -ENAMETOOLONG. */
+static int path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,
+		   size_t cap)
+{
+	struct wnode *dir = zrfs_node_dir(w, parent);
+	size_t len = strlen(name), at = 0;
+	int rc;
+
+	if (dir) {
+		if ((rc = zrfs_node_path(w, dir, buf, cap)) < 0)
+			return rc;
+		at = strlen(buf);
+		buf[at++] = '/';
+	}
+	if (at + len + 1 > cap)
+		return -ENAMETOOLONG;
+	memcpy(buf + at, name, len + 1);
+	return 0;
+}
+
 /* ---- creating ---- */
+
+/* A new draft (a file, or a directory: @kind) @name in @parent of @field,
+ * filling record @target in (NO_ID: a new one); in the tables, counted as
+ * handed to the kernel once, with one reference for the caller. Under
+ * names_lock. 0 or a negative code. */
+static int new_draft(struct zrfs *fs, fuse_ino_t parent, unsigned field, const char *name,
+		     enum wnode_kind kind, uint64_t target, pid_t maker, struct wnode **out)
+{
+	struct zrfs_writes *w = fs->writes;
+	char esc[ZRFS_LOG_NAME_MAX];
+	struct wnode *d;
+	int rc;
+
+	*out = NULL;
+	if (kind == WN_DRAFT ? w->ndrafts >= DRAFTS_MAX : w->ndirs >= DIRS_MAX) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new %s are not stored yet: %s\n",
+			 fs->dataset, fs->fields[field].name, zrfs_log_name(name, esc, sizeof esc),
+			 kind == WN_DRAFT ? DRAFTS_MAX : DIRS_MAX,
+			 kind == WN_DRAFT ? "files" : "directories",
+			 kind == WN_DRAFT ? "close some first" : "remove some first");
+		return -ENOSPC;
+	}
+	if (!(d = zrfs_node_new(field, kind, target)) || !(d->name = strdup(name))) {
+		zrfs_node_put(d);
+		return -ENOMEM;
+	}
+	d->parent = parent;
+	/* a new file is not stored, even empty; its maker's death by a signal
+	 * drops it */
+	d->changed = kind == WN_DRAFT;
+	d->shaper = maker;
+	if ((rc = zrfs_draft_add(w, d)) < 0) {
+		zrfs_node_put(d);
+		return rc;
+	}
+	zrfs_inode_looked_up(w, d->ino); /* the reply hands it out */
+	*out = d;
+	return 0;
+}
 
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       struct fuse_file_info *fi)
@@ -69,48 +140,37 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct zrfs_writes *w = fs->writes;
 	struct fuse_entry_param e;
 	struct whandle *h = NULL;
-	struct wnode *d = NULL;
+	struct wnode *d = NULL, *old;
 	struct zrfs_view *v;
 	unsigned field;
 	uint64_t id;
 	bool alias;
-	int rc = 0;
+	int rc;
 
-	if (!field_dir(fs, parent, &field)) {
-		fuse_reply_err(req, EPERM); /* new files go into field directories */
-		return;
-	}
 	if (strlen(name) > ZRFS_NAME_MAX) { /* FUSE passes up to 1024 */
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
 	pthread_mutex_lock(&w->names_lock);
-	enum what what = resolve(fs, field, name, &d, &id, &alias);
-	if (what == W_DRAFT || what == W_RECORD) {
-		rc = -EEXIST;
-	} else if (w->ndrafts >= DRAFTS_MAX) {
-		char esc[ZRFS_LOG_NAME_MAX];
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new files are not stored yet: close "
-			 "some first\n", fs->dataset, fs->fields[field].name,
-			 zrfs_log_name(name, esc, sizeof esc), DRAFTS_MAX);
-		rc = -ENOSPC;
-	} else if (!(d = zrfs_node_new(field, WN_DRAFT, NO_ID)) || !(d->name = strdup(name))) {
-		rc = -ENOMEM;
+	if (!dir_of(fs, parent, &field)) {
+		rc = -EPERM; /* new files go into field directories */
 	} else {
+		enum what what = resolve(fs, parent, field, name, &old, &id, &alias);
 		/* a record's name without a value fills it in; the next id's, or
 		 * any other name, is a new record (at the next id when stored) */
-		if (what == W_ID && id < zr_length(w->ds))
-			d->id = id;
-		if ((rc = zrfs_draft_add(w, d)) == 0) {
-			d->handles++; /* the handle's, made next */
-			zrfs_inode_looked_up(w, d->ino); /* the reply hands it out */
-		}
+		rc = what == W_DRAFT || what == W_RECORD
+			     ? -EEXIST
+			     : new_draft(fs, parent, field, name, WN_DRAFT,
+					 what == W_ID && id < zr_length(w->ds) ? id : NO_ID,
+					 fuse_req_ctx(req)->pid, &d);
 	}
+	if (rc == 0)
+		d->handles++; /* the handle's, made next */
 	pthread_mutex_unlock(&w->names_lock);
 	if (rc == 0 && !(h = zrfs_handle_new(fs, d, d->ino, fuse_req_ctx(req)->pid, false)))
 		rc = -ENOMEM;
 	if (rc < 0) {
-		if (d && d->listed) {
+		if (d) {
 			pthread_mutex_lock(&w->names_lock);
 			d->handles--;
 			zrfs_draft_unlist(w, d);
@@ -142,6 +202,46 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 }
 
+void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct fuse_entry_param e;
+	struct wnode *d = NULL, *old;
+	struct zrfs_view *v;
+	unsigned field;
+	uint64_t id;
+	bool alias;
+	int rc;
+
+	if (strlen(name) > ZRFS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	pthread_mutex_lock(&w->names_lock);
+	if (!dir_of(fs, parent, &field))
+		rc = -EPERM; /* the root's and the views' directories are the dataset's */
+	else if (resolve(fs, parent, field, name, &old, &id, &alias) != W_NONE)
+		rc = -EEXIST;
+	else
+		rc = new_draft(fs, parent, field, name, WN_DIR, NO_ID, 0, &d);
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	memset(&e, 0, sizeof e);
+	v = zrfs_names_begin(fs);
+	e.ino = d->ino;
+	zrfs_dir_attr(fs, v, e.ino, &e.attr);
+	zrfs_names_end(fs);
+	zrfs_node_put(d);
+	if (fuse_reply_entry(req, &e) != 0) { /* never cached: the writer's */
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_inode_forget(w, e.ino, 1);
+		pthread_mutex_unlock(&w->names_lock);
+	}
+}
+
 /* ---- removing ---- */
 
 /* Take draft @d away (under names_lock): its name goes, its handles write
@@ -153,6 +253,8 @@ static void drop_draft(struct zrfs_writes *w, struct wnode *d)
 		w->nready--;
 	}
 	d->detached = true;
+	if (d->kind == WN_DIR)
+		zrfs_aliases_drop_in(w, d->ino);
 	zrfs_draft_unlist(w, d);
 }
 
@@ -183,31 +285,30 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	uint64_t id;
 	bool alias;
 	int64_t rc = 0;
+	enum what what = W_NONE;
 
-	if (!field_dir(fs, parent, &field)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
 	pthread_mutex_lock(&w->names_lock);
-	enum what what = resolve(fs, field, name, &d, &id, &alias);
-	if (what == W_DRAFT && d->stored == NO_ID)
+	if (!dir_of(fs, parent, &field))
+		rc = -EPERM;
+	else if ((what = resolve(fs, parent, field, name, &d, &id, &alias)) == W_DRAFT &&
+		 d->kind == WN_DIR)
+		rc = -EISDIR;
+	else if (what == W_DRAFT && d->stored == NO_ID)
 		drop_draft(w, d); /* never stored: nothing to commit */
+	else if (what == W_NONE || what == W_ID)
+		rc = -ENOENT;
 	pthread_mutex_unlock(&w->names_lock);
-	if (what == W_NONE || what == W_ID) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (what == W_DRAFT && d->stored == NO_ID) {
-		fuse_reply_err(req, 0);
+	if (rc < 0 || (what == W_DRAFT && rc == 0 && d->stored == NO_ID)) {
+		zrfs_reply_status(req, rc);
 		return;
 	}
 	/* a record's file: its value goes, committed at once */
 	pthread_mutex_lock(&w->lock);
 	if ((rc = settle_stored(fs)) == 0) {
 		pthread_mutex_lock(&w->names_lock);
-		what = resolve(fs, field, name, &d, &id, &alias);
+		what = resolve(fs, parent, field, name, &d, &id, &alias);
 		if (alias)
-			zrfs_alias_drop(w, field, name);
+			zrfs_alias_drop(w, parent, name);
 		pthread_mutex_unlock(&w->names_lock);
 		rc = what == W_RECORD ? zrfs_publish_remove(fs, field, id) : -ENOENT;
 	}
@@ -217,13 +318,53 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	zrfs_reply_status(req, rc);
 }
 
+void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d;
+	unsigned field;
+	uint64_t id;
+	bool alias;
+	int rc = 0;
+
+	pthread_mutex_lock(&w->names_lock);
+	if (!dir_of(fs, parent, &field))
+		rc = -EPERM; /* a field's directory, a view's */
+	else if (resolve(fs, parent, field, name, &d, &id, &alias) != W_DRAFT)
+		rc = alias || parent == ZRFS_INO_DIR + field ? -ENOTDIR : -ENOENT;
+	else if (d->kind != WN_DIR)
+		rc = -ENOTDIR;
+	else if (d->children)
+		rc = -ENOTEMPTY;
+	else
+		drop_draft(w, d);
+	pthread_mutex_unlock(&w->names_lock);
+	zrfs_reply_status(req, rc);
+}
+
 /* ---- renaming ---- */
 
-/* Rename draft @d to @newname, which is @to (under names_lock): nothing is
- * committed; onto a record's name, the draft stands in for that record's
- * file until it is committed. 0 or a negative code. */
-static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, const char *newname,
-			enum what to, struct wnode *td, uint64_t tid, bool talias)
+/* Whether directory @dir is @ino or inside it (under names_lock). */
+static bool inside(struct zrfs_writes *w, fuse_ino_t dir, fuse_ino_t ino)
+{
+	for (int depth = 0; depth < ZRFS_NAME_MAX; depth++) {
+		struct wnode *d;
+		if (dir == ino)
+			return true;
+		if (!(d = zrfs_node_dir(w, dir)))
+			return false;
+		dir = d->parent;
+	}
+	return true;
+}
+
+/* Move draft @d (a file or a directory) to @newname in @newparent, which
+ * is @to (under names_lock): nothing is committed; onto a record's name,
+ * the draft stands in for that record's file until it is committed. 0 or
+ * a negative code. */
+static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_ino_t newparent,
+			const char *newname, enum what to, struct wnode *td, uint64_t tid,
+			bool talias)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t target = NO_ID;
@@ -231,20 +372,32 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, const 
 
 	if (td == d)
 		return 0;
+	if (d->kind == WN_DIR) { /* onto nothing, or an empty directory */
+		if (to == W_RECORD || (to == W_DRAFT && td->kind != WN_DIR))
+			return -ENOTDIR;
+		if (to == W_DRAFT && td->children)
+			return -ENOTEMPTY;
+		if (inside(w, newparent, d->ino))
+			return -EINVAL; /* into itself */
+	} else if (to == W_DRAFT && td->kind == WN_DIR) {
+		return -EISDIR;
+	}
 	if (to == W_DRAFT) {
 		target = td->stored != NO_ID ? td->stored : td->id;
 		drop_draft(w, td); /* replaced */
 	} else if (to == W_RECORD || (to == W_ID && tid < zr_length(w->ds))) {
 		target = tid;
 	}
-	if ((rc = zrfs_draft_rename(w, d, newname)) < 0)
+	if ((rc = zrfs_draft_rename(w, d, newparent, newname)) < 0)
 		return rc;
+	if (d->kind == WN_DIR)
+		return 0;
 	if (talias)
-		zrfs_alias_drop(w, field, newname); /* the name is the draft's now */
+		zrfs_alias_drop(w, newparent, newname); /* the name is the draft's now */
 	zrfs_draft_target(w, d, target);
 	if (target != NO_ID) /* descriptors open on the replaced file write nowhere */
 		zrfs_nodes_detach_record(w, field, target);
-	if (zrfs_name_hidden(newname)) {
+	if (zrfs_node_hidden(w, d)) {
 		if (d->ready) {
 			d->ready = false;
 			w->nready--;
@@ -255,29 +408,49 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, const 
 	return 0;
 }
 
-/* Rename the file of record @id (w->lock held, the drafts stored are
- * committed) to @newname, which is @to: onto a record's name its value
- * moves there; onto another name, the record is named so. */
-static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, const char *name,
-			     bool alias, const char *newname, enum what to, struct wnode *td,
-			     uint64_t tid, bool talias)
+/* Move the file of record @id (w->lock held, the drafts stored are
+ * committed) to @newname in @newparent, which is @to: onto a record's name
+ * its value moves there; onto another name, to a new record named so (as
+ * cp and rm would: its other fields stay with @id), unless it is a record
+ * made through the mount with no other value, which is only named so. */
+static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_ino_t parent,
+			     const char *name, bool alias, fuse_ino_t newparent,
+			     const char *newname, enum what to, struct wnode *td, uint64_t tid)
 {
 	struct zrfs_writes *w = fs->writes;
+	char path[4 * ZRFS_NAME_MAX];
+	bool alone = id >= w->made_from;
+	int64_t rc;
 
+	for (unsigned f = 0; alone && f < fs->nfields; f++)
+		alone = f == field || (w->names_field >= 0 && f == (unsigned)w->names_field) ||
+			zr_present(w->ds, f, id) == 0;
 	pthread_mutex_lock(&w->names_lock);
 	if (to == W_DRAFT) { /* replaced: what it would have replaced is the target */
-		tid = td->id;
+		tid = td->stored != NO_ID ? td->stored : td->id;
 		to = tid != NO_ID ? W_RECORD : W_NONE;
 		drop_draft(w, td);
 	}
 	if (alias)
-		zrfs_alias_drop(w, field, name);
+		zrfs_alias_drop(w, parent, name);
+	rc = path_of(w, newparent, newname, path, sizeof path);
 	pthread_mutex_unlock(&w->names_lock);
-	if (to == W_RECORD || to == W_ID) {
-		(void)talias; /* an alias of the target names it still */
-		return zrfs_publish_move(fs, field, id, tid);
+	if (rc < 0)
+		return rc;
+	if (to == W_RECORD || to == W_ID)
+		return zrfs_publish_move(fs, field, id, tid, NULL);
+	if (alone) { /* a new file's record: its name is all that changes */
+		rc = zrfs_publish_name(fs, field, id, path);
+	} else {
+		tid = zr_length(w->ds);
+		rc = zrfs_publish_move(fs, field, id, tid, path);
 	}
-	return zrfs_publish_name(fs, field, id, newname);
+	if (rc >= 0) {
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_alias_set(w, newparent, field, newname, alone ? id : tid);
+		pthread_mutex_unlock(&w->names_lock);
+	}
+	return rc;
 }
 
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
@@ -287,17 +460,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d, *td;
 	unsigned field, tfield;
 	uint64_t id, tid;
-	bool alias, talias, record;
+	bool alias, talias, record = false;
+	enum what what = W_NONE, to = W_NONE;
 	int64_t rc = 0;
 
-	if (!field_dir(fs, parent, &field) || !field_dir(fs, newparent, &tfield)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if (field != tfield) { /* mv copies and removes instead */
-		fuse_reply_err(req, EXDEV);
-		return;
-	}
 	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* RENAME_EXCHANGE, RENAME_WHITEOUT */
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -308,42 +474,45 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 	/* a draft's rename changes only the tables: no commit, no writer */
 	pthread_mutex_lock(&w->names_lock);
-	enum what what = resolve(fs, field, name, &d, &id, &alias);
-	enum what to = resolve(fs, field, newname, &td, &tid, &talias);
-	record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
-	if (what == W_NONE || what == W_ID)
-		rc = -ENOENT;
-	else if ((flags & RENAME_NOREPLACE) && (to == W_DRAFT || to == W_RECORD))
-		rc = -EEXIST;
-	else if (!record)
-		rc = rename_draft(fs, field, d, newname, to, td, tid, talias);
+	if (!dir_of(fs, parent, &field) || !dir_of(fs, newparent, &tfield)) {
+		rc = -EPERM;
+	} else if (field != tfield) {
+		rc = -EXDEV; /* between fields: mv copies and removes instead */
+	} else {
+		what = resolve(fs, parent, field, name, &d, &id, &alias);
+		to = resolve(fs, newparent, field, newname, &td, &tid, &talias);
+		record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
+		if (what == W_NONE || what == W_ID)
+			rc = -ENOENT;
+		else if ((flags & RENAME_NOREPLACE) && (to == W_DRAFT || to == W_RECORD))
+			rc = -EEXIST;
+		else if (record && to == W_DRAFT && td->kind == WN_DIR)
+			rc = -EISDIR;
+		else if (!record)
+			rc = rename_draft(fs, field, d, newparent, newname, to, td, tid, talias);
+	}
 	pthread_mutex_unlock(&w->names_lock);
 	if (rc == 0 && record) {
 		pthread_mutex_lock(&w->lock);
 		if ((rc = settle_stored(fs)) == 0) {
 			pthread_mutex_lock(&w->names_lock);
-			what = resolve(fs, field, name, &d, &id, &alias);
-			to = resolve(fs, field, newname, &td, &tid, &talias);
-			pthread_mutex_unlock(&w->names_lock);
-			if (what == W_DRAFT) { /* a draft again, by another's rename meanwhile */
-				pthread_mutex_lock(&w->names_lock);
-				rc = rename_draft(fs, field, d, newname, to, td, tid, talias);
-				pthread_mutex_unlock(&w->names_lock);
-			} else if (what != W_RECORD) {
+			what = resolve(fs, parent, field, name, &d, &id, &alias);
+			to = resolve(fs, newparent, field, newname, &td, &tid, &talias);
+			if (what == W_DRAFT) /* a draft again, by another's rename meanwhile */
+				rc = rename_draft(fs, field, d, newparent, newname, to, td, tid,
+						  talias);
+			else if (what != W_RECORD)
 				rc = -ENOENT;
-			} else if (to == W_RECORD && tid == id) { /* onto its own other name */
-				pthread_mutex_lock(&w->names_lock);
-				if (alias)
-					zrfs_alias_drop(w, field, name);
-				pthread_mutex_unlock(&w->names_lock);
-			} else {
-				rc = rename_record(fs, field, id, name, alias, newname, to, td, tid,
-						   talias);
-			}
+			else if (to == W_RECORD && tid == id && alias) /* onto its own other name */
+				zrfs_alias_drop(w, parent, name);
+			pthread_mutex_unlock(&w->names_lock);
+			if (what == W_RECORD && !(to == W_RECORD && tid == id))
+				rc = rename_record(fs, field, id, parent, name, alias, newparent,
+						   newname, to, td, tid);
 		}
 		pthread_mutex_unlock(&w->lock);
 	}
-	/* the kernel holds the directory's lock: it is told of the names
+	/* the kernel holds the directories' locks: it is told of the names
 	 * that changed just after this answer */
 	zrfs_reply_status(req, rc);
 }
@@ -484,13 +653,15 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	uint64_t id;
 	int rc = -ENOENT;
 
-	if (!w || !field_dir(fs, parent, &field))
+	if (!w)
 		return -ENOENT;
 	pthread_mutex_lock(&w->names_lock);
-	if ((d = zrfs_draft_find(w, field, name, v->gen)) != NULL) {
+	if (!dir_of(fs, parent, &field)) {
+		rc = -ENOENT;
+	} else if ((d = zrfs_draft_find(w, parent, name, v->gen)) != NULL) {
 		*out = d->ino;
 		rc = 0;
-	} else if (zrfs_alias_find(w, field, name, &id) == 0 && id < v->n &&
+	} else if (zrfs_alias_find(w, parent, name, &id) == 0 && id < v->n &&
 		   zrfs_record_listed(v, field, id)) {
 		*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 		rc = 0;
@@ -530,6 +701,11 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 
 	if (rc < 0)
 		return rc;
+	if (d && d->kind == WN_DIR) {
+		zrfs_dir_attr(fs, v, ino, st);
+		zrfs_node_put(d);
+		return 0;
+	}
 	if (!d) { /* a record now */
 		rc = zrfs_record_attr(fs, v, ino, field, id, st);
 		return rc == -ENOENT ? -ESTALE : rc;
@@ -560,6 +736,8 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		zrfs_names_end(fs);
 		zrfs_record_read(req, fs, cur, rec, field, id, size, off);
 		zrfs_view_put(cur);
+	} else if (d->kind == WN_DIR) {
+		fuse_reply_err(req, EISDIR);
 	} else if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
@@ -588,19 +766,18 @@ static int writing_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 	unsigned field;
 	int rc = 0;
 
-	if (writing_owns(fs, dir))
-		return -ENOTDIR;
-	if (!w || !field_dir(fs, dir, &field))
+	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->names_lock);
-	for (struct wnode *d = w->first; d; d = d->next)
-		if (d->field == field && DRAFT_POS + d->seq >= pos && own_entry(v, d)) {
+	if (!dir_of(fs, dir, &field))
+		rc = writing_owns(fs, dir) ? -ENOTDIR : 0;
+	for (struct wnode *d = w->first; d && rc == 0; d = d->next)
+		if (d->parent == dir && DRAFT_POS + d->seq >= pos && own_entry(v, d)) {
 			snprintf(out->name, sizeof out->name, "%s", d->name);
 			out->ino = d->ino;
-			out->type = S_IFREG;
+			out->type = d->kind == WN_DIR ? S_IFDIR : S_IFREG;
 			out->pos = DRAFT_POS + d->seq;
 			rc = 1;
-			break;
 		}
 	pthread_mutex_unlock(&w->names_lock);
 	return rc;
@@ -611,14 +788,13 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d;
-	unsigned field;
 	bool yes = false;
 
-	if (!w || !field_dir(fs, dir, &field))
+	if (!w || dir < ZRFS_INO_DIR || dir >= ZRFS_INO_DIR + fs->nfields)
 		return false;
 	pthread_mutex_lock(&w->names_lock);
 	/* a record's entry is at 2 + id (tree.c) */
-	if ((d = zrfs_draft_targeting(w, field, e->pos - 2)) != NULL &&
+	if ((d = zrfs_draft_targeting(w, (unsigned)(dir - ZRFS_INO_DIR), e->pos - 2)) != NULL &&
 	    !zrfs_draft_settled(d, v->gen)) {
 		e->ino = d->ino;
 		yes = true;

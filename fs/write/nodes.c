@@ -100,9 +100,9 @@ void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id
 
 /* ---- drafts ---- */
 
-static uint64_t name_hash(unsigned field, const char *name)
+static uint64_t name_hash(fuse_ino_t parent, const char *name)
 {
-	return zrfs_hash(name, strlen(name), field);
+	return zrfs_hash(name, strlen(name), parent);
 }
 
 static struct winode *inode_add(struct zrfs_writes *w, fuse_ino_t ino)
@@ -132,6 +132,22 @@ static void inode_del(struct zrfs_writes *w, struct winode *i)
 	free(i);
 }
 
+struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino)
+{
+	struct winode *i = zrfs_inode_find(w, ino);
+
+	return i && i->draft && i->draft->kind == WN_DIR && i->draft->listed ? i->draft : NULL;
+}
+
+/* One more (@by 1) or one less (-1) entry in directory @parent. */
+static void count_child(struct zrfs_writes *w, fuse_ino_t parent, int by)
+{
+	struct wnode *dir = zrfs_node_dir(w, parent);
+
+	if (dir)
+		dir->children += (size_t)by;
+}
+
 int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 {
 	struct winode *i;
@@ -140,7 +156,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	d->ino = ZRFS_INO_STAGED | d->seq;
 	if (!(i = inode_add(w, d->ino)))
 		return -ENOMEM;
-	if (zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->field, d->name)) < 0) {
+	if (zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->parent, d->name)) < 0) {
 		inode_del(w, i);
 		return -ENOMEM;
 	}
@@ -152,34 +168,70 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	*(w->last ? &w->last->next : &w->first) = d;
 	w->last = d;
 	d->listed = true;
-	w->ndrafts++;
+	count_child(w, d->parent, 1);
+	if (d->kind == WN_DIR)
+		w->ndirs++;
+	else
+		w->ndrafts++;
 	zrfs_node_ref(d); /* the tables' */
 	return 0;
 }
 
-struct wnode *zrfs_draft_find(struct zrfs_writes *w, unsigned field, const char *name,
+struct wnode *zrfs_draft_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name,
 			      uint64_t gen)
 {
-	for (struct zrfs_link *l = zrfs_table_first(&w->drafts_by_name, name_hash(field, name)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&w->drafts_by_name, name_hash(parent, name)); l;
 	     l = zrfs_table_next(l)) {
 		struct wnode *d = zrfs_container(l, struct wnode, by_name);
-		if (d->field == field && strcmp(d->name, name) == 0)
+		if (d->parent == parent && strcmp(d->name, name) == 0)
 			return gen && zrfs_draft_settled(d, gen) ? NULL : d;
 	}
 	return NULL;
 }
 
-int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, const char *name)
+int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent, const char *name)
 {
 	char *copy = strdup(name);
 
 	if (!copy)
 		return -ENOMEM;
 	zrfs_table_del(&w->drafts_by_name, &d->by_name);
+	count_child(w, d->parent, -1);
 	free(d->name);
 	d->name = copy;
+	d->parent = parent;
+	count_child(w, d->parent, 1);
 	/* the bucket array only grows: adding back what was there cannot fail */
-	zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->field, d->name));
+	zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->parent, d->name));
+	return 0;
+}
+
+bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d)
+{
+	for (int depth = 0; d && depth < ZRFS_NAME_MAX; depth++) {
+		if (zrfs_name_hidden(d->name))
+			return true;
+		d = zrfs_node_dir(w, d->parent);
+	}
+	return false;
+}
+
+int zrfs_node_path(struct zrfs_writes *w, const struct wnode *d, char *buf, size_t cap)
+{
+	size_t at = cap - 1;
+
+	buf[at] = 0;
+	for (int depth = 0; d; depth++) {
+		size_t len = strlen(d->name);
+		if (len + (at < cap - 1) > at || depth >= ZRFS_NAME_MAX)
+			return -ENAMETOOLONG;
+		if (at < cap - 1)
+			buf[--at] = '/';
+		at -= len;
+		memcpy(buf + at, d->name, len);
+		d = zrfs_node_dir(w, d->parent);
+	}
+	memmove(buf, buf + at, cap - at);
 	return 0;
 }
 
@@ -214,12 +266,15 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 		return;
 	if (d->id != NO_ID)
 		zrfs_table_del(&w->targets, &d->by_target);
+	count_child(w, d->parent, -1);
 	d->listed = false;
 	zrfs_table_del(&w->drafts_by_name, &d->by_name);
 	*(d->prev ? &d->prev->next : &w->first) = d->next;
 	*(d->next ? &d->next->prev : &w->last) = d->prev;
 	d->next = d->prev = NULL;
-	if (d->stored == NO_ID)
+	if (d->kind == WN_DIR)
+		w->ndirs--;
+	else if (d->stored == NO_ID)
 		w->ndrafts--;
 	/* its number, for as long as the kernel holds it: the record it became,
 	 * or (removed, replaced) the bytes it has, as an unlinked file keeps
@@ -242,8 +297,8 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 	char own[ZRFS_NAME_MAX + 1];
 
 	zrfs_record_name_format(&fs->fields[d->field], id, own, sizeof own);
-	if (strcmp(own, d->name) != 0)
-		zrfs_alias_set(w, d->field, d->name, id);
+	if (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0)
+		zrfs_alias_set(w, d->parent, d->field, d->name, id);
 	d->stored = id;
 	zrfs_draft_unlist(w, d);
 	/* its handles write the record from now on */
@@ -309,20 +364,20 @@ void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uin
 
 /* ---- aliases ---- */
 
-static struct walias *alias_find(struct zrfs_writes *w, unsigned field, const char *name)
+static struct walias *alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name)
 {
-	for (struct zrfs_link *l = zrfs_table_first(&w->aliases, name_hash(field, name)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&w->aliases, name_hash(parent, name)); l;
 	     l = zrfs_table_next(l)) {
 		struct walias *a = zrfs_container(l, struct walias, link);
-		if (a->field == field && strcmp(a->name, name) == 0)
+		if (a->parent == parent && strcmp(a->name, name) == 0)
 			return a;
 	}
 	return NULL;
 }
 
-int zrfs_alias_find(struct zrfs_writes *w, unsigned field, const char *name, uint64_t *id)
+int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t *id)
 {
-	struct walias *a = alias_find(w, field, name);
+	struct walias *a = alias_find(w, parent, name);
 
 	if (!a || a->id == NO_ID)
 		return -ENOENT;
@@ -339,9 +394,10 @@ static void alias_del(struct zrfs_writes *w, struct walias *a)
 	free(a);
 }
 
-void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uint64_t id)
+void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, const char *name,
+		    uint64_t id)
 {
-	struct walias *a = alias_find(w, field, name);
+	struct walias *a = alias_find(w, parent, name);
 	size_t len = strlen(name);
 
 	if (a) {
@@ -352,12 +408,13 @@ void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uin
 		alias_del(w, w->alias_oldest);
 	if (!(a = malloc(sizeof *a + len + 1)))
 		return; /* short of memory: the name is forgotten, the record stays */
+	a->parent = parent;
 	a->field = field;
 	a->id = id;
 	a->newer = NULL;
 	a->older = w->alias_newest;
 	memcpy(a->name, name, len + 1);
-	if (zrfs_table_add(&w->aliases, &a->link, name_hash(field, name)) < 0) {
+	if (zrfs_table_add(&w->aliases, &a->link, name_hash(parent, name)) < 0) {
 		free(a);
 		return;
 	}
@@ -366,12 +423,21 @@ void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uin
 	w->naliases++;
 }
 
-void zrfs_alias_drop(struct zrfs_writes *w, unsigned field, const char *name)
+void zrfs_alias_drop(struct zrfs_writes *w, fuse_ino_t parent, const char *name)
 {
-	struct walias *a = alias_find(w, field, name);
+	struct walias *a = alias_find(w, parent, name);
 
 	if (a)
 		alias_del(w, a);
+}
+
+void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent)
+{
+	for (struct walias *a = w->alias_oldest, *next; a; a = next) {
+		next = a->newer;
+		if (a->parent == parent)
+			alias_del(w, a);
+	}
 }
 
 /* ---- records moving ---- */
@@ -421,10 +487,12 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 
 	while (w->first) {
 		struct wnode *d = w->first;
-		if (d->stored == NO_ID)
+		char path[4 * ZRFS_NAME_MAX];
+		if (d->kind != WN_DIR && d->stored == NO_ID &&
+		    zrfs_node_path(w, d, path, sizeof path) == 0)
 			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s at unmount, never stored\n",
 				 fs->dataset, fs->fields[d->field].name,
-				 zrfs_log_name(d->name, esc, sizeof esc),
+				 zrfs_log_name(path, esc, sizeof esc),
 				 d->handles ? "still being written" : "a temporary file");
 		zrfs_draft_unlist(w, d);
 	}

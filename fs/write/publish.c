@@ -125,8 +125,8 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id)
 
 	if (id < w->made_from || id > last)
 		return 0;
-	for (unsigned f = 0; f < fs->nfields; f++)
-		if ((rc = zr_present(w->ds, f, id)) != 0)
+	for (unsigned f = 0; f < fs->nfields; f++) /* its name is not a value */
+		if ((int)f != w->names_field && (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n", fs->dataset,
@@ -160,7 +160,8 @@ int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id)
 	return commit(fs);
 }
 
-int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to)
+int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
+			  const char *name)
 {
 	struct zrfs_writes *w = fs->writes;
 	unsigned version;
@@ -168,8 +169,9 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 
 	if (from == to)
 		return 0;
-	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, NULL)) < 0)
-		return rc; /* onto the next id's name: a new record takes the value */
+	/* onto a name no record has: a new record takes the value, named so */
+	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, name)) < 0)
+		return rc;
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n", fs->dataset,
 			 fs->fields[field].name, (unsigned long long)from, (unsigned long long)to,
@@ -197,11 +199,8 @@ int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const ch
 	struct zrfs_writes *w = fs->writes;
 	int rc;
 
-	pthread_mutex_lock(&w->names_lock);
-	zrfs_alias_set(w, field, name, id);
-	pthread_mutex_unlock(&w->names_lock);
 	if (w->names_field < 0 || (unsigned)w->names_field == field)
-		return 0; /* a name the mount keeps while it lives */
+		return 0; /* the dataset keeps no names: the mount's alias is all */
 	rc = set_value(fs, (unsigned)w->names_field, id, name_value(fs, field, name), NULL);
 	return rc < 0 ? rc : commit(fs);
 }
@@ -227,7 +226,7 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 	if (rc == 0 && (rc = commit(fs)) > 0) {
 		n->changed = n->truncated = false;
 		n->owner = 0;
-		n->cutter = 0;
+		n->cutter = n->shaper = 0;
 	}
 	return rc;
 }
@@ -243,7 +242,8 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 {
 	struct zrfs_writes *w = fs->writes;
 
-	if (d->ready || d->detached || !d->listed || zrfs_name_hidden(d->name))
+	if (d->ready || d->detached || !d->listed || d->kind != WN_DRAFT ||
+	    zrfs_node_hidden(fs->writes, d))
 		return;
 	d->ready = true;
 	if (w->nready++ == 0)
@@ -254,16 +254,16 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 		pthread_cond_signal(&w->wake);
 }
 
-/* Log where draft @d went, if not under its own name. */
-static void say_placed(struct zrfs *fs, const struct wnode *d, uint64_t id)
+/* Log where draft @d, at @path, went, if not under its own name. */
+static void say_placed(struct zrfs *fs, const struct wnode *d, const char *path, uint64_t id)
 {
 	const char *field = fs->fields[d->field].name;
-	char to[ZRFS_NAME_MAX + 1], esc[ZRFS_LOG_NAME_MAX];
+	char to[ZRFS_NAME_MAX + 1], esc[ZRFS_LOG_NAME_MAX * 4];
 
 	zrfs_record_name_format(&fs->fields[d->field], id, to, sizeof to);
-	if (strcmp(to, d->name) != 0)
+	if (strcmp(to, path) != 0)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
-			 zrfs_log_name(d->name, esc, sizeof esc), field, to);
+			 zrfs_log_name(path, esc, sizeof esc), field, to);
 }
 
 /* Store draft @d (w->lock and d->lock held; checked to be a listed draft
@@ -274,27 +274,32 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	struct zrfs_writes *w = fs->writes;
 	uint64_t n = zr_length(w->ds);
 	uint64_t id = d->stored != NO_ID ? d->stored : d->id != NO_ID && d->id < n ? d->id : n;
+	char path[4 * ZRFS_NAME_MAX];
 	zr_value v;
 	void *map;
 	int rc;
 
 	if (d->error)
 		return d->error;
-	if ((rc = check_shape(fs, d->field, d->name, atomic_load(&d->val.size))) < 0 ||
+	pthread_mutex_lock(&w->names_lock);
+	rc = zrfs_node_path(w, d, path, sizeof path);
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc < 0 || (rc = check_shape(fs, d->field, path, atomic_load(&d->val.size))) < 0 ||
 	    (rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
 		return rc;
-	rc = set_value(fs, d->field, id, v, d->stored == NO_ID && id == n ? d->name : NULL);
+	rc = set_value(fs, d->field, id, v, d->stored == NO_ID && id == n ? path : NULL);
 	zrfs_value_unmap(map, v.len);
 	if (rc < 0)
 		return rc;
 	d->changed = false;
+	d->shaper = 0;
 	pthread_mutex_lock(&w->names_lock);
 	if (d->stored == NO_ID) {
 		d->stored = id;
 		w->ndrafts--;
 	}
 	pthread_mutex_unlock(&w->names_lock);
-	say_placed(fs, d, id);
+	say_placed(fs, d, path, id);
 	return 0;
 }
 

@@ -72,6 +72,8 @@
 #define DRAFTS_MAX 1024
 /* Aliases kept; the oldest is forgotten past it. */
 #define ALIASES_MAX 65536
+/* Directories made through a mount, at most. */
+#define DIRS_MAX 4096
 /* Record numbers moved by renames, kept until the kernel forgets them. */
 #define MOVED_MAX (1u << 20)
 /* Listing positions of drafts in a field directory (records: 2 + id). */
@@ -113,7 +115,7 @@ void zrfs_value_unmap(void *map, size_t len);
 
 /* ---- nodes.c: nodes, names and numbers ---- */
 
-enum wnode_kind { WN_RECORD, WN_DRAFT };
+enum wnode_kind { WN_RECORD, WN_DRAFT, WN_DIR };
 
 struct wnode {
 	atomic_uint refs;     /* handles, tables, whoever works on it */
@@ -121,8 +123,10 @@ struct wnode {
 	/* under w->names_lock */
 	enum wnode_kind kind;
 	uint64_t id;          /* a record node's record; a draft's target (NO_ID: appended) */
-	char *name;           /* a draft's name in its field directory */
+	fuse_ino_t parent;    /* a draft's (or directory's) directory: its field's, or a directory */
+	char *name;           /* its name there */
 	fuse_ino_t ino;       /* a draft's number (ZRFS_INO_STAGED | seq) */
+	size_t children;      /* a directory's drafts and directories */
 	uint64_t seq;         /* a draft's: creation order, its listing position */
 	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
@@ -140,6 +144,7 @@ struct wnode {
 	bool truncated;       /* emptied by an open(O_TRUNC), nothing written since */
 	uint64_t owner;       /* lock owner of the last write since stored; 0: none */
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
+	pid_t shaper;         /* process that emptied it opening it (O_TRUNC) or created it */
 	int error;            /* a write failed (-errno): never stored */
 };
 
@@ -157,6 +162,7 @@ struct winode {
 
 struct walias {
 	struct zrfs_link link;
+	fuse_ino_t parent;    /* the directory it is in */
 	unsigned field;
 	uint64_t id;
 	struct walias *older, *newer;
@@ -179,6 +185,7 @@ struct zrfs_writes {
 	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndrafts;       /* drafts not stored yet */
+	size_t ndirs;         /* directories made through the mount */
 	uint64_t seq;
 	struct walias *alias_oldest, *alias_newest;
 	size_t naliases;
@@ -212,13 +219,24 @@ struct wnode *zrfs_node_new(unsigned field, enum wnode_kind kind, uint64_t id);
 /* The record node of (@field, @id), made if there is none (referenced):
  * NULL out of memory. */
 struct wnode *zrfs_node_of_record(struct zrfs_writes *w, unsigned field, uint64_t id);
-/* Drafts: add @d (named, its number given here) to the tables and the
- * list; find one by name (not settled in view generation @gen: 0 for any);
- * rename; take off every table (the node keeps its references). */
+/* Drafts (new files, and directories made for them: WN_DIR): add @d
+ * (with its parent, name and field; its number given here) to the tables
+ * and the list; find one by name (not settled in view generation @gen: 0
+ * for any); move it; take it off every table (the node keeps its
+ * references). */
 int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d);
-struct wnode *zrfs_draft_find(struct zrfs_writes *w, unsigned field, const char *name,
+struct wnode *zrfs_draft_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name,
 			      uint64_t gen);
-int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, const char *name);
+int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent, const char *name);
+void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
+/* The directory made through the mount that @ino is (NULL: none). */
+struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino);
+/* Whether draft @d is a temporary file: its name, or a directory's it is
+ * in, starts with a dot. */
+bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d);
+/* @d's path below its field directory ("dir/name") into @buf: 0 or
+ * -ENAMETOOLONG. */
+int zrfs_node_path(struct zrfs_writes *w, const struct wnode *d, char *buf, size_t cap);
 /* Draft @d will replace or fill record @id (NO_ID: none, appended); the
  * listed draft that will replace (@field, @id), if any. */
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
@@ -242,11 +260,13 @@ struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino);
 void zrfs_inode_looked_up(struct zrfs_writes *w, fuse_ino_t ino);
 void zrfs_inode_forget(struct zrfs_writes *w, fuse_ino_t ino, uint64_t n);
 void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id);
-/* Aliases: the record @name names in field directory @field (0 with *id,
- * or -ENOENT); name one; forget one. */
-int zrfs_alias_find(struct zrfs_writes *w, unsigned field, const char *name, uint64_t *id);
-void zrfs_alias_set(struct zrfs_writes *w, unsigned field, const char *name, uint64_t id);
-void zrfs_alias_drop(struct zrfs_writes *w, unsigned field, const char *name);
+/* Aliases: the record @name names in directory @parent (0 with *id, or
+ * -ENOENT); name one (of field @field); forget one, or all in @parent. */
+int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t *id);
+void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, const char *name,
+		    uint64_t id);
+void zrfs_alias_drop(struct zrfs_writes *w, fuse_ino_t parent, const char *name);
+void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent);
 /* Everything here that refers to record @from of @field (every field if
  * @field is ZR_FIELDS_MAX) refers to @to from now on (NO_ID: to nothing):
  * a record moved by a delete, or a value moved by a rename. */
@@ -271,11 +291,13 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d);
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
 /* (w->lock held) Make (@field, @id) missing, then remove the record if it
  * was made through this mount and has no value left; move the value of
- * @from onto @to (removing @from likewise); name record @id @name (where
- * the dataset keeps names). Each commits and makes the mount show it: the
- * generation, or a negative code (logged). */
+ * @from onto @to (@to the length: a new record, named @name where the
+ * dataset keeps names), removing @from likewise; name record @id @name.
+ * Each commits and makes the mount show it: the generation (0: nothing to
+ * commit), or a negative code (logged). */
 int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id);
-int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to);
+int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
+			  const char *name);
 int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name);
 /* The thread committing drafts in groups: start, and stop (committing what
  * is ready). */

@@ -15,6 +15,14 @@ the writer touches, then SIGKILL the daemon at a random instant. Checked:
   write of the same record may have replaced it (its close began); every
   record the writer never touched is as it was.
 
+Then, on one mount that stays, programs that write are killed instead
+(SIGKILL or SIGTERM, at a random instant): a Python writer replacing a
+record in many writes, cp and dd of a large file onto a record, a shell
+that opened a record for its redirection and exec'd a program that never
+writes, a Python writer making a new file. After each, the record has its
+old value or the whole new one, never what the killed program had written
+so far, and a new file of a killed writer is not there at all, or whole.
+
 Exit 0 on success; a message and 1 on the first failure.
 """
 import ctypes
@@ -186,6 +194,76 @@ class Trial:
                                            -1 if v is None else len(v) for v in had)))
 
 
+def program_kills(rng, trials):
+    """Programs killed while they write through a mount that stays."""
+    big = '%s.big' % DS
+    with open(big, 'wb') as f:
+        f.write(bytes(rng.randrange(256) for _ in range(1 << 16)) * 64)  # 4 MiB
+    whole = open(big, 'rb').read()
+    writer = ('import os, sys\n'
+              'fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n'
+              'data = open(sys.argv[2], "rb").read()\n'
+              'for at in range(0, len(data), 4096):\n'
+              '    os.write(fd, data[at:at + 4096])\n'
+              'os.close(fd)\n')
+    log = open('%s.log' % DS, 'ab')
+    d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'writable', '-f'], stderr=log)
+    DAEMON[:] = [d]
+    t0 = time.monotonic()
+    while not mounted():
+        if d.poll() is not None or time.monotonic() - t0 > 30:
+            fail('program kills: not mounted (daemon exit %s)' % d.poll())
+    n, _ = snapshot_count()
+    kinds = [('python', None), ('cp', None), ('dd', None), ('exec sleep', None),
+             ('new file', None)]
+    for trial in range(trials):
+        kind = rng.choice(kinds)[0]
+        i = rng.randrange(n)
+        path = '%s/txt/%d.txt' % (MNT, i) if kind != 'new file' else \
+            '%s/txt/killed%d.txt' % (MNT, trial)
+        try:
+            old = open(path, 'rb').read()
+        except FileNotFoundError:
+            old = None
+        if kind in ('python', 'new file'):
+            argv = ['/usr/bin/python3', '-c', writer, path, big]
+        elif kind == 'cp':
+            argv = ['cp', big, path]
+        elif kind == 'dd':
+            argv = ['dd', 'if=' + big, 'of=' + path, 'bs=4k', 'status=none']
+        else:
+            argv = ['sh', '-c', 'exec sleep 60 > "$1"', 'sh', path]
+        p = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+        time.sleep(rng.random() * 0.2)  # the instant of the kill, not a synchronisation
+        p.send_signal(rng.choice((signal.SIGKILL, signal.SIGTERM)))
+        p.wait()
+        fd = os.open('%s/txt' % MNT, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(fd)  # new files ready are committed now
+        os.close(fd)
+        try:
+            now = open(path, 'rb').read()
+        except FileNotFoundError:
+            now = None
+        if now != old and now != whole:
+            fail('program kill %d (%s, exit %d): %s holds %s bytes: neither its old value '
+                 '(%s) nor the whole new one' % (trial, kind, p.returncode, path,
+                                                  None if now is None else len(now),
+                                                  None if old is None else len(old)))
+    subprocess.run(['fusermount3', '-u', MNT], capture_output=True)
+    if d.wait() != 0:
+        fail('program kills: the daemon exited %d' % d.returncode)
+    log.close()
+    r = zr('verify', DS, check=False)
+    if r.returncode != 0:
+        fail('program kills: zr verify: %s%s' % (r.stdout.decode(), r.stderr.decode()))
+
+
+def snapshot_count():
+    n = int(next(l.split()[1] for l in zr('info', DS).stdout.decode().splitlines()
+                 if l.startswith('records')))
+    return n, None
+
+
 def main():
     rng = random.Random(int(os.environ.get('SEED', '7')))
     zr('create', DS, '--field', 'txt:bytes:flate:ext=txt', '--field', 'lab:i64:shape=')
@@ -249,6 +327,10 @@ def main():
         n, values = n2, values2
     print('%d daemons killed while writing (%d stuck until the mount was aborted); '
           'every fsync\'d value kept' % (TRIALS, aborted))
+    kills = int(os.environ.get('PROGRAM_KILLS', '60'))
+    program_kills(rng, kills)
+    print('%d writing programs killed: every record old or whole, no new file cut short'
+          % kills)
 
 
 main()

@@ -1,0 +1,270 @@
+"""write_programs.py - the programs people edit files with, each run on a
+native directory and on a writable mount of the same files, compared.
+
+usage: write_programs.py ZR ZRFS SCRATCH [NAME...]
+
+The files are eight text records, 0.txt .. 7.txt, imported with their names
+(zr import dir). For each program of the matrix (or those named), in a
+fresh copy: the native directory and the dataset start with the same
+files; the program runs in the native directory and in the field
+directory of a writable mount, and a reader on a second, read-only mount
+of the dataset reads every file over and over meanwhile. Then, after the
+mount is gone:
+- `zr export dir` writes every record back under its name: the same files,
+  byte for byte, as the native directory (a new file keeps the name it was
+  written under; a file renamed away leaves nothing behind);
+- no program made a record it did not mean to: the dataset has the
+  records it started with plus one per name the native directory gained;
+- zr verify is clean, and the daemon logged nothing it never stored;
+- every read of the reader was a value some program finished (zrfs(8),
+  WRITING THROUGH THE MOUNT): one of the first values or one of the
+  native directory's last, never a file half written.
+
+Exit 0 on success; a message and 1 on the first failure.
+"""
+import errno
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+
+ZR, ZRFS, T = sys.argv[1:4]
+ONLY = set(sys.argv[4:])
+PY = '/usr/bin/python3'
+VIM = shutil.which('vim.tiny') or shutil.which('vim')
+SRC = os.path.join(T, 'src')      # what the programs copy in
+FIRST = os.path.join(T, 'first')  # the files both sides start with
+TEMPLATE = os.path.join(T, 'template')
+
+# Python's atomic save, as tempfile's users and many libraries write it.
+SAVE = ('import os, tempfile\n'
+        'fd, tmp = tempfile.mkstemp(dir=".")\n'
+        'os.write(fd, b"saved atomically\\n")\n'
+        '%s'
+        'os.close(fd)\n'
+        'os.replace(tmp, "3.txt")\n')
+
+# A writer that forks: the child exits, another program inherits the
+# descriptor and exits; neither close publishes what the parent is writing.
+FORK = ('import os, subprocess\n'
+        'fd = os.open("7.txt", os.O_WRONLY | os.O_TRUNC)\n'
+        'os.write(fd, b"one\\n")\n'
+        'pid = os.fork()\n'
+        'if pid == 0:\n'
+        '    os._exit(0)\n'
+        'os.waitpid(pid, 0)\n'
+        'subprocess.run(["sh", "-c", "exit 0"], pass_fds=[fd], check=True)\n'
+        'os.write(fd, b"two\\n")\n'
+        'os.close(fd)\n')
+
+# The matrix: a name, a shell command run in the directory ($SRC set), and
+# values a reader may see besides the first and the last (what the model
+# lets a program publish on its way, and why).
+MATRIX = [
+    ('sed -i', "sed -i 's/a/A/g' 1.txt"),
+    ('perl -pi', "perl -pi -e 's/b/B/g' 2.txt"),
+    ('python atomic save, fsync', "%s -c '%s'" % (PY, SAVE % 'os.fsync(fd)\n')),
+    ('python atomic save', "%s -c '%s'" % (PY, SAVE % '')),
+    ('vim backupcopy=yes', VIM + " -u NONE -N -es -c 'set backupcopy=yes writebackup "
+     "backupskip=' -c '%s/c/C/g' -c wq 4.txt"),
+    ('vim backupcopy=no', VIM + " -u NONE -N -es -c 'set backupcopy=no writebackup "
+     "backupskip=' -c '%s/c/C/g' -c wq 4.txt"),
+    ('sh >', "printf 'replaced by a redirection\\n' > 5.txt"),
+    ('sh >>', "printf 'appended\\n' >> 6.txt"),
+    ('a writer that forks', "%s -c '%s'" % (PY, FORK)),
+    # a builtin's redirection (>&3) duplicates the descriptor and closes the
+    # duplicate after printf wrote: that close is the writing process's
+    ('sh exec 3> and forked children', "exec 3>7.txt; printf 'one\\n' >&3; (true); "
+     "sh -c 'exit 0'; printf 'two\\n' >&3; exec 3>&-", [b'one\n']),
+    ('dd conv=notrunc', "printf XYZ | dd of=0.txt bs=1 seek=2 conv=notrunc status=none"),
+    ('cp', 'cp "$SRC/new1.txt" 1.txt && cp "$SRC/new2.txt" copied.txt'),
+    ('cp -a', 'cp -a "$SRC/new3.txt" "$SRC/new1.txt" .'),
+    ('install', 'install -m 644 "$SRC/new1.txt" 2.txt'),
+    ('tar x', 'tar -xf "$SRC/files.tar"'),
+    ('rsync', 'rsync -r "$SRC/r/" ./'),
+    ('rsync --inplace', 'rsync --inplace "$SRC/r/4.txt" 4.txt'),
+    ('rsync --delay-updates', 'rsync -r --delay-updates "$SRC/r/" ./'),
+    ('rsync -a twice', 'rsync -a "$SRC/r/" ./ && rsync -a "$SRC/r/" ./'),
+    ('truncate', 'truncate -s 3 5.txt && truncate -s 0 6.txt && truncate -s 9 cut.txt'),
+    ('touch a new name', 'touch touched.txt'),
+    ('mv to a new name', 'mv 7.txt moved.txt'),
+    ('mv onto a file', 'mv 1.txt 2.txt'),
+    ('rm', 'rm 3.txt'),
+]
+
+
+def fail(msg):
+    print('FAIL: ' + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def run(args, **kw):
+    r = subprocess.run(args, capture_output=True, **kw)
+    if r.returncode != 0:
+        fail('%s exited %d: %s' % (' '.join(args), r.returncode,
+                                   (r.stderr or r.stdout).decode(errors='replace')[-400:]))
+    return r
+
+
+def make_inputs():
+    os.makedirs(FIRST)
+    for i in range(8):
+        lines = ''.join('record %d, line %d: abc bcd cde\n' % (i, k) for k in range(i + 2))
+        open(os.path.join(FIRST, '%d.txt' % i), 'w').write(lines)
+    os.makedirs(os.path.join(SRC, 'r'))
+    for k in (1, 2, 3):
+        open(os.path.join(SRC, 'new%d.txt' % k), 'w').write('new file %d\n' % k * k)
+    open(os.path.join(SRC, 'r', '4.txt'), 'w').write('rsynced over record 4\n')
+    open(os.path.join(SRC, 'r', 'rnew.txt'), 'w').write('a new file by rsync\n')
+    t = os.path.join(T, 'tarred')
+    os.makedirs(t)
+    open(os.path.join(t, '3.txt'), 'w').write('record 3 from a tar\n')
+    open(os.path.join(t, 'tarred.txt'), 'w').write('a new file from a tar\n')
+    with tarfile.open(os.path.join(SRC, 'files.tar'), 'w') as tar:
+        for n in ('3.txt', 'tarred.txt'):
+            tar.add(os.path.join(t, n), n)
+    run([ZR, 'import', 'dir', FIRST, TEMPLATE, '--field', 'txt', '--compress', 'flate'])
+
+
+def files(d):
+    """Every file under @d: relative path -> bytes."""
+    out = {}
+    for root, dirs, names in os.walk(d):
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, d)] = open(p, 'rb').read()
+    return out
+
+
+def sha(b):
+    return hashlib.sha1(b).hexdigest()
+
+
+class Mount:
+    def __init__(self, ds, at, log, *opts):
+        os.makedirs(at)
+        self.at = at
+        self.log = open(log, 'ab')
+        self.proc = subprocess.Popen([ZRFS, ds, at, '-f'] + list(opts), stderr=self.log)
+        while not os.path.ismount(at):
+            if self.proc.poll() is not None:
+                fail('zrfs %s exited %s' % (' '.join(opts), self.proc.returncode))
+
+    def close(self):
+        if os.path.ismount(self.at):
+            subprocess.run(['fusermount3', '-u', self.at], capture_output=True)
+        try:
+            rc = self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            subprocess.run(['umount', '-l', self.at], capture_output=True)
+            rc = self.proc.wait()
+        self.log.close()
+        return rc
+
+
+class Reader:
+    """Reads every file of a field directory of a read-only mount over and
+    over until stopped, keeping what each read returned."""
+
+    def __init__(self, d):
+        self.d, self.seen, self.errors, self.stop = d, set(), [], False
+        self.reads = 0
+        self.thread = threading.Thread(target=self.loop)
+        self.thread.start()
+
+    def loop(self):
+        while not self.stop:
+            try:
+                names = os.listdir(self.d)
+            except OSError as e:
+                self.errors.append('listing: %s' % e)
+                return
+            for n in names:
+                try:
+                    with open(os.path.join(self.d, n), 'rb') as f:
+                        self.seen.add(sha(f.read()))
+                    self.reads += 1
+                except OSError as e:
+                    if e.errno != errno.ENOENT:  # gone meanwhile
+                        self.errors.append('%s: %s' % (n, e))
+
+    def finish(self):
+        self.stop = True
+        self.thread.join()
+
+
+def entry(k, name, cmd, also=()):
+    work = os.path.join(T, 'e%d' % k)
+    native, ds, out = (os.path.join(work, x) for x in ('native', 'ds', 'out'))
+    os.makedirs(work)
+    shutil.copytree(FIRST, native)
+    shutil.copytree(TEMPLATE, ds)
+    env = dict(os.environ, SRC=SRC)
+    r = subprocess.run(['sh', '-c', cmd], cwd=native, env=env, capture_output=True)
+    if r.returncode != 0:
+        fail('%s: on a native directory it exited %d: %s'
+             % (name, r.returncode, r.stderr.decode(errors='replace')))
+    want = files(native)
+    mounts = []
+    try:
+        log = os.path.join(work, 'log')
+        mounts.append(Mount(ds, os.path.join(work, 'mnt'), log, '-o', 'writable'))
+        mounts.append(Mount(ds, os.path.join(work, 'ro'), log))
+        reader = Reader(os.path.join(work, 'ro', 'txt'))
+        field = os.path.join(work, 'mnt', 'txt')
+        r = subprocess.run(['sh', '-c', cmd], cwd=field, env=env, capture_output=True)
+        if r.returncode != 0:
+            fail('%s: on the mount it exited %d: %s'
+                 % (name, r.returncode, r.stderr.decode(errors='replace')))
+        fd = os.open(field, os.O_RDONLY | os.O_DIRECTORY)
+        os.fsync(fd)  # sync DIR: new files committed now
+        os.close(fd)
+        reader.finish()
+    finally:
+        rcs = [m.close() for m in reversed(mounts)]
+    if any(rcs):
+        fail('%s: a daemon exited %s: %s' % (name, rcs, open(log, 'rb').read()[-500:]))
+    text = open(log, 'rb').read().decode(errors='replace')
+    if 'never stored' in text or 'not stored' in text:
+        fail('%s: the daemon dropped something: %s' % (name, text[-500:]))
+    if reader.errors:
+        fail('%s: the reader: %s' % (name, reader.errors[0]))
+    first = files(FIRST)
+    allowed = {sha(v) for v in first.values()} | {sha(v) for v in want.values()}
+    allowed |= {sha(v) for v in also}
+    if reader.seen - allowed:
+        fail('%s: a reader of another mount read %d value(s) no program finished'
+             % (name, len(reader.seen - allowed)))
+    run([ZR, 'export', 'dir', ds, 'txt', out])
+    got = files(out)
+    if got != want:
+        diff = sorted(set(got) ^ set(want)) or sorted(p for p in want if got[p] != want[p])
+        fail('%s: the mount left other files than a native directory: %s (mount: %s)'
+             % (name, diff, {p: got.get(p, b'')[:60] for p in diff}))
+    info = run([ZR, 'info', ds]).stdout.decode()
+    n = int(next(l.split()[1] for l in info.splitlines() if l.startswith('records')))
+    gained = len(set(want) - set(first))
+    if n != len(first) + gained:
+        fail('%s: %d records, for %d files and %d new names' % (name, n, len(first), gained))
+    run([ZR, 'verify', ds])
+    return reader.reads
+
+
+def main():
+    make_inputs()
+    ran = 0
+    for k, (name, cmd, *also) in enumerate(MATRIX):
+        if ONLY and name not in ONLY:
+            continue
+        reads = entry(k, name, cmd, *also)
+        print('ok: %-32s %6d reads of the other mount' % (name, reads))
+        ran += 1
+    if ran == 0:
+        fail('no program of the matrix is named %s' % sorted(ONLY))
+
+
+main()
