@@ -145,43 +145,13 @@ void zrfs_handle_drop(struct zrfs *fs, struct whandle *h)
 	free(h);
 }
 
-/* The node an open for writing of @ino writes (referenced), or NULL with
- * *rc: a draft's number, a number that shows a record (a record file's,
- * moved by a rename, a draft's that became a record), or else -EPERM
- * (meta.json, views, batches: made, not stored). */
-static struct wnode *node_of_ino(struct zrfs *fs, fuse_ino_t ino, int *rc)
-{
-	struct zrfs_writes *w = fs->writes;
-	struct wnode *n = NULL;
-	struct winode *i;
-	unsigned field = 0, version;
-	uint64_t id = NO_ID;
-
-	*rc = -ESTALE; /* a number that shows nothing any more */
-	pthread_mutex_lock(&w->names_lock);
-	if ((i = zrfs_inode_find(w, ino)) != NULL) {
-		if (i->draft && !i->draft->detached)
-			n = zrfs_node_ref(i->draft);
-		field = i->field;
-		id = i->id;
-	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
-		*rc = -EPERM;
-	}
-	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
-		*rc = -ENOMEM;
-	if (n)
-		n->handles++; /* the handle's, made next */
-	pthread_mutex_unlock(&w->names_lock);
-	return n;
-}
-
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct whandle *h;
 	struct wnode *n;
 	int rc;
 
-	if (!(n = node_of_ino(fs, ino, &rc))) {
+	if (!(n = zrfs_node_of_ino(fs, ino, true, &rc))) {
 		zrfs_reply_err(req, rc);
 		return;
 	}
@@ -203,18 +173,6 @@ void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fus
 }
 
 /* ---- the handle's operations ---- */
-
-int zrfs_node_load(struct zrfs *fs, struct wnode *n)
-{
-	int rc;
-
-	if (n->kind != WN_RECORD || n->loaded)
-		return 0;
-	if ((rc = zrfs_value_load(&n->val, fs->writes->dirfd, fs->writes->ds, n->field, n->id)) < 0)
-		return rc;
-	n->loaded = true;
-	return 0;
-}
 
 static void h_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino,
 		   size_t size, off_t off)

@@ -1,8 +1,7 @@
 /*
  * names.c - the names of field directories on a writable mount: files
- * created, removed and renamed, attributes changed by path, and the
- * subtree that shows the files being written over the field tree
- * (zrfs_writing: an overlay, dispatch.c).
+ * and directories created, removed and renamed, attributes changed by
+ * path. What lookups and listings show of them is overlay.c's.
  *
  * A field directory lists "ID[.ext]" for every record with a value, and
  * over them the drafts (new files) under their names; a draft renamed onto
@@ -14,8 +13,7 @@
  * (publish.c). A rename between field directories is EXDEV (mv then copies
  * and removes); anything else outside them is EPERM.
  *
- * Sections: resolving, creating, removing, renaming, attributes, the
- * overlay.
+ * Sections: resolving, creating, removing, renaming, attributes.
  */
 #include "write_i.h"
 
@@ -33,23 +31,6 @@ enum what {
 	W_RECORD, /* *id, a record with a value: its own name, or an alias (*alias) */
 	W_ID,     /* *id, a record's own name without a value, or the next id's */
 };
-
-/* A directory files are written in: a field's, or one made in it (its
- * field into *field). Under names_lock. */
-static bool dir_of(struct zrfs *fs, fuse_ino_t ino, unsigned *field)
-{
-	struct wnode *dir;
-
-	if (ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields) {
-		*field = (unsigned)(ino - ZRFS_INO_DIR);
-		return true;
-	}
-	if ((dir = zrfs_node_dir(fs->writes, ino)) != NULL) {
-		*field = dir->field;
-		return true;
-	}
-	return false;
-}
 
 /* What @name in directory @parent (of field @field) is to the writer
  * (under names_lock; the writer's state is the one the mount shows, or
@@ -152,7 +133,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		return;
 	}
 	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field)) {
+	if (!zrfs_dir_field(fs, parent, &field)) {
 		rc = -EPERM; /* new files go into field directories */
 	} else {
 		enum what what = resolve(fs, parent, field, name, &old, &id, &alias);
@@ -218,7 +199,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		return;
 	}
 	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field))
+	if (!zrfs_dir_field(fs, parent, &field))
 		rc = -EPERM; /* the root's and the views' directories are the dataset's */
 	else if (resolve(fs, parent, field, name, &old, &id, &alias) != W_NONE)
 		rc = -EEXIST;
@@ -288,7 +269,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	enum what what = W_NONE;
 
 	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field))
+	if (!zrfs_dir_field(fs, parent, &field))
 		rc = -EPERM;
 	else if ((what = resolve(fs, parent, field, name, &d, &id, &alias)) == W_DRAFT &&
 		 d->kind == WN_DIR)
@@ -328,7 +309,7 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	int rc = 0;
 
 	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field))
+	if (!zrfs_dir_field(fs, parent, &field))
 		rc = -EPERM; /* a field's directory, a view's */
 	else if (resolve(fs, parent, field, name, &d, &id, &alias) != W_DRAFT)
 		rc = alias || parent == ZRFS_INO_DIR + field ? -ENOTDIR : -ENOENT;
@@ -474,7 +455,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 	/* a draft's rename changes only the tables: no commit, no writer */
 	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field) || !dir_of(fs, newparent, &tfield)) {
+	if (!zrfs_dir_field(fs, parent, &field) || !zrfs_dir_field(fs, newparent, &tfield)) {
 		rc = -EPERM;
 	} else if (field != tfield) {
 		rc = -EXDEV; /* between fields: mv copies and removes instead */
@@ -519,32 +500,6 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 
 /* ---- attributes ---- */
 
-/* The node of @ino for a change by path (referenced; made for a record
- * file if needed), with its kind, or NULL (*rc). */
-static struct wnode *node_by_path(struct zrfs *fs, fuse_ino_t ino, int *rc)
-{
-	struct zrfs_writes *w = fs->writes;
-	struct wnode *n = NULL;
-	struct winode *i;
-	unsigned field = 0, version;
-	uint64_t id = NO_ID;
-
-	*rc = -ESTALE;
-	pthread_mutex_lock(&w->names_lock);
-	if ((i = zrfs_inode_find(w, ino)) != NULL) {
-		if (i->draft && !i->draft->detached)
-			n = zrfs_node_ref(i->draft);
-		field = i->field;
-		id = i->id;
-	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
-		*rc = -EPERM;
-	}
-	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
-		*rc = -ENOMEM;
-	pthread_mutex_unlock(&w->names_lock);
-	return n;
-}
-
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
 			int to_set, const struct stat *now)
 {
@@ -581,7 +536,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	}
 	/* truncate(2) of a file by its name: a change of its own, stored now
 	 * (a record), unless it is open for writing (its last close stores it) */
-	if (!(n = node_by_path(fs, ino, (int *)&rc))) {
+	if (!(n = zrfs_node_of_ino(fs, ino, false, (int *)&rc))) {
 		zrfs_reply_err(req, (int)rc);
 		return;
 	}
@@ -618,200 +573,3 @@ void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
 
 	zrfs_reply_status(req, gen);
 }
-
-/* ---- the overlay ---- */
-
-static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
-{
-	return fs->writes && (ino >> 62) == 1;
-}
-
-static void writing_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	if (!w)
-		return;
-	pthread_mutex_lock(&w->names_lock);
-	zrfs_inode_forget(w, ino, nlookup);
-	pthread_mutex_unlock(&w->names_lock);
-}
-
-static void writing_looked_up(struct zrfs *fs, fuse_ino_t ino)
-{
-	pthread_mutex_lock(&fs->writes->names_lock);
-	zrfs_inode_looked_up(fs->writes, ino);
-	pthread_mutex_unlock(&fs->writes->names_lock);
-}
-
-static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
-			  const char *name, fuse_ino_t *out)
-{
-	struct zrfs_writes *w = fs->writes;
-	struct wnode *d;
-	unsigned field;
-	uint64_t id;
-	int rc = -ENOENT;
-
-	if (!w)
-		return -ENOENT;
-	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, parent, &field)) {
-		rc = -ENOENT;
-	} else if ((d = zrfs_draft_find(w, parent, name, v->gen)) != NULL) {
-		*out = d->ino;
-		rc = 0;
-	} else if (zrfs_alias_find(w, parent, name, &id) == 0 && id < v->n &&
-		   zrfs_record_listed(v, field, id)) {
-		*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
-		rc = 0;
-	}
-	pthread_mutex_unlock(&w->names_lock);
-	return rc;
-}
-
-/* What draft number @ino shows in view @v: its draft (referenced), or the
- * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
-static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
-		 unsigned *field, uint64_t *id)
-{
-	struct zrfs_writes *w = fs->writes;
-	struct winode *i;
-	int rc = -ENOENT;
-
-	*d = NULL;
-	pthread_mutex_lock(&w->names_lock);
-	if ((i = zrfs_inode_find(w, ino)) != NULL) {
-		*field = i->field;
-		*id = i->draft ? i->draft->stored : i->id;
-		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
-			*d = zrfs_node_ref(i->draft);
-		rc = *d || (*id != NO_ID && *id < v->n) ? 0 : -ESTALE;
-	}
-	pthread_mutex_unlock(&w->names_lock);
-	return rc;
-}
-
-static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
-{
-	struct wnode *d;
-	unsigned field;
-	uint64_t id;
-	int rc = shown(fs, v, ino, &d, &field, &id);
-
-	if (rc < 0)
-		return rc;
-	if (d && d->kind == WN_DIR) {
-		zrfs_dir_attr(fs, v, ino, st);
-		zrfs_node_put(d);
-		return 0;
-	}
-	if (!d) { /* a record now */
-		rc = zrfs_record_attr(fs, v, ino, field, id, st);
-		return rc == -ENOENT ? -ESTALE : rc;
-	}
-	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
-	zrfs_node_put(d);
-	return 0;
-}
-
-static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-			 size_t size, off_t off)
-{
-	struct wnode *d;
-	unsigned field;
-	uint64_t id;
-	char *buf;
-	ssize_t got;
-	int rc = shown(fs, v, ino, &d, &field, &id);
-
-	if (rc < 0) {
-		zrfs_reply_err(req, rc);
-	} else if (!d) {
-		/* a record now, read as its own file: the number of its current
-		 * version is the key of what is made of it (a flate record's
-		 * inflated bytes), and content never changes under it */
-		struct zrfs_view *cur = zrfs_view_ref(zrfs_names_begin(fs));
-		fuse_ino_t rec = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
-		zrfs_names_end(fs);
-		zrfs_record_read(req, fs, cur, rec, field, id, size, off);
-		zrfs_view_put(cur);
-	} else if (d->kind == WN_DIR) {
-		fuse_reply_err(req, EISDIR);
-	} else if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
-		fuse_reply_err(req, ENOMEM);
-	} else {
-		pthread_mutex_lock(&d->lock);
-		got = zrfs_value_read(&d->val, buf, size, (uint64_t)off);
-		pthread_mutex_unlock(&d->lock);
-		if (got < 0)
-			zrfs_reply_err(req, (int)got);
-		else
-			fuse_reply_buf(req, buf, (size_t)got);
-	}
-	zrfs_node_put(d);
-}
-
-/* A draft listed on its own (not standing in for a record's file). */
-static bool own_entry(struct zrfs_view *v, const struct wnode *d)
-{
-	return !zrfs_draft_settled(d, v->gen) &&
-	       (d->id == NO_ID || d->id >= v->n || !zrfs_record_listed(v, d->field, d->id));
-}
-
-static int writing_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
-			 struct zrfs_dirent *out)
-{
-	struct zrfs_writes *w = fs->writes;
-	unsigned field;
-	int rc = 0;
-
-	if (!w)
-		return 0;
-	pthread_mutex_lock(&w->names_lock);
-	if (!dir_of(fs, dir, &field))
-		rc = writing_owns(fs, dir) ? -ENOTDIR : 0;
-	for (struct wnode *d = w->first; d && rc == 0; d = d->next)
-		if (d->parent == dir && DRAFT_POS + d->seq >= pos && own_entry(v, d)) {
-			snprintf(out->name, sizeof out->name, "%s", d->name);
-			out->ino = d->ino;
-			out->type = d->kind == WN_DIR ? S_IFDIR : S_IFREG;
-			out->pos = DRAFT_POS + d->seq;
-			rc = 1;
-		}
-	pthread_mutex_unlock(&w->names_lock);
-	return rc;
-}
-
-static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
-			   struct zrfs_dirent *e)
-{
-	struct zrfs_writes *w = fs->writes;
-	struct wnode *d;
-	bool yes = false;
-
-	if (!w || dir < ZRFS_INO_DIR || dir >= ZRFS_INO_DIR + fs->nfields)
-		return false;
-	pthread_mutex_lock(&w->names_lock);
-	/* a record's entry is at 2 + id (tree.c) */
-	if ((d = zrfs_draft_targeting(w, (unsigned)(dir - ZRFS_INO_DIR), e->pos - 2)) != NULL &&
-	    !zrfs_draft_settled(d, v->gen)) {
-		e->ino = d->ino;
-		yes = true;
-	}
-	pthread_mutex_unlock(&w->names_lock);
-	return yes;
-}
-
-const struct zrfs_subtree zrfs_writing = {
-	.name = "writing",
-	.overlay = true,
-	.owns = writing_owns,
-	.forget = writing_forget,
-	.looked_up = writing_looked_up,
-	.lookup = writing_lookup,
-	.attr = writing_attr,
-	.entry = writing_entry,
-	.shadow = writing_shadow,
-	.read = writing_read,
-};

@@ -5,7 +5,8 @@
  * moved by renames), and aliases. Every function here runs under
  * w->names_lock (write_i.h), except reference counting.
  *
- * Sections: nodes, drafts, inode numbers, aliases, records moving, the end.
+ * Sections: nodes, drafts, inode numbers, aliases, records moving, what a
+ * number is, the end.
  */
 #include "write_i.h"
 
@@ -476,6 +477,63 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 	for (struct walias *a = w->alias_oldest; a; a = a->newer)
 		if (a->id == from && (field == ZR_FIELDS_MAX || a->field == field))
 			a->id = to;
+}
+
+/* ---- what a number is ---- */
+
+bool zrfs_dir_field(struct zrfs *fs, fuse_ino_t ino, unsigned *field)
+{
+	struct wnode *dir;
+
+	if (ino >= ZRFS_INO_DIR && ino < ZRFS_INO_DIR + fs->nfields) {
+		*field = (unsigned)(ino - ZRFS_INO_DIR);
+		return true;
+	}
+	if ((dir = zrfs_node_dir(fs->writes, ino)) != NULL) {
+		*field = dir->field;
+		return true;
+	}
+	return false;
+}
+
+struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = NULL;
+	struct winode *i;
+	unsigned field = 0, version;
+	uint64_t id = NO_ID;
+
+	*rc = -ESTALE; /* a number that shows nothing any more */
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+		if (i->draft && !i->draft->detached && i->draft->kind != WN_DIR)
+			n = zrfs_node_ref(i->draft);
+		else if (i->draft && i->draft->kind == WN_DIR)
+			*rc = -EISDIR;
+		field = i->field;
+		id = i->id;
+	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
+		*rc = -EPERM;
+	}
+	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
+		*rc = -ENOMEM;
+	if (n && handle)
+		n->handles++; /* the handle's, made next */
+	pthread_mutex_unlock(&w->names_lock);
+	return n;
+}
+
+int zrfs_node_load(struct zrfs *fs, struct wnode *n)
+{
+	int rc;
+
+	if (n->kind != WN_RECORD || n->loaded)
+		return 0;
+	if ((rc = zrfs_value_load(&n->val, fs->writes->dirfd, fs->writes->ds, n->field, n->id)) < 0)
+		return rc;
+	n->loaded = true;
+	return 0;
 }
 
 /* ---- the end ---- */

@@ -276,6 +276,18 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id);
 /* Drop everything at unmount, saying what was never stored. */
 void zrfs_nodes_free_all(struct zrfs *fs);
+/* Whether @ino is a directory files are written in (a field's, or one
+ * made in it), and its field. Under names_lock. */
+bool zrfs_dir_field(struct zrfs *fs, fuse_ino_t ino, unsigned *field);
+/* The node a write through @ino reaches (referenced, one more handle
+ * counted if @handle): a draft's number, a number that shows a record (a
+ * record file's, one moved by a rename, a draft's that became a record),
+ * or NULL with *rc: -EPERM (meta.json, views, batches: made, not stored),
+ * -EISDIR, -ESTALE (shows nothing any more), -ENOMEM. */
+struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc);
+/* Load record node @n's stored value if it has not (n->lock held): 0 or a
+ * negative code. */
+int zrfs_node_load(struct zrfs *fs, struct wnode *n);
 
 /* ---- publish.c: values become records; new files in groups ---- */
 
@@ -328,7 +340,5 @@ struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid);
  * open(O_TRUNC) when @at_open (the last close publishes it), else
  * ftruncate or truncate: 0 or -errno. */
 int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open);
-/* Load record node @n's stored value if it has not (n->lock held). */
-int zrfs_node_load(struct zrfs *fs, struct wnode *n);
 
 #endif /* ZRFS_WRITE_I_H */

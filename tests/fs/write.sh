@@ -134,8 +134,12 @@ expect() { # expect ERRNO-TEXT COMMAND...: fails with that message
 	"$@" 2>"$T/err" && fail "$* succeeded"
 	grep -q "$want" "$T/err" || fail "$*: $(cat "$T/err")"
 }
-expect "not permitted" mkdir "$MNT/img/d"
 expect "not permitted" mkdir "$MNT/newfield"
+# a directory in a field directory holds new files (named by their path)
+mkdir "$MNT/img/d" || fail "mkdir img/d"
+[ -d "$MNT/img/d" ] || fail "img/d is not a directory"
+expect "not permitted" mkdir "$MNT/img/d/../../other"
+rmdir "$MNT/img/d" || fail "rmdir img/d"
 expect "not permitted" ln -s x "$MNT/img/s"
 expect "not permitted" ln "$MNT/img/5.jpg" "$MNT/img/l"
 "$PY" -c "
@@ -156,12 +160,16 @@ expect "not permitted" rm "$MNT/meta.json"
 expect "not permitted" rmdir "$MNT/img"
 touch -d 2001-01-01 "$MNT/img/5.jpg" || fail "touch -d (times are accepted and ignored)"
 [ "$(stat -c %a "$MNT/img/5.jpg")" = 644 ] || fail "mode $(stat -c %a "$MNT/img/5.jpg")"
-# a record's file renamed to a name of its own: the record is named so (it
-# keeps its id and its file; the name reaches it too)
+# a record's file renamed to a name no record has: its value moves to a new
+# record (as cp and rm would: record 5's other fields stay), which the name
+# reaches; the field directory lists it by its id
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
 cp "$MNT/img/5.jpg" "$T/five"
 mv "$MNT/img/5.jpg" "$MNT/img/five.jpg" || fail "mv img/5.jpg img/five.jpg"
 same "$T/five" "$MNT/img/five.jpg"
-same "$T/five" "$MNT/img/5.jpg"
+same "$T/five" "$MNT/img/$n.jpg"
+[ -e "$MNT/img/5.jpg" ] && fail "img/5.jpg still there after mv"
+[ -e "$MNT/txt/5.txt" ] || [ -e "$MNT/vec/5" ] || fail "record 5 lost its other fields"
 ls "$MNT/img" | grep -qx five.jpg && fail "a record's other name is listed"
 
 # other names append at the next id when stored; the name then goes away
@@ -272,15 +280,15 @@ rw_mount() { # rw_mount OPTIONS: in the foreground, in the background (pid)
 }
 rw_unmount() { fusermount3 -u "$MNT" && wait $pid || fail "unmount: $(tail -3 "$T/log")"; }
 rw_mount writable,allow_other
-"$ZR" cat "$DS" img 5 >"$T/want" || fail "zr cat"
-as_nobody cat "$MNT/img/5.jpg" >"$T/got" || fail "another user cannot read"
+"$ZR" cat "$DS" img 6 >"$T/want" || fail "zr cat"
+as_nobody cat "$MNT/img/6.jpg" >"$T/got" || fail "another user cannot read"
 same "$T/want" "$T/got"
-expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/5.jpg'"
+expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/6.jpg'"
 expect "Permission denied" as_nobody sh -c "echo x >'$MNT/img/new.jpg'"
 rw_unmount
 rw_mount writable
 expect "Permission denied" as_nobody ls "$MNT/img"
 rw_unmount
-"$ZR" cat "$DS" img 5 >"$T/after" || fail "zr cat"
+"$ZR" cat "$DS" img 6 >"$T/after" || fail "zr cat"
 same "$T/want" "$T/after"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the other user's tries"
