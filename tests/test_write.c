@@ -763,6 +763,40 @@ Test(write, names_in_log_lines_are_escaped, .init = setup, .fini = teardown)
 	cr_assert_eq(zrfs_writes_open(&t_fs, "/mnt/where"), 0); /* for the teardown */
 }
 
+Test(write, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, .init = setup,
+     .fini = teardown)
+{
+	create(2, "a.bin", "a");
+	create(2, "b.bin", "b");
+	group();
+	expect_value(2, T_N, "a");
+	expect_value(2, T_N + 1, "b");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin");
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(length_now(), T_N + 1);
+	expect_value(2, T_N, "b");
+	cr_assert_not_null(strstr(t_log, "record 11 is now record 10"), "%s", t_log);
+	cr_assert_eq(lookup(2, "b.bin"), zrfs_rec_ino(2, T_N, 0), "its name follows it");
+}
+
+Test(write, new_files_not_stored_are_bounded, .init = setup, .fini = teardown)
+{
+	static struct fuse_file_info fi[DRAFTS_MAX];
+	char name[32];
+
+	for (int i = 0; i < DRAFTS_MAX; i++) {
+		snprintf(name, sizeof name, "n%d.bin", i);
+		fi[i] = create_open(2, name, 0);
+	}
+	create_open(2, "one-more.bin", ENOSPC);
+	cr_assert_not_null(strstr(t_log, "1024 new files are not stored yet"), "%s", t_log);
+	release(&fi[0]);
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "n0.bin");
+	fi[0] = create_open(2, "one-more.bin", 0);
+	for (int i = 0; i < DRAFTS_MAX; i++)
+		release(&fi[i]);
+}
+
 /* A dataset that keeps records' names, as zr import makes it. */
 static void setup_names(void)
 {

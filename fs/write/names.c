@@ -105,6 +105,7 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, unsigned field, const c
 	/* a new file is not stored, even empty; its maker's death by a signal
 	 * drops it */
 	d->changed = kind == WN_DRAFT;
+	d->loaded = true; /* its value is its own, also once it is a record's */
 	d->shaper = maker;
 	if ((rc = zrfs_draft_add(w, d)) < 0) {
 		zrfs_node_put(d);

@@ -24,6 +24,7 @@
  */
 #include "write_i.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,9 +217,9 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 
 	if (n->error)
 		return n->error;
+	assert(n->loaded); /* a change loaded it first (handles.c) */
 	snprintf(what, sizeof what, "%llu", (unsigned long long)n->id);
-	if ((rc = zrfs_node_load(fs, n)) < 0 ||
-	    (rc = check_shape(fs, n->field, what, atomic_load(&n->val.size))) < 0 ||
+	if ((rc = check_shape(fs, n->field, what, atomic_load(&n->val.size))) < 0 ||
 	    (rc = zrfs_value_bytes(&n->val, &v, &map)) < 0)
 		return rc;
 	rc = set_value(fs, n->field, n->id, v, NULL);

@@ -139,7 +139,7 @@ struct wnode {
 	/* under lock */
 	pthread_mutex_t lock;
 	struct zrfs_value val;
-	bool loaded;          /* a record node's value holds the stored value */
+	bool loaded;          /* its value holds what it is written over (a draft's: always) */
 	bool changed;         /* differs from what is stored */
 	bool truncated;       /* emptied by an open(O_TRUNC), nothing written since */
 	uint64_t owner;       /* lock owner of the last write since stored; 0: none */

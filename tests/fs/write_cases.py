@@ -8,6 +8,8 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
 - a rename followed at once by an open for writing of the new name writes
   the record that name is now (it wrote the source record, whose inode the
   kernel kept at that name);
+- stat of a record being written shows its stored size until it is
+  published;
 - a new file opened twice and truncated by its name (the O_TRUNC of an
   open that has no handle yet) does not hang the mount;
 - O_APPEND appends at the end of what is being written: Python's
@@ -116,6 +118,20 @@ def rename_then_write(d):
     return '%d renames, each written at once' % len(pairs)
 
 
+def stat_shows_the_stored_size(d):
+    p = os.path.join(MNT, 'img', '199.jpg')  # no case before touches it
+    old = os.stat(p).st_size
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b'x' * 1000)
+    if os.stat(p).st_size != old:
+        fail('stat of a record being written: %d, not its stored %d'
+             % (os.stat(p).st_size, old))
+    os.close(fd)
+    if os.stat(p).st_size != old + 1000:
+        fail('stat once written: %d, not %d' % (os.stat(p).st_size, old + 1000))
+    return 'the stored size until the close'
+
+
 def opened_twice_and_truncated(d):
     p = os.path.join(MNT, 'img', 'twice.jpg')
     fds = [os.open(p, os.O_WRONLY | os.O_CREAT) for _ in range(2)]
@@ -217,8 +233,9 @@ def main():
                    capture_output=True)
     said = []
     d = mount()
-    for case in (listed_before_committed, rename_then_write, opened_twice_and_truncated,
-                 watched_file_handler, big_record_opened_eight_times):
+    for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
+                 opened_twice_and_truncated, watched_file_handler,
+                 big_record_opened_eight_times):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
