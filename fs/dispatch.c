@@ -155,7 +155,8 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if ((t = owner(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
 	}
-	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names))
+	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
+	    rc == ZRFS_ENOENT_LATER)
 		fuse_reply_err(req, ENOENT); /* not cached */
 	else if (rc < 0 && rc != -ENOENT)
 		zrfs_reply_err(req, rc);

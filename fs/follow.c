@@ -22,8 +22,9 @@
  *   - publishes the new view.
  * Once the lock is released it tells the kernel the names that now name
  * something else (notify.c): changed and removed records, appended ones
- * (the kernel may cache their absence), the .npy views, meta.json, and the
- * listings of the directories concerned. The work is proportional to the
+ * whose ids a view had before (the kernel may cache their absence; it
+ * caches none of an id no view had, tree.c), the .npy views, meta.json,
+ * and the listings of the directories concerned. The work is proportional to the
  * records that changed, never to the dataset.
  *
  * A change made through a writable mount (write.c) is answered from here:
@@ -83,6 +84,9 @@ struct zrfs_follow {
 	char last_error[256]; /* said once until it changes */
 	struct pending *pending; /* pins to check, oldest first */
 	size_t npending, pending_cap;
+	uint64_t high;        /* the most records a view has shown: the kernel
+			       * may hold names of ids below, never of ids above
+			       * (tree.c caches no miss of them) */
 };
 
 
@@ -250,10 +254,15 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 				rc = zrfs_byclass_update(fs, new, f, id, notes);
 	for (uint64_t id = old->n; id < new->n && rc == 0; id++)
 		for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
-			zrfs_record_name_format(&fs->fields[f], id, name, sizeof name);
-			if ((rc = zrfs_notes_entry(notes, ZRFS_INO_DIR + f, name)) == 0)
+			if (id < fs->follow->high) {
+				zrfs_record_name_format(&fs->fields[f], id, name, sizeof name);
+				rc = zrfs_notes_entry(notes, ZRFS_INO_DIR + f, name);
+			}
+			if (rc == 0)
 				rc = zrfs_byclass_update(fs, new, f, id, notes);
 		}
+	if (new->n > fs->follow->high)
+		fs->follow->high = new->n;
 	for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
 		if (!touched[f] && old->n == new->n)
 			continue;
@@ -512,6 +521,9 @@ int zrfs_follow_start(struct zrfs *fs)
 	}
 	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
 	stat(path, &w->seen);
+	struct zrfs_view *first = zrfs_view_hold(fs);
+	w->high = first->n;
+	zrfs_view_put(first);
 	w->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (w->inotify >= 0 &&
 	    inotify_add_watch(w->inotify, fs->dataset, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {

@@ -148,8 +148,10 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 	}
 	if (decode(fs, parent, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
-	if (zrfs_record_name_parse(&fs->fields[field], name, v->n, &id) < 0)
+	if (zrfs_record_name_parse(&fs->fields[field], name, ZR_LENGTH_MAX, &id) < 0)
 		return -ENOENT;
+	if (id >= v->n) /* a record appended later will have it */
+		return ZRFS_ENOENT_LATER;
 	*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	return 0;
 }

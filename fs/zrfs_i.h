@@ -345,6 +345,12 @@ struct zrfs_dirent {
 	uint64_t pos;         /* its position; a listing goes on at pos + 1 */
 };
 
+/* A lookup's answer for a name nothing has now that a commit may give
+ * without the kernel being told (a record's id at or beyond the length:
+ * appended records are not announced one by one): a miss the kernel does
+ * not cache. */
+#define ZRFS_ENOENT_LATER (-ENOENT - 0x10000)
+
 /*
  * A part of the tree and everything about its inodes. Every function is
  * thread-safe. The root directory belongs to dispatch.c, which asks every
@@ -386,7 +392,7 @@ struct zrfs_subtree {
 	 * own now (d->ino replaced: true), or stays (false). */
 	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);
 	/* @name in directory @parent (the root or an owned node): *out, or
-	 * -ENOENT, -ENOTDIR (@parent is a file). */
+	 * -ENOENT, ZRFS_ENOENT_LATER, -ENOTDIR (@parent is a file). */
 	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
 		      fuse_ino_t *out);
 	/* Attributes of an owned node: 0, -ENOENT, -errno. */

@@ -1,18 +1,26 @@
 #!/bin/sh
-# bench_write.sh - writing many small files: cp -r into a field directory
-# of a writable zrfs mount (as mounted by default; with a serving thread
-# polling for requests, -o poll_us=100; and, where the kernel offers it,
-# through FUSE over io_uring, -o uring), against cp -r into a native
-# directory and zr import dir of the same tree, each followed by sync.
+# bench_write.sh - writing many small files through a writable zrfs mount:
+# cp -r of FILES files of 8 KiB into a field directory, and rsync of
+# RSYNC_FILES of them (temporary files renamed into place), against the
+# same copy into a native directory and into the FUSE floor (zrfs-floor
+# -o writable: the same requests answered with no work, so its time is what
+# the kernel and the transport cost here), through /dev/fuse and, where the
+# kernel offers it, io_uring (-o uring); and zr import dir of the tree.
+# Every copy is followed by sync (and, on a mount, sync of the directory:
+# it returns once every new file in it is committed).
 #
 # usage: tools/bench_write.sh ZR ZRFS [FILES] [RUNS] [DIR]
-#   FILES  files of 8 KiB (default 50000); RUNS runs of each, alternating
-#   (default 3); DIR scratch space on the filesystem to measure (default
-#   /var/tmp). Prints each run and the medians, with ratios to the native
-#   copy measured in the same runs. Needs root (or FUSE access). The
-#   daemon runs in a session of its own (setsid), as a mounted one does.
+#   FILES files for cp -r (default 20000); RUNS runs of everything,
+#   alternating (default 3); DIR scratch space on the filesystem to measure
+#   (default /var/tmp). RSYNC_FILES (default 1000) files for rsync; FLOOR
+#   the zrfs-floor binary (default: beside ZRFS). Prints each run and the
+#   medians with ratios to the native copy and to the floor measured in the
+#   same runs. Needs root (or FUSE access). Daemons run in sessions of their
+#   own (setsid), as a mounted one does.
 set -eu
-ZR=$1 ZRFS=$2 FILES=${3:-50000} RUNS=${4:-3} DIR=${5:-/var/tmp}
+ZR=$1 ZRFS=$2 FILES=${3:-20000} RUNS=${4:-3} DIR=${5:-/var/tmp}
+RSYNC_FILES=${RSYNC_FILES:-1000}
+FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
 T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
 cleanup() {
 	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
@@ -20,10 +28,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-mkdir "$T/src" "$T/mnt"
+mkdir "$T/src" "$T/rsrc" "$T/mnt"
 i=0
 while [ $i -lt "$FILES" ]; do
 	head -c 8192 /dev/urandom >"$T/src/f$i.bin"
+	[ $i -lt "$RSYNC_FILES" ] && cp "$T/src/f$i.bin" "$T/rsrc/"
 	i=$((i + 1))
 done
 secs() { # COMMAND...: its wall time in seconds, then sync's included
@@ -33,59 +42,84 @@ secs() { # COMMAND...: its wall time in seconds, then sync's included
 	e=$(date +%s.%N)
 	awk "BEGIN {print $e - $s}"
 }
-# mount_copy ZRFS_OPTIONS...: seconds of cp -r into a fresh dataset mounted
-# with them, then sync DIR (fsync of the directory: returns once every new
-# file in it is committed, the mount's equal of the native copy's sync)
-# and sync; checks that every file became a record.
-mount_copy() {
+# on_mount WHAT SRC ZRFS|FLOOR OPTIONS...: seconds of WHAT (cp or rsync) of
+# SRC into a fresh dataset (or floor) mounted with OPTIONS, then sync DIR;
+# a dataset must hold every file as a record.
+on_mount() {
+	what=$1 src=$2 daemon=$3
+	shift 3
 	rm -rf "$T/ds"
 	"$ZR" create "$T/ds" --field img:bytes:ext=bin >/dev/null
-	setsid -w "$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
+	if [ "$daemon" = zrfs ]; then
+		setsid -w "$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
+	else
+		setsid -w "$FLOOR" "$T/mnt" -f -o field=img,records=0 "$@" 2>"$T/log" &
+	fi
 	pid=$!
 	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
-	secs sh -c "cp -r '$T/src/.' '$T/mnt/img/' && sync '$T/mnt/img'"
+	if [ "$what" = cp ]; then
+		secs sh -c "cp -r '$src/.' '$T/mnt/img/' && sync '$T/mnt/img'"
+	else
+		secs sh -c "rsync -r '$src/' '$T/mnt/img/' && sync '$T/mnt/img'"
+	fi
 	fusermount3 -u "$T/mnt"
 	wait $pid
+	[ "$daemon" = zrfs ] || return 0
 	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
-	[ "$n" = "$FILES" ] || { echo "the mount holds $n records, not $FILES" >&2; exit 1; }
+	want=$(ls "$src" | wc -l)
+	[ "$n" = "$want" ] || { echo "the mount holds $n records, not $want" >&2; exit 1; }
 }
 uring=no
 [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && uring=yes
 run=1
 : >"$T/times"
 while [ $run -le "$RUNS" ]; do
-	rm -rf "$T/native" "$T/imp"
-	mkdir "$T/native"
+	rm -rf "$T/native" "$T/imp" "$T/rnative"
+	mkdir "$T/native" "$T/rnative"
 	nat=$(secs cp -r "$T/src/." "$T/native/")
-	mnt=$(mount_copy -o writable)
-	pol=$(mount_copy -o writable,poll_us=100)
-	uri=-
-	[ $uring = yes ] && uri=$(mount_copy -o writable,uring)
+	mnt=$(on_mount cp "$T/src" zrfs -o writable)
+	flo=$(on_mount cp "$T/src" floor -o writable)
+	umnt=- uflo=-
+	if [ $uring = yes ]; then
+		umnt=$(on_mount cp "$T/src" zrfs -o writable,uring)
+		uflo=$(on_mount cp "$T/src" floor -o writable,uring)
+	fi
 	imp=$(secs "$ZR" import dir "$T/src" "$T/imp" --field img)
-	echo "run $run: native cp -r ${nat}s, zrfs -o writable cp -r ${mnt}s," \
-		"with -o poll_us=100 ${pol}s, with -o uring ${uri}s, zr import dir ${imp}s"
-	echo "$nat $mnt $imp $pol $uri" >>"$T/times"
+	rnat=$(secs rsync -r "$T/rsrc/" "$T/rnative/")
+	rmnt=$(on_mount rsync "$T/rsrc" zrfs -o writable)
+	rflo=$(on_mount rsync "$T/rsrc" floor -o writable)
+	echo "run $run: cp -r: native ${nat}s, zrfs ${mnt}s, floor ${flo}s," \
+		"zrfs -o uring ${umnt}s, floor -o uring ${uflo}s; zr import dir ${imp}s;" \
+		"rsync: native ${rnat}s, zrfs ${rmnt}s, floor ${rflo}s"
+	echo "$nat $mnt $flo $umnt $uflo $imp $rnat $rmnt $rflo" >>"$T/times"
 	run=$((run + 1))
 done
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-ratio() { awk '{printf "%.2f\n", $1 / $2}'; } # per run: native / other
-nat=$(cut -d' ' -f1 "$T/times" | median)
-echo
-echo "$FILES files of 8 KiB, medians of $RUNS runs (each followed by sync):"
-printf '  %-28s %8.3f s  %8.0f files/s\n' "native cp -r" "$nat" "$(awk "BEGIN {print $FILES / $nat}")"
-# row COLUMN LABEL [TARGET]: the median time of a column, its speed
-# against the native copy's, and the median of the per-run ratios
+col() { cut -d' ' -f"$1" "$T/times" | median; }
+# per-run ratio A/B of columns, its median
+ratio() { awk -v a="$1" -v b="$2" '{printf "%.3f\n", $a / $b}' "$T/times" | median; }
+# row COLUMN LABEL FILES NATIVE-COLUMN [FLOOR-COLUMN TARGET]
 row() {
-	t=$(cut -d' ' -f"$1" "$T/times" | median)
-	r=$(awk -v c="$1" '{print $1, $c}' "$T/times" | ratio | median)
-	printf '  %-28s %8.3f s  %8.0f files/s  speed vs native %.2fx%s; median of per-run ratios %.2fx\n' \
-		"$2" "$t" "$(awk "BEGIN {print $FILES / $t}")" "$(awk "BEGIN {print $nat / $t}")" "${3:-}" "$r"
+	t=$(col "$1")
+	printf '  %-30s %8.3f s %8.0f files/s   vs native %.2fx' "$2" "$t" \
+		"$(awk "BEGIN {print $3 / $t}")" "$(ratio "$4" "$1")"
+	[ -n "${5:-}" ] && printf ', vs the floor %.2fx (time %.2fx the floor'"'"'s%s)' \
+		"$(ratio "$5" "$1")" "$(ratio "$1" "$5")" "${6:-}"
+	echo
 }
-row 2 "zrfs -o writable, cp -r" " (target >= 0.5x)"
-row 4 "  with -o poll_us=100"
+echo
+echo "$FILES files of 8 KiB by cp -r, $RSYNC_FILES by rsync; medians of $RUNS runs," \
+	"ratios: medians of the per-run ratios (speed, >1 is faster):"
+row 1 "native cp -r" "$FILES" 1
+row 2 "zrfs -o writable, cp -r" "$FILES" 1 3 "; target <= 1.25x"
+row 3 "  floor, cp -r" "$FILES" 1
 if [ $uring = yes ]; then
-	row 5 "  with -o uring"
+	row 4 "zrfs -o writable,uring, cp -r" "$FILES" 1 5 "; target <= 1.25x"
+	row 5 "  floor -o uring, cp -r" "$FILES" 1
 else
 	echo "  (-o uring not measured: /sys/module/fuse/parameters/enable_uring is not Y)"
 fi
-row 3 "zr import dir"
+row 6 "zr import dir" "$FILES" 1
+row 7 "native rsync" "$RSYNC_FILES" 7
+row 8 "zrfs -o writable, rsync" "$RSYNC_FILES" 7 9 "; target >= 0.3x native"
+row 9 "  floor, rsync" "$RSYNC_FILES" 7

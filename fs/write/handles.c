@@ -36,26 +36,86 @@ static const struct zrfs_handle_ops handle_ops;
 
 /* ---- processes ---- */
 
+/* The /proc/PID/stat files of the last processes that closed files, kept
+ * open by each thread: procfs makes the file afresh at every read from its
+ * start, so a read is the process's state now (2 us, where open, read and
+ * close take 10, on every close of cp -r); once the process is gone the
+ * read fails (ESRCH) and its number may be another's: opened again. */
+#define PROC_FILES 4
+struct proc_files {
+	pid_t pid[PROC_FILES];
+	int fd[PROC_FILES];
+	unsigned next;
+};
+static pthread_key_t proc_key;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void proc_files_free(void *p)
+{
+	struct proc_files *c = p;
+
+	for (int i = 0; i < PROC_FILES; i++)
+		if (c->pid[i])
+			close(c->fd[i]);
+	free(c);
+}
+
+static void proc_key_init(void)
+{
+	pthread_key_create(&proc_key, proc_files_free);
+}
+
+/* Up to @cap bytes of /proc/@pid/stat now: the count, or -1. */
+static ssize_t proc_stat(pid_t pid, char *buf, size_t cap)
+{
+	struct proc_files *c;
+	char path[64];
+	ssize_t n = -1;
+	int k;
+
+	pthread_once(&proc_once, proc_key_init);
+	if (!(c = pthread_getspecific(proc_key)) && (c = calloc(1, sizeof *c)) != NULL &&
+	    pthread_setspecific(proc_key, c) != 0) {
+		free(c);
+		c = NULL;
+	}
+	for (k = 0; c && k < PROC_FILES && c->pid[k] != pid; k++)
+		;
+	if (c && k < PROC_FILES && (n = pread(c->fd[k], buf, cap, 0)) > 0)
+		return n;
+	if (c && k < PROC_FILES) { /* gone: its number may be another's now */
+		close(c->fd[k]);
+		c->pid[k] = 0;
+	}
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, cap, 0);
+	if (!c || n <= 0) {
+		close(fd);
+		return n;
+	}
+	k = (int)(c->next++ % PROC_FILES);
+	if (c->pid[k])
+		close(c->fd[k]);
+	c->pid[k] = pid;
+	c->fd[k] = fd;
+	return n;
+}
+
 /* Whether process (thread) @pid is exiting because of a signal: the
  * kernel sets the exit status before it closes an exiting process's files
  * (do_exit), and /proc/PID/stat shows it with the PF_EXITING flag. False
  * when it cannot be told (another PID namespace: pid 0). */
 static bool dying_of_signal(pid_t pid)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	unsigned long long flags = 0;
 	long long code = 0;
 	ssize_t n;
-	int fd;
 
-	if (pid <= 0)
-		return false;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
+	if (pid <= 0 || (n = proc_stat(pid, buf, sizeof buf - 1)) <= 0)
 		return false;
 	buf[n] = 0;
 	/* "pid (comm) state ppid ...": the comm may hold anything, so count
@@ -237,10 +297,8 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 		/* a draft written again is not ready until closed again (one
 		 * stored already is a record's value once its commit is made) */
 		pthread_mutex_lock(&w->names_lock);
-		if (n->kind == WN_DRAFT && n->ready && n->stored == NO_ID) {
-			n->ready = false;
-			w->nready--;
-		}
+		if (n->kind == WN_DRAFT && n->stored == NO_ID)
+			zrfs_publish_unready(w, n);
 		pthread_mutex_unlock(&w->names_lock);
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -266,10 +324,7 @@ static void discard(struct zrfs *fs, struct wnode *n, const char *why)
 	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
 		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s: not stored\n", fs->dataset,
 			 fs->fields[n->field].name, zrfs_log_name(n->name, esc, sizeof esc), why);
-		if (n->ready) {
-			n->ready = false;
-			w->nready--;
-		}
+		zrfs_publish_unready(w, n);
 		n->detached = true;
 		zrfs_draft_unlist(w, n);
 	} else {
@@ -293,29 +348,37 @@ static int refuse_failed(struct zrfs *fs, struct wnode *n)
 }
 
 /* Store what node @n holds now (a record: committed; a draft: ready for
- * its group): the generation to wait for, 0, or a negative code. */
+ * its group): the generation to wait for, 0, or a negative code. A draft
+ * takes no writer's lock: a group being committed does not hold up the
+ * closes of the new files after it (cp -r: 7-10% faster than when it did). */
 static int64_t publish(struct zrfs *fs, struct wnode *n)
 {
 	struct zrfs_writes *w = fs->writes;
 	int64_t gen = 0;
+	bool draft, live;
 
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->names_lock);
+	draft = n->kind == WN_DRAFT;
+	pthread_mutex_unlock(&w->names_lock);
+	if (!draft)
+		pthread_mutex_lock(&w->lock);
 	pthread_mutex_lock(&n->lock);
 	pthread_mutex_lock(&w->names_lock);
-	bool draft = n->kind == WN_DRAFT, live = !n->detached;
-	pthread_mutex_unlock(&w->names_lock);
-	if (live && n->error && (draft || n->changed)) {
-		gen = refuse_failed(fs, n);
-	} else if (live && draft) {
-		pthread_mutex_lock(&w->names_lock);
+	live = !n->detached;
+	/* a draft whose group committed meanwhile is a record node now: what
+	 * was written since is its record's, stored as a record's (again) */
+	bool became = draft && n->kind == WN_RECORD;
+	if (live && draft && !became && !n->error)
 		zrfs_publish_ready(fs, n);
-		pthread_mutex_unlock(&w->names_lock);
-	} else if (live && n->changed) {
+	pthread_mutex_unlock(&w->names_lock);
+	if (live && n->error && (draft || n->changed))
+		gen = refuse_failed(fs, n);
+	else if (live && !draft && n->changed)
 		gen = zrfs_publish_record(fs, n);
-	}
 	pthread_mutex_unlock(&n->lock);
-	pthread_mutex_unlock(&w->lock);
-	return gen;
+	if (!draft)
+		pthread_mutex_unlock(&w->lock);
+	return became && live ? publish(fs, n) : gen;
 }
 
 /* Answer @req for a store that gave @gen: once the mount shows it. */

@@ -230,10 +230,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
  * to a file no name has. */
 static void drop_draft(struct zrfs_writes *w, struct wnode *d)
 {
-	if (d->ready) {
-		d->ready = false;
-		w->nready--;
-	}
+	zrfs_publish_unready(w, d);
 	d->detached = true;
 	if (d->kind == WN_DIR)
 		zrfs_aliases_drop_in(w, d->ino);
@@ -380,10 +377,7 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_i
 	if (target != NO_ID) /* descriptors open on the replaced file write nowhere */
 		zrfs_nodes_detach_record(w, field, target);
 	if (zrfs_node_hidden(w, d)) {
-		if (d->ready) {
-			d->ready = false;
-			w->nready--;
-		}
+		zrfs_publish_unready(w, d);
 	} else if (!d->handles) {
 		zrfs_publish_ready(fs, d); /* closed already: as at its close */
 	}

@@ -249,10 +249,20 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 	d->ready = true;
 	if (w->nready++ == 0)
 		w->ready_since_ms = zrfs_now_ms();
-	w->ready_bytes += atomic_load(&d->val.size);
+	d->ready_size = atomic_load(&d->val.size);
+	w->ready_bytes += d->ready_size;
 	/* the first starts the clock; a full group is committed at once */
 	if (w->nready == 1 || group_full(w))
 		pthread_cond_signal(&w->wake);
+}
+
+void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d)
+{
+	if (!d->ready)
+		return;
+	d->ready = false;
+	w->nready--;
+	w->ready_bytes -= d->ready_size;
 }
 
 /* Log where draft @d, at @path, went, if not under its own name. */
@@ -364,14 +374,9 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 			if (!d->listed || d->stored == NO_ID || d->gen)
 				continue;
 			d->gen = (uint64_t)gen;
-			if (d->ready) {
-				d->ready = false;
-				w->nready--;
-			}
+			zrfs_publish_unready(w, d);
 			zrfs_draft_settle(fs, d, d->stored);
 		}
-		if (w->nready == 0)
-			w->ready_bytes = 0;
 		pthread_mutex_unlock(&w->names_lock);
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -131,6 +131,7 @@ struct wnode {
 	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
 	bool ready;           /* a draft closed after its last write: the next group takes it */
+	uint64_t ready_size;  /* its bytes as the group counts them, while ready */
 	bool listed;          /* a draft in the tables by name and on the list */
 	bool detached;        /* replaced or removed: publishes nothing any more */
 	unsigned handles;     /* open for writing */
@@ -294,9 +295,11 @@ int zrfs_node_load(struct zrfs *fs, struct wnode *n);
 /* Store record node @n's value and commit (w->lock and n->lock held): the
  * generation, or a negative code (logged). */
 int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n);
-/* A draft is ready (closed after its last write, under names_lock): the
- * group takes it. */
+/* A draft is ready (closed after its last write), or not any more
+ * (written again, committed, gone): the group takes it, or not. Under
+ * names_lock. */
 void zrfs_publish_ready(struct zrfs *fs, struct wnode *d);
+void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d);
 /* Store the ready drafts (and @d if not NULL: an fsync) and commit them now,
  * make the mount show the commit and settle them: the generation (0: none
  * was waiting), or a negative code. */
