@@ -141,6 +141,19 @@ static void expect_value(unsigned f, uint64_t id, const char *want)
 	free(v);
 }
 
+/* Record (@f, @id) still holds @old (@len bytes), as before: @why. */
+static void expect_unchanged(unsigned f, uint64_t id, const uint8_t *old, size_t len,
+			     const char *why)
+{
+	size_t now_len = 0;
+	uint8_t *now = committed(f, id, &now_len);
+
+	cr_assert_not_null(now, "%s: the record lost its value", why);
+	cr_assert_eq(now_len, len, "%s: %zu bytes, not %zu", why, now_len, len);
+	cr_assert_arr_eq(now, old, len, "%s", why);
+	free(now);
+}
+
 /* The lock owner of this program's descriptor table, and another's. */
 #define ME 77
 #define CHILD 99
@@ -237,17 +250,13 @@ Test(write, a_value_written_in_pieces_is_stored_at_the_writers_close, .init = se
 
 	write_at(&fi, "world", 6);
 	write_at(&fi, "hello ", 0);
-	/* not yet: the record keeps its value until the writer closes */
-	uint8_t *still = committed(2, 7, &len);
-	cr_assert_eq(len, 21);
-	cr_assert_arr_eq(still, old, 21);
+	expect_unchanged(2, 7, old, len, "the record keeps its value until the writer closes");
 	read_h(&fi, 64, 0);
 	cr_assert_eq(t_reply.len, 11, "the writer reads what it wrote");
 	cr_assert_arr_eq(t_reply.data, "hello world", 11);
 	cr_assert_eq(close_w(&fi), 0);
 	expect_value(2, 7, "hello world");
 	free(old);
-	free(still);
 }
 
 Test(write, a_close_by_another_process_stores_nothing_the_last_close_stores_the_rest,
@@ -260,16 +269,13 @@ Test(write, a_close_by_another_process_stores_nothing_the_last_close_stores_the_
 	write_at(&fi, "line1\n", 0);
 	/* a forked child exits: its copy of the descriptor is closed */
 	cr_assert_eq(flush_as(&fi, CHILD), 0);
-	uint8_t *still = committed(2, 8, &len);
-	cr_assert_eq(len, 24);
-	cr_assert_arr_eq(still, old, 24, "another process's close published a value being written");
+	expect_unchanged(2, 8, old, len, "another process's close published a value being written");
 	write_at(&fi, "line2\n", 6);
 	/* the writer's descriptor goes with the file's last close (no FLUSH of
 	 * its own: the RELEASE of an exec'd program's descriptors) */
 	release(&fi);
 	expect_value(2, 8, "line1\nline2\n");
 	free(old);
-	free(still);
 }
 
 Test(write, a_redirections_first_close_before_any_write_stores_nothing, .init = setup,
@@ -282,15 +288,12 @@ Test(write, a_redirections_first_close_before_any_write_stores_nothing, .init = 
 	struct fuse_file_info fi = open_w(2, 9, O_WRONLY | O_TRUNC);
 
 	cr_assert_eq(flush_as(&fi, ME), 0);
-	uint8_t *still = committed(2, 9, &len);
-	cr_assert_eq(len, 27, "the record was emptied before its writer wrote");
-	cr_assert_arr_eq(still, old, 27);
+	expect_unchanged(2, 9, old, len, "the record was emptied before its writer wrote");
 	write_at(&fi, "new value", 0);
 	cr_assert_eq(close_w(&fi), 0);
 	expect_value(2, 9, "new value");
 	cr_assert_eq(generation_now(), gen + 1, "one commit, as cp makes");
 	free(old);
-	free(still);
 }
 
 Test(write, a_file_emptied_and_closed_unwritten_is_stored_at_its_last_close, .init = setup,
@@ -301,13 +304,10 @@ Test(write, a_file_emptied_and_closed_unwritten_is_stored_at_its_last_close, .in
 	struct fuse_file_info fi = open_w(2, 6, O_WRONLY | O_TRUNC); /* sh: : > f */
 
 	cr_assert_eq(flush_as(&fi, ME), 0);
-	uint8_t *still = committed(2, 6, &len);
-	cr_assert_eq(len, 18);
-	cr_assert_arr_eq(still, old, 18);
+	expect_unchanged(2, 6, old, len, "emptied, it is not published at that close");
 	release(&fi);
 	expect_value(2, 6, "");
 	free(old);
-	free(still);
 }
 
 Test(write, without_truncation_the_old_value_is_kept_around_a_write, .init = setup,

@@ -140,14 +140,14 @@ static void fresh_end(struct zrfs *fs, struct whandle *h)
 
 	if (!h->fresh) /* read unlocked: it only goes from true to false */
 		return;
-	pthread_mutex_lock(&w->fresh_lock);
+	pthread_mutex_lock(&w->handles_lock);
 	for (struct whandle **p = &w->fresh; *p; p = &(*p)->fresh_next)
 		if (*p == h) {
 			*p = h->fresh_next;
 			break;
 		}
 	h->fresh = false;
-	pthread_mutex_unlock(&w->fresh_lock);
+	pthread_mutex_unlock(&w->handles_lock);
 }
 
 struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid)
@@ -155,7 +155,7 @@ struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid)
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *n = NULL;
 
-	pthread_mutex_lock(&w->fresh_lock);
+	pthread_mutex_lock(&w->handles_lock);
 	for (struct whandle **p = &w->fresh; *p; p = &(*p)->fresh_next)
 		if ((*p)->ino == ino && (*p)->pid == pid) {
 			struct whandle *h = *p;
@@ -164,7 +164,7 @@ struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid)
 			n = zrfs_node_ref(h->node);
 			break;
 		}
-	pthread_mutex_unlock(&w->fresh_lock);
+	pthread_mutex_unlock(&w->handles_lock);
 	return n;
 }
 
@@ -182,13 +182,17 @@ struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino
 	h->node = zrfs_node_ref(n);
 	h->ino = ino;
 	h->pid = pid;
+	pthread_mutex_lock(&w->handles_lock);
 	if (fresh) {
-		pthread_mutex_lock(&w->fresh_lock);
 		h->fresh = true;
 		h->fresh_next = w->fresh;
 		w->fresh = h;
-		pthread_mutex_unlock(&w->fresh_lock);
 	}
+	h->next = w->handles;
+	if (h->next)
+		h->next->prev = h;
+	w->handles = h;
+	pthread_mutex_unlock(&w->handles_lock);
 	return h;
 }
 
@@ -197,12 +201,23 @@ void zrfs_handle_drop(struct zrfs *fs, struct whandle *h)
 	struct zrfs_writes *w = fs->writes;
 
 	fresh_end(fs, h);
+	pthread_mutex_lock(&w->handles_lock);
+	*(h->prev ? &h->prev->next : &w->handles) = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&w->handles_lock);
 	pthread_mutex_lock(&w->names_lock);
 	h->node->handles--;
 	zrfs_node_release(w, h->node);
 	pthread_mutex_unlock(&w->names_lock);
 	zrfs_node_put(h->node);
 	free(h);
+}
+
+void zrfs_handles_free_all(struct zrfs *fs)
+{
+	while (fs->writes->handles)
+		zrfs_handle_drop(fs, fs->writes->handles);
 }
 
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -53,7 +53,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->names_lock, NULL);
-	pthread_mutex_init(&w->fresh_lock, NULL);
+	pthread_mutex_init(&w->handles_lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
 	w->commit_ms = fs->opts.commit_ms;
 	w->commit_bytes = fs->opts.commit_bytes;
@@ -99,13 +99,14 @@ void zrfs_writes_close(struct zrfs *fs)
 	if (w->ds) {
 		zrfs_committer_stop(fs); /* what is ready is committed now */
 		zrfs_nodes_free_all(fs); /* what was still being written: said there */
+		zrfs_handles_free_all(fs); /* and the handles that wrote it */
 	}
 	zr_close(w->ds); /* every change was committed when it was stored */
 	if (w->dirfd >= 0)
 		close(w->dirfd);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->names_lock);
-	pthread_mutex_destroy(&w->fresh_lock);
+	pthread_mutex_destroy(&w->handles_lock);
 	pthread_cond_destroy(&w->wake);
 	free(w);
 	fs->writes = NULL;

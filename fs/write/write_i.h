@@ -201,10 +201,11 @@ struct zrfs_writes {
 	unsigned commit_ms;   /* -o commit_ms: the longest a ready draft waits */
 	uint64_t commit_bytes; /* -o commit_size: or this many bytes of them */
 	unsigned retry_ms;    /* after failed commits: the wait added before the next */
-	/* handles.c: handles just opened for writing, for the SETATTR of an
+	/* handles.c: every handle open (freed at unmount: no RELEASE comes
+	 * after it), and those just opened for writing, for the SETATTR of an
 	 * open(O_TRUNC), which comes without its handle */
-	pthread_mutex_t fresh_lock;
-	struct whandle *fresh;
+	pthread_mutex_t handles_lock;
+	struct whandle *handles, *fresh;
 };
 
 /* Whether @name names no record but is a temporary file (a dot name). */
@@ -326,8 +327,9 @@ struct whandle {
 	struct wnode *node;
 	fuse_ino_t ino;        /* the inode it was opened on */
 	pid_t pid;             /* the opener */
-	bool fresh;            /* on the list (under fresh_lock) */
+	bool fresh;            /* on the fresh list (under handles_lock) */
 	struct whandle *fresh_next;
+	struct whandle *next, *prev; /* every handle open (under handles_lock) */
 };
 
 /* A handle for writing on node @n (referenced here; the caller counted it
@@ -336,6 +338,9 @@ struct whandle {
 struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, pid_t pid,
 				bool fresh);
 void zrfs_handle_drop(struct zrfs *fs, struct whandle *h);
+/* Drop the handles still open at unmount (the kernel sends no RELEASE
+ * after it): what they wrote is said by zrfs_nodes_free_all. */
+void zrfs_handles_free_all(struct zrfs *fs);
 /* The handle process @pid has just opened on @ino, if a SETATTR of its
  * open(O_TRUNC) may come: its node, referenced (NULL: none). */
 struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid);

@@ -76,10 +76,26 @@ def zr(*args, check=True):
     return r
 
 
+def start_daemon(what):
+    """A writable mount of the dataset, its daemon this process's child."""
+    d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'writable', '-f'],
+                         stderr=open('%s.log' % DS, 'ab'))
+    DAEMON[:] = [d]
+    t0 = time.monotonic()
+    while not mounted():
+        if d.poll() is not None or time.monotonic() - t0 > 30:
+            fail('%s: not mounted (daemon exit %s)' % (what, d.poll()))
+    return d
+
+
+def record_count():
+    return int(next(l.split()[1] for l in zr('info', DS).stdout.decode().splitlines()
+                    if l.startswith('records')))
+
+
 def snapshot():
     """The record count and every value (None: missing), by zr export."""
-    n = int(next(l.split()[1] for l in zr('info', DS).stdout.decode().splitlines()
-                 if l.startswith('records')))
+    n = record_count()
     values = {}
     for f, ext in (('txt', '.txt'), ('lab', '')):
         out = '%s.export-%s' % (DS, f)
@@ -206,18 +222,10 @@ def program_kills(rng, trials):
               'for at in range(0, len(data), 4096):\n'
               '    os.write(fd, data[at:at + 4096])\n'
               'os.close(fd)\n')
-    log = open('%s.log' % DS, 'ab')
-    d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'writable', '-f'], stderr=log)
-    DAEMON[:] = [d]
-    t0 = time.monotonic()
-    while not mounted():
-        if d.poll() is not None or time.monotonic() - t0 > 30:
-            fail('program kills: not mounted (daemon exit %s)' % d.poll())
-    n, _ = snapshot_count()
-    kinds = [('python', None), ('cp', None), ('dd', None), ('exec sleep', None),
-             ('new file', None)]
+    d = start_daemon('program kills')
+    n = record_count()
     for trial in range(trials):
-        kind = rng.choice(kinds)[0]
+        kind = rng.choice(('python', 'cp', 'dd', 'exec sleep', 'new file'))
         i = rng.randrange(n)
         path = '%s/txt/%d.txt' % (MNT, i) if kind != 'new file' else \
             '%s/txt/killed%d.txt' % (MNT, trial)
@@ -252,16 +260,9 @@ def program_kills(rng, trials):
     subprocess.run(['fusermount3', '-u', MNT], capture_output=True)
     if d.wait() != 0:
         fail('program kills: the daemon exited %d' % d.returncode)
-    log.close()
     r = zr('verify', DS, check=False)
     if r.returncode != 0:
         fail('program kills: zr verify: %s%s' % (r.stdout.decode(), r.stderr.decode()))
-
-
-def snapshot_count():
-    n = int(next(l.split()[1] for l in zr('info', DS).stdout.decode().splitlines()
-                 if l.startswith('records')))
-    return n, None
 
 
 def main():
@@ -275,13 +276,7 @@ def main():
     n, values = snapshot()
     aborted = 0
     for trial in range(TRIALS):
-        log = open('%s.log' % DS, 'ab')
-        d = subprocess.Popen([ZRFS, DS, MNT, '-o', 'writable', '-f'], stderr=log)
-        DAEMON[:] = [d]
-        t0 = time.monotonic()
-        while not mounted():
-            if d.poll() is not None or time.monotonic() - t0 > 30:
-                fail('trial %d: not mounted (daemon exit %s)' % (trial, d.poll()))
+        d = start_daemon('trial %d' % trial)
         t = Trial(n, values, rng)
         threads = [threading.Thread(target=t.writer), threading.Thread(target=t.reader)]
         for th in threads:
@@ -305,7 +300,6 @@ def main():
             if th.is_alive():
                 fail('trial %d: a thread is stuck after the daemon died' % trial)
         subprocess.run(['umount', '-l', MNT], capture_output=True)
-        log.close()
         if t.errors:
             fail('trial %d: %s' % (trial, t.errors[0]))
         r = zr('verify', DS, check=False)
