@@ -14,7 +14,7 @@ mount_ds
 import re, sys
 text = open(sys.argv[1]).read()
 blocks = re.findall(r"```(sh|python)\n# example: ([\w-]+)\n(.*?)```", text, re.S)
-assert len(blocks) == 6, [b[1] for b in blocks]
+assert len(blocks) == 7, [b[1] for b in blocks]
 for lang, name, body in blocks:
     open(f"{sys.argv[2]}/example-{name}.{lang}", "w").write(body)
 PY
@@ -32,11 +32,11 @@ for f in "$T"/example-*; do
 	sed -i "s|/mnt/cats|$MNT|g" "$f"
 	case $f in
 	*.sh) out=$(sh -e "$f" 2>&1) ;;
-	*.python) out=$(cd "$T" && "$PY" "$f" 2>&1) ;;
+	*.python) out=$(cd "$T" && PYTHONPATH="$HERE/../../tools/python" "$PY" "$f" 2>&1) ;;
 	esac || fail "${f##*/} failed: $out"
 	n=$((n + 1))
 done
-[ $n -eq 6 ] || fail "ran $n examples, not 6"
+[ $n -eq 7 ] || fail "ran $n examples, not 7"
 # the resume example read the whole epoch in one run: it saved its end
 [ "$(cat "$T/position.txt")" = 15 ] || fail "the resume example saved $(cat "$T/position.txt")"
 # the original names, as the README says: the file of the record so named,

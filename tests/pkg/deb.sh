@@ -28,7 +28,8 @@ dpkg-deb -I "$deb" | grep -q 'Depends: fuse3' || fail "the package does not depe
 dpkg -i "$deb" >/dev/null || fail "dpkg -i"
 installed=1
 for f in /usr/bin/zr /usr/bin/zrfs /usr/include/zrecord.h /usr/include/zrsampler.h \
-	/usr/share/man/man1/zr.1 /usr/share/man/man8/zrfs.8; do
+	/usr/share/man/man1/zr.1 /usr/share/man/man8/zrfs.8 \
+	/usr/lib/python3/dist-packages/zrfs/loader.py; do
 	[ -e "$f" ] || fail "$f not installed"
 done
 pkg-config --exists zrecord || PKG_CONFIG_PATH=/usr/lib/pkgconfig pkg-config --exists zrecord ||
@@ -40,6 +41,12 @@ printf 'hello from the package' >"$T/n"
 mkdir "$T/mnt"
 mount -t fuse.zrfs "$T/ds" "$T/mnt" -o ro || fail "mount -t fuse.zrfs"
 [ "$(cat "$T/mnt/note/0.txt")" = "hello from the package" ] || fail "reading through the mount"
+# the installed Python package reads the mount's batches (outside the source tree)
+out=$(cd / && /usr/bin/python3 -c "
+import zrfs
+b = next(iter(zrfs.Loader('$T/mnt', 'seq,batch=1')))
+print(bytes(b['note'][0]).decode())") || fail "the installed zrfs Python package"
+[ "$out" = "hello from the package" ] || fail "zrfs.Loader read: $out"
 grep -q "fuse.zrfs" /proc/mounts || fail "not listed as fuse.zrfs"
 umount "$T/mnt" || fail "umount"
 # without ro, mount(8) passes rw: still read-only (-o writable writes)
@@ -49,5 +56,6 @@ umount "$T/mnt" || fail "umount"
 
 dpkg -r zrfs >/dev/null || fail "dpkg -r"
 installed=0
-[ ! -e /usr/bin/zrfs ] && [ ! -e /usr/include/zrecord.h ] || fail "files left after dpkg -r"
+[ ! -e /usr/bin/zrfs ] && [ ! -e /usr/include/zrecord.h ] &&
+	[ ! -e /usr/lib/python3/dist-packages/zrfs ] || fail "files left after dpkg -r"
 echo "deb: built, installed, mounted, read, removed"

@@ -1,0 +1,35 @@
+"""BatchDataset: a zrfs Loader as a torch IterableDataset."""
+import torch
+from torch.utils.data import IterableDataset, get_worker_info
+
+from .loader import Loader
+
+
+class BatchDataset(IterableDataset):
+    """The batches of Loader(mount, spec, epoch, ...) as an IterableDataset:
+    for a DataLoader (batch_size=None: each item is a whole batch). Each
+    worker of a DataLoader reads every num_workers-th step; without workers
+    it reads them all, with the Loader's threads. Batches are torch tensors
+    on the host (the DataLoader pins and moves them); Loader's own device
+    copy is faster where no DataLoader is needed."""
+
+    def __init__(self, mount, spec, epoch=0, fields=None, threads=4, **kw):
+        super().__init__()
+        self.args = dict(mount=mount, spec=spec, epoch=epoch, fields=fields, threads=threads,
+                         **kw)
+
+    def _loader(self, steps=None):
+        return Loader(device="cpu", steps=steps, **self.args)
+
+    def __len__(self):
+        return len(self._loader())
+
+    def __iter__(self):
+        w = get_worker_info()
+        steps = self._loader().steps()
+        if w is not None:
+            steps = steps[w.id::w.num_workers]
+        return iter(self._loader(steps))
+
+
+__all__ = ["BatchDataset"]

@@ -1,0 +1,266 @@
+"""Batches of a zrfs mount, read in sampler order from one process.
+
+A zrfs mount hands out whole batches under .batches/SPEC/epoch-E/K/: one
+file per field per step (FIELD.npy for a fixed shape, FIELD and
+FIELD.offsets for variable sizes, ids). A Loader reads them with a pool of
+threads, each reading one batch file with os.preadv (which releases the
+GIL) into a buffer of its own, several steps ahead, and hands the steps
+over in order: as NumPy arrays, as torch tensors, or, for a CUDA device,
+as tensors copied there from a reusable pool of pinned host buffers on a
+stream of their own, so that the copy of one step overlaps the reading of
+the next. No worker process, no pickling: the mount's own threads assemble
+batches, this process only moves bytes.
+"""
+import concurrent.futures
+import errno
+import io
+import json
+import os
+import threading
+
+import numpy as np
+
+__all__ = ["Loader", "ZrfsError"]
+
+DTYPES = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "u64": "<u8", "i8": "<i1", "i16": "<i2",
+          "i32": "<i4", "i64": "<i8", "f16": "<f2", "f32": "<f4", "f64": "<f8", "bool": "?",
+          "bytes": "<u1"}
+
+
+class ZrfsError(OSError):
+    """A batch file could not be read: the file, the spec, the epoch and the step."""
+
+
+class Field:
+    """One field as the mount's meta.json describes it."""
+
+    def __init__(self, meta):
+        self.name = meta["name"]
+        self.dtype = np.dtype(DTYPES[meta["dtype"]])
+        self.shape = tuple(meta["shape"]) if "shape" in meta else None  # None: variable
+
+    def files(self):
+        """The batch files a step has of this field."""
+        return [self.name + ".npy"] if self.shape is not None else \
+            [self.name, self.name + ".offsets"]
+
+
+def fields_of(mount):
+    try:
+        with open(os.path.join(mount, "meta.json"), "rb") as f:
+            return [Field(m) for m in json.load(f)["fields"]]
+    except (OSError, ValueError, KeyError) as e:
+        raise ZrfsError(f"{mount}/meta.json: not a zrfs mount's ({e})") from e
+
+
+def npy_array(buf):
+    """The array in the bytes of a .npy file (format 1.0, as zrfs writes it), not copied."""
+    head = io.BytesIO(bytes(buf[:10 + int.from_bytes(bytes(buf[8:10]), "little")]))
+    np.lib.format.read_magic(head)
+    shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+    count = int(np.prod(shape))
+    return np.frombuffer(buf, dtype, count, head.tell()).reshape(shape), head.tell()
+
+
+class Pinned:
+    """A pool of pinned host buffers for copies to a CUDA device, each reused
+    once the copy out of it is done (an event on the copy stream says so)."""
+
+    def __init__(self, torch):
+        self.torch, self.free, self.busy = torch, [], []
+        self.lock = threading.Lock()  # taken by the reading threads and the iteration
+
+    def take(self, size):
+        with self.lock:
+            done = [b for b in self.busy if b[0].query()]
+            self.busy = [b for b in self.busy if b not in done]
+            self.free += [buf for _, buf in done]
+            for i, buf in enumerate(self.free):
+                if buf.numel() >= size:
+                    return self.free.pop(i)
+        # grow by a quarter: the sizes of variable fields vary a little
+        return self.torch.empty(size + size // 4 + 4096, dtype=self.torch.uint8,
+                                pin_memory=True)
+
+    def give_back(self, buf, event):
+        with self.lock:
+            self.busy.append((event, buf))
+
+
+class Loader:
+    """The batches of sampler spec @spec, epoch @epoch, of the zrfs mount at
+    @mount, in step order. Each batch is a dict: "ids" (int64, one per
+    record), and per field (@fields: names; default all) an array of shape
+    (B, *shape) for a fixed-shape field (missing records read as zeros), or
+    (data, offsets) for a variable-size one: record i is
+    data[offsets[i]:offsets[i + 1]] (uint8; flate records come inflated).
+
+    @device: None for NumPy arrays; "cpu" for torch tensors; a CUDA device
+    ("cuda", "cuda:1", a torch.device) for tensors there, copied from
+    pinned memory on a stream of their own. @threads batch files are read
+    at once (os.preadv: it releases the GIL), up to @prefetch steps ahead
+    (default: enough to keep them busy). @steps: the steps to read (default
+    all: an iterable, e.g. range(k, n) to start at step k). @direct: open
+    with O_DIRECT, so that no second copy of a batch stays in the page
+    cache (the mount serves it from the dataset's pages). @info: add the
+    step's info.json as "info" (position_after: where a resumed job goes
+    on, with from=).
+
+    The spec is the mount's (rank=R,world=W,from=P,tail=... included:
+    zr(1), SAMPLER ORDERS). Errors are ZrfsError, naming the file, the spec,
+    the epoch and the step; one raised by a reading thread is raised by the
+    iteration that would have returned its batch.
+    """
+
+    def __init__(self, mount, spec, epoch=0, fields=None, device=None, threads=8,
+                 prefetch=None, steps=None, direct=True, info=False):
+        self.mount, self.spec, self.epoch = mount, spec, epoch
+        known = fields_of(mount)
+        if fields is None:
+            self.fields = known
+        else:
+            byname = {f.name: f for f in known}
+            missing = [n for n in fields if n not in byname]
+            if missing:
+                raise ZrfsError(f"{mount}: no field {', '.join(missing)} "
+                                f"(it has {', '.join(byname)})")
+            self.fields = [byname[n] for n in fields]
+        self.dir = os.path.join(mount, ".batches", spec, f"epoch-{epoch}")
+        self.threads = max(1, threads)
+        self.files = ["ids"] + [n for f in self.fields for n in f.files()] + \
+            (["info.json"] if info else [])
+        self.prefetch = prefetch or max(2, -(-2 * self.threads // len(self.files)))
+        self.flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_DIRECT if direct else 0)
+        self.info = info
+        self.torch = self.device = None
+        if device is not None:
+            import torch
+            self.torch, self.device = torch, torch.device(device)
+        self.cuda = self.device is not None and self.device.type == "cuda"
+        self._steps = steps
+
+    def __len__(self):
+        return len(self.steps())
+
+    def steps(self):
+        """The steps this loader reads."""
+        if self._steps is not None:
+            return list(self._steps)
+        try:
+            return range(len(os.listdir(self.dir)))
+        except FileNotFoundError:
+            # from=P at or past the end of an epoch: nothing is left of it
+            if "from=" in self.spec:
+                return range(0)
+            raise ZrfsError(errno.ENOENT, f"{self.dir}: no such epoch "
+                            f"(batches {self.spec}, epoch {self.epoch})") from None
+        except OSError as e:
+            raise ZrfsError(e.errno, f"{self.dir}: {e.strerror} "
+                            f"(batches {self.spec}, epoch {self.epoch})") from None
+
+    # ---- reading ----
+
+    def _read(self, step, name, pool):
+        """The bytes of batch file @name of step @step (read by a thread): a
+        uint8 NumPy array, and the pinned tensor it lies in, if any."""
+        path = os.path.join(self.dir, str(step), name)
+        try:
+            fd = os.open(path, self.flags)
+        except OSError as e:
+            raise self._error(path, step, e) from None
+        try:
+            size = os.fstat(fd).st_size
+            pinned = pool.take(size) if pool and name != "info.json" else None
+            buf = pinned.numpy()[:size] if pinned is not None else np.empty(size, np.uint8)
+            done = 0
+            while done < size:
+                n = os.preadv(fd, [memoryview(buf)[done:]], done)
+                if n == 0:
+                    raise OSError(5, f"ends after {done} of {size} bytes")
+                done += n
+            return buf, pinned
+        except OSError as e:
+            raise self._error(path, step, e) from None
+        finally:
+            os.close(fd)
+
+    def _error(self, path, step, e):
+        return ZrfsError(e.errno, f"{path}: {e.strerror} (batches {self.spec}, epoch "
+                                  f"{self.epoch}, step {step})")
+
+    def _batch(self, step, got, pool, stream):
+        """Step @step's batch out of its files' bytes."""
+        out = {}
+        bufs = dict(zip(self.files, got))
+        host = {"ids": bufs["ids"][0].view("<u8").astype(np.int64)}
+        for f in self.fields:
+            if f.shape is not None:
+                host[f.name] = npy_array(bufs[f.name + ".npy"][0])[0]
+            else:
+                host[f.name] = (bufs[f.name][0],
+                                bufs[f.name + ".offsets"][0].view("<u8").astype(np.int64))
+        if self.device is None:
+            out = host
+        elif not self.cuda:
+            out = {k: tuple(map(self.torch.from_numpy, v)) if isinstance(v, tuple)
+                   else self.torch.from_numpy(v) for k, v in host.items()}
+        else:
+            out = self._to_device(host, bufs, pool, stream)
+        if self.info:
+            out["info"] = json.loads(bytes(bufs["info.json"][0]))
+        return out
+
+    def _to_device(self, host, bufs, pool, stream):
+        """The arrays of @host on the CUDA device: the fields' bytes copied
+        straight from the pinned buffers they were read into, on @stream."""
+        torch = self.torch
+        out = {}
+        with torch.cuda.stream(stream):
+            for f in self.fields:
+                if f.shape is not None:
+                    buf, pinned = bufs[f.name + ".npy"]
+                    arr = host[f.name]
+                    start = arr.ctypes.data - buf.ctypes.data
+                    t = pinned[start:start + arr.nbytes].to(self.device, non_blocking=True)
+                    out[f.name] = t.view(torch.from_numpy(arr[:0]).dtype).reshape(arr.shape)
+                else:
+                    buf, pinned = bufs[f.name]
+                    out[f.name] = (pinned[:buf.size].to(self.device, non_blocking=True),
+                                   torch.from_numpy(host[f.name][1]).to(self.device,
+                                                                         non_blocking=True))
+            out["ids"] = torch.from_numpy(host["ids"]).to(self.device, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(stream)
+        for name, (buf, pinned) in bufs.items():
+            if pinned is not None:
+                pool.give_back(pinned, done)
+        current = torch.cuda.current_stream(self.device)
+        current.wait_stream(stream)  # the caller's work on its stream sees the bytes
+        for v in out.values():
+            for t in v if isinstance(v, tuple) else (v,):
+                t.record_stream(current)
+        return out
+
+    def __iter__(self):
+        steps = iter(self.steps())
+        pool = Pinned(self.torch) if self.cuda else None
+        stream = self.torch.cuda.Stream(self.device) if self.cuda else None
+        queue = []  # (step, futures), oldest first
+        with concurrent.futures.ThreadPoolExecutor(self.threads) as ex:
+            try:
+                while True:
+                    while len(queue) < self.prefetch:
+                        step = next(steps, None)
+                        if step is None:
+                            break
+                        queue.append((step, [ex.submit(self._read, step, n, pool)
+                                             for n in self.files]))
+                    if not queue:
+                        return
+                    step, futures = queue.pop(0)
+                    got = [f.result() for f in futures]
+                    yield self._batch(step, got, pool, stream)
+            finally:
+                for _, futures in queue:
+                    for f in futures:
+                        f.cancel()
