@@ -27,7 +27,7 @@
  * and the listings of the directories concerned. The work is proportional to the
  * records that changed, never to the dataset.
  *
- * A change made through a writable mount (write.c) is answered from here:
+ * A change made through a writable mount (write/) is answered from here:
  * the request waits until the view of its commit is published and the
  * kernel told, so the program that made it finds it on its next open.
  *

@@ -66,7 +66,7 @@ static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino
  * made with cp -a or rsync -a behaves like a copy of any read-only tree
  * (its owner can remove it; with 0555 directories nobody but root could).
  * What may not be written is refused by the mount: EROFS when read-only,
- * EPERM for what -o rw does not store; other users (allow_other) have
+ * EPERM for what -o writable does not store; other users (allow_other) have
  * read and search bits only. */
 void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
 		   struct stat *st)

@@ -8,10 +8,10 @@
  *   main.c            the command: options, mount, session loop
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
- *   write.c           a writable mount (-o rw): record files opened,
- *                     written, closed
- *   write_names.c     -o rw: names created, renamed, removed
- *   writer.c          -o rw: the writer, values stored, each a commit
+ *   write/            a writable mount (-o writable): the write layer,
+ *                     its model, threads and locks in write/write_i.h
+ *                     (handles, names, overlay, publish, nodes, values,
+ *                     mount)
  *   follow.c          the thread that follows commits: new views, versions,
  *                     and what the kernel must forget; requests answered
  *                     once the mount shows their commit
@@ -22,6 +22,9 @@
  *   batch_files.c     where a batch file's bytes are assembled
  *   records.c         record files: names, inode numbers, attributes, bytes
  *   npy_view.c        .npy views: the header and the pieces of a range
+ *   transport.c       how requests arrive: /dev/fuse with polling, or
+ *                     io_uring rings (-o uring)
+ *   notify.c          what the kernel must forget, collected, then sent
  *   reply.c           where every reply is built and sent
  *   readahead.c       asking the kernel for pages before they are sent
  *   cache.c           bounded cache of inflated records and batch blobs
@@ -30,6 +33,7 @@
  *   scratch.c         per-thread buffers and core readers
  *   dataset.c         the dataset opened, its fields and first view; closed
  *   log.c             names in log lines escaped; lines users cause limited
+ *   table.c           the one hash table the files above share
  *
  * Inode numbers are a pure function of the path and, for files whose bytes
  * a commit can change, a version (view.c: content never changes under a
@@ -46,7 +50,8 @@
  *                              bits 60-61 = 2 (epochs), 3 (steps) batches.c
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
  *                              ZRFS_INO_BY_CLASS | i << 32 | class byclass.c
- *   /<field>/<new file> (rw)   ZRFS_INO_STAGED | n               write_names.c
+ *   /<field>/<new file>        ZRFS_INO_STAGED | n        write/nodes.c
+ *   (-o writable)
  */
 #ifndef ZRFS_I_H
 #define ZRFS_I_H
@@ -78,7 +83,7 @@
 #define ZRFS_INO_META (UINT64_C(1) << 59)
 #define ZRFS_INO_EPOCH (UINT64_C(2) << 60)
 #define ZRFS_INO_STEP (UINT64_C(3) << 60)
-#define ZRFS_INO_STAGED (UINT64_C(1) << 62) /* -o rw: files not stored yet, write_names.c */
+#define ZRFS_INO_STAGED (UINT64_C(1) << 62) /* -o writable: files not stored yet, write/nodes.c */
 #define ZRFS_ID_BITS 40
 #define ZRFS_VERSIONS 256 /* record versions: 8 bits of the inode number */
 #define ZRFS_GEN_MASK ((UINT64_C(1) << 40) - 1) /* generations in .npy numbers */
@@ -118,7 +123,7 @@ struct zrfs_opts {
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
-	unsigned commit_ms;   /* -o rw: new files wait at most this long for a commit */
+	unsigned commit_ms;   /* -o writable: new files wait at most this long for a commit */
 	uint64_t commit_bytes; /* or until this many bytes of them wait */
 	unsigned poll_us;     /* poll for the next request this long before sleeping;
 			       * ZRFS_POLL_DEFAULT: 50 in ring threads, 0 on /dev/fuse */
@@ -170,7 +175,7 @@ struct zrfs {
 	struct zrfs_byclass *byclass;
 	struct zrfs_state *state;   /* the current view, versions, pins (view.c) */
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
-	struct zrfs_writes *writes; /* -o rw: the writer (write.c); NULL read-only */
+	struct zrfs_writes *writes; /* -o writable: the writer (write/); NULL read-only */
 	struct fuse_session *se;
 	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
@@ -412,7 +417,7 @@ extern const struct zrfs_subtree zrfs_batches;
 extern const struct zrfs_subtree zrfs_byclass;
 extern const struct zrfs_subtree zrfs_writing;
 
-/* dispatch.c: the FUSE operations of a read-only mount, and of -o rw */
+/* dispatch.c: the FUSE operations of a read-only mount, and of -o writable */
 extern const struct fuse_lowlevel_ops zrfs_ops;
 extern const struct fuse_lowlevel_ops zrfs_rw_ops;
 

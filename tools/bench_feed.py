@@ -168,7 +168,7 @@ def main():
 
         def mounted(fn):
             warm(ds)
-            subprocess.run([a.zrfs, ds, mnt], check=True)
+            subprocess.run([a.zrfs, ds, mnt, "-o", f"log={base}/zrfs.log"], check=True)
             try:
                 return fn()
             finally:

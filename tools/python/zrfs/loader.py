@@ -16,6 +16,7 @@ import errno
 import io
 import json
 import os
+import sys
 import threading
 
 import numpy as np
@@ -60,6 +61,31 @@ def npy_array(buf):
     shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
     count = int(np.prod(shape))
     return np.frombuffer(buf, dtype, count, head.tell()).reshape(shape), head.tell()
+
+
+class Host:
+    """Buffers for NumPy arrays and host tensors, one pool per batch file
+    name (their sizes match from step to step), each reused once nothing
+    the caller kept refers to it any more: CPython's reference count says
+    so (the pool's, the loop's and getrefcount's own are all it has then).
+    A buffer made afresh costs its pages' faults, which a reused one has
+    paid already."""
+
+    KEEP = 16  # buffers kept per file name: the rest are the caller's to free
+
+    def __init__(self):
+        self.pools, self.lock = {}, threading.Lock()
+
+    def take(self, name, size):
+        with self.lock:
+            pool = self.pools.setdefault(name, [])
+            for buf in pool:
+                if buf.size >= size and sys.getrefcount(buf) <= 3:
+                    return buf
+            buf = np.empty(size + size // 4 + 4096, np.uint8)
+            if len(pool) < self.KEEP:
+                pool.append(buf)
+            return buf
 
 
 class Pinned:
@@ -170,8 +196,8 @@ class Loader:
             raise self._error(path, step, e) from None
         try:
             size = os.fstat(fd).st_size
-            pinned = pool.take(size) if pool and name != "info.json" else None
-            buf = pinned.numpy()[:size] if pinned is not None else np.empty(size, np.uint8)
+            pinned = pool.take(size) if self.cuda and name != "info.json" else None
+            buf = pinned.numpy()[:size] if pinned is not None else pool.take(name, size)[:size]
             done = 0
             while done < size:
                 n = os.preadv(fd, [memoryview(buf)[done:]], done)
@@ -243,7 +269,7 @@ class Loader:
 
     def __iter__(self):
         steps = iter(self.steps())
-        pool = Pinned(self.torch) if self.cuda else None
+        pool = Pinned(self.torch) if self.cuda else Host()
         stream = self.torch.cuda.Stream(self.device) if self.cuda else None
         queue = []  # (step, futures), oldest first
         with concurrent.futures.ThreadPoolExecutor(self.threads) as ex:
