@@ -1,6 +1,6 @@
 /*
  * dispatch.c - the FUSE callbacks. Each finds the subtree that owns its
- * inode in one table (tree.c, batches.c, byclass.c: struct zrfs_subtree)
+ * inode in one table (fields.c, batches.c, byclass.c: struct zrfs_subtree)
  * and lets it answer; none of them calls back here. The root directory is
  * the dispatcher's own: a name in it is asked of every subtree in turn, and
  * its listing is theirs one after the other.
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-static const struct zrfs_subtree *const subtrees[] = {&zrfs_tree, &zrfs_batches, &zrfs_byclass,
+static const struct zrfs_subtree *const subtrees[] = {&zrfs_fields, &zrfs_batches, &zrfs_byclass,
 						     &zrfs_writing};
 #define NSUBTREES (sizeof subtrees / sizeof subtrees[0])
 

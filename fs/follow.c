@@ -23,7 +23,7 @@
  * Once the lock is released it tells the kernel the names that now name
  * something else (notify.c): changed and removed records, appended ones
  * whose ids a view had before (the kernel may cache their absence; it
- * caches none of an id no view had, tree.c), the .npy views, meta.json,
+ * caches none of an id no view had, fields.c), the .npy views, meta.json,
  * and the listings of the directories concerned. The work is proportional to the
  * records that changed, never to the dataset.
  *
@@ -86,7 +86,7 @@ struct zrfs_follow {
 	size_t npending, pending_cap;
 	uint64_t high;        /* the most records a view has shown: the kernel
 			       * may hold names of ids below, never of ids above
-			       * (tree.c caches no miss of them) */
+			       * (fields.c caches no miss of them) */
 };
 
 

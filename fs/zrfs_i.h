@@ -15,7 +15,7 @@
  *   follow.c          the thread that follows commits: new views, versions,
  *                     and what the kernel must forget; requests answered
  *                     once the mount shows their commit
- *   tree.c            subtree: meta.json, field directories, FIELD.npy
+ *   fields.c          subtree: meta.json, field directories, FIELD.npy
  *   byclass.c         subtree: /by/LABEL/CLASS/, the ImageFolder view
  *   batches.c         subtree: /.batches, spec and epoch tables, batch names
  *   batch_prefetch.c  batch steps assembled or read ahead, dropped behind
@@ -40,10 +40,10 @@
  * number); each subtree owns one part of the 64-bit space:
  *
  *   /                          ZRFS_INO_ROOT (1)                 dispatch.c
- *   /meta.json                 ZRFS_INO_META | generation        tree.c
- *   /<field>/                  ZRFS_INO_DIR + field              tree.c
- *   /<field>.npy               ZRFS_INO_NPY | version << 8 | field  tree.c
- *   /<field>.present.npy       the same | ZRFS_INO_PRESENT          tree.c
+ *   /meta.json                 ZRFS_INO_META | generation        fields.c
+ *   /<field>/                  ZRFS_INO_DIR + field              fields.c
+ *   /<field>.npy               ZRFS_INO_NPY | version << 8 | field  fields.c
+ *   /<field>.present.npy       the same | ZRFS_INO_PRESENT          fields.c
  *   /<field>/<id>[.ext]        ZRFS_INO_REC | version << 48 | field << 40 | id
  *                                                                records.c
  *   /.batches/...              ZRFS_INO_BATCHES, ZRFS_INO_SPEC + spec,
@@ -336,7 +336,7 @@ static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;
 }
 
-/* ---- subtrees (tree.c, batches.c, byclass.c), iterated by dispatch.c ---- */
+/* ---- subtrees (fields.c, batches.c, byclass.c), iterated by dispatch.c ---- */
 
 /* Listing positions from here on are an overlay's (a subtree's own are
  * below). */
@@ -412,7 +412,7 @@ struct zrfs_subtree {
 		     size_t size, off_t off);
 };
 
-extern const struct zrfs_subtree zrfs_tree;
+extern const struct zrfs_subtree zrfs_fields;
 extern const struct zrfs_subtree zrfs_batches;
 extern const struct zrfs_subtree zrfs_byclass;
 extern const struct zrfs_subtree zrfs_writing;

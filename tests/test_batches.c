@@ -33,7 +33,7 @@ static mode_t type_of(fuse_ino_t ino)
 	struct stat st;
 	cr_assert(B->owns(&t_fs, ino), "inode %llx is not owned by .batches",
 		  (unsigned long long)ino);
-	cr_assert(!zrfs_tree.owns(&t_fs, ino) && !zrfs_byclass.owns(&t_fs, ino),
+	cr_assert(!zrfs_fields.owns(&t_fs, ino) && !zrfs_byclass.owns(&t_fs, ino),
 		  "inode %llx has two owners", (unsigned long long)ino);
 	cr_assert_eq(t_attr(B, ino, &st), 0, "attr of %llx", (unsigned long long)ino);
 	cr_assert_eq(st.st_ino, ino);

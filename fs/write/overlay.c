@@ -197,7 +197,7 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 	if (!w || dir < ZRFS_INO_DIR || dir >= ZRFS_INO_DIR + fs->nfields)
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	/* a record's entry is at 2 + id (tree.c) */
+	/* a record's entry is at 2 + id (fields.c) */
 	if ((d = zrfs_draft_targeting(w, (unsigned)(dir - ZRFS_INO_DIR), e->pos - 2)) != NULL &&
 	    !zrfs_draft_settled(d, v->gen)) {
 		e->ino = d->ino;

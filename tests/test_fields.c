@@ -1,5 +1,5 @@
 /*
- * Description: the field tree without a mount (fs/tree.c): its names in the
+ * Description: the field tree without a mount (fs/fields.c): its names in the
  * root (meta.json, a directory per field, FIELD.npy for fixed shapes only),
  * a field's directory lists its present records in id order, and the whole
  * field views of a raw and a flate field hold every row (missing rows as
@@ -9,7 +9,7 @@
 
 TestSuite(tree, .init = t_fs_setup, .fini = t_fs_teardown);
 
-static const struct zrfs_subtree *const T = &zrfs_tree;
+static const struct zrfs_subtree *const T = &zrfs_fields;
 
 Test(tree, root_names)
 {

@@ -1,5 +1,5 @@
 /*
- * tree.c - the field tree, a subtree of the mount: meta.json, one directory
+ * fields.c - the field tree, a subtree of the mount: meta.json, one directory
  * per field holding one file per present record (records.c), FIELD.npy,
  * the whole field as one array, for fixed-shape fields, and
  * FIELD.present.npy, a bool per record: whether it has a value (a missing
@@ -346,7 +346,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	fuse_reply_err(req, ENOENT);
 }
 
-const struct zrfs_subtree zrfs_tree = {
+const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
 	.owns = tree_owns,
 	.view_of = tree_view_of,
