@@ -2,8 +2,8 @@
  * dataset.c - the dataset as the mount serves it: opened read-only as the
  * first view (view.c), its fields with what the tree derives from them
  * (names, extensions, record sizes; the mount's own copies, as views come
- * and go), the owner the files show, and the cache; and all of it released
- * again.
+ * and go), the field of records' original names, the owner the files
+ * show, and the cache; and all of it released again.
  *
  * zrfs opens the dataset before mounting, so a bad dataset is reported on
  * the terminal and nothing is mounted.
@@ -124,6 +124,11 @@ int zrfs_dataset_open(struct zrfs *fs)
 	}
 	for (unsigned i = 0; i < fs->nfields; i++)
 		field_copy(&fs->fields[i], ds, i);
+	if (zr_names_get(ds, &fs->names) < 0) {
+		zr_close(ds);
+		fprintf(stderr, "zrfs: out of memory\n");
+		return -1;
+	}
 	if ((rc = zrfs_view_make(fs, ds, &v)) < 0) { /* v owns ds from here on */
 		zr_close(ds);
 		fprintf(stderr, "zrfs: %s/meta.json: cannot read: %s\n", fs->dataset, strerror(-rc));

@@ -166,6 +166,7 @@ struct zrfs {
 	const char *dataset;  /* as given on the command line */
 	unsigned nfields;
 	struct zrfs_field *fields;
+	zr_names names;       /* records' original names (tree.c, the write layer) */
 	uid_t uid;
 	gid_t gid;
 	struct zrfs_opts opts;

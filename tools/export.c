@@ -13,20 +13,27 @@
 #include <unistd.h>
 
 static const char export_help[] =
-	"usage: zr export dir DS FIELD OUT_DIR [--by-id]\n"
+	"usage: zr export dir DS [FIELD] OUT_DIR [--by-id]\n"
 	"       zr export npy DS FIELD OUT.npy\n"
 	"       zr export tar DS OUT.tar [--by-id]\n"
 	"\n"
-	"dir: write every present record of FIELD as a file of OUT_DIR (created; it\n"
-	"must not exist or be empty). A dataset that keeps original names (zr\n"
-	"import dir and tar keep them) writes each record under its name: the\n"
-	"file's path under the imported directory, directories made as needed\n"
-	"(so diff -r against that directory finds them equal), or a WebDataset\n"
-	"key plus the field's extension (or name). Otherwise, with --by-id, and\n"
-	"for a record without a name, the file is named as in the mount: the\n"
-	"record id, plus the field's extension. The bytes are the records'\n"
-	"logical bytes. A name that is not a relative path staying below OUT_DIR\n"
-	"(.., an absolute path) stops the export, naming the record.\n"
+	"dir: write records as files of OUT_DIR (created; files already there are\n"
+	"never overwritten: an export into a directory that has them fails).\n"
+	"Without FIELD it writes the dataset's tree, the files its records'\n"
+	"original names make (zr import dir and tar keep them), as the mount shows\n"
+	"them in tree/: a record named by its path (train/cat/1.jpg) is that file,\n"
+	"holding the field the directory was imported into; a record named by a\n"
+	"WebDataset key (train/s0) is one file KEY.FIELD per value (train/s0.jpg,\n"
+	"train/s0.cls), an i64 class as decimal text. Records without a name have\n"
+	"no place in the tree: they are counted on stderr. So after zr import dir\n"
+	"SRC DS, diff -r SRC OUT_DIR finds them equal.\n"
+	"With FIELD it writes that field's records: each at the path its name\n"
+	"makes for that field, or, for records without one (and all with\n"
+	"--by-id), named as in the mount's field directory: the record id, plus\n"
+	"the field's extension. The bytes are the records' logical bytes.\n"
+	"Directories are made as needed. A name that is not a relative path\n"
+	"staying below OUT_DIR (.., an absolute path) stops the export, naming the\n"
+	"record.\n"
 	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
 	"numpy.save() would (missing records as zeros); OUT.npy must not exist.\n"
 	"tar: write every record as a WebDataset sample: members KEY.FIELD for its\n"
@@ -88,6 +95,55 @@ static int finish_file(int fd, const char *out, int status)
 	return status;
 }
 
+/* Field @f of record @id as a file holds it, in *@buf (grown as needed):
+ * the stored bytes, or with @text an i64 scalar as decimal text (a class,
+ * as WebDataset's .cls members have it). The count of bytes, -ENOENT for a
+ * missing value, or another negative code (said on stderr). */
+static int64_t member_load(zr_dataset *ds, unsigned f, uint64_t id, bool text, uint8_t **buf,
+			   size_t *cap)
+{
+	zr_record_stat st;
+	int64_t n;
+
+	if (zr_stat(ds, f, id, &st) < 0) {
+		zr_fail(-1, "export");
+		return -EIO;
+	}
+	if (!st.present)
+		return -ENOENT;
+	if (st.logical_len > *cap || *cap < 24) { /* 24: an i64 as text */
+		size_t want = st.logical_len > 24 ? st.logical_len : 24;
+		uint8_t *b = realloc(*buf, want);
+		if (!b) {
+			zr_warn("export: out of memory");
+			return -ENOMEM;
+		}
+		*buf = b;
+		*cap = want;
+	}
+	if ((n = zr_record_load(ds, f, id, *buf, *cap)) < 0) {
+		zr_fail((int)n, "export");
+		return n;
+	}
+	if (text) {
+		char digits[24];
+		int len = zr_names_text_of(*buf, (size_t)n, digits, sizeof digits);
+		if (len >= 0) {
+			memcpy(*buf, digits, (size_t)len);
+			n = len;
+		}
+	}
+	return n;
+}
+
+/* Whether field @f is an i64 scalar: a class, decimal text in a tar. */
+static bool class_field(const zr_dataset *ds, unsigned f)
+{
+	const zr_field_spec *fs = zr_field(ds, f);
+
+	return fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0;
+}
+
 static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 {
 	static const unsigned char zeros[1024];
@@ -98,7 +154,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	uint64_t members = 0;
 	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), status = 1;
 	int64_t mtime = 0;
-	struct zr_names nm = {-1, false};
+	zr_names nm = {-1, -1, 0};
 	zr_info in;
 
 	if (fd < 0) {
@@ -107,7 +163,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	}
 	if (zr_info_get(ds, &in) == 0)
 		mtime = in.mtime;
-	if (!by_id && names_open(ds, &nm) < 0)
+	if (!by_id && zr_names_get(ds, &nm) < 0)
 		goto out;
 	if (!nm.key)
 		nm.field = -1; /* paths are not keys: ids then */
@@ -118,36 +174,14 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		if (got == 0)
 			snprintf(key, sizeof key, "%09llu", (unsigned long long)id);
 		for (unsigned f = 0; f < zr_field_count(ds); f++) {
-			zr_record_stat st;
 			int64_t n;
 			if ((int)f == nm.field)
 				continue; /* the key itself */
-			if (zr_stat(ds, f, id, &st) < 0) {
-				zr_fail(-1, "export");
-				goto out;
-			}
-			if (!st.present)
+			if ((n = member_load(ds, f, id, class_field(ds, f), &buf, &cap)) == -ENOENT)
 				continue;
-			if (st.logical_len > cap || cap < 24) { /* 24: an i64 as text */
-				size_t want = st.logical_len > 24 ? st.logical_len : 24;
-				uint8_t *b = realloc(buf, want);
-				if (!b)
-					goto out;
-				buf = b;
-				cap = want;
-			}
-			if ((n = zr_record_load(ds, f, id, buf, cap)) < 0) {
-				zr_fail((int)n, "export");
+			if (n < 0)
 				goto out;
-			}
-			/* an i64 scalar (a class: .cls) as WebDataset has it: decimal text */
-			const zr_field_spec *fs = zr_field(ds, f);
-			if (fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0 && n == 8) {
-				int64_t v;
-				memcpy(&v, buf, 8);
-				n = snprintf((char *)buf, cap, "%lld", (long long)v);
-			}
-			snprintf(name, sizeof name, "%s.%s", key, fs->name);
+			snprintf(name, sizeof name, "%s.%s", key, zr_field(ds, f)->name);
 			if (tar_header(h, name, (uint64_t)n, mtime) < 0) {
 				zr_warn("export: %s: record %llu: member name '%s' is too long for "
 					"a tar header (--by-id names members by id)", out,
@@ -252,12 +286,93 @@ static void record_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
 }
 
+/* Write records as files of @out (made if need be; files already there are
+ * not overwritten): field @field's, or with @field -1 the dataset's tree
+ * (every field's files). A record's file is at the path its name makes
+ * (zr_names_file); one field's records without one (no name, --by-id, a
+ * field whose files the names do not make) are named by id. */
+static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
+{
+	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
+	zr_names nm = {-1, -1, 0};
+	uint64_t count = 0, unnamed = 0;
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int dfd = -1, status = 1;
+
+	if (!by_id && zr_names_get(ds, &nm) < 0) {
+		zr_warn("export: out of memory");
+		return 1;
+	}
+	if (field < 0 && nm.field < 0) {
+		zr_warn("export: %s keeps no original names, so it makes no tree: 'zr export dir "
+			"DS FIELD OUT_DIR' writes a field's records by id", zr_path(ds));
+		return 1;
+	}
+	if (mkdir(out, 0755) < 0 && errno != EEXIST) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		return 1;
+	}
+	if ((dfd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		zr_warn("export: %s: %s", out, strerror(errno));
+		return 1;
+	}
+	for (uint64_t id = 0; id < zr_length(ds); id++) {
+		int named = nm.field >= 0 ? names_get(ds, &nm, id, name, sizeof name) : 0;
+		if (named < 0)
+			goto out;
+		if (!named && field < 0) {
+			unnamed++;
+			continue;
+		}
+		for (unsigned f = field < 0 ? 0 : (unsigned)field;
+		     f < (field < 0 ? zr_field_count(ds) : (unsigned)field + 1); f++) {
+			int len = named ? zr_names_file(ds, &nm, f, name, strlen(name), path,
+							sizeof path)
+					: 0;
+			int64_t n;
+			if (len < 0) {
+				zr_warn("export: record %llu: its name '%s' makes no file name%s",
+					(unsigned long long)id, name,
+					len == -EINVAL ? " (a key's last part holds no dot)" : "");
+				goto out;
+			}
+			if (len == 0 && field < 0)
+				continue; /* not a file of the tree */
+			if (len == 0)
+				record_name(ds, f, id, path, sizeof path);
+			n = member_load(ds, f, id, len > 0 && zr_names_text(ds, &nm, f), &buf, &cap);
+			if (n == -ENOENT)
+				continue;
+			if (n < 0)
+				goto out;
+			int fd = names_create_at(dfd, path, out);
+			if (fd < 0)
+				goto out;
+			if (write_all(fd, buf, (size_t)n) < 0) {
+				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
+				close(fd);
+				goto out;
+			}
+			close(fd);
+			count++;
+		}
+	}
+	if (unnamed)
+		zr_warn("export: %llu record%s no name, so no place in the tree: 'zr export dir "
+			"DS FIELD OUT_DIR' writes a field's records, those by id",
+			(unsigned long long)unnamed, unnamed == 1 ? " has" : "s have");
+	printf("%s: %llu files\n", out, (unsigned long long)count);
+	status = 0;
+out:
+	close(dfd);
+	free(buf);
+	return status;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	zr_dataset *ds = NULL;
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	uint64_t count = 0;
 	int f, status = 1;
 
 	if (argc >= 2 && is_help(argv[1])) {
@@ -267,93 +382,24 @@ int cmd_export(int argc, char **argv)
 	bool by_id = argc > 2 && strcmp(argv[argc - 1], "--by-id") == 0;
 	if (by_id)
 		argc--;
-	if (argc == 4 && strcmp(argv[1], "tar") == 0) {
+	if (argc == 4 && (strcmp(argv[1], "tar") == 0 || (strcmp(argv[1], "dir") == 0 && !by_id))) {
 		int rc = zr_open(&ds, argv[2], ZR_RDONLY);
 		if (rc < 0)
 			return zr_fail(rc, "export");
-		status = export_tar(ds, argv[3], by_id);
+		status = argv[1][0] == 't' ? export_tar(ds, argv[3], by_id)
+					   : export_dir(ds, -1, argv[3], false);
 		zr_close(ds);
 		return status;
 	}
 	if (argc != 5 || (strcmp(argv[1], "dir") != 0 && strcmp(argv[1], "npy") != 0)) {
-		zr_warn("export: expected 'dir DS FIELD OUT_DIR [--by-id]', 'npy DS FIELD OUT.npy' "
+		zr_warn("export: expected 'dir DS [FIELD] OUT_DIR [--by-id]', 'npy DS FIELD OUT.npy' "
 			"or 'tar DS OUT.tar [--by-id]' (see 'zr export --help')");
 		return EXIT_USAGE;
 	}
 	if ((f = open_field("export", argv[2], argv[3], &ds)) < 0)
 		return 1;
-	if (strcmp(argv[1], "npy") == 0) {
-		status = export_npy(ds, (unsigned)f, argv[4]);
-		zr_close(ds);
-		return status;
-	}
-	if (mkdir(argv[4], 0755) < 0 && errno != EEXIST) {
-		zr_warn("export: %s: %s", argv[4], strerror(errno));
-		goto out;
-	}
-	int dfd = open(argv[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		zr_warn("export: %s: %s", argv[4], strerror(errno));
-		goto out;
-	}
-	struct zr_names nm = {-1, false};
-	if (!by_id && names_open(ds, &nm) < 0) {
-		zr_warn("export: out of memory");
-		goto close_out;
-	}
-	if (nm.field == f)
-		nm.field = -1; /* the names themselves: by id */
-	for (uint64_t id = 0; id < zr_length(ds); id++) {
-		zr_record_stat st;
-		static char name[PATH_MAX + ZR_EXT_MAX + 2];
-		int64_t n;
-		int named;
-		if (zr_stat(ds, (unsigned)f, id, &st) < 0) {
-			zr_fail(-1, "export");
-			goto close_out;
-		}
-		if (!st.present)
-			continue;
-		if (st.logical_len > cap) {
-			uint8_t *b = realloc(buf, st.logical_len);
-			if (!b) {
-				zr_warn("export: out of memory");
-				goto close_out;
-			}
-			buf = b;
-			cap = st.logical_len;
-		}
-		if ((n = zr_record_load(ds, (unsigned)f, id, buf, cap)) < 0) {
-			zr_fail((int)n, "export");
-			goto close_out;
-		}
-		if ((named = nm.field >= 0 ? names_get(ds, &nm, id, name, PATH_MAX) : 0) < 0)
-			goto close_out;
-		if (named && nm.key) { /* a WebDataset key: the member's extension */
-			const char *ext = zr_field(ds, (unsigned)f)->ext;
-			size_t len = strlen(name);
-			snprintf(name + len, sizeof name - len, ".%s",
-				 ext ? ext : zr_field(ds, (unsigned)f)->name);
-		}
-		if (!named)
-			record_name(ds, (unsigned)f, id, name, sizeof name);
-		int fd = names_create_at(dfd, name, argv[4]);
-		if (fd < 0)
-			goto close_out;
-		if (write_all(fd, buf, (size_t)n) < 0) {
-			zr_warn("export: %s/%s: %s", argv[4], name, strerror(errno));
-			close(fd);
-			goto close_out;
-		}
-		close(fd);
-		count++;
-	}
-	printf("%s: %llu files\n", argv[4], (unsigned long long)count);
-	status = 0;
-close_out:
-	close(dfd);
-out:
-	free(buf);
+	status = strcmp(argv[1], "npy") == 0 ? export_npy(ds, (unsigned)f, argv[4])
+					     : export_dir(ds, f, argv[4], by_id);
 	zr_close(ds);
 	return status;
 }

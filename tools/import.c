@@ -411,8 +411,9 @@ static int parse_args(struct import *im, int argc, char **argv)
 
 /* The dataset's attrs, kept in meta.json: {"classes": {"FIELD": ["a",
  * "b", ...]}} with labels, the class names; {"names": {"field": F, "kind":
- * "path"|"key"}} with names (a file's path under SRC; a WebDataset key, to
- * which the member's extension is added). NULL if out of memory. */
+ * "path"|"key"}} with names (a file's path under SRC, "files" naming the
+ * field that holds the files; a WebDataset key, to which the member's
+ * extension is added: zr_names). NULL if out of memory. */
 static char *import_attrs(const struct import *im)
 {
 	json_t *root = json_object(), *v;
@@ -430,8 +431,10 @@ static char *import_attrs(const struct import *im)
 			goto out;
 	}
 	if (root && im->p.names &&
-	    (!(v = json_pack("{s:s,s:s}", "field", im->o.names, "kind",
-			     im->src->plan == plan_dir ? "path" : "key")) ||
+	    (!(v = im->src->plan == plan_dir
+			   ? json_pack("{s:s,s:s,s:s}", "field", im->o.names, "kind", "path",
+				       "files", im->o.field)
+			   : json_pack("{s:s,s:s}", "field", im->o.names, "kind", "key")) ||
 	     json_object_set_new(root, "names", v) < 0))
 		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;

@@ -4,62 +4,25 @@
  *
  * A name is a file's path under the imported directory ("kind": "path") or
  * a WebDataset sample's key ("kind": "key", a member's extension added to
- * make a file name). Names come from outside: before one becomes a path it
- * is checked to be relative and to stay below the directory it is written
- * into (no "..", ".", empty or absolute components).
+ * make a file name): the rule is the core's (zr_names). Names come from
+ * outside: before one becomes a path it is checked to be relative and to
+ * stay below the directory it is written into (zr_name_safe).
  */
 #include "zr_i.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int names_open(zr_dataset *ds, struct zr_names *n)
+int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap)
 {
-	char *text = zr_attrs(ds);
-	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
-	json_t *names = json_object_get(root, "names");
-	const char *field = json_string_value(json_object_get(names, "field"));
-	const char *kind = json_string_value(json_object_get(names, "kind"));
+	int64_t got = zr_name_load(ds, n, id, buf, cap);
 
-	n->field = -1;
-	n->key = kind && strcmp(kind, "key") == 0;
-	for (unsigned f = 0; field && f < zr_field_count(ds); f++)
-		if (strcmp(zr_field(ds, f)->name, field) == 0)
-			n->field = (int)f;
-	json_decref(root);
-	free(text);
-	return text ? 0 : -ENOMEM;
-}
-
-/* Whether @s is a relative path that stays below its directory. */
-static bool safe_path(const char *s, size_t len)
-{
-	if (len == 0 || s[0] == '/' || memchr(s, 0, len))
-		return false;
-	for (size_t at = 0; at <= len;) {
-		const char *slash = memchr(s + at, '/', len - at);
-		size_t end = slash ? (size_t)(slash - s) : len, c = end - at;
-		if (c == 0 || (c == 1 && s[at] == '.') || (c == 2 && s[at] == '.' && s[at + 1] == '.'))
-			return false;
-		at = end + 1;
-	}
-	return true;
-}
-
-int names_get(zr_dataset *ds, const struct zr_names *n, uint64_t id, char *buf, size_t cap)
-{
-	int64_t got;
-
-	if (n->field < 0 || zr_present(ds, (unsigned)n->field, id) != 1)
-		return 0;
-	got = zr_record_load(ds, (unsigned)n->field, id, buf, cap - 1);
-	if (got == -ENOBUFS) {
+	if (got == -ENAMETOOLONG) {
 		zr_warn("record %llu: its name is longer than a path may be",
 			(unsigned long long)id);
 		return -ENAMETOOLONG;
@@ -68,13 +31,12 @@ int names_get(zr_dataset *ds, const struct zr_names *n, uint64_t id, char *buf, 
 		zr_fail((int)got, "export");
 		return (int)got;
 	}
-	buf[got] = 0;
-	if (!safe_path(buf, (size_t)got)) {
+	if (got > 0 && !zr_name_safe(buf, (size_t)got)) {
 		zr_warn("record %llu: its name '%.*s' is not a relative path below a directory",
 			(unsigned long long)id, (int)(got > 200 ? 200 : got), buf);
 		return -EINVAL;
 	}
-	return 1;
+	return got > 0;
 }
 
 int names_create_at(int dfd, const char *path, const char *shown)
@@ -125,7 +87,7 @@ static const char find_help[] =
 int cmd_find(int argc, char **argv)
 {
 	zr_dataset *ds = NULL;
-	struct zr_names n;
+	zr_names n;
 	uint64_t *ids;
 	char *buf;
 	int rc, status = 0;
@@ -142,7 +104,7 @@ int cmd_find(int argc, char **argv)
 		return zr_fail(rc, "find");
 	ids = malloc((size_t)(argc - 2) * sizeof *ids);
 	buf = malloc(PATH_MAX + 1);
-	if (!ids || !buf || names_open(ds, &n) < 0) {
+	if (!ids || !buf || zr_names_get(ds, &n) < 0) {
 		zr_warn("find: out of memory");
 		status = 1;
 		goto out;

@@ -30,19 +30,11 @@ int cmd_ls(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 
-/* Records' original names (names.c): the field that keeps them (-1: none),
- * and whether they are WebDataset keys (an extension makes a file name) or
- * paths under the imported directory. */
-struct zr_names {
-	int field;
-	bool key;
-};
-/* 0, or -ENOMEM. */
-int names_open(zr_dataset *ds, struct zr_names *n);
-/* Record @id's name into @buf (NUL-terminated): 1, 0 when it has none,
- * or a negative code (said on stderr: unreadable, too long, or not a
- * relative path that stays below its directory). */
-int names_get(zr_dataset *ds, const struct zr_names *n, uint64_t id, char *buf, size_t cap);
+/* Records' original names (zr_names, core): record @id's name into @buf
+ * (NUL-terminated): 1, 0 when it has none, or a negative code (said on
+ * stderr: unreadable, too long, or not a relative path that stays below
+ * its directory). */
+int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap);
 /* Create @path (relative, checked) under the directory @dfd, making its
  * directories: a descriptor to write, or -1 (said on stderr; @shown names
  * the directory). */

@@ -518,6 +518,85 @@ ZR_API int zr_npy_header(const zr_field_spec *spec, uint64_t rows, char *buf, si
 ZR_API int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint64_t *rows,
 			uint64_t *data_offset);
 
+/* ---- original names and the tree they make ------------------------------ */
+
+/** Longest component of a name that makes a file (a file name's limit). */
+#define ZR_NAME_FILE_MAX 255
+
+/**
+ * Records' original names, as `zr import dir` and `zr import tar` keep them
+ * in a field of their own, named in the dataset's attrs (core/FORMAT.md,
+ * "Original names"), and the tree of files they make, which `zr export`
+ * writes and the mount shows as tree/:
+ * - names that are paths (kind "path"): the file at a record's name holds
+ *   its value of one field, `files` (train/cat/1.jpg);
+ * - names that are WebDataset keys (kind "key"): every value of a record but
+ *   its name is a file KEY.FIELD (train/s0.jpg, train/s0.cls), an i64 scalar
+ *   as decimal text (WebDataset's .cls).
+ * A name makes files only if it is a relative path that stays below its
+ * directory (zr_name_safe()); a key's last component holds no dot.
+ */
+typedef struct zr_names {
+	int field;  /**< the field of names (variable-size bytes); -1: none kept */
+	int files;  /**< names that are paths: the field their files hold; else -1 */
+	int key;    /**< 1: names are WebDataset keys */
+} zr_names;
+
+/**
+ * What @p ds's attrs say of its names (field -1 when it keeps none).
+ * Thread-safe. @return 0, or -ENOMEM
+ */
+ZR_API int zr_names_get(const zr_dataset *ds, zr_names *out);
+
+/**
+ * Whether the @p len bytes at @p name are a relative path that stays below
+ * its directory: no NUL, no leading '/', no empty, "." or ".." component,
+ * none longer than ZR_NAME_FILE_MAX. @return 1 or 0
+ */
+ZR_API int zr_name_safe(const char *name, size_t len);
+
+/**
+ * Record @p id's name into @p buf (NUL-terminated; @p cap bytes with the
+ * NUL). Thread-safe.
+ * @return its length; 0 when it has none (no value, or no names kept);
+ *         -ENAMETOOLONG (longer than @p cap allows), -ENOENT (bad id),
+ *         ZR_ECORRUPT or -EIO (damaged)
+ */
+ZR_API int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf,
+			    size_t cap);
+
+/**
+ * The path, in the dataset's tree, of the file that field @p field of a
+ * record named @p name (@p len bytes) makes, into @p buf (NUL-terminated).
+ * @return its length; 0 when that field makes no file (the names' own
+ *         field, or not the files' field of paths); -EINVAL (the name makes
+ *         no file: not safe, or a key with a dot in its last component);
+ *         -ENAMETOOLONG
+ */
+ZR_API int zr_names_file(const zr_dataset *ds, const zr_names *n, unsigned field,
+			 const char *name, size_t len, char *buf, size_t cap);
+
+/**
+ * The other way: which field's file @p path (@p len bytes) is, and the
+ * length of the record's name in it (a key: the path up to the first dot
+ * of its last component). @return 0, or -ENOENT (no field's file is
+ * called so: a key's extension that names no field, an unsafe path)
+ */
+ZR_API int zr_names_field_of(const zr_dataset *ds, const zr_names *n, const char *path,
+			     size_t len, unsigned *field, size_t *name_len);
+
+/**
+ * Whether field @p field's files in the tree hold decimal text instead of
+ * the stored bytes (an i64 scalar among keys: WebDataset's .cls). @return 1 or 0
+ */
+ZR_API int zr_names_text(const zr_dataset *ds, const zr_names *n, unsigned field);
+
+/**
+ * The decimal text of a stored i64 scalar (@p len must be 8), into @p buf.
+ * @return its length, -EINVAL (not 8 bytes), -ENOBUFS (@p cap < 21)
+ */
+ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t cap);
+
 /* ---- maintenance ---------------------------------------------------------- */
 
 /** One problem found by zr_verify(); field is NULL for dataset-wide ones. */

@@ -1,9 +1,8 @@
 /*
  * mount.c - a writable mount's writer, from before the mount to after it:
  * the dataset opened for writing (a second writer is refused with a
- * message naming the mount: DATASET/writer), the field that keeps records'
- * names (so that a file created through the mount names its record), and
- * at the end what was being written.
+ * message naming the mount: DATASET/writer), and at the end what was
+ * being written.
  *
  * Sections: opening, the end.
  */
@@ -11,34 +10,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ---- opening ---- */
-
-/* The field of records' names and their kind, as zr import keeps them in
- * the dataset's attrs ({"names": {"field": F, "kind": "path"|"key"}}). */
-static void names_field(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-	char *text = zr_attrs(w->ds);
-	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
-	json_t *names = json_object_get(root, "names");
-	const char *field = json_string_value(json_object_get(names, "field"));
-	const char *kind = json_string_value(json_object_get(names, "kind"));
-
-	w->names_field = -1;
-	w->names_key = kind && strcmp(kind, "key") == 0;
-	for (unsigned f = 0; field && f < fs->nfields; f++)
-		if (strcmp(fs->fields[f].name, field) == 0 &&
-		    fs->fields[f].spec->dtype == ZR_BYTES && !fs->fields[f].record_size)
-			w->names_field = (int)f;
-	json_decref(root);
-	free(text);
-}
 
 int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 {
@@ -71,7 +48,6 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 		return -1;
 	}
 	w->made_from = zr_length(w->ds);
-	names_field(fs);
 	/* named before the mount appears, so that a writer refused from then
 	 * on is told which mount holds the dataset */
 	snprintf(w->holder, sizeof w->holder, "zrfs mount on %s", where ? where : mountpoint);

@@ -399,7 +399,7 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 	int64_t rc;
 
 	for (unsigned f = 0; alone && f < fs->nfields; f++)
-		alone = f == field || (w->names_field >= 0 && f == (unsigned)w->names_field) ||
+		alone = f == field || (fs->names.field >= 0 && f == (unsigned)fs->names.field) ||
 			zr_present(w->ds, f, id) == 0;
 	pthread_mutex_lock(&w->names_lock);
 	if (to == W_DRAFT) { /* replaced: what it would have replaced is the target */

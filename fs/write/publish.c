@@ -34,16 +34,18 @@
 /* ---- values and names ---- */
 
 /* The value record @id's name takes for file name @name in field @field:
- * the name itself, or without the field's extension where names are
- * WebDataset keys (zr export adds it back). */
+ * the name itself, or where names are WebDataset keys the key the file
+ * name holds when it is this field's file (KEY.FIELD, zr_names): zr export
+ * and tree/ add the field back. */
 static zr_value name_value(const struct zrfs *fs, unsigned field, const char *name)
 {
-	const struct zrfs_field *f = &fs->fields[field];
-	size_t len = strlen(name);
+	size_t len = strlen(name), key_len;
+	unsigned f;
 
-	if (fs->writes->names_key && f->ext_len && len > f->ext_len + 1 &&
-	    name[len - f->ext_len - 1] == '.' && strcmp(name + len - f->ext_len, f->spec->ext) == 0)
-		len -= f->ext_len + 1;
+	if (fs->names.key &&
+	    zr_names_field_of(fs->writes->ds, &fs->names, name, len, &f, &key_len) == 0 &&
+	    f == field)
+		len = key_len;
 	return (zr_value){name, len};
 }
 
@@ -71,9 +73,9 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 		if (!row)
 			return -ENOMEM;
 		row[field] = v;
-		if (name && w->names_field >= 0 && (unsigned)w->names_field != field &&
+		if (name && fs->names.field >= 0 && (unsigned)fs->names.field != field &&
 		    !own_name(fs, field, id, name))
-			row[w->names_field] = name_value(fs, field, name);
+			row[fs->names.field] = name_value(fs, field, name);
 		rc = zr_append(w->ds, row, NULL);
 		free(row);
 	} else {
@@ -127,7 +129,7 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id)
 	if (id < w->made_from || id > last)
 		return 0;
 	for (unsigned f = 0; f < fs->nfields; f++) /* its name is not a value */
-		if ((int)f != w->names_field && (rc = zr_present(w->ds, f, id)) != 0)
+		if ((int)f != fs->names.field && (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n", fs->dataset,
@@ -197,12 +199,11 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 
 int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name)
 {
-	struct zrfs_writes *w = fs->writes;
 	int rc;
 
-	if (w->names_field < 0 || (unsigned)w->names_field == field)
+	if (fs->names.field < 0 || (unsigned)fs->names.field == field)
 		return 0; /* the dataset keeps no names: the mount's alias is all */
-	rc = set_value(fs, (unsigned)w->names_field, id, name_value(fs, field, name), NULL);
+	rc = set_value(fs, (unsigned)fs->names.field, id, name_value(fs, field, name), NULL);
 	return rc < 0 ? rc : commit(fs);
 }
 

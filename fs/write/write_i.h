@@ -176,8 +176,6 @@ struct zrfs_writes {
 	/* mount.c, fixed once mounted */
 	zr_dataset *ds;       /* the writer (ZR_RDWR) */
 	int dirfd;            /* the dataset's directory: private files */
-	int names_field;      /* the field of records' names (attrs.names); -1: none */
-	bool names_key;       /* names are WebDataset keys, without the extension */
 	uint64_t made_from;   /* ids from here on were made through this mount */
 	char holder[4200];    /* what DATASET/writer says of the mount */
 	pthread_mutex_t lock; /* the writer */

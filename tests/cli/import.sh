@@ -52,6 +52,14 @@ expect_rc 0
 diff -r src back >/dev/null || fail "export dir by name differs from the source: $(diff -r src back | head -3)"
 zr export dir ds data byid --by-id
 [ -f byid/7.jpg ] || fail "--by-id does not name files by id"
+# without a field: the dataset's tree, the same files (the label is no file);
+# the label field's records have no file of the tree: by id
+zr export dir ds tree
+expect_rc 0
+expect_out "tree: 8 files"
+diff -r src tree >/dev/null || fail "export dir of the tree differs from the source: $(diff -r src tree | head -3)"
+zr export dir ds label byid-label
+[ -f byid-label/7 ] || fail "a field the names make no file of is not exported by id: $(ls byid-label | head -3)"
 zr import dir src ds2 --no-names
 zr info --json ds2
 grep -q '"name": "name"' "$T/.out" && fail "--no-names kept a field of names"
@@ -316,6 +324,17 @@ cmp -s y/000000002.json "$L/sample-number-2.json" || fail "--by-id json"
 zr export dir web jpg webdir
 expect_rc 0
 cmp -s "webdir/${L#wds/}/sample-number-1.jpg" "$L/sample-number-1.jpg" || fail "export dir of a tar field"
+# and of the whole tar's tree: every member a file, a class as decimal text
+zr export dir web webtree
+expect_rc 0
+expect_out "webtree: 8 files"
+for f in 0.jpg 1.jpg 2.jpg 2.json; do
+	cmp -s "webtree/${L#wds/}/sample-number-$f" "$L/sample-number-$f" || fail "tree of a tar: $f"
+done
+for i in 0 1 2 3; do
+	[ "$(cat "webtree/${L#wds/}/sample-number-$i.cls")" = $i ] || fail "tree of a tar: class $i"
+done
+[ "$(find webtree -type f | wc -l)" = 8 ] || fail "tree of a tar: $(find webtree -type f)"
 # a key that would leave OUT_DIR (../, /) stops the export, naming the record
 "$PY" - evil.tar <<'PY'
 import io, sys, tarfile

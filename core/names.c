@@ -1,0 +1,192 @@
+/*
+ * names.c - records' original names and the tree of files they make: the
+ * one rule that zr export dir, zr export tar and the mount's tree/ share.
+ *
+ * A dataset keeps names when its attrs say so (core/FORMAT.md, "Original
+ * names"): {"names": {"field": F, "kind": "path"|"key", "files": D}}.
+ * Names come from outside the dataset (a directory walked, a tar read), so
+ * a name makes a file only when it is a relative path that stays below its
+ * directory, each component a file name (no empty, "." or ".."
+ * component, at most ZR_NAME_FILE_MAX bytes).
+ *
+ * Sections: the names kept, file names, text values.
+ */
+#include "store_i.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the names kept ---- */
+
+/* Field @name's index in @ds, or -1. */
+static int field_named(const zr_dataset *ds, const char *name)
+{
+	for (unsigned f = 0; name && f < zr_field_count(ds); f++)
+		if (strcmp(zr_field(ds, f)->name, name) == 0)
+			return (int)f;
+	return -1;
+}
+
+/* Whether field @f is a label with class names (attrs.classes.FIELD). */
+static bool labelled(const zr_dataset *ds, json_t *classes, unsigned f)
+{
+	return json_is_array(json_object_get(classes, zr_field(ds, f)->name));
+}
+
+int zr_names_get(const zr_dataset *ds, zr_names *out)
+{
+	char *text = zr_attrs(ds);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *names = json_object_get(root, "names");
+	const char *kind = json_string_value(json_object_get(names, "kind"));
+	int field = field_named(ds, json_string_value(json_object_get(names, "field")));
+
+	*out = (zr_names){.field = -1, .files = -1};
+	if (!text)
+		return -ENOMEM;
+	/* names are text of any length: a variable-size bytes field */
+	if (field >= 0 && zr_field(ds, (unsigned)field)->dtype == ZR_BYTES &&
+	    !zr_field(ds, (unsigned)field)->fixed) {
+		out->field = field;
+		out->key = kind && strcmp(kind, "key") == 0;
+	}
+	if (out->field >= 0 && !out->key) {
+		/* the files the paths name: as the import said, else the first
+		 * field that is neither the names nor a label of classes (an
+		 * import from before "files" was kept) */
+		json_t *classes = json_object_get(root, "classes");
+		out->files = field_named(ds, json_string_value(json_object_get(names, "files")));
+		for (unsigned f = 0; out->files < 0 && f < zr_field_count(ds); f++)
+			if ((int)f != out->field && !labelled(ds, classes, f))
+				out->files = (int)f;
+		if (out->files == out->field)
+			out->files = -1;
+	}
+	json_decref(root);
+	free(text);
+	return 0;
+}
+
+int zr_name_safe(const char *name, size_t len)
+{
+	if (len == 0 || name[0] == '/' || memchr(name, 0, len))
+		return 0;
+	for (size_t at = 0; at <= len;) {
+		const char *slash = memchr(name + at, '/', len - at);
+		size_t end = slash ? (size_t)(slash - name) : len, c = end - at;
+		if (c == 0 || c > ZR_NAME_FILE_MAX || (c == 1 && name[at] == '.') ||
+		    (c == 2 && name[at] == '.' && name[at + 1] == '.'))
+			return 0;
+		at = end + 1;
+	}
+	return 1;
+}
+
+int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap)
+{
+	int64_t got;
+	int rc;
+
+	if (n->field < 0 || cap == 0)
+		return 0;
+	if ((rc = zr_present(ds, (unsigned)n->field, id)) <= 0)
+		return rc; /* missing: no name; a bad id: -ENOENT */
+	got = zr_record_load(ds, (unsigned)n->field, id, buf, cap - 1);
+	if (got == -ENOBUFS)
+		return -ENAMETOOLONG;
+	if (got >= 0)
+		buf[got] = 0;
+	return got;
+}
+
+/* ---- file names ---- */
+
+/* The field a key's file extension @ext (@len bytes) names, but the
+ * names': -1 if none. */
+static int member_field(const zr_dataset *ds, const zr_names *n, const char *ext, size_t len)
+{
+	for (unsigned f = 0; f < zr_field_count(ds); f++) {
+		const char *name = zr_field(ds, f)->name;
+		if ((int)f != n->field && strlen(name) == len && memcmp(name, ext, len) == 0)
+			return (int)f;
+	}
+	return -1;
+}
+
+int zr_names_file(const zr_dataset *ds, const zr_names *n, unsigned field, const char *name,
+		  size_t len, char *buf, size_t cap)
+{
+	const zr_field_spec *f = zr_field(ds, field);
+	size_t flen = f ? strlen(f->name) : 0;
+	size_t want = n->key ? len + 1 + flen : len;
+
+	if (!f || n->field < 0 || (int)field == n->field || (!n->key && (int)field != n->files))
+		return 0;
+	if (!zr_name_safe(name, len))
+		return -EINVAL;
+	/* a key's last component may hold no dot (KEY.EXT splits at the first) */
+	const char *base = memrchr(name, '/', len);
+	base = base ? base + 1 : name;
+	if (n->key && memchr(base, '.', len - (size_t)(base - name)))
+		return -EINVAL;
+	if (want + 1 > cap || (n->key && (size_t)(name + len - base) + 1 + flen > ZR_NAME_FILE_MAX))
+		return -ENAMETOOLONG;
+	memcpy(buf, name, len);
+	if (n->key) {
+		buf[len] = '.';
+		memcpy(buf + len + 1, f->name, flen);
+	}
+	buf[want] = 0;
+	return (int)want;
+}
+
+int zr_names_field_of(const zr_dataset *ds, const zr_names *n, const char *path, size_t len,
+		      unsigned *field, size_t *name_len)
+{
+	const char *base, *dot;
+	int f;
+
+	if (n->field < 0 || !zr_name_safe(path, len))
+		return -ENOENT;
+	if (!n->key) {
+		if (n->files < 0)
+			return -ENOENT;
+		*field = (unsigned)n->files;
+		*name_len = len;
+		return 0;
+	}
+	base = memrchr(path, '/', len);
+	base = base ? base + 1 : path;
+	dot = memchr(base, '.', len - (size_t)(base - path));
+	if (!dot || dot == base ||
+	    (f = member_field(ds, n, dot + 1, len - (size_t)(dot + 1 - path))) < 0)
+		return -ENOENT;
+	*field = (unsigned)f;
+	*name_len = (size_t)(dot - path);
+	return 0;
+}
+
+/* ---- text values ---- */
+
+int zr_names_text(const zr_dataset *ds, const zr_names *n, unsigned field)
+{
+	const zr_field_spec *f = zr_field(ds, field);
+
+	return f && n->key && f->dtype == ZR_I64 && f->fixed && f->ndim == 0;
+}
+
+int zr_names_text_of(const void *stored, size_t len, char *buf, size_t cap)
+{
+	int64_t v;
+	int n;
+
+	if (len != 8)
+		return -EINVAL;
+	memcpy(&v, stored, 8); /* little-endian hosts: as stored */
+	n = snprintf(buf, cap, "%" PRId64, v);
+	return n < 0 || (size_t)n >= cap ? -ENOBUFS : n;
+}

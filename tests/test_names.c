@@ -1,0 +1,157 @@
+/*
+ * Description: records' original names and the tree they make
+ * (core/names.c): what the attrs say, which file each field of a named
+ * record is (paths and WebDataset keys), the way back from a file's path,
+ * unsafe names refused, classes as text, names loaded.
+ */
+#include "helpers.h"
+
+#include <errno.h>
+
+TestSuite(names, .init = t_setup, .fini = t_cleanup);
+
+/* A dataset of fields image (bytes), label (i64), name (bytes) with @attrs,
+ * and the names in record 0.. of field name. */
+static zr_dataset *make(const char *attrs, const char *const *names, size_t n)
+{
+	zr_field_spec f[] = {{.name = "jpg", .dtype = ZR_BYTES, .ext = "jpg"},
+			     {.name = "cls", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "name", .dtype = ZR_BYTES, .ext = "txt"}};
+	zr_create_opts o = {.attrs = attrs};
+	zr_dataset *ds;
+
+	cr_assert_eq(zr_create(t_ds, f, 3, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	for (size_t i = 0; i < n; i++) {
+		int64_t cls = (int64_t)i - 1;
+		zr_value row[3] = {{"x", 1}, {&cls, 8}, {names[i], names[i] ? strlen(names[i]) : 0}};
+		cr_assert_eq(zr_append(ds, row, NULL), 0, "%s", zr_errmsg(ds));
+	}
+	cr_assert_eq(zr_commit(ds), 0);
+	return ds;
+}
+
+Test(names, none_kept_without_attrs_or_with_a_field_that_cannot_hold_them)
+{
+	zr_dataset *ds = make(NULL, NULL, 0);
+	zr_names n;
+
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.field, -1);
+	zr_close(ds);
+	t_rmrf(t_ds);
+	/* a fixed-shape field holds no names */
+	ds = make("{\"names\": {\"field\": \"cls\", \"kind\": \"path\"}}", NULL, 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.field, -1);
+	zr_close(ds);
+}
+
+Test(names, paths_make_one_file_of_the_files_field)
+{
+	static const char *const names[] = {"cats/1.jpg", NULL, "a/b/c d.jpg"};
+	zr_dataset *ds = make("{\"names\": {\"field\": \"name\", \"kind\": \"path\", \"files\": "
+			      "\"jpg\"}, \"classes\": {\"cls\": [\"a\"]}}",
+			      names, 3);
+	char buf[64];
+	zr_names n;
+	unsigned f;
+	size_t len;
+
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.field, 2);
+	cr_assert_eq(n.files, 0);
+	cr_assert_eq(n.key, 0);
+	cr_assert_eq(zr_names_file(ds, &n, 0, "cats/1.jpg", 10, buf, sizeof buf), 10);
+	cr_assert_str_eq(buf, "cats/1.jpg");
+	cr_assert_eq(zr_names_file(ds, &n, 1, "cats/1.jpg", 10, buf, sizeof buf), 0);
+	cr_assert_eq(zr_names_file(ds, &n, 2, "cats/1.jpg", 10, buf, sizeof buf), 0);
+	cr_assert_eq(zr_names_file(ds, &n, 0, "cats/1.jpg", 10, buf, 10), -ENAMETOOLONG);
+	cr_assert_eq(zr_names_field_of(ds, &n, "a/b/c d.jpg", 11, &f, &len), 0);
+	cr_assert_eq(f, 0);
+	cr_assert_eq(len, 11);
+	cr_assert_eq(zr_names_text(ds, &n, 1), 0);
+	/* names loaded: present, missing, too long for the buffer */
+	cr_assert_eq(zr_name_load(ds, &n, 0, buf, sizeof buf), 10);
+	cr_assert_str_eq(buf, "cats/1.jpg");
+	cr_assert_eq(zr_name_load(ds, &n, 1, buf, sizeof buf), 0);
+	cr_assert_eq(zr_name_load(ds, &n, 2, buf, 5), -ENAMETOOLONG);
+	cr_assert_eq(zr_name_load(ds, &n, 3, buf, sizeof buf), -ENOENT);
+	zr_close(ds);
+}
+
+Test(names, paths_without_files_in_attrs_take_the_first_field_that_is_no_label)
+{
+	zr_field_spec f[] = {{.name = "label", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "image", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\"}, "
+				     "\"classes\": {\"label\": [\"a\", \"b\"]}}"};
+	zr_dataset *ds;
+	zr_names n;
+
+	cr_assert_eq(zr_create(t_ds, f, 3, &o), 0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.files, 1);
+	zr_close(ds);
+}
+
+Test(names, keys_make_a_file_per_field_and_classes_are_text)
+{
+	zr_dataset *ds = make("{\"names\": {\"field\": \"name\", \"kind\": \"key\"}}", NULL, 0);
+	char buf[300], text[24];
+	zr_names n;
+	unsigned f;
+	size_t len;
+
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.key, 1);
+	cr_assert_eq(n.files, -1);
+	cr_assert_eq(zr_names_file(ds, &n, 0, "train/s0", 8, buf, sizeof buf), 12);
+	cr_assert_str_eq(buf, "train/s0.jpg");
+	cr_assert_eq(zr_names_file(ds, &n, 1, "train/s0", 8, buf, sizeof buf), 12);
+	cr_assert_str_eq(buf, "train/s0.cls");
+	cr_assert_eq(zr_names_file(ds, &n, 2, "train/s0", 8, buf, sizeof buf), 0);
+	/* a dot in a key's last part would split elsewhere on the way back */
+	cr_assert_eq(zr_names_file(ds, &n, 0, "a.b/s.0", 7, buf, sizeof buf), -EINVAL);
+	cr_assert_eq(zr_names_field_of(ds, &n, "a.b/s0.cls", 10, &f, &len), 0);
+	cr_assert_eq(f, 1);
+	cr_assert_eq(len, 6);
+	cr_assert_eq(zr_names_field_of(ds, &n, "s0.name", 7, &f, &len), -ENOENT);
+	cr_assert_eq(zr_names_field_of(ds, &n, "s0.png", 6, &f, &len), -ENOENT);
+	cr_assert_eq(zr_names_field_of(ds, &n, "s0", 2, &f, &len), -ENOENT);
+	cr_assert_eq(zr_names_field_of(ds, &n, ".jpg", 4, &f, &len), -ENOENT);
+	cr_assert_eq(zr_names_text(ds, &n, 1), 1);
+	cr_assert_eq(zr_names_text(ds, &n, 0), 0);
+	int64_t v = -42;
+	cr_assert_eq(zr_names_text_of(&v, 8, text, sizeof text), 3);
+	cr_assert_str_eq(text, "-42");
+	cr_assert_eq(zr_names_text_of(&v, 4, text, sizeof text), -EINVAL);
+	zr_close(ds);
+}
+
+Test(names, unsafe_names_make_no_file)
+{
+	static const char *const bad[] = {"", "/etc/passwd", "../x", "a/../b", "a//b", "a/./b",
+					  "a/", "./a"};
+	zr_dataset *ds = make("{\"names\": {\"field\": \"name\", \"kind\": \"path\"}}", NULL, 0);
+	char buf[600], big[300];
+	zr_names n;
+	unsigned f;
+	size_t len;
+
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cr_assert_eq(zr_name_safe(bad[i], strlen(bad[i])), 0, "%s", bad[i]);
+		cr_assert_eq(zr_names_file(ds, &n, 0, bad[i], strlen(bad[i]), buf, sizeof buf),
+			     -EINVAL, "%s", bad[i]);
+		cr_assert_eq(zr_names_field_of(ds, &n, bad[i], strlen(bad[i]), &f, &len), -ENOENT);
+	}
+	cr_assert_eq(zr_name_safe("a\0b", 3), 0);
+	cr_assert_eq(zr_name_safe(".hidden/..x/y..", 15), 1);
+	memset(big, 'x', sizeof big);
+	cr_assert_eq(zr_name_safe(big, ZR_NAME_FILE_MAX), 1);
+	cr_assert_eq(zr_name_safe(big, ZR_NAME_FILE_MAX + 1), 0);
+	zr_close(ds);
+}
