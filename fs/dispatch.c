@@ -1,6 +1,7 @@
 /*
  * dispatch.c - the FUSE callbacks. Each finds the subtree that owns its
- * inode in one table (fields.c, batches.c, byclass.c: struct zrfs_subtree)
+ * inode in one table (fields.c, batches.c, byclass.c, tree.c: struct
+ * zrfs_subtree)
  * and lets it answer; none of them calls back here. The root directory is
  * the dispatcher's own: a name in it is asked of every subtree in turn, and
  * its listing is theirs one after the other.
@@ -36,7 +37,7 @@
 #include <sys/statvfs.h>
 
 static const struct zrfs_subtree *const subtrees[] = {&zrfs_fields, &zrfs_batches, &zrfs_byclass,
-						     &zrfs_writing};
+						     &zrfs_tree, &zrfs_writing};
 #define NSUBTREES (sizeof subtrees / sizeof subtrees[0])
 
 /* Root listing positions: subtree k's entry at its position q is at

@@ -18,7 +18,7 @@
  *     inodes it holds, and one it does not may still be on its way (a
  *     lookup answered just before is turned into an inode by the asking
  *     process, after the answer);
- *   - updates the labels of /by;
+ *   - updates the labels of /by and the names of /tree;
  *   - publishes the new view.
  * Once the lock is released it tells the kernel the names that now name
  * something else (notify.c): changed and removed records, appended ones
@@ -217,18 +217,31 @@ static int check_pins(struct zrfs *fs)
 }
 
 /* Record @id of @field has new bytes, or none: a new number, the old one
- * pinned, its name noted. */
+ * pinned (and its twin in tree/, a class's text), its name noted. */
 static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, uint64_t id,
 			struct zrfs_notes *notes)
 {
+	fuse_ino_t ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	char name[ZRFS_NAME_MAX + 1];
 	int rc;
 
-	pin_old(fs, zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id)), old);
+	pin_old(fs, ino, old);
+	if (zrfs_tree_text(fs, field))
+		pin_old(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT, old);
 	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
 		return rc;
 	zrfs_record_name_format(&fs->fields[field], id, name, sizeof name);
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
+}
+
+/* The views that follow records (/by, /tree): record @id of @field
+ * changed, came or went in @new. */
+static int views_update(struct zrfs *fs, struct zrfs_view *new, unsigned field, uint64_t id,
+			struct zrfs_notes *notes)
+{
+	int rc = zrfs_byclass_update(fs, new, field, id, notes);
+
+	return rc < 0 ? rc : zrfs_tree_update(fs, new, field, id, notes);
 }
 
 /* Everything the move from @old to @new changes, under the names lock;
@@ -244,14 +257,14 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		uint64_t id = c->keys[i] / ZR_FIELDS_MAX;
 		touched[f] = true;
 		if ((rc = record_moved(fs, old, f, id, notes)) == 0)
-			rc = zrfs_byclass_update(fs, new, f, id, notes);
+			rc = views_update(fs, new, f, id, notes);
 	}
 	/* records gone (a delete takes the last one) and records appended (a
 	 * lookup of their names may have been cached as missing) */
 	for (uint64_t id = new->n; id < old->n && rc == 0; id++)
 		for (unsigned f = 0; f < fs->nfields && rc == 0; f++)
 			if ((rc = record_moved(fs, old, f, id, notes)) == 0)
-				rc = zrfs_byclass_update(fs, new, f, id, notes);
+				rc = views_update(fs, new, f, id, notes);
 	for (uint64_t id = old->n; id < new->n && rc == 0; id++)
 		for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
 			if (id < fs->follow->high) {
@@ -259,7 +272,7 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 				rc = zrfs_notes_entry(notes, ZRFS_INO_DIR + f, name);
 			}
 			if (rc == 0)
-				rc = zrfs_byclass_update(fs, new, f, id, notes);
+				rc = views_update(fs, new, f, id, notes);
 		}
 	if (new->n > fs->follow->high)
 		fs->follow->high = new->n;

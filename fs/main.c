@@ -432,6 +432,7 @@ static void teardown(struct zrfs *fs)
 		fuse_session_destroy(fs->se);
 	zrfs_transport_destroy(fs);
 	zrfs_byclass_destroy(fs);
+	zrfs_tree_destroy(fs);
 	zrfs_writes_close(fs);
 	zrfs_dataset_close(fs);
 }
@@ -511,6 +512,12 @@ int main(int argc, char **argv)
 	if (zrfs_byclass_create(&fs, first) < 0) {
 		fprintf(stderr, "zrfs: %s: cannot read the label fields: %s\n", fs.dataset,
 			zr_errmsg(first->ds));
+		zrfs_view_put(first);
+		goto out;
+	}
+	if (zrfs_tree_create(&fs, first) < 0) {
+		fprintf(stderr, "zrfs: %s: cannot index the records' names: out of memory\n",
+			fs.dataset);
 		zrfs_view_put(first);
 		goto out;
 	}

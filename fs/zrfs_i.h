@@ -17,6 +17,7 @@
  *                     once the mount shows their commit
  *   fields.c          subtree: meta.json, field directories, FIELD.npy
  *   byclass.c         subtree: /by/LABEL/CLASS/, the ImageFolder view
+ *   tree.c            subtree: /tree/, the files records' original names make
  *   batches.c         subtree: /.batches, spec and epoch tables, batch names
  *   batch_prefetch.c  batch steps assembled or read ahead, dropped behind
  *   batch_files.c     where a batch file's bytes are assembled
@@ -50,6 +51,9 @@
  *                              bits 60-61 = 2 (epochs), 3 (steps) batches.c
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
  *                              ZRFS_INO_BY_CLASS | i << 32 | class byclass.c
+ *   /tree/... directories      ZRFS_INO_TREE_DIR | n             tree.c
+ *   /tree/... files            a record file's number, or for a class
+ *                              as text ZRFS_INO_TEXT | (its bits)  tree.c
  *   /<field>/<new file>        ZRFS_INO_STAGED | n        write/nodes.c
  *   (-o writable)
  */
@@ -76,8 +80,10 @@
 #define ZRFS_INO_DIR UINT64_C(0x1000)
 #define ZRFS_INO_BY_FIELD UINT64_C(0x4000)
 #define ZRFS_INO_SPEC UINT64_C(0x10000)
+#define ZRFS_INO_TREE_DIR (UINT64_C(1) << 54)
 #define ZRFS_INO_BY_CLASS (UINT64_C(1) << 55)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
+#define ZRFS_INO_TEXT (UINT64_C(1) << 57) /* a record file's bits, as decimal text */
 #define ZRFS_INO_NPY (UINT64_C(1) << 58)
 #define ZRFS_INO_PRESENT (UINT64_C(1) << 48) /* with ZRFS_INO_NPY: FIELD.present.npy */
 #define ZRFS_INO_META (UINT64_C(1) << 59)
@@ -90,6 +96,7 @@
 
 #define ZRFS_BATCHES_NAME ".batches"
 #define ZRFS_BY_NAME "by"
+#define ZRFS_TREE_NAME "tree"
 /* Longest name the tree has: a class name or a spec (ZS_SPEC_MAX) */
 #define ZRFS_NAME_MAX 255
 
@@ -174,6 +181,7 @@ struct zrfs {
 	struct zrfs_batches *batches;
 	struct zrfs_prefetch *prefetch;
 	struct zrfs_byclass *byclass;
+	struct zrfs_tree *tree;     /* /tree, the index of names (tree.c); NULL: not shown */
 	struct zrfs_state *state;   /* the current view, versions, pins (view.c) */
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct zrfs_writes *writes; /* -o writable: the writer (write/); NULL read-only */
@@ -337,7 +345,7 @@ static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;
 }
 
-/* ---- subtrees (fields.c, batches.c, byclass.c), iterated by dispatch.c ---- */
+/* ---- subtrees (fields.c, batches.c, byclass.c, tree.c), iterated by dispatch.c ---- */
 
 /* Listing positions from here on are an overlay's (a subtree's own are
  * below). */
@@ -416,6 +424,7 @@ struct zrfs_subtree {
 extern const struct zrfs_subtree zrfs_fields;
 extern const struct zrfs_subtree zrfs_batches;
 extern const struct zrfs_subtree zrfs_byclass;
+extern const struct zrfs_subtree zrfs_tree;
 extern const struct zrfs_subtree zrfs_writing;
 
 /* dispatch.c: the FUSE operations of a read-only mount, and of -o writable */
@@ -440,6 +449,19 @@ struct zrfs_notes;
  * what the kernel must look up again in the class directories. */
 int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 			struct zrfs_notes *notes);
+
+/* tree.c: /tree exists when the dataset keeps names and no field is called
+ * "tree"; the names are read once, here, from @v (the index) */
+int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v);
+void zrfs_tree_destroy(struct zrfs *fs);
+/* Record @id of @field changed, came or went in @v (follow.c, under the
+ * names lock): update the index, and note what the kernel must look up
+ * again in tree/. 0 or -ENOMEM. */
+int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+		     struct zrfs_notes *notes);
+/* Whether record files of @field have a twin in tree/ showing text
+ * (ZRFS_INO_TEXT), whose old numbers are pinned as the record's are. */
+bool zrfs_tree_text(const struct zrfs *fs, unsigned field);
 
 /* ---- notify.c: what the kernel must forget, collected, then sent ---- */
 

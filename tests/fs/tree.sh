@@ -1,0 +1,131 @@
+#!/bin/sh
+# tree/: the dataset as the tree its records' original names make. A
+# directory import and a WebDataset tar import (nested keys, a class as
+# text) show their source again: diff -r, find (names, sizes, kinds, link
+# counts), ls -l, du, rsync --dry-run with checksums and zr export dir all
+# agree with it; the mount follows commits (a name changed, a record added,
+# one removed, a value changed); names that would leave the tree are not
+# shown; tree/ is a view, listed in the root only with -o list_views.
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+
+# what find sees of a tree: every path, its kind, a file's size, a
+# directory's link count (find and du trust it)
+walk() { (cd "$1" && find . -mindepth 1 -printf '%y %s %n %P\n' | awk '$1 == "d" {$2 = "-"} {print}' | sort); }
+# the same tree on both sides, by every tool a user would try
+agree() { # agree SRC MOUNTED-TREE WHAT
+	diff -r "$1" "$2" >/dev/null || fail "$3: diff -r: $(diff -r "$1" "$2" 2>&1 | head -5)"
+	walk "$1" >"$T/src.walk"
+	walk "$2" >"$T/mnt.walk"
+	diff "$T/src.walk" "$T/mnt.walk" >/dev/null || fail "$3: find differs: $(diff "$T/src.walk" "$T/mnt.walk" | head -5)"
+	(cd "$1" && ls -lR --time-style=+ | awk '/^-/ {print $5, $NF} /:$/ {print}') >"$T/src.ls"
+	(cd "$2" && ls -lR --time-style=+ | awk '/^-/ {print $5, $NF} /:$/ {print}') >"$T/mnt.ls"
+	diff "$T/src.ls" "$T/mnt.ls" >/dev/null || fail "$3: ls -lR differs: $(diff "$T/src.ls" "$T/mnt.ls" | head -5)"
+	[ "$(du -sb --apparent-size --exclude='*/' "$1" | cut -f1)" -gt 0 ] || fail "$3: du of the source"
+	[ "$(cd "$1" && find . -type f -exec du -b {} + | sort -k2)" = "$(cd "$2" && find . -type f -exec du -b {} + | sort -k2)" ] ||
+		fail "$3: du -b of the files differs"
+	out=$(rsync -rlnic --no-times "$1/" "$2/") || fail "$3: rsync --dry-run failed"
+	[ -z "$out" ] || fail "$3: rsync --dry-run would change: $(echo "$out" | head -3)"
+}
+
+# ---- a directory import: nested, unicode, empty, no extension, dot names
+SRC=$T/src
+mkdir -p "$SRC/train/cat" "$SRC/train/dog" "$SRC/val/ünï cödé" "$SRC/deep/a/b/c/d"
+i=0
+for f in train/cat/1.jpg train/cat/2.jpg train/dog/1.jpg "val/ünï cödé/x y.jpg" deep/a/b/c/d/e.jpg; do
+	head -c $((i * 997 + 3)) /dev/urandom >"$SRC/$f"
+	i=$((i + 1))
+done
+: >"$SRC/train/empty.jpg"
+printf 'no extension' >"$SRC/README"
+printf 'dot' >"$SRC/train/.hidden"
+"$ZR" import dir "$SRC" "$DS" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
+mount_ds
+agree "$SRC" "$MNT/tree" "directory import"
+# a file of tree/ is the record file itself: one inode, one page cache
+id=$("$ZR" find "$DS" train/dog/1.jpg)
+[ "$(stat -c %i "$MNT/tree/train/dog/1.jpg")" = "$(stat -c %i "$MNT/data/$id.jpg")" ] ||
+	fail "tree/train/dog/1.jpg is not the record file data/$id.jpg"
+# a view: reachable by name, not listed in the root (du, find and rsync -a of
+# the mount see each record once)
+ls "$MNT" | grep -qx tree && fail "tree/ is listed in the root without -o list_views"
+[ -d "$MNT/tree" ] || fail "tree/ is not reachable by name"
+[ ! -e "$MNT/tree/train/nope.jpg" ] || fail "a name no record has exists"
+[ ! -e "$MNT/tree/train/cat/1.jpg/x" ] || fail "a file is a directory"
+# zr export dir of the tree writes what the mount shows
+"$ZR" export dir "$DS" "$T/exported" >/dev/null || fail "export dir"
+diff -r "$T/exported" "$MNT/tree" >/dev/null || fail "zr export dir and tree/ differ"
+
+# ---- following commits: a name changed, a record added, one removed, a value
+printf 'train/cat/3.jpg' >"$T/name"
+"$ZR" set "$DS" "$id" --name="$T/name" >/dev/null || fail "zr set name"
+mv "$SRC/train/dog/1.jpg" "$SRC/train/cat/3.jpg"
+rmdir "$SRC/train/dog"
+printf 'added' >"$T/v"
+printf 'new/dir/added.txt' >"$T/n"
+"$ZR" put "$DS" --data="$T/v" --name="$T/n" >/dev/null || fail "zr put"
+mkdir -p "$SRC/new/dir" && cp "$T/v" "$SRC/new/dir/added.txt"
+gone=$("$ZR" find "$DS" deep/a/b/c/d/e.jpg)
+"$ZR" rm "$DS" "$gone" >/dev/null || fail "zr rm"
+rm -r "$SRC/deep"
+cat_id=$("$ZR" find "$DS" train/cat/1.jpg)
+printf 'changed' >"$T/c"
+"$ZR" set "$DS" "$cat_id" --data="$T/c" >/dev/null || fail "zr set data"
+cp "$T/c" "$SRC/train/cat/1.jpg"
+agree "$SRC" "$MNT/tree" "after commits"
+[ ! -e "$MNT/tree/deep" ] || fail "a directory whose records went is still there"
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- with -o list_views the root lists it
+mount_ds -o list_views
+ls "$MNT" | grep -qx tree || fail "-o list_views does not list tree/"
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- a WebDataset tar: nested keys, one file per field, a class as text
+W=$T/wds
+mkdir -p "$W/train/shard-a" "$W/val"
+for i in 0 1 2; do
+	head -c $((i * 301 + 5)) /dev/urandom >"$W/train/shard-a/s$i.jpg"
+	printf '%d' $((i * 7 - 3)) >"$W/train/shard-a/s$i.cls"
+done
+printf '{"caption": "a cat"}' >"$W/train/shard-a/s1.json"
+head -c 77 /dev/urandom >"$W/val/v0.jpg"
+printf 12 >"$W/val/v0.cls"
+printf 4 >"$W/top.cls"
+(cd "$W" && tar cf "$T/w.tar" train/shard-a/s0.jpg train/shard-a/s0.cls train/shard-a/s1.jpg \
+	train/shard-a/s1.cls train/shard-a/s1.json train/shard-a/s2.cls train/shard-a/s2.jpg \
+	val/v0.jpg val/v0.cls top.cls) || fail "tar"
+rm -rf "$DS"
+"$ZR" import tar "$T/w.tar" "$DS" >/dev/null || fail "import tar"
+mount_ds
+agree "$W" "$MNT/tree" "tar import"
+# a class changed: its text follows
+printf '99' >"$T/cls99"
+"$PY" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<q", 99))' >"$T/cls.bin"
+"$ZR" set "$DS" "$("$ZR" find "$DS" val/v0)" --cls="$T/cls.bin" >/dev/null || fail "zr set cls"
+[ "$(cat "$MNT/tree/val/v0.cls")" = 99 ] || fail "a class set is not its text: $(cat "$MNT/tree/val/v0.cls")"
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- names that would leave the tree are not shown, and the mount says so
+"$PY" - "$T/evil.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name in ("ok.jpg", "../escaped.jpg", "/etc/abs.jpg", "a/./b.jpg", "d.o.t/s.0.jpg"):
+        i = tarfile.TarInfo(name); i.size = 1; t.addfile(i, io.BytesIO(b"x"))
+PY
+rm -rf "$DS"
+"$ZR" import tar "$T/evil.tar" "$DS" >/dev/null 2>&1 || fail "import the evil tar"
+mount_ds 2>"$T/err"
+[ "$(cd "$MNT/tree" && find . | sort | tr '\n' ' ')" = ". ./d.o.t ./d.o.t/s.0.jpg ./ok.jpg " ] ||
+	fail "unsafe names are shown: $(cd "$MNT/tree" && find . | sort | tr '\n' ' ')"
+fusermount3 -u "$MNT" || fail "unmount"
+grep -q "3 records' names make no file" "$T/err" || fail "unsafe names not counted at mount: $(cat "$T/err")"
+
+# ---- a field called tree keeps its directory: no tree/ then
+rm -rf "$DS"
+"$ZR" import dir "$SRC" "$DS" --field tree >/dev/null 2>&1 || fail "import --field tree"
+mount_ds
+[ -d "$MNT/tree" ] && [ -n "$(ls "$MNT/tree" | grep -E '^[0-9]+(\.jpg)?$' | head -1)" ] ||
+	fail "the field tree/ is not the field's directory"
+fusermount3 -u "$MNT" || fail "unmount"
+echo "ok: tree/ equals a directory import and a tar import, follows commits, hides unsafe names"
