@@ -3,7 +3,8 @@
  * one rule that zr export dir, zr export tar and the mount's tree/ share.
  *
  * A dataset keeps names when its attrs say so (core/FORMAT.md, "Original
- * names"): {"names": {"field": F, "kind": "path"|"key", "files": D}}.
+ * names"): {"names": {"field": F, "kind": "path"|"key", "files": D,
+ * "mtime": M}}, M the files' modification times.
  * Names come from outside the dataset (a directory walked, a tar read), so
  * a name makes a file only when it is a relative path that stays below its
  * directory, each component a file name (no empty, "." or ".."
@@ -45,7 +46,9 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 	const char *kind = json_string_value(json_object_get(names, "kind"));
 	int field = field_named(ds, json_string_value(json_object_get(names, "field")));
 
-	*out = (zr_names){.field = -1, .files = -1};
+	int mtime = field_named(ds, json_string_value(json_object_get(names, "mtime")));
+
+	*out = (zr_names){.field = -1, .files = -1, .mtime = -1};
 	if (!text)
 		return -ENOMEM;
 	/* names are text of any length: a variable-size bytes field */
@@ -54,6 +57,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 		out->field = field;
 		out->key = kind && strcmp(kind, "key") == 0;
 	}
+	/* times are i64 nanoseconds: one for the record, or one per field */
+	const zr_field_spec *t = mtime >= 0 ? zr_field(ds, (unsigned)mtime) : NULL;
+	if (out->field >= 0 && t && mtime != field && t->dtype == ZR_I64 && t->fixed &&
+	    (t->ndim == 0 || (t->ndim == 1 && t->shape[0] == zr_field_count(ds))))
+		out->mtime = mtime;
 	if (out->field >= 0 && !out->key) {
 		/* the files the paths name: as the import said, else the first
 		 * field that is neither the names nor a label of classes (an
@@ -61,9 +69,9 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 		json_t *classes = json_object_get(root, "classes");
 		out->files = field_named(ds, json_string_value(json_object_get(names, "files")));
 		for (unsigned f = 0; out->files < 0 && f < zr_field_count(ds); f++)
-			if ((int)f != out->field && !labelled(ds, classes, f))
+			if ((int)f != out->field && (int)f != out->mtime && !labelled(ds, classes, f))
 				out->files = (int)f;
-		if (out->files == out->field)
+		if (out->files == out->field || out->files == out->mtime)
 			out->files = -1;
 	}
 	json_decref(root);
@@ -84,6 +92,25 @@ int zr_name_safe(const char *name, size_t len)
 		at = end + 1;
 	}
 	return 1;
+}
+
+int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+{
+	int64_t times[ZR_FIELDS_MAX], got;
+	unsigned each;
+
+	if (n->mtime < 0 || zr_present(ds, (unsigned)n->mtime, id) != 1)
+		return 0;
+	each = zr_field(ds, (unsigned)n->mtime)->ndim; /* one per field, or one */
+	if (each && field >= zr_field_count(ds))
+		return -ENOENT;
+	got = zr_record_load(ds, (unsigned)n->mtime, id, times, sizeof times);
+	if (got < 0)
+		return (int)got;
+	if ((uint64_t)got != (each ? zr_field_count(ds) : 1) * sizeof *times)
+		return ZR_ECORRUPT;
+	*ns = times[each ? field : 0];
+	return *ns != ZR_MTIME_NONE;
 }
 
 int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap)
@@ -111,7 +138,8 @@ static int member_field(const zr_dataset *ds, const zr_names *n, const char *ext
 {
 	for (unsigned f = 0; f < zr_field_count(ds); f++) {
 		const char *name = zr_field(ds, f)->name;
-		if ((int)f != n->field && strlen(name) == len && memcmp(name, ext, len) == 0)
+		if ((int)f != n->field && (int)f != n->mtime && strlen(name) == len &&
+		    memcmp(name, ext, len) == 0)
 			return (int)f;
 	}
 	return -1;
@@ -124,7 +152,8 @@ int zr_names_file(const zr_dataset *ds, const zr_names *n, unsigned field, const
 	size_t flen = f ? strlen(f->name) : 0;
 	size_t want = n->key ? len + 1 + flen : len;
 
-	if (!f || n->field < 0 || (int)field == n->field || (!n->key && (int)field != n->files))
+	if (!f || n->field < 0 || (int)field == n->field || (int)field == n->mtime ||
+	    (!n->key && (int)field != n->files))
 		return 0;
 	if (!zr_name_safe(name, len))
 		return -EINVAL;

@@ -234,6 +234,23 @@ static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, 
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
 }
 
+/* Record @id's files' times changed (zr_names.mtime): the kernel must ask
+ * for the attributes of its other files again (their bytes are the same). */
+static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
+{
+	int rc = 0;
+
+	for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
+		fuse_ino_t ino = zrfs_rec_ino(f, id, zrfs_rec_version(fs, f, id));
+		if ((int)f == fs->names.mtime)
+			continue;
+		rc = zrfs_notes_inode(notes, ino);
+		if (rc == 0 && zrfs_tree_text(fs, f))
+			rc = zrfs_notes_inode(notes, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT);
+	}
+	return rc;
+}
+
 /* The views that follow records (/by, /tree): record @id of @field
  * changed, came or went in @new. */
 static int views_update(struct zrfs *fs, struct zrfs_view *new, unsigned field, uint64_t id,
@@ -258,6 +275,8 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		touched[f] = true;
 		if ((rc = record_moved(fs, old, f, id, notes)) == 0)
 			rc = views_update(fs, new, f, id, notes);
+		if (rc == 0 && (int)f == fs->names.mtime)
+			rc = times_changed(fs, id, notes);
 	}
 	/* records gone (a delete takes the last one) and records appended (a
 	 * lookup of their names may have been cached as missing) */

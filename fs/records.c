@@ -102,7 +102,26 @@ int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsig
 	if (!rs.present)
 		return -ENOENT;
 	zrfs_file_attr(fs, v, ino, rs.logical_len, st);
+	zrfs_record_times(fs, v, field, id, st);
 	return 0;
+}
+
+void zrfs_record_times(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+		       struct stat *st)
+{
+	int64_t ns;
+
+	/* the file's own time where the dataset keeps one (zr import keeps
+	 * them beside the names), else the commit's */
+	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1) {
+		st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
+		st->st_mtim.tv_nsec = (long)(ns % 1000000000);
+		if (st->st_mtim.tv_nsec < 0) { /* before 1970 */
+			st->st_mtim.tv_sec--;
+			st->st_mtim.tv_nsec += 1000000000;
+		}
+		st->st_atim = st->st_mtim;
+	}
 }
 
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)

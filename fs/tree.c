@@ -66,6 +66,8 @@ struct tdir {
 	uint32_t n, cap, live;
 	uint32_t subs;           /* entries that are directories (its link count) */
 	bool made;               /* by mkdir: lives as long as the mount */
+	bool timed;              /* a time was set on it (utimensat): mtime */
+	struct timespec mtime;
 };
 
 struct zrfs_tree {
@@ -394,7 +396,8 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 	}
 	fs->tree = t;
 	for (unsigned f = 0; f < fs->nfields; f++) {
-		t->makes[f] = (int)f != fs->names.field && (fs->names.key || (int)f == fs->names.files);
+		t->makes[f] = (int)f != fs->names.field && (int)f != fs->names.mtime &&
+			      (fs->names.key || (int)f == fs->names.files);
 		t->text[f] = t->makes[f] && zr_names_text(v->ds, &fs->names, f);
 	}
 	if (!(t->root = dir_new(t, NULL)) || of_id_reserve(t, v->n ? v->n : 1) < 0)
@@ -610,13 +613,36 @@ static int class_text(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint
 	return got < 0 ? -EIO : (int)got;
 }
 
+int zrfs_tree_text_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
+			uint64_t id, struct stat *st)
+{
+	char text[24];
+	int rc = class_text(fs, v, field, id, text, sizeof text);
+
+	if (rc < 0)
+		return rc;
+	zrfs_file_attr(fs, v, ino, (uint64_t)rc, st);
+	zrfs_record_times(fs, v, field, id, st);
+	return 0;
+}
+
+void zrfs_tree_text_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsigned field,
+			 uint64_t id, size_t size, off_t off)
+{
+	char text[24];
+	int rc = class_text(fs, v, field, id, text, sizeof text);
+
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		zrfs_reply_slice(req, text, (uint64_t)rc, size, off);
+}
+
 static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct tdir *d;
 	uint64_t no, id;
 	unsigned field, version;
-	char text[24];
-	int rc;
 
 	switch (decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
@@ -624,12 +650,11 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 			return -ENOENT;
 		zrfs_dir_attr(fs, v, ino, st);
 		st->st_nlink = 2 + d->subs; /* find and du count on it */
+		if (d->timed)
+			st->st_mtim = st->st_atim = d->mtime;
 		return 0;
 	case N_TEXT:
-		if ((rc = class_text(fs, v, field, id, text, sizeof text)) < 0)
-			return rc;
-		zrfs_file_attr(fs, v, ino, (uint64_t)rc, st);
-		return 0;
+		return zrfs_tree_text_attr(fs, v, ino, field, id, st);
 	case N_NONE:
 		break;
 	}
@@ -696,18 +721,13 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 {
 	uint64_t no, id;
 	unsigned field, version;
-	char text[24];
-	int rc;
 
 	switch (decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
 		fuse_reply_err(req, EISDIR);
 		return;
 	case N_TEXT:
-		if ((rc = class_text(fs, v, field, id, text, sizeof text)) < 0)
-			zrfs_reply_err(req, rc);
-		else
-			zrfs_reply_slice(req, text, (uint64_t)rc, size, off);
+		zrfs_tree_text_read(req, fs, v, field, id, size, off);
 		return;
 	case N_NONE:
 		break;
@@ -725,3 +745,150 @@ const struct zrfs_subtree zrfs_tree = {
 	.entry = tree_entry,
 	.read = tree_read,
 };
+
+/* ---- for the write layer ---- */
+
+/* The directory @ino is, if it is one of tree/ now. */
+static struct tdir *dir_of(const struct zrfs *fs, fuse_ino_t ino)
+{
+	uint64_t no, id;
+	unsigned field, version;
+
+	return decode(fs, ino, &no, &field, &id, &version) == N_DIR ? dir_find(fs->tree, no) : NULL;
+}
+
+bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino)
+{
+	return dir_of(fs, ino) != NULL;
+}
+
+int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size_t len,
+		   uint64_t *id)
+{
+	struct tdir *d = dir_of(fs, dir);
+	struct tent *e = d ? ent_find(fs->tree, d, name, len) : NULL;
+
+	if (!e || e->id == NO_ID)
+		return -ENOENT;
+	*id = e->id;
+	return 0;
+}
+
+int zrfs_tree_path(const struct zrfs *fs, fuse_ino_t dir, char *buf, size_t cap)
+{
+	const struct tdir *d = dir_of(fs, dir);
+	size_t at = cap;
+
+	if (!d || cap == 0)
+		return -ENOENT;
+	buf[--at] = 0;
+	for (; d->self; d = d->self->dir) {
+		size_t len = d->self->len + (at < cap - 1); /* and a '/' after it */
+		if (len > at)
+			return -ENAMETOOLONG;
+		at -= len;
+		memcpy(buf + at, d->self->name, d->self->len);
+		if (len > d->self->len)
+			buf[at + d->self->len] = '/';
+	}
+	memmove(buf, buf + at, cap - at);
+	return 0;
+}
+
+fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *name)
+{
+	struct tdir *d = dir_of(fs, dir);
+	struct tent *e = d ? ent_find(fs->tree, d, name, strlen(name)) : NULL;
+
+	return e && e->sub ? dir_ino(e->sub) : 0;
+}
+
+int zrfs_tree_hold(struct zrfs *fs, fuse_ino_t dir)
+{
+	struct tdir *d;
+	int rc = -ENOENT;
+	bool held;
+
+	zrfs_names_begin(fs); /* most often it is held already */
+	held = (d = dir_of(fs, dir)) != NULL && d->made;
+	zrfs_names_end(fs);
+	if (held)
+		return 0;
+	zrfs_state_lock(fs);
+	if ((d = dir_of(fs, dir)) != NULL) {
+		d->made = true;
+		rc = 0;
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
+{
+	struct zrfs_tree *t = fs->tree;
+	size_t len = strlen(name);
+	struct tdir *d;
+	struct tent *e;
+	int rc = 0;
+
+	if (!zr_name_safe(name, len) || memchr(name, '/', len))
+		return -EINVAL;
+	zrfs_state_lock(fs);
+	if (!(d = dir_of(fs, parent))) {
+		rc = -ENOENT;
+	} else if ((e = ent_find(t, d, name, len)) != NULL &&
+		   (e->sub || (!fs->names.key && e->id != NO_ID))) {
+		rc = -EEXIST; /* a directory, or a file (a key's files have extensions) */
+	} else if (!e && !(e = ent_new(t, d, name, len))) {
+		rc = -ENOMEM;
+	} else if (!(e->sub = dir_new(t, e))) {
+		prune(t, e, NULL);
+		rc = -ENOMEM;
+	} else {
+		d->subs++;
+		e->sub->made = true;
+		*out = dir_ino(e->sub);
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_tree *t = fs->tree;
+	size_t len = strlen(name);
+	struct tdir *d, *sub;
+	struct tent *e;
+	int rc = 0;
+
+	zrfs_state_lock(fs);
+	if (!(d = dir_of(fs, parent)) || !(e = ent_find(t, d, name, len))) {
+		rc = -ENOENT;
+	} else if (!(sub = e->sub)) {
+		rc = -ENOTDIR;
+	} else if (sub->live) {
+		rc = -ENOTEMPTY;
+	} else {
+		e->sub = NULL;
+		d->subs--;
+		dir_free(t, sub);
+		prune(t, e, NULL); /* the kernel removes the name itself */
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
+{
+	struct tdir *d;
+	int rc = -ENOENT;
+
+	zrfs_state_lock(fs);
+	if ((d = dir_of(fs, dir)) != NULL) {
+		d->mtime = mtime;
+		d->timed = true;
+		rc = 0;
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}

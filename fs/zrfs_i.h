@@ -459,6 +459,32 @@ void zrfs_tree_destroy(struct zrfs *fs);
  * again in tree/. 0 or -ENOMEM. */
 int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		     struct zrfs_notes *notes);
+/* For the write layer, under the names lock: whether @ino is a directory
+ * of tree/ now; the record named @name (@len bytes, a key without its
+ * extension) in directory @dir (-ENOENT: none); @dir's path below tree/
+ * ("" for tree/ itself; -ENOENT, -ENAMETOOLONG); the directory @name in
+ * @dir (0: none). */
+bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino);
+int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size_t len,
+		   uint64_t *id);
+int zrfs_tree_path(const struct zrfs *fs, fuse_ino_t dir, char *buf, size_t cap);
+fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *name);
+/* Taking the names lock written: keep directory @dir while the mount lives
+ * (files are being written in it); make directory @name in @parent (*out
+ * its number; it lives as long as the mount, or until removed); remove an
+ * empty one. 0 or -errno. */
+int zrfs_tree_hold(struct zrfs *fs, fuse_ino_t dir);
+int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
+int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name);
+/* Taking the names lock written: directory @dir shows @mtime from now on,
+ * for as long as the mount (rsync -a sets it). 0 or -ENOENT. */
+int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime);
+/* Attributes and bytes of (@field, @id) shown as text in @v (a class of a
+ * tree of keys), for inode @ino: 0 or a negative code; a reply. */
+int zrfs_tree_text_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
+			uint64_t id, struct stat *st);
+void zrfs_tree_text_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsigned field,
+			 uint64_t id, size_t size, off_t off);
 /* Whether record files of @field have a twin in tree/ showing text
  * (ZRFS_INO_TEXT), whose old numbers are pinned as the record's are. */
 bool zrfs_tree_text(const struct zrfs *fs, unsigned field);
@@ -510,6 +536,10 @@ void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint
  * (missing), -errno (logged). */
 int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
 		     uint64_t id, struct stat *st);
+/* The times of the file of (@field, @id) in @st: its own modification
+ * time where the dataset keeps one (zr_names.mtime), else left as they are. */
+void zrfs_record_times(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+		       struct stat *st);
 /* Whether record @id of @field has a file (is present, or cannot be
  * checked: a damaged record is listed and fails when accessed). */
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id);

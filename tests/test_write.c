@@ -588,7 +588,7 @@ Test(write, a_temporary_file_renamed_onto_a_record_replaces_it_and_adds_no_recor
 	cr_assert_eq(generation_now(), gen, "a new file's rename is committed with its group");
 	cr_assert_eq(lookup(2, "0.bin"), ino, "it stands in for the record's file");
 	cr_assert_eq(lookup(2, "sedAb12Cd"), 0);
-	struct zrfs_dirent d = {.pos = 2, .ino = zrfs_rec_ino(2, 0, 0)};
+	struct zrfs_dirent d = {.pos = 2, .ino = zrfs_rec_ino(2, 0, 0), .type = S_IFREG};
 	struct zrfs_view *v = zrfs_names_begin(&t_fs);
 	cr_assert(zrfs_writing.shadow(&t_fs, v, ZRFS_INO_DIR + 2, &d), "and in the listing");
 	zrfs_names_end(&t_fs);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char export_help[] =
@@ -154,7 +155,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	uint64_t members = 0;
 	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), status = 1;
 	int64_t mtime = 0;
-	zr_names nm = {-1, -1, 0};
+	zr_names nm = {-1, -1, 0, -1};
 	zr_info in;
 
 	if (fd < 0) {
@@ -163,9 +164,10 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	}
 	if (zr_info_get(ds, &in) == 0)
 		mtime = in.mtime;
-	if (!by_id && zr_names_get(ds, &nm) < 0)
+	if (zr_names_get(ds, &nm) < 0)
 		goto out;
-	if (!nm.key)
+	int names = nm.field; /* not a member, as the times are not */
+	if (!nm.key || by_id)
 		nm.field = -1; /* paths are not keys: ids then */
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int got = nm.field >= 0 ? names_get(ds, &nm, id, key, sizeof key) : 0;
@@ -174,15 +176,17 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		if (got == 0)
 			snprintf(key, sizeof key, "%09llu", (unsigned long long)id);
 		for (unsigned f = 0; f < zr_field_count(ds); f++) {
-			int64_t n;
-			if ((int)f == nm.field)
-				continue; /* the key itself */
+			int64_t n, ns;
+			if ((int)f == names || (int)f == nm.mtime)
+				continue; /* the key itself, the members' times */
 			if ((n = member_load(ds, f, id, class_field(ds, f), &buf, &cap)) == -ENOENT)
 				continue;
 			if (n < 0)
 				goto out;
 			snprintf(name, sizeof name, "%s.%s", key, zr_field(ds, f)->name);
-			if (tar_header(h, name, (uint64_t)n, mtime) < 0) {
+			if (zr_name_mtime(ds, &nm, id, f, &ns) != 1)
+				ns = mtime * 1000000000;
+			if (tar_header(h, name, (uint64_t)n, ns / 1000000000) < 0) {
 				zr_warn("export: %s: record %llu: member name '%s' is too long for "
 					"a tar header (--by-id names members by id)", out,
 					(unsigned long long)id, name);
@@ -294,16 +298,18 @@ static void record_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
-	zr_names nm = {-1, -1, 0};
+	zr_names nm = {-1, -1, 0, -1};
 	uint64_t count = 0, unnamed = 0;
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	int dfd = -1, status = 1;
 
-	if (!by_id && zr_names_get(ds, &nm) < 0) {
+	if (zr_names_get(ds, &nm) < 0) {
 		zr_warn("export: out of memory");
 		return 1;
 	}
+	if (by_id)
+		nm.field = -1; /* names unused; the times are the files' still */
 	if (field < 0 && nm.field < 0) {
 		zr_warn("export: %s keeps no original names, so it makes no tree: 'zr export dir "
 			"DS FIELD OUT_DIR' writes a field's records by id", zr_path(ds));
@@ -353,6 +359,17 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
 				close(fd);
 				goto out;
+			}
+			/* the file's time, where the dataset keeps it (zr import does) */
+			int64_t ns;
+			if (zr_name_mtime(ds, &nm, id, f, &ns) == 1) {
+				struct timespec ts[2] = {{ns / 1000000000, ns % 1000000000}};
+				if (ts[0].tv_nsec < 0) {
+					ts[0].tv_sec--;
+					ts[0].tv_nsec += 1000000000;
+				}
+				ts[1] = ts[0];
+				futimens(fd, ts);
 			}
 			close(fd);
 			count++;

@@ -15,6 +15,7 @@
 #include "import_i.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -221,6 +222,10 @@ static void *writer(void *arg)
 			if (p->names)
 				v[p->width + !!p->labels] =
 					(zr_value){p->names[i], strlen(p->names[i])};
+			if (p->mtimes)
+				v[p->width + !!p->labels + 1] =
+					(zr_value){&p->mtimes[i * p->mtime_width],
+						   p->mtime_width * sizeof *p->mtimes};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),
@@ -435,7 +440,8 @@ static char *import_attrs(const struct import *im)
 			   ? json_pack("{s:s,s:s,s:s}", "field", im->o.names, "kind", "path",
 				       "files", im->o.field)
 			   : json_pack("{s:s,s:s}", "field", im->o.names, "kind", "key")) ||
-	     json_object_set_new(root, "names", v) < 0))
+	     json_object_set_new(root, "names", v) < 0 ||
+	     (im->p.mtimes && json_object_set_new(v, "mtime", json_string(MTIME_FIELD)) < 0)))
 		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 out:
@@ -470,6 +476,22 @@ static int plan_names(struct import *im)
 	for (uint64_t i = 0; i < p->n; i++)
 		p->names[i] = im->src->plan == plan_dir ? im->files.v[i] + skip : im->t.key_names.v[i];
 	im->f[im->nf++] = (zr_field_spec){.name = im->o.names, .dtype = ZR_BYTES, .ext = "txt"};
+	/* and the files' times, so that the tree shows them (rsync -a then finds
+	 * nothing to do): unless a field has the name, or none is left */
+	bool taken = im->nf == ZR_FIELDS_MAX || !im->mtimes;
+	for (unsigned f = 0; !taken && f < im->nf; f++)
+		taken = strcmp(im->f[f].name, MTIME_FIELD) == 0;
+	if (!taken) {
+		p->mtimes = im->mtimes;
+		p->mtime_width = im->mtime_width;
+		im->f[im->nf] = (zr_field_spec){.name = MTIME_FIELD, .dtype = ZR_I64, .fixed = 1};
+		if (im->mtime_width > 1) { /* one per field, this one's included */
+			assert(im->mtime_width == im->nf + 1);
+			im->f[im->nf].ndim = 1;
+			im->f[im->nf].shape[0] = im->mtime_width;
+		}
+		im->nf++;
+	}
 	return 0;
 }
 
@@ -731,6 +753,7 @@ int cmd_import(int argc, char **argv)
 	free(im->p.labels);
 	free(im->p.unlabelled);
 	free(im->p.names);
+	free(im->mtimes);
 	free(attrs);
 	free(im);
 	return status;

@@ -15,6 +15,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The field of the files' times, beside the names (zr_names.mtime). */
+#define MTIME_FIELD "mtime"
+
 /* ---- the plan: where each record's bytes come from ---- */
 
 /* One value: @len bytes at @off of @path; path NULL = missing. */
@@ -30,6 +33,8 @@ struct plan {
 	int64_t *labels;  /* --label-from-parent, a tar's .cls members, or NULL */
 	bool *unlabelled; /* with labels: records whose label is missing (a tar's) */
 	const char **names; /* each record's original name, a field after the label, or NULL */
+	int64_t *mtimes;  /* with names: each record's files' times (ns), the field after */
+	unsigned mtime_width; /* times a record has: 1, or one per field */
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -68,6 +73,8 @@ struct import {
 	unsigned nf;
 	char ext[ZR_EXT_MAX + 1];
 	struct strs files, classes; /* dir: the files, the class names */
+	int64_t *mtimes;              /* dir, tar: each record's files' times (ns), or NULL */
+	unsigned mtime_width;         /* ... 1 a record (dir), or one per field (tar) */
 	struct zr_tar t;              /* tar: the members */
 	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
 	int unpacked_fd[64];

@@ -283,6 +283,8 @@ int plan_dir(struct import *im)
 	if (labels && find_classes(files, srclen + 1, im->o.label_top, classes, p->err,
 				   sizeof p->err) < 0)
 		return -1;
+	if (!(im->mtimes = malloc((files->n ? files->n : 1) * sizeof *im->mtimes)))
+		return -1;
 	for (size_t i = 0; i < files->n; i++) {
 		const char *rel = files->v[i] + srclen + 1;
 		const char *e = extension(rel);
@@ -305,6 +307,8 @@ int plan_dir(struct import *im)
 				 files->v[i], (long long)st.st_size);
 			return -1;
 		}
+		im->mtimes[i] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		im->mtime_width = 1;
 		if (count_ext(&exts, e) < 0)
 			return -1;
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
@@ -492,6 +496,19 @@ int plan_tar(struct import *im)
 		return -1;
 	}
 	p->width = (unsigned)t->fields.n - (cls >= 0);
+	/* each member's time, at its field's place among the dataset's fields:
+	 * the members', the class, the names and the times themselves */
+	unsigned width = p->width + (cls >= 0) + 2;
+	if (rc == 0 && !(im->mtimes = malloc((t->keys ? t->keys : 1) * width * sizeof *im->mtimes)))
+		rc = -1;
+	for (size_t i = 0; rc == 0 && i < (size_t)t->keys * width; i++)
+		im->mtimes[i] = ZR_MTIME_NONE;
+	for (size_t m = 0; rc == 0 && m < t->n; m++) {
+		int f = (int)t->m[m].field;
+		unsigned at = f == cls ? p->width : (unsigned)(f - (cls >= 0 && f > cls));
+		im->mtimes[(size_t)t->m[m].key * width + at] = t->m[m].mtime;
+	}
+	im->mtime_width = width;
 	for (size_t m = 0, k = 0; rc == 0 && k < t->keys; k++) {
 		const int64_t *label = NULL;
 		memset(vals, 0, sizeof vals);

@@ -1,9 +1,10 @@
 /*
  * tar.c - list the members of a WebDataset-style tar shard for `zr import
- * tar`: ustar headers, GNU long names ('L') and pax paths ('x'). Every
- * number read from a header is checked against the shard's size before it
- * is used, so a damaged or hostile archive gives a message, never a read
- * outside the file or an allocation it asks for.
+ * tar`: ustar headers, GNU long names ('L') and pax paths and times ('x'),
+ * each member's modification time with it. Every number read from a header
+ * is checked against the shard's size before it is used, so a damaged or
+ * hostile archive gives a message, never a read outside the file or an
+ * allocation it asks for.
  */
 #include "zr_i.h"
 
@@ -41,7 +42,7 @@ static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
 
 /* Member @path of the shard the writers open as @open_as (messages: @shard). */
 static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, const char *path,
-		      uint64_t off, uint64_t len, char *err, size_t errlen)
+		      uint64_t off, uint64_t len, int64_t mtime, char *err, size_t errlen)
 {
 	const char *base = strrchr(path, '/'), *dot;
 	size_t keylen;
@@ -101,13 +102,30 @@ static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, 
 		t->m = m;
 		t->cap = cap;
 	}
-	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, open_as, off, len};
+	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, open_as, off, len, mtime};
 	return 0;
 }
 
-/* The path a pax extended header ("LEN KEY=VALUE\n" records) sets, if any,
- * into @out; records that do not add up end the scan. */
-static void pax_path(const char *data, size_t len, char *out, size_t outlen)
+/* A pax mtime ("SECONDS[.FRACTION]") in nanoseconds; -1 if it is none. */
+static int64_t pax_time(const char *s, size_t len)
+{
+	int64_t sec = 0, ns = 0, scale = 100000000;
+	size_t i = 0;
+
+	for (; i < len && s[i] >= '0' && s[i] <= '9' && sec < INT64_MAX / 10000000000; i++)
+		sec = sec * 10 + (s[i] - '0');
+	if (i == 0)
+		return -1;
+	if (i < len && s[i] == '.')
+		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, scale /= 10)
+			ns += (s[i] - '0') * scale;
+	return i == len ? sec * 1000000000 + ns : -1;
+}
+
+/* The path and the mtime a pax extended header ("LEN KEY=VALUE\n"
+ * records) sets, if any, into @out and *@mtime; records that do not add up
+ * end the scan. */
+static void pax_header(const char *data, size_t len, char *out, size_t outlen, int64_t *mtime)
 {
 	for (size_t at = 0; at < len;) {
 		const char *p = data + at, *end;
@@ -122,6 +140,8 @@ static void pax_path(const char *data, size_t len, char *out, size_t outlen)
 			return;
 		if ((size_t)(end - (p + i + 1)) >= 5 && memcmp(p + i + 1, "path=", 5) == 0)
 			snprintf(out, outlen, "%.*s", (int)(end - (p + i + 6)), p + i + 6);
+		if ((size_t)(end - (p + i + 1)) >= 6 && memcmp(p + i + 1, "mtime=", 6) == 0)
+			*mtime = pax_time(p + i + 7, (size_t)(end - (p + i + 7)));
 		at += rl;
 	}
 }
@@ -131,6 +151,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 {
 	unsigned char h[512];
 	char longname[PATH_MAX] = "", name[PATH_MAX];
+	int64_t pax_mtime = -1; /* the next member's, from a pax header */
 	uint64_t off = 0, size;
 	struct stat st;
 
@@ -183,7 +204,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			if (type == 'L')
 				snprintf(longname, sizeof longname, "%s", data);
 			else
-				pax_path(data, len, longname, sizeof longname);
+				pax_header(data, len, longname, sizeof longname, &pax_mtime);
 			free(data);
 		} else if (type == '0' || type == 0 || type == '7') {
 			if (longname[0])
@@ -193,10 +214,14 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			else
 				snprintf(name, sizeof name, "%.100s", (char *)h);
 			longname[0] = 0;
-			if (tar_member(t, path, shard, name, off + 512, len, err, errlen) < 0)
+			int64_t mtime = pax_mtime >= 0 ? pax_mtime
+					: (int64_t)tar_num(h + 136, 12, &ok) * 1000000000;
+			pax_mtime = -1;
+			if (tar_member(t, path, shard, name, off + 512, len, mtime, err, errlen) < 0)
 				return -1;
 		} else {
 			longname[0] = 0; /* directories, links, globals: not records */
+			pax_mtime = -1;
 		}
 		off += 512 + (len + 511) / 512 * 512;
 	}

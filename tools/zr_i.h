@@ -93,6 +93,7 @@ struct zr_tar_member {
 	uint32_t key, field;   /* sample index, index into fields */
 	const char *shard;
 	uint64_t off, len;     /* the member's bytes in the shard */
+	int64_t mtime;         /* its modification time, ns since the epoch */
 };
 struct zr_tar {
 	struct zr_tar_member *m;

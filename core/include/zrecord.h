@@ -540,7 +540,13 @@ typedef struct zr_names {
 	int field;  /**< the field of names (variable-size bytes); -1: none kept */
 	int files;  /**< names that are paths: the field their files hold; else -1 */
 	int key;    /**< 1: names are WebDataset keys */
+	int mtime;  /**< the field of the files' modification times (i64, ns since
+			 the epoch, one per record or one per field; makes no
+			 file); -1: none kept */
 } zr_names;
+
+/** A time a record's field has not (zr_names.mtime holding one per field). */
+#define ZR_MTIME_NONE INT64_MIN
 
 /**
  * What @p ds's attrs say of its names (field -1 when it keeps none).
@@ -566,10 +572,21 @@ ZR_API int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char
 			    size_t cap);
 
 /**
+ * The modification time of the file field @p field of record @p id makes,
+ * in nanoseconds since the epoch, into @p ns: the record's one time, or
+ * with one per field (a tree of keys: each member its own) @p field's.
+ * Thread-safe.
+ * @return 1, 0 when it has none (no value, ZR_MTIME_NONE, or no times
+ *         kept), -ENOENT (bad id or field), ZR_ECORRUPT or -EIO (damaged)
+ */
+ZR_API int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			 int64_t *ns);
+
+/**
  * The path, in the dataset's tree, of the file that field @p field of a
  * record named @p name (@p len bytes) makes, into @p buf (NUL-terminated).
- * @return its length; 0 when that field makes no file (the names' own
- *         field, or not the files' field of paths); -EINVAL (the name makes
+ * @return its length; 0 when that field makes no file (the names' or the
+ *         times' own field, or not the files' field of paths); -EINVAL (the name makes
  *         no file: not safe, or a key with a dot in its last component);
  *         -ENAMETOOLONG
  */

@@ -299,7 +299,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 		 * size the kernel keeps for the inode (its readers' size) */
 		if (fi->flags & O_APPEND)
 			at = atomic_load(&n->val.size);
-		if (at + size > zrfs_value_max(&fs->fields[n->field]))
+		if (at + size > zrfs_node_max(fs, n))
 			rc = -EFBIG;
 		else if ((rc = zrfs_value_write(&n->val, w->dirfd, buf, size, at)) < 0)
 			write_failed(n, rc); /* a full disk */
@@ -307,6 +307,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 	if (rc == 0) {
 		n->changed = true;
 		n->truncated = false;
+		n->mtime_set = false; /* written: its time is the store's */
 		n->owner = fi->lock_owner;
 		n->cutter = 0;
 		/* a draft written again is not ready until closed again (one
@@ -323,22 +324,32 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 		fuse_reply_write(req, size);
 }
 
-/* Drop what @n holds that is not stored (n->lock held): a record node
- * keeps its stored value, a draft not stored goes. @why is logged. */
-static void discard(struct zrfs *fs, struct wnode *n, const char *why)
+/* Forget what was written to @n (n->lock held): its value is the stored
+ * one again, to be loaded when changed. */
+static void forget_written(struct wnode *n)
 {
-	struct zrfs_writes *w = fs->writes;
-	char esc[ZRFS_LOG_NAME_MAX];
-
 	zrfs_value_free(&n->val);
 	n->loaded = n->changed = n->truncated = false;
 	n->owner = 0;
 	n->cutter = n->shaper = 0;
 	n->error = 0;
+}
+
+/* Drop what @n holds that is not stored (n->lock held): a record node
+ * keeps its stored value, a draft not stored goes. @why is logged. */
+static void discard(struct zrfs *fs, struct wnode *n, const char *why)
+{
+	struct zrfs_writes *w = fs->writes;
+	char esc[ZRFS_LOG_NAME_MAX * 4];
+
+	forget_written(n);
 	pthread_mutex_lock(&w->names_lock);
 	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
+		char path[4 * ZRFS_NAME_MAX];
+		if (zrfs_node_path(w, n, path, sizeof path) < 0)
+			snprintf(path, sizeof path, "%s", n->name);
 		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s: not stored\n", fs->dataset,
-			 fs->fields[n->field].name, zrfs_log_name(n->name, esc, sizeof esc), why);
+			 zrfs_node_top(fs, n), zrfs_log_name(path, esc, sizeof esc), why);
 		zrfs_publish_unready(w, n);
 		n->detached = true;
 		zrfs_draft_unlist(w, n);
@@ -388,8 +399,9 @@ static int64_t publish(struct zrfs *fs, struct wnode *n)
 	pthread_mutex_unlock(&w->names_lock);
 	if (live && n->error && (draft || n->changed))
 		gen = refuse_failed(fs, n);
-	else if (live && !draft && n->changed)
-		gen = zrfs_publish_record(fs, n);
+	else if (live && !draft && n->changed &&
+		 (gen = zrfs_publish_record(fs, n)) == -EINVAL)
+		forget_written(n); /* refused, as its shape says (logged): once */
 	pthread_mutex_unlock(&n->lock);
 	if (!draft)
 		pthread_mutex_unlock(&w->lock);
@@ -490,6 +502,7 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	pthread_mutex_lock(&n->lock);
 	int rc = zrfs_node_load(fs, n);
 	st.st_size = (off_t)atomic_load(&n->val.size);
+	zrfs_node_times(n, &st);
 	pthread_mutex_unlock(&n->lock);
 	st.st_blocks = (st.st_size + 511) / 512;
 	zrfs_view_put(v);
@@ -503,7 +516,7 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 {
 	int rc = 0;
 
-	if (size > zrfs_value_max(&fs->fields[n->field]))
+	if (size > zrfs_node_max(fs, n))
 		return -EFBIG;
 	pthread_mutex_lock(&n->lock);
 	if (n->kind == WN_RECORD && !n->loaded && size == 0)
@@ -513,6 +526,7 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 		write_failed(n, rc);
 	if (rc == 0) {
 		n->changed = true;
+		n->mtime_set = false; /* cut: its time is the store's */
 		if (at_open) {
 			n->truncated = true; /* the last close publishes it */
 			n->shaper = pid;
@@ -530,10 +544,11 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
 	struct stat st = *now;
-	int rc = 0;
+	int64_t rc = 0, ns;
 
-	/* modes, owners and times of a file being written: accepted, ignored
-	 * (cp -p and rsync -a set them before it is stored) */
+	/* modes and owners of a file being written: accepted, ignored (cp -p
+	 * and rsync -a set them before it is stored); its time, where the
+	 * dataset keeps times, stored with it (or now, if nothing is written) */
 	(void)ino;
 	fresh_end(fs, h);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -542,8 +557,13 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		st.st_size = attr->st_size;
 		st.st_blocks = (st.st_size + 511) / 512;
 	}
+	if (rc == 0 && zrfs_asked_mtime(attr, to_set, &ns, &st.st_mtim) &&
+	    (rc = zrfs_publish_time(fs, n, ns)) >= 0)
+		st.st_atim = st.st_mtim;
 	if (rc < 0)
-		zrfs_reply_err(req, rc);
+		zrfs_reply_err(req, (int)rc);
+	else if (rc > 0)
+		zrfs_follow_answer(fs, (uint64_t)rc, req, &st);
 	else
 		fuse_reply_attr(req, &st, 0);
 }

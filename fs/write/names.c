@@ -13,6 +13,17 @@
  * (publish.c). A rename between field directories is EXDEV (mv then copies
  * and removes); anything else outside them is EPERM.
  *
+ * tree/ (a dataset that keeps names) is written by name: a name is a draft,
+ * a directory, or the file of a record's value that the index (tree.c)
+ * finds by the name's record name (a key: the name without its field's
+ * extension). A new name makes a draft that fills that record in or makes
+ * one named so; a draft in a dataset of keys whose name makes no field's
+ * file is a temporary file until renamed. Renaming a record's file renames
+ * the record (paths) or moves the value between keys; removing the last
+ * value of a record removes the record. A directory is made in the index
+ * (and one written in is kept) for as long as the mount; renaming one is
+ * EXDEV (mv copies and removes), and between tree/ and a field directory.
+ *
  * Sections: resolving, creating, removing, renaming, attributes.
  */
 #include "write_i.h"
@@ -30,27 +41,101 @@ enum what {
 	W_DRAFT,  /* *d, a draft (stored or not) or a directory (d->kind WN_DIR) */
 	W_RECORD, /* *id, a record with a value: its own name, or an alias (*alias) */
 	W_ID,     /* *id, a record's own name without a value, or the next id's */
+	W_DIR,    /* a directory of tree/ */
 };
 
-/* What @name in directory @parent (of field @field) is to the writer
- * (under names_lock; the writer's state is the one the mount shows, or
- * about to: every change is made under w->lock and shown before it is let
- * go). Records' own names are in the field's directory only. */
-static enum what resolve(struct zrfs *fs, fuse_ino_t parent, unsigned field, const char *name,
-			 struct wnode **d, uint64_t *id, bool *alias)
+/* Where a name goes: a directory files are written in, and for the name
+ * the field its value is of (in tree/ the name says it). */
+struct place {
+	bool tree;            /* a directory of tree/ */
+	unsigned field;
+	bool fieldless;       /* tree/ of keys: the name makes no field's file */
+	bool text;            /* tree/ of keys: a class as decimal text */
+};
+
+/* Where @name in directory @parent goes: 0, or -EPERM (no directory files
+ * are written in). Under the names lock and names_lock. */
+static int place_of(struct zrfs *fs, fuse_ino_t parent, const char *name, struct place *p)
+{
+	size_t key;
+
+	*p = (struct place){0};
+	if (zrfs_dir_field(fs, parent, &p->field))
+		return 0;
+	if (!zrfs_dir_tree(fs, parent))
+		return -EPERM;
+	p->tree = true;
+	if (zr_names_field_of(fs->writes->ds, &fs->names, name, strlen(name), &p->field, &key) < 0) {
+		p->fieldless = true; /* a key's temporary file */
+		p->field = 0;
+		return 0;
+	}
+	p->text = zrfs_tree_text(fs, p->field);
+	return 0;
+}
+
+/* Whether @name, at place @p, is a file name that can never be stored: in
+ * a tree of keys, a key whose extension names no field (s0.png without a
+ * field png). Names without an extension, and dot names, are temporary
+ * files until renamed (mkstemp's, vim's probe, rsync's). */
+static bool no_field_ever(const struct place *p, const char *name)
+{
+	return p->fieldless && !zrfs_name_hidden(name) && strchr(name, '.');
+}
+
+/* What @name in directory @parent (at place @p) is to the writer (under
+ * the names lock and names_lock; the writer's state is the one the mount
+ * shows, or about to: every change is made under w->lock and shown before
+ * it is let go). Records' own names are in the field's directory, and in
+ * tree/ by name. */
+static enum what resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			 const char *name, struct wnode **d, uint64_t *id, bool *alias)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t n = zr_length(w->ds);
+	size_t key;
+	unsigned field;
 
 	*alias = false;
 	if ((*d = zrfs_draft_find(w, parent, name, 0)) != NULL)
 		return W_DRAFT;
+	if (p->tree) {
+		if (zrfs_tree_subdir(fs, parent, name))
+			return W_DIR;
+		if (p->fieldless ||
+		    zr_names_field_of(w->ds, &fs->names, name, strlen(name), &field, &key) < 0 ||
+		    zrfs_tree_find(fs, parent, name, key, id) < 0 || *id >= n)
+			return W_NONE;
+		return zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+	}
 	if (zrfs_alias_find(w, parent, name, id) == 0)
 		return *alias = true, W_RECORD;
-	if (parent != ZRFS_INO_DIR + field ||
-	    zrfs_record_name_parse(&fs->fields[field], name, n + 1, id) < 0)
+	if (parent != ZRFS_INO_DIR + p->field ||
+	    zrfs_record_name_parse(&fs->fields[p->field], name, n + 1, id) < 0)
 		return W_NONE;
-	return *id < n && zr_present(w->ds, field, *id) == 1 ? W_RECORD : W_ID;
+	return *id < n && zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+}
+
+/* Take the names lock, then names_lock (the order write_i.h gives), and
+ * let go of both. */
+static void names_lock(struct zrfs *fs)
+{
+	zrfs_names_begin(fs);
+	pthread_mutex_lock(&fs->writes->names_lock);
+}
+
+static void names_unlock(struct zrfs *fs)
+{
+	pthread_mutex_unlock(&fs->writes->names_lock);
+	zrfs_names_end(fs);
+}
+
+/* Keep @dir while the mount lives if it is a directory of tree/ files are
+ * written in (before either lock is taken). */
+static void hold_dir(struct zrfs *fs, fuse_ino_t dir)
+{
+	if (fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR)
+		zrfs_tree_hold(fs, dir);
 }
 
 /* @name's path below its field's directory, for directory @parent (under
@@ -76,11 +161,31 @@ static int path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, c
 
 /* ---- creating ---- */
 
-/* A new draft (a file, or a directory: @kind) @name in @parent of @field,
- * filling record @target in (NO_ID: a new one); in the tables, counted as
- * handed to the kernel once, with one reference for the caller. Under
- * names_lock. 0 or a negative code. */
-static int new_draft(struct zrfs *fs, fuse_ino_t parent, unsigned field, const char *name,
+/* Make draft @d of place @p in directory @parent (tree/: its directory's
+ * path, its field, whether it has one). Under the names lock and
+ * names_lock. 0 or -ENOMEM, -ENAMETOOLONG. */
+static int draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const struct place *p)
+{
+	char path[4 * ZRFS_NAME_MAX];
+	int rc;
+
+	d->tree = p->tree;
+	d->fieldless = p->fieldless;
+	d->text = p->text;
+	d->field = p->field;
+	if (!p->tree)
+		return 0;
+	if ((rc = zrfs_tree_path(fs, parent, path, sizeof path)) < 0)
+		return rc;
+	free(d->dirpath);
+	return (d->dirpath = strdup(path)) ? 0 : -ENOMEM;
+}
+
+/* A new draft (a file, or a directory: @kind) @name in @parent at place
+ * @p, filling record @target in (NO_ID: a new one); in the tables, counted
+ * as handed to the kernel once, with one reference for the caller. Under
+ * the names lock and names_lock. 0 or a negative code. */
+static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, const char *name,
 		     enum wnode_kind kind, uint64_t target, pid_t maker, struct wnode **out)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -91,15 +196,18 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, unsigned field, const c
 	*out = NULL;
 	if (kind == WN_DRAFT ? w->ndrafts >= DRAFTS_MAX : w->ndirs >= DIRS_MAX) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new %s are not stored yet: %s\n",
-			 fs->dataset, fs->fields[field].name, zrfs_log_name(name, esc, sizeof esc),
+			 fs->dataset, p->tree ? ZRFS_TREE_NAME : fs->fields[p->field].name,
+			 zrfs_log_name(name, esc, sizeof esc),
 			 kind == WN_DRAFT ? DRAFTS_MAX : DIRS_MAX,
 			 kind == WN_DRAFT ? "files" : "directories",
 			 kind == WN_DRAFT ? "close some first" : "remove some first");
 		return -ENOSPC;
 	}
-	if (!(d = zrfs_node_new(field, kind, target)) || !(d->name = strdup(name))) {
+	if (!(d = zrfs_node_new(p->field, kind, target)) || !(d->name = strdup(name)) ||
+	    (rc = draft_place(fs, d, parent, p)) < 0) {
+		rc = d && d->name ? rc : -ENOMEM;
 		zrfs_node_put(d);
-		return -ENOMEM;
+		return rc;
 	}
 	d->parent = parent;
 	/* a new file is not stored, even empty; its maker's death by a signal
@@ -124,7 +232,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct whandle *h = NULL;
 	struct wnode *d = NULL, *old;
 	struct zrfs_view *v;
-	unsigned field;
+	struct place p;
 	uint64_t id;
 	bool alias;
 	int rc;
@@ -133,22 +241,24 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field)) {
-		rc = -EPERM; /* new files go into field directories */
-	} else {
-		enum what what = resolve(fs, parent, field, name, &old, &id, &alias);
-		/* a record's name without a value fills it in; the next id's, or
-		 * any other name, is a new record (at the next id when stored) */
-		rc = what == W_DRAFT || what == W_RECORD
+	hold_dir(fs, parent);
+	names_lock(fs);
+	if ((rc = place_of(fs, parent, name, &p)) == 0 && no_field_ever(&p, name)) {
+		rc = -EPERM;
+	} else if (rc == 0) {
+		/* new files go into field directories and tree/: a record's name
+		 * without a value fills it in; the next id's, or any other name,
+		 * is a new record (at the next id when stored) */
+		enum what what = resolve(fs, parent, &p, name, &old, &id, &alias);
+		rc = what == W_DRAFT || what == W_RECORD || what == W_DIR
 			     ? -EEXIST
-			     : new_draft(fs, parent, field, name, WN_DRAFT,
+			     : new_draft(fs, parent, &p, name, WN_DRAFT,
 					 what == W_ID && id < zr_length(w->ds) ? id : NO_ID,
 					 fuse_req_ctx(req)->pid, &d);
 	}
 	if (rc == 0)
 		d->handles++; /* the handle's, made next */
-	pthread_mutex_unlock(&w->names_lock);
+	names_unlock(fs);
 	if (rc == 0 && !(h = zrfs_handle_new(fs, d, d->ino, fuse_req_ctx(req)->pid, false)))
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -190,7 +300,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	struct fuse_entry_param e;
 	struct wnode *d = NULL, *old;
 	struct zrfs_view *v;
-	unsigned field;
+	struct place p;
 	uint64_t id;
 	bool alias;
 	int rc;
@@ -199,24 +309,32 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field))
-		rc = -EPERM; /* the root's and the views' directories are the dataset's */
-	else if (resolve(fs, parent, field, name, &old, &id, &alias) != W_NONE)
+	memset(&e, 0, sizeof e);
+	names_lock(fs);
+	/* the root's and the views' directories are the dataset's */
+	if ((rc = place_of(fs, parent, name, &p)) == 0 &&
+	    resolve(fs, parent, &p, name, &old, &id, &alias) != W_NONE)
 		rc = -EEXIST;
-	else
-		rc = new_draft(fs, parent, field, name, WN_DIR, NO_ID, 0, &d);
-	pthread_mutex_unlock(&w->names_lock);
+	else if (rc == 0 && !p.tree)
+		rc = new_draft(fs, parent, &p, name, WN_DIR, NO_ID, 0, &d);
+	names_unlock(fs);
+	/* in tree/: a directory of the index, kept as long as the mount */
+	if (rc == 0 && p.tree)
+		rc = zrfs_tree_mkdir(fs, parent, name, &e.ino);
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
 		return;
 	}
-	memset(&e, 0, sizeof e);
 	v = zrfs_names_begin(fs);
-	e.ino = d->ino;
+	e.ino = d ? d->ino : e.ino;
 	zrfs_dir_attr(fs, v, e.ino, &e.attr);
 	zrfs_names_end(fs);
 	zrfs_node_put(d);
+	if (p.tree) { /* a directory of the index: cached as the others */
+		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
 	if (fuse_reply_entry(req, &e) != 0) { /* never cached: the writer's */
 		pthread_mutex_lock(&w->names_lock);
 		zrfs_inode_forget(w, e.ino, 1);
@@ -260,36 +378,37 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d;
-	unsigned field;
+	struct place p;
 	uint64_t id;
 	bool alias;
 	int64_t rc = 0;
 	enum what what = W_NONE;
 
-	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field))
-		rc = -EPERM;
-	else if ((what = resolve(fs, parent, field, name, &d, &id, &alias)) == W_DRAFT &&
-		 d->kind == WN_DIR)
+	names_lock(fs);
+	if ((rc = place_of(fs, parent, name, &p)) < 0)
+		;
+	else if (((what = resolve(fs, parent, &p, name, &d, &id, &alias)) == W_DRAFT &&
+		  d->kind == WN_DIR) || what == W_DIR)
 		rc = -EISDIR;
 	else if (what == W_DRAFT && d->stored == NO_ID)
 		drop_draft(w, d); /* never stored: nothing to commit */
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
-	pthread_mutex_unlock(&w->names_lock);
+	names_unlock(fs);
 	if (rc < 0 || (what == W_DRAFT && rc == 0 && d->stored == NO_ID)) {
 		zrfs_reply_status(req, rc);
 		return;
 	}
-	/* a record's file: its value goes, committed at once */
+	/* a record's file: its value goes, committed at once (in tree/, with
+	 * the record when it was its last) */
 	pthread_mutex_lock(&w->lock);
 	if ((rc = settle_stored(fs)) == 0) {
-		pthread_mutex_lock(&w->names_lock);
-		what = resolve(fs, parent, field, name, &d, &id, &alias);
+		names_lock(fs);
+		what = resolve(fs, parent, &p, name, &d, &id, &alias);
 		if (alias)
 			zrfs_alias_drop(w, parent, name);
-		pthread_mutex_unlock(&w->names_lock);
-		rc = what == W_RECORD ? zrfs_publish_remove(fs, field, id) : -ENOENT;
+		names_unlock(fs);
+		rc = what == W_RECORD ? zrfs_publish_remove(fs, p.field, id, p.tree) : -ENOENT;
 	}
 	pthread_mutex_unlock(&w->lock);
 	/* the kernel holds the directory's lock: it is told of the names
@@ -297,27 +416,43 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	zrfs_reply_status(req, rc);
 }
 
+/* Whether a draft is in directory @dir (under names_lock). */
+static bool drafts_in(struct zrfs_writes *w, fuse_ino_t dir)
+{
+	for (struct wnode *d = w->first; d; d = d->next)
+		if (d->parent == dir)
+			return true;
+	return false;
+}
+
 void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d;
-	unsigned field;
+	struct place p;
 	uint64_t id;
 	bool alias;
 	int rc = 0;
+	enum what what = W_NONE;
 
-	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field))
-		rc = -EPERM; /* a field's directory, a view's */
-	else if (resolve(fs, parent, field, name, &d, &id, &alias) != W_DRAFT)
-		rc = alias || parent == ZRFS_INO_DIR + field ? -ENOTDIR : -ENOENT;
+	names_lock(fs);
+	if ((rc = place_of(fs, parent, name, &p)) < 0)
+		; /* a field's directory, a view's */
+	else if ((what = resolve(fs, parent, &p, name, &d, &id, &alias)) == W_DIR)
+		/* of tree/: empty of records (tree.c) and of files being written */
+		rc = drafts_in(w, zrfs_tree_subdir(fs, parent, name)) ? -ENOTEMPTY : 0;
+	else if (what != W_DRAFT)
+		rc = alias || what == W_RECORD || parent == ZRFS_INO_DIR + p.field ? -ENOTDIR
+										   : -ENOENT;
 	else if (d->kind != WN_DIR)
 		rc = -ENOTDIR;
 	else if (d->children)
 		rc = -ENOTEMPTY;
 	else
 		drop_draft(w, d);
-	pthread_mutex_unlock(&w->names_lock);
+	names_unlock(fs);
+	if (rc == 0 && what == W_DIR)
+		rc = zrfs_tree_rmdir(fs, parent, name);
 	zrfs_reply_status(req, rc);
 }
 
@@ -338,15 +473,16 @@ static bool inside(struct zrfs_writes *w, fuse_ino_t dir, fuse_ino_t ino)
 }
 
 /* Move draft @d (a file or a directory) to @newname in @newparent, which
- * is @to (under names_lock): nothing is committed; onto a record's name,
- * the draft stands in for that record's file until it is committed. 0 or
- * a negative code. */
-static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_ino_t newparent,
-			const char *newname, enum what to, struct wnode *td, uint64_t tid,
-			bool talias)
+ * is @to at place @tp (under the names lock and names_lock): nothing is
+ * committed; onto a record's name, the draft stands in for that record's
+ * file until it is committed. 0 or a negative code. */
+static int rename_draft(struct zrfs *fs, struct wnode *d, fuse_ino_t newparent,
+			const struct place *tp, const char *newname, enum what to, struct wnode *td,
+			uint64_t tid, bool talias)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t target = NO_ID;
+	struct winode *i;
 	int rc;
 
 	if (td == d)
@@ -358,7 +494,7 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_i
 			return -ENOTEMPTY;
 		if (inside(w, newparent, d->ino))
 			return -EINVAL; /* into itself */
-	} else if (to == W_DRAFT && td->kind == WN_DIR) {
+	} else if ((to == W_DRAFT && td->kind == WN_DIR) || to == W_DIR) {
 		return -EISDIR;
 	}
 	if (to == W_DRAFT) {
@@ -371,11 +507,18 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_i
 		return rc;
 	if (d->kind == WN_DIR)
 		return 0;
+	if (tp->tree) { /* in tree/ the name says the field */
+		zrfs_draft_target(w, d, NO_ID);
+		if ((rc = draft_place(fs, d, newparent, tp)) < 0)
+			return rc;
+		if ((i = zrfs_inode_find(w, d->ino)) != NULL)
+			i->field = d->field, i->text = d->text;
+	}
 	if (talias)
 		zrfs_alias_drop(w, newparent, newname); /* the name is the draft's now */
 	zrfs_draft_target(w, d, target);
 	if (target != NO_ID) /* descriptors open on the replaced file write nowhere */
-		zrfs_nodes_detach_record(w, field, target);
+		zrfs_nodes_detach_record(w, d->field, target);
 	if (zrfs_node_hidden(w, d)) {
 		zrfs_publish_unready(w, d);
 	} else if (!d->handles) {
@@ -384,24 +527,36 @@ static int rename_draft(struct zrfs *fs, unsigned field, struct wnode *d, fuse_i
 	return 0;
 }
 
-/* Move the file of record @id (w->lock held, the drafts stored are
- * committed) to @newname in @newparent, which is @to: onto a record's name
- * its value moves there; onto another name, to a new record named so (as
- * cp and rm would: its other fields stay with @id), unless it is a record
- * made through the mount with no other value, which is only named so. */
+/* Whether record @id has no value but that of @field (its name and time
+ * aside). */
+static bool alone(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if (f != field && (int)f != fs->names.field && (int)f != fs->names.mtime &&
+		    zr_present(fs->writes->ds, f, id) != 0)
+			return false;
+	return true;
+}
+
+/* Move the file of record @id of @field (w->lock held, the drafts stored
+ * are committed) to @newname in @newparent, which is @to: onto a record's
+ * name its value moves there; onto another name, to a new record named so
+ * (as cp and rm would: its other fields stay with @id), unless it is a
+ * record made through the mount with no other value, which is only named
+ * so. In tree/ a record is its name: in a tree of paths the record is
+ * renamed (onto another's name, that one goes), in one of keys the value
+ * moves between keys, and a key with no other value is renamed. */
 static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_ino_t parent,
 			     const char *name, bool alias, fuse_ino_t newparent,
-			     const char *newname, enum what to, struct wnode *td, uint64_t tid)
+			     const struct place *tp, const char *newname, enum what to,
+			     struct wnode *td, uint64_t tid)
 {
 	struct zrfs_writes *w = fs->writes;
 	char path[4 * ZRFS_NAME_MAX];
-	bool alone = id >= w->made_from;
+	bool only = (id >= w->made_from || tp->tree) && alone(fs, field, id);
 	int64_t rc;
 
-	for (unsigned f = 0; alone && f < fs->nfields; f++)
-		alone = f == field || (fs->names.field >= 0 && f == (unsigned)fs->names.field) ||
-			zr_present(w->ds, f, id) == 0;
-	pthread_mutex_lock(&w->names_lock);
+	names_lock(fs);
 	if (to == W_DRAFT) { /* replaced: what it would have replaced is the target */
 		tid = td->stored != NO_ID ? td->stored : td->id;
 		to = tid != NO_ID ? W_RECORD : W_NONE;
@@ -409,21 +564,31 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 	}
 	if (alias)
 		zrfs_alias_drop(w, parent, name);
-	rc = path_of(w, newparent, newname, path, sizeof path);
-	pthread_mutex_unlock(&w->names_lock);
+	rc = tp->tree ? zrfs_tree_path(fs, newparent, path, sizeof path)
+		      : path_of(w, newparent, newname, path, sizeof path);
+	if (rc == 0 && tp->tree) { /* the new name's path below tree/ */
+		size_t at = strlen(path);
+		rc = snprintf(path + at, sizeof path - at, "%s%s", at ? "/" : "", newname) <
+				     (int)(sizeof path - at)
+			     ? 0
+			     : -ENAMETOOLONG;
+	}
+	names_unlock(fs);
 	if (rc < 0)
 		return rc;
+	if (tp->tree && !fs->names.key) /* the record is the file */
+		return zrfs_publish_rename(fs, id, path, to == W_RECORD || to == W_ID ? tid : NO_ID);
 	if (to == W_RECORD || to == W_ID)
-		return zrfs_publish_move(fs, field, id, tid, NULL);
-	if (alone) { /* a new file's record: its name is all that changes */
+		return zrfs_publish_move(fs, field, id, tid, NULL, tp->tree);
+	if (only) { /* a new file's record, or a key's only value: renamed */
 		rc = zrfs_publish_name(fs, field, id, path);
 	} else {
 		tid = zr_length(w->ds);
-		rc = zrfs_publish_move(fs, field, id, tid, path);
+		rc = zrfs_publish_move(fs, field, id, tid, path, tp->tree);
 	}
-	if (rc >= 0) {
+	if (rc >= 0 && !tp->tree) {
 		pthread_mutex_lock(&w->names_lock);
-		zrfs_alias_set(w, newparent, field, newname, alone ? id : tid);
+		zrfs_alias_set(w, newparent, field, newname, only ? id : tid);
 		pthread_mutex_unlock(&w->names_lock);
 	}
 	return rc;
@@ -434,7 +599,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d, *td;
-	unsigned field, tfield;
+	struct place p, tp;
 	uint64_t id, tid;
 	bool alias, talias, record = false;
 	enum what what = W_NONE, to = W_NONE;
@@ -448,43 +613,54 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
+	hold_dir(fs, newparent);
 	/* a draft's rename changes only the tables: no commit, no writer */
-	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field) || !zrfs_dir_field(fs, newparent, &tfield)) {
-		rc = -EPERM;
-	} else if (field != tfield) {
-		rc = -EXDEV; /* between fields: mv copies and removes instead */
+	names_lock(fs);
+	if ((rc = place_of(fs, parent, name, &p)) < 0 ||
+	    (rc = place_of(fs, newparent, newname, &tp)) < 0) {
+		;
+	} else if (p.tree != tp.tree || (!p.tree && p.field != tp.field)) {
+		rc = -EXDEV; /* between fields, or tree/: mv copies and removes instead */
 	} else {
-		what = resolve(fs, parent, field, name, &d, &id, &alias);
-		to = resolve(fs, newparent, field, newname, &td, &tid, &talias);
+		what = resolve(fs, parent, &p, name, &d, &id, &alias);
+		to = resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
 		record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
 		if (what == W_NONE || what == W_ID)
 			rc = -ENOENT;
-		else if ((flags & RENAME_NOREPLACE) && (to == W_DRAFT || to == W_RECORD))
+		else if (what == W_DIR)
+			rc = -EXDEV; /* a directory of tree/: mv copies and removes */
+		else if (no_field_ever(&tp, newname))
+			rc = -EPERM; /* a file no field can store */
+		else if ((flags & RENAME_NOREPLACE) &&
+			 (to == W_DRAFT || to == W_RECORD || to == W_DIR))
 			rc = -EEXIST;
-		else if (record && to == W_DRAFT && td->kind == WN_DIR)
+		else if (record && ((to == W_DRAFT && td->kind == WN_DIR) || to == W_DIR))
 			rc = -EISDIR;
+		else if (record && p.tree && (tp.fieldless || tp.field != (what == W_DRAFT
+									    ? d->field
+									    : p.field)))
+			rc = -EXDEV; /* a value of another field, or of none */
 		else if (!record)
-			rc = rename_draft(fs, field, d, newparent, newname, to, td, tid, talias);
+			rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid, talias);
 	}
-	pthread_mutex_unlock(&w->names_lock);
+	names_unlock(fs);
 	if (rc == 0 && record) {
 		pthread_mutex_lock(&w->lock);
 		if ((rc = settle_stored(fs)) == 0) {
-			pthread_mutex_lock(&w->names_lock);
-			what = resolve(fs, parent, field, name, &d, &id, &alias);
-			to = resolve(fs, newparent, field, newname, &td, &tid, &talias);
+			names_lock(fs);
+			what = resolve(fs, parent, &p, name, &d, &id, &alias);
+			to = resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
 			if (what == W_DRAFT) /* a draft again, by another's rename meanwhile */
-				rc = rename_draft(fs, field, d, newparent, newname, to, td, tid,
+				rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid,
 						  talias);
 			else if (what != W_RECORD)
 				rc = -ENOENT;
 			else if (to == W_RECORD && tid == id && alias) /* onto its own other name */
 				zrfs_alias_drop(w, parent, name);
-			pthread_mutex_unlock(&w->names_lock);
+			names_unlock(fs);
 			if (what == W_RECORD && !(to == W_RECORD && tid == id))
-				rc = rename_record(fs, field, id, parent, name, alias, newparent,
-						   newname, to, td, tid);
+				rc = rename_record(fs, p.field, id, parent, name, alias, newparent,
+						   &tp, newname, to, td, tid);
 		}
 		pthread_mutex_unlock(&w->lock);
 	}
@@ -494,6 +670,45 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 }
 
 /* ---- attributes ---- */
+
+/* The times a SETATTR asks for, answered with attributes @st: a file's,
+ * where the dataset keeps times (zr_names.mtime), kept with what is being
+ * written or stored now; a directory of tree/'s, for as long as the mount;
+ * anything else's accepted and ignored (the commit's time shows). */
+static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+		      int to_set, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct timespec ts;
+	struct wnode *n;
+	int64_t ns, rc = 0;
+	int err;
+
+	if (!zrfs_asked_mtime(attr, to_set, &ns, &ts)) {
+		fuse_reply_attr(req, st, 0);
+		return;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		if (zrfs_tree_touch(fs, ino, ts) == 0)
+			st->st_mtim = st->st_atim = ts;
+		fuse_reply_attr(req, st, 0);
+		return;
+	}
+	if (fs->names.mtime >= 0 && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
+		if ((rc = zrfs_publish_time(fs, n, ns)) >= 0)
+			st->st_mtim = st->st_atim = ts;
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_node_release(w, n);
+		pthread_mutex_unlock(&w->names_lock);
+		zrfs_node_put(n);
+	}
+	if (rc < 0)
+		zrfs_reply_err(req, (int)rc);
+	else if (rc > 0)
+		zrfs_follow_answer(fs, (uint64_t)rc, req, st);
+	else
+		fuse_reply_attr(req, st, 0);
+}
 
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
 			int to_set, const struct stat *now)
@@ -514,7 +729,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 		    !(ino & ZRFS_INO_STAGED))
 			fuse_reply_err(req, EPERM);
 		else
-			fuse_reply_attr(req, &st, 0); /* times: the commit's, whatever is asked */
+			set_times(req, fs, ino, attr, to_set, &st);
 		return;
 	}
 	st.st_size = attr->st_size;

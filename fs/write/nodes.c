@@ -46,6 +46,7 @@ void zrfs_node_put(struct wnode *n)
 	zrfs_value_free(&n->val);
 	pthread_mutex_destroy(&n->lock);
 	free(n->name);
+	free(n->dirpath);
 	free(n);
 }
 
@@ -163,6 +164,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	}
 	i->draft = zrfs_node_ref(d);
 	i->field = d->field;
+	i->text = d->text;
 	if (d->id != NO_ID)
 		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, d->id));
 	d->prev = w->last;
@@ -209,6 +211,8 @@ int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent,
 
 bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d)
 {
+	if (d->fieldless)
+		return true;
 	for (int depth = 0; d && depth < ZRFS_NAME_MAX; depth++) {
 		if (zrfs_name_hidden(d->name))
 			return true;
@@ -221,6 +225,10 @@ int zrfs_node_path(struct zrfs_writes *w, const struct wnode *d, char *buf, size
 {
 	size_t at = cap - 1;
 
+	if (d->tree) {
+		int n = snprintf(buf, cap, "%s%s%s", d->dirpath, d->dirpath[0] ? "/" : "", d->name);
+		return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	}
 	buf[at] = 0;
 	for (int depth = 0; d; depth++) {
 		size_t len = strlen(d->name);
@@ -297,8 +305,10 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 	struct zrfs_writes *w = fs->writes;
 	char own[ZRFS_NAME_MAX + 1];
 
+	/* in tree/ the name is the record's own; elsewhere, if it is not
+	 * "ID.ext", an alias keeps it */
 	zrfs_record_name_format(&fs->fields[d->field], id, own, sizeof own);
-	if (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0)
+	if (!d->tree && (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0))
 		zrfs_alias_set(w, d->parent, d->field, d->name, id);
 	d->stored = id;
 	zrfs_draft_unlist(w, d);
@@ -496,6 +506,23 @@ bool zrfs_dir_field(struct zrfs *fs, fuse_ino_t ino, unsigned *field)
 	return false;
 }
 
+bool zrfs_dir_tree(struct zrfs *fs, fuse_ino_t ino)
+{
+	return fs->writes && zrfs_tree_dir(fs, ino);
+}
+
+const char *zrfs_node_top(const struct zrfs *fs, const struct wnode *n)
+{
+	return n->tree ? ZRFS_TREE_NAME : fs->fields[n->field].name;
+}
+
+uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n)
+{
+	return n->fieldless ? ZR_RECORD_MAX
+	       : n->text    ? VALUE_TEXT_MAX
+			    : zrfs_value_max(&fs->fields[n->field]);
+}
+
 struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -549,7 +576,7 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 		if (d->kind != WN_DIR && d->stored == NO_ID &&
 		    zrfs_node_path(w, d, path, sizeof path) == 0)
 			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s at unmount, never stored\n",
-				 fs->dataset, fs->fields[d->field].name,
+				 fs->dataset, zrfs_node_top(fs, d),
 				 zrfs_log_name(path, esc, sizeof esc),
 				 d->handles ? "still being written" : "a temporary file");
 		zrfs_draft_unlist(w, d);

@@ -2,7 +2,7 @@
  * overlay.c - the files being written as the mount shows them: the
  * subtree zrfs_writing, an overlay (dispatch.c) asked first for a name in
  * any directory and standing in for the entries it replaces in a field
- * directory's listing. It shows drafts under their names (a draft
+ * directory's listing and in tree/. It shows drafts under their names (a draft
  * renamed onto a record's name in place of that record's file), the
  * directories made for them, and aliases (names of records, resolved,
  * not listed); a draft's number shows its record once its commit is in the
@@ -55,13 +55,14 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 
 	if (!w)
 		return -ENOENT;
+	bool tree = zrfs_dir_tree(fs, parent); /* its names are the index's (tree.c) */
 	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, parent, &field)) {
+	if (!tree && !zrfs_dir_field(fs, parent, &field)) {
 		rc = -ENOENT;
 	} else if ((d = zrfs_draft_find(w, parent, name, v->gen)) != NULL) {
 		*out = d->ino;
 		rc = 0;
-	} else if (zrfs_alias_find(w, parent, name, &id) == 0 && id < v->n &&
+	} else if (!tree && zrfs_alias_find(w, parent, name, &id) == 0 && id < v->n &&
 		   zrfs_record_listed(v, field, id)) {
 		*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 		rc = 0;
@@ -75,7 +76,7 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 /* What draft number @ino shows in view @v: its draft (referenced), or the
  * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
 static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
-		 unsigned *field, uint64_t *id)
+		 unsigned *field, uint64_t *id, bool *text)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct winode *i;
@@ -85,6 +86,7 @@ static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wn
 	pthread_mutex_lock(&w->names_lock);
 	if ((i = zrfs_inode_find(w, ino)) != NULL) {
 		*field = i->field;
+		*text = i->text;
 		*id = i->draft ? i->draft->stored : i->id;
 		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
 			*d = zrfs_node_ref(i->draft);
@@ -99,7 +101,8 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	struct wnode *d;
 	unsigned field;
 	uint64_t id;
-	int rc = shown(fs, v, ino, &d, &field, &id);
+	bool text;
+	int rc = shown(fs, v, ino, &d, &field, &id, &text);
 
 	if (rc < 0)
 		return rc;
@@ -108,11 +111,15 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 		zrfs_node_put(d);
 		return 0;
 	}
-	if (!d) { /* a record now */
-		rc = zrfs_record_attr(fs, v, ino, field, id, st);
+	if (!d) { /* a record now: as its file shows it, in tree/ perhaps as text */
+		rc = text ? zrfs_tree_text_attr(fs, v, ino, field, id, st)
+			  : zrfs_record_attr(fs, v, ino, field, id, st);
 		return rc == -ENOENT ? -ESTALE : rc;
 	}
 	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
+	pthread_mutex_lock(&d->lock);
+	zrfs_node_times(d, st);
+	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d);
 	return 0;
 }
@@ -125,10 +132,13 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	uint64_t id;
 	char *buf;
 	ssize_t got;
-	int rc = shown(fs, v, ino, &d, &field, &id);
+	bool text;
+	int rc = shown(fs, v, ino, &d, &field, &id, &text);
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
+	} else if (!d && text) { /* a record now, in tree/ as text */
+		zrfs_tree_text_read(req, fs, v, field, id, size, off);
 	} else if (!d) {
 		/* a record now, read as its own file: the number of its current
 		 * version is the key of what is made of it (a flate record's
@@ -172,8 +182,9 @@ static int writing_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 
 	if (!w)
 		return 0;
+	bool tree = zrfs_dir_tree(fs, dir);
 	pthread_mutex_lock(&w->names_lock);
-	if (!zrfs_dir_field(fs, dir, &field))
+	if (!tree && !zrfs_dir_field(fs, dir, &field))
 		rc = writing_owns(fs, dir) ? -ENOTDIR : 0;
 	for (struct wnode *d = w->first; d && rc == 0; d = d->next)
 		if (d->parent == dir && DRAFT_POS + d->seq >= pos && own_entry(v, d)) {
@@ -191,15 +202,19 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 			   struct zrfs_dirent *e)
 {
 	struct zrfs_writes *w = fs->writes;
+	unsigned field, version;
+	uint64_t id;
 	struct wnode *d;
 	bool yes = false;
 
-	if (!w || dir < ZRFS_INO_DIR || dir >= ZRFS_INO_DIR + fs->nfields)
+	(void)dir;
+	/* a record's file (in its field's directory, in tree/: a class's text
+	 * has the same bits), which a draft renamed onto its name replaces */
+	if (!w || e->type != S_IFREG ||
+	    !zrfs_rec_decode(fs, (e->ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, &field, &id, &version))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	/* a record's entry is at 2 + id (fields.c) */
-	if ((d = zrfs_draft_targeting(w, (unsigned)(dir - ZRFS_INO_DIR), e->pos - 2)) != NULL &&
-	    !zrfs_draft_settled(d, v->gen)) {
+	if ((d = zrfs_draft_targeting(w, field, id)) != NULL && !zrfs_draft_settled(d, v->gen)) {
 		e->ino = d->ino;
 		yes = true;
 	}

@@ -60,8 +60,8 @@ static bool own_name(const struct zrfs *fs, unsigned field, uint64_t id, const c
 
 /* Make (@field, @id) hold @v (data NULL: missing), not committed; @id the
  * length: a new record, its other fields missing, named @name where the
- * dataset keeps names (NULL or its own name: none). 0 or a negative code
- * (logged). Under w->lock. */
+ * dataset keeps names (NULL: none). 0 or a negative code (logged). Under
+ * w->lock. */
 static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, const char *name)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -73,8 +73,7 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 		if (!row)
 			return -ENOMEM;
 		row[field] = v;
-		if (name && fs->names.field >= 0 && (unsigned)fs->names.field != field &&
-		    !own_name(fs, field, id, name))
+		if (name && fs->names.field >= 0 && (unsigned)fs->names.field != field)
 			row[fs->names.field] = name_value(fs, field, name);
 		rc = zr_append(w->ds, row, NULL);
 		free(row);
@@ -102,6 +101,70 @@ static int64_t commit(struct zrfs *fs)
 	return (int64_t)zr_generation(w->ds);
 }
 
+/* The time of the file of (@field, @id) is @ns from now on, where the
+ * dataset keeps times (one a record, or one a field); not committed (under
+ * w->lock). 0 or a negative code (logged). */
+static int set_time(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t times[ZR_FIELDS_MAX];
+	unsigned mtime = (unsigned)fs->names.mtime, each;
+
+	if (fs->names.mtime < 0)
+		return 0;
+	each = fs->fields[mtime].spec->ndim ? fs->nfields : 1;
+	if (each > 1 && (zr_present(w->ds, mtime, id) != 1 ||
+			 zr_record_load(w->ds, mtime, id, times, sizeof times) !=
+				 (int64_t)(each * sizeof *times)))
+		for (unsigned f = 0; f < each; f++)
+			times[f] = ZR_MTIME_NONE;
+	times[each > 1 ? field : 0] = ns;
+	return set_value(fs, mtime, id, (zr_value){times, each * sizeof *times}, NULL);
+}
+
+/* The time of node @n's value being stored now (n->lock held): the one
+ * set on it since it was last written, else now's. */
+static int64_t stored_time(const struct wnode *n)
+{
+	struct timespec ts;
+
+	if (n->mtime_set)
+		return n->mtime;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t id;
+	int64_t rc;
+	bool kept;
+
+	if (fs->names.mtime < 0)
+		return 0; /* the dataset keeps no times: the commit's show */
+	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&n->lock);
+	pthread_mutex_lock(&w->names_lock);
+	kept = (n->kind == WN_DRAFT && n->stored == NO_ID) || n->changed;
+	id = n->kind == WN_DRAFT ? n->stored : n->id;
+	pthread_mutex_unlock(&w->names_lock);
+	if (kept) { /* stored with what is being written */
+		n->mtime = ns;
+		n->mtime_set = true;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (kept || id == NO_ID) {
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	rc = id < zr_length(w->ds) ? set_time(fs, n->field, id, ns) : -ENOENT;
+	if (rc == 0)
+		rc = commit(fs);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 /* A value of the wrong size for a fixed shape is refused, and logged. */
 static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64_t size)
 {
@@ -118,18 +181,20 @@ static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64
 
 /* ---- removing ---- */
 
-/* Remove record @id if it was made through this mount and has no value
- * left (under w->lock): the last record takes its id. 0 or a negative code. */
-static int remove_if_empty(struct zrfs *fs, uint64_t id)
+/* Remove record @id if it has no value left and was made through this
+ * mount or (@by_name) is known by its name (under w->lock): the last record
+ * takes its id. 0 or a negative code. */
+static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t last = zr_length(w->ds) - 1;
 	int rc;
 
-	if (id < w->made_from || id > last)
+	if ((id < w->made_from && !by_name) || id > last)
 		return 0;
-	for (unsigned f = 0; f < fs->nfields; f++) /* its name is not a value */
-		if ((int)f != fs->names.field && (rc = zr_present(w->ds, f, id)) != 0)
+	for (unsigned f = 0; f < fs->nfields; f++) /* its name and time are no values */
+		if ((int)f != fs->names.field && (int)f != fs->names.mtime &&
+		    (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n", fs->dataset,
@@ -143,12 +208,13 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id)
 	pthread_mutex_unlock(&w->names_lock);
 	if (id != last)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: record %llu is now record %llu (record %llu, "
-			 "made through the mount, had no value left)\n", fs->dataset,
-			 (unsigned long long)last, (unsigned long long)id, (unsigned long long)id);
+			 "%s, had no value left)\n", fs->dataset, (unsigned long long)last,
+			 (unsigned long long)id, (unsigned long long)id,
+			 by_name ? "removed from tree/" : "made through the mount");
 	return 0;
 }
 
-int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id)
+int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool by_name)
 {
 	struct zrfs_writes *w = fs->writes;
 	int rc;
@@ -158,13 +224,13 @@ int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id)
 	zrfs_nodes_detach_record(w, field, id);
 	pthread_mutex_unlock(&w->names_lock);
 	if ((rc = set_value(fs, field, id, (zr_value){NULL, 0}, NULL)) < 0 ||
-	    (rc = remove_if_empty(fs, id)) < 0)
+	    (rc = remove_if_empty(fs, id, by_name)) < 0)
 		return rc;
 	return commit(fs);
 }
 
 int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
-			  const char *name)
+			  const char *name, bool by_name)
 {
 	struct zrfs_writes *w = fs->writes;
 	unsigned version;
@@ -172,8 +238,13 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 
 	if (from == to)
 		return 0;
-	/* onto a name no record has: a new record takes the value, named so */
+	/* onto a name no record has: a new record takes the value, named so;
+	 * the value keeps its time, as mv keeps a file's */
+	int64_t ns;
+	bool timed = zr_name_mtime(w->ds, &fs->names, from, field, &ns) == 1;
 	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, name)) < 0)
+		return rc;
+	if (timed && (rc = set_time(fs, field, to, ns)) < 0)
 		return rc;
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n", fs->dataset,
@@ -192,7 +263,7 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	zrfs_nodes_retarget(w, field, from, to);
 	zrfs_inode_moved(w, zrfs_rec_ino(field, from, version), field, to);
 	pthread_mutex_unlock(&w->names_lock);
-	if ((rc = remove_if_empty(fs, from)) < 0)
+	if ((rc = remove_if_empty(fs, from, by_name)) < 0)
 		return rc;
 	return commit(fs);
 }
@@ -204,6 +275,23 @@ int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const ch
 	if (fs->names.field < 0 || (unsigned)fs->names.field == field)
 		return 0; /* the dataset keeps no names: the mount's alias is all */
 	rc = set_value(fs, (unsigned)fs->names.field, id, name_value(fs, field, name), NULL);
+	return rc < 0 ? rc : commit(fs);
+}
+
+int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint64_t gone)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc = set_value(fs, (unsigned)fs->names.field, id, (zr_value){name, strlen(name)}, NULL);
+
+	for (unsigned f = 0; rc == 0 && gone != NO_ID && f < fs->nfields; f++) {
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_nodes_detach_record(w, f, gone); /* its descriptors write nowhere */
+		pthread_mutex_unlock(&w->names_lock);
+		if (zr_present(w->ds, f, gone) == 1)
+			rc = set_value(fs, f, gone, (zr_value){NULL, 0}, NULL);
+	}
+	if (rc == 0 && gone != NO_ID)
+		rc = remove_if_empty(fs, gone, true);
 	return rc < 0 ? rc : commit(fs);
 }
 
@@ -225,6 +313,8 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 		return rc;
 	rc = set_value(fs, n->field, n->id, v, NULL);
 	zrfs_value_unmap(map, v.len);
+	if (rc == 0)
+		rc = set_time(fs, n->field, n->id, stored_time(n));
 	if (rc == 0 && (rc = commit(fs)) > 0) {
 		n->changed = n->truncated = false;
 		n->owner = 0;
@@ -266,16 +356,41 @@ void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d)
 	w->ready_bytes -= d->ready_size;
 }
 
-/* Log where draft @d, at @path, went, if not under its own name. */
+/* Log where draft @d, at @path, went, if not under its own name (in
+ * tree/ a record is known by its name: nothing to say). */
 static void say_placed(struct zrfs *fs, const struct wnode *d, const char *path, uint64_t id)
 {
 	const char *field = fs->fields[d->field].name;
 	char to[ZRFS_NAME_MAX + 1], esc[ZRFS_LOG_NAME_MAX * 4];
 
 	zrfs_record_name_format(&fs->fields[d->field], id, to, sizeof to);
-	if (strcmp(to, path) != 0)
+	if (!d->tree && strcmp(to, path) != 0)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
 			 zrfs_log_name(path, esc, sizeof esc), field, to);
+}
+
+/* The stored bytes of a class written as decimal text (blanks around it
+ * allowed, as zr import tar reads .cls members), into @out: 0, or -EINVAL
+ * (logged: not stored). */
+static int parse_class(struct zrfs *fs, const char *path, const zr_value *v, int64_t *out)
+{
+	char text[VALUE_TEXT_MAX + 1], *end, esc[ZRFS_LOG_NAME_MAX * 4];
+	size_t len = v->len < VALUE_TEXT_MAX ? v->len : VALUE_TEXT_MAX;
+	long long x;
+
+	memcpy(text, v->data, len);
+	text[len] = 0;
+	errno = 0;
+	x = strtoll(text, &end, 10);
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	if (len == 0 || end == text || *end || errno) {
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: not a class (decimal text): not stored\n",
+			 fs->dataset, ZRFS_TREE_NAME, zrfs_log_name(path, esc, sizeof esc));
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
 }
 
 /* Store draft @d (w->lock and d->lock held; checked to be a listed draft
@@ -287,6 +402,7 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	uint64_t n = zr_length(w->ds);
 	uint64_t id = d->stored != NO_ID ? d->stored : d->id != NO_ID && d->id < n ? d->id : n;
 	char path[4 * ZRFS_NAME_MAX];
+	int64_t cls;
 	zr_value v;
 	void *map;
 	int rc;
@@ -296,11 +412,26 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	pthread_mutex_lock(&w->names_lock);
 	rc = zrfs_node_path(w, d, path, sizeof path);
 	pthread_mutex_unlock(&w->names_lock);
-	if (rc < 0 || (rc = check_shape(fs, d->field, path, atomic_load(&d->val.size))) < 0 ||
-	    (rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
+	if (rc < 0 || (rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
 		return rc;
-	rc = set_value(fs, d->field, id, v, d->stored == NO_ID && id == n ? path : NULL);
+	if (d->text && (rc = parse_class(fs, path, &v, &cls)) == 0) {
+		zrfs_value_unmap(map, v.len);
+		map = NULL;
+		v = (zr_value){&cls, sizeof cls};
+	}
+	if (rc == 0)
+		rc = check_shape(fs, d->field, path, v.len);
+	/* a new record is named by the file's path, but in a field directory
+	 * a file under the record's own name ("ID.ext") gives it none */
+	if (rc == 0)
+		rc = set_value(fs, d->field, id, v,
+			       d->stored == NO_ID && id == n &&
+					       (d->tree || !own_name(fs, d->field, id, path))
+				       ? path
+				       : NULL);
 	zrfs_value_unmap(map, v.len);
+	if (rc == 0)
+		rc = set_time(fs, d->field, id, stored_time(d));
 	if (rc < 0)
 		return rc;
 	d->changed = false;
@@ -313,6 +444,67 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	pthread_mutex_unlock(&w->names_lock);
 	say_placed(fs, d, path, id);
 	return 0;
+}
+
+/* Records a group appended for keys (tree/ of a dataset of keys): a key's
+ * other files in the same group fill the same record. */
+struct group_keys {
+	struct group_key {
+		char *key;    /* the record's name */
+		uint64_t id;
+	} *v;
+	size_t n;
+};
+
+/* The target of tree/ draft @d of keys, if it has none yet: the record its
+ * key names, appended by this group (@keys) or in the view (w->lock held). */
+static void find_key_target(struct zrfs *fs, struct wnode *d, const struct group_keys *keys)
+{
+	struct zrfs_writes *w = fs->writes;
+	char path[4 * ZRFS_NAME_MAX];
+	unsigned field;
+	size_t len;
+	uint64_t id = NO_ID;
+
+	zrfs_names_begin(fs);
+	pthread_mutex_lock(&w->names_lock);
+	if (d->tree && fs->names.key && d->listed && d->stored == NO_ID && d->id == NO_ID &&
+	    zrfs_node_path(w, d, path, sizeof path) == 0 &&
+	    zr_names_field_of(w->ds, &fs->names, path, strlen(path), &field, &len) == 0) {
+		for (size_t i = 0; i < keys->n && id == NO_ID; i++)
+			if (strlen(keys->v[i].key) == len && memcmp(keys->v[i].key, path, len) == 0)
+				id = keys->v[i].id;
+		/* the key's last part: the name without its extension */
+		size_t stem = len - (strlen(path) - strlen(d->name));
+		if (id == NO_ID && zrfs_tree_find(fs, d->parent, d->name, stem, &id) < 0)
+			id = NO_ID;
+		if (id != NO_ID && zr_present(w->ds, d->field, id) != 1)
+			zrfs_draft_target(w, d, id); /* fills it in */
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	zrfs_names_end(fs);
+}
+
+/* Remember that tree/ draft @d of keys made a new record. */
+static void add_key(struct zrfs *fs, struct wnode *d, struct group_keys *keys, uint64_t n_before)
+{
+	struct zrfs_writes *w = fs->writes;
+	char path[4 * ZRFS_NAME_MAX];
+	unsigned field;
+	size_t len;
+	struct group_key *k;
+
+	if (!d->tree || !fs->names.key || d->stored != n_before)
+		return;
+	pthread_mutex_lock(&w->names_lock);
+	if (zrfs_node_path(w, d, path, sizeof path) == 0 &&
+	    zr_names_field_of(w->ds, &fs->names, path, strlen(path), &field, &len) == 0 &&
+	    (k = realloc(keys->v, (keys->n + 1) * sizeof *k)) != NULL) {
+		keys->v = k;
+		if ((k[keys->n].key = strndup(path, len)) != NULL)
+			k[keys->n++].id = d->stored;
+	}
+	pthread_mutex_unlock(&w->names_lock);
 }
 
 /* The drafts a group takes: every ready one, and @also; referenced. */
@@ -346,6 +538,7 @@ static bool needs_store(struct zrfs_writes *w, struct wnode *d, struct wnode *al
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 {
 	struct zrfs_writes *w = fs->writes;
+	struct group_keys keys = {0};
 	struct wnode **g;
 	size_t n;
 	int64_t gen = 0;
@@ -358,11 +551,17 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
+		uint64_t before = zr_length(w->ds);
+		find_key_target(fs, g[i], &keys);
 		pthread_mutex_lock(&g[i]->lock);
 		if (needs_store(w, g[i], also) && (rc = store_draft(fs, g[i])) < 0 && g[i] == also)
 			also_rc = rc; /* told to the fsync; the others are logged */
 		pthread_mutex_unlock(&g[i]->lock);
+		add_key(fs, g[i], &keys, before);
 	}
+	for (size_t i = 0; i < keys.n; i++)
+		free(keys.v[i].key);
+	free(keys.v);
 	/* a failed commit's drafts stay stored: the next commit takes them */
 	pthread_mutex_lock(&w->names_lock);
 	for (size_t i = 0; i < n; i++)

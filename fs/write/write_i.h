@@ -96,6 +96,8 @@ struct zrfs_value {
 
 /* The longest value a record of field @f may take. */
 uint64_t zrfs_value_max(const struct zrfs_field *f);
+/* Room for a class as decimal text (a draft's, before it is parsed). */
+#define VALUE_TEXT_MAX 64
 void zrfs_value_init(struct zrfs_value *v);
 void zrfs_value_free(struct zrfs_value *v);
 /* Write @n bytes at @off (a hole before reads as zeros): 0 or -errno. */
@@ -132,6 +134,11 @@ struct wnode {
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
 	bool ready;           /* a draft closed after its last write: the next group takes it */
 	uint64_t ready_size;  /* its bytes as the group counts them, while ready */
+	char *dirpath;        /* a draft in tree/: its directory's path below tree/ */
+	bool tree;            /* a draft in tree/ (its record named by its path) */
+	bool fieldless;       /* ... whose name makes no field's file (a key's name
+			       * without a field's extension): a temporary file */
+	bool text;            /* ... of a field whose files hold decimal text */
 	bool listed;          /* a draft in the tables by name and on the list */
 	bool detached;        /* replaced or removed: publishes nothing any more */
 	unsigned handles;     /* open for writing */
@@ -147,6 +154,8 @@ struct wnode {
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
 	pid_t shaper;         /* process that emptied it opening it (O_TRUNC) or created it */
 	int error;            /* a write failed (-errno): never stored */
+	int64_t mtime;        /* a time set (utimensat) since last written, ns */
+	bool mtime_set;       /* ... or none: the time it is stored at */
 };
 
 /* A number the kernel holds for the write layer (see the top). */
@@ -156,6 +165,7 @@ struct winode {
 	struct wnode *draft;  /* a draft's number while it is one (referenced) */
 	unsigned field;       /* else the record it shows */
 	uint64_t id;          /* NO_ID: gone (ESTALE) */
+	bool text;            /* shown as tree/ shows it: a class as decimal text */
 	uint64_t lookups;     /* a draft's number: handed out, not forgotten */
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
@@ -206,6 +216,35 @@ struct zrfs_writes {
 	struct whandle *handles, *fresh;
 };
 
+/* The modification time a SETATTR asks for (utimensat, futimens), into
+ * *@ns and @ts: whether it asks for one. */
+static inline bool zrfs_asked_mtime(const struct stat *attr, int to_set, int64_t *ns,
+				    struct timespec *ts)
+{
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		clock_gettime(CLOCK_REALTIME, ts);
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		*ts = attr->st_mtim;
+	else
+		return false;
+	*ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+	return true;
+}
+
+/* The time set on node @n, if any, in @st (n->lock held). */
+static inline void zrfs_node_times(const struct wnode *n, struct stat *st)
+{
+	if (n->mtime_set) {
+		st->st_mtim.tv_sec = (time_t)(n->mtime / 1000000000);
+		st->st_mtim.tv_nsec = (long)(n->mtime % 1000000000);
+		if (st->st_mtim.tv_nsec < 0) {
+			st->st_mtim.tv_sec--;
+			st->st_mtim.tv_nsec += 1000000000;
+		}
+		st->st_atim = st->st_mtim;
+	}
+}
+
 /* Whether @name names no record but is a temporary file (a dot name). */
 static inline bool zrfs_name_hidden(const char *name)
 {
@@ -232,11 +271,16 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
 /* The directory made through the mount that @ino is (NULL: none). */
 struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino);
 /* Whether draft @d is a temporary file: its name, or a directory's it is
- * in, starts with a dot. */
+ * in, starts with a dot, or its name makes no field's file (tree/). */
 bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d);
-/* @d's path below its field directory ("dir/name") into @buf: 0 or
- * -ENAMETOOLONG. */
+/* @d's path below its field directory ("dir/name"), or below tree/, into
+ * @buf: 0 or -ENAMETOOLONG. */
 int zrfs_node_path(struct zrfs_writes *w, const struct wnode *d, char *buf, size_t cap);
+/* The directory @n's paths in log lines are below: its field's, or tree. */
+const char *zrfs_node_top(const struct zrfs *fs, const struct wnode *n);
+/* The most bytes node @n's value may hold: its field's (a draft of no field
+ * yet: any record's; a class as text: VALUE_TEXT_MAX). */
+uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n);
 /* Draft @d will replace or fill record @id (NO_ID: none, appended); the
  * listed draft that will replace (@field, @id), if any. */
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
@@ -279,6 +323,9 @@ void zrfs_nodes_free_all(struct zrfs *fs);
 /* Whether @ino is a directory files are written in (a field's, or one
  * made in it), and its field. Under names_lock. */
 bool zrfs_dir_field(struct zrfs *fs, fuse_ino_t ino, unsigned *field);
+/* Whether @ino is a directory of tree/ that files are written in (a
+ * writable mount of a dataset that keeps names). Under the names lock. */
+bool zrfs_dir_tree(struct zrfs *fs, fuse_ino_t ino);
 /* The node a write through @ino reaches (referenced, one more handle
  * counted if @handle): a draft's number, a number that shows a record (a
  * record file's, one moved by a rename, a draft's that became a record),
@@ -304,15 +351,25 @@ void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d);
  * was waiting), or a negative code. */
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
 /* (w->lock held) Make (@field, @id) missing, then remove the record if it
- * was made through this mount and has no value left; move the value of
+ * has no value left and was made through this mount or, @by_name, is
+ * known by its name (tree/: ids are not what its users see); move the value of
  * @from onto @to (@to the length: a new record, named @name where the
  * dataset keeps names), removing @from likewise; name record @id @name.
  * Each commits and makes the mount show it: the generation (0: nothing to
  * commit), or a negative code (logged). */
-int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id);
+int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool by_name);
 int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
-			  const char *name);
+			  const char *name, bool by_name);
 int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name);
+/* (w->lock held) Name record @id @name (a path in tree/) and remove record
+ * @gone (NO_ID: none), every value of it: a file renamed onto another in a
+ * tree of paths. The generation, or a negative code (logged). */
+int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint64_t gone);
+/* A modification time (ns since the epoch) set on node @n, where the
+ * dataset keeps times (zr_names.mtime): kept with a value being written
+ * (stored with it), else stored and committed now (w->lock taken here).
+ * The generation (0: kept), or a negative code. */
+int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns);
 /* The thread committing drafts in groups: start, and stop (committing what
  * is ready). */
 void zrfs_committer_start(struct zrfs *fs);

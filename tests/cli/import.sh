@@ -19,8 +19,15 @@ run "$PY" - <<'PY'
 import json
 d = json.load(open("info.json"))
 assert d["length"] == 8
-assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt")]
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None)]
 PY
+expect_rc 0
+# beside each name, the file's modification time (ns), so the tree shows it
+zr cat ds mtime 7
+cp "$T/.out" mtime7
+run "$PY" -c 'import os, struct
+got = struct.unpack("<q", open("mtime7", "rb").read())[0]
+assert got == os.stat("src/zz/ünï cödé/big.jpg").st_mtime_ns, got'
 expect_rc 0
 grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
 # records in byte-wise path order, labels by sorted class
@@ -223,6 +230,7 @@ expect_err_has 'zr: import: running: an import into it did not finish (killed?):
 [ "$(ls running)" = "chunk
 data.offset
 meta.json
+mtime.offset
 name.offset
 readers
 writer" ] || fail "running/ holds $(ls running)"

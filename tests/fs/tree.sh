@@ -2,8 +2,8 @@
 # tree/: the dataset as the tree its records' original names make. A
 # directory import and a WebDataset tar import (nested keys, a class as
 # text) show their source again: diff -r, find (names, sizes, kinds, link
-# counts), ls -l, du, rsync --dry-run with checksums and zr export dir all
-# agree with it; the mount follows commits (a name changed, a record added,
+# counts, times), ls -l, du, rsync --dry-run and zr export dir all agree
+# with it; the mount follows commits (a name changed, a record added,
 # one removed, a value changed); names that would leave the tree are not
 # shown; tree/ is a view, listed in the root only with -o list_views.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +27,16 @@ agree() { # agree SRC MOUNTED-TREE WHAT
 	out=$(rsync -rlnic --no-times "$1/" "$2/") || fail "$3: rsync --dry-run failed"
 	[ -z "$out" ] || fail "$3: rsync --dry-run would change: $(echo "$out" | head -3)"
 }
+# the files' modification times too (kept by zr import beside the names):
+# rsync -a finds no file to send
+same_times() { # same_times SRC MOUNTED-TREE WHAT
+	(cd "$1" && find . -type f -printf '%T@ %P\n' | sort) >"$T/src.times"
+	(cd "$2" && find . -type f -printf '%T@ %P\n' | sort) >"$T/mnt.times"
+	diff "$T/src.times" "$T/mnt.times" >/dev/null ||
+		fail "$3: times differ: $(diff "$T/src.times" "$T/mnt.times" | head -4)"
+	out=$(rsync -ain "$1/" "$2/" | grep -v '^\.d') || :
+	[ -z "$out" ] || fail "$3: rsync -a would send: $(echo "$out" | head -3)"
+}
 
 # ---- a directory import: nested, unicode, empty, no extension, dot names
 SRC=$T/src
@@ -42,6 +52,7 @@ printf 'dot' >"$SRC/train/.hidden"
 "$ZR" import dir "$SRC" "$DS" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
 mount_ds
 agree "$SRC" "$MNT/tree" "directory import"
+same_times "$SRC" "$MNT/tree" "directory import"
 # a file of tree/ is the record file itself: one inode, one page cache
 id=$("$ZR" find "$DS" train/dog/1.jpg)
 [ "$(stat -c %i "$MNT/tree/train/dog/1.jpg")" = "$(stat -c %i "$MNT/data/$id.jpg")" ] ||
@@ -99,6 +110,9 @@ rm -rf "$DS"
 "$ZR" import tar "$T/w.tar" "$DS" >/dev/null || fail "import tar"
 mount_ds
 agree "$W" "$MNT/tree" "tar import"
+# tar keeps seconds: the tree shows them, as tar x restores them
+(mkdir "$T/wx" && cd "$T/wx" && tar xf "$T/w.tar") || fail "tar x"
+same_times "$T/wx" "$MNT/tree" "tar import"
 # a class changed: its text follows
 printf '99' >"$T/cls99"
 "$PY" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<q", 99))' >"$T/cls.bin"

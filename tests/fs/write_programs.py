@@ -1,20 +1,23 @@
 """write_programs.py - the programs people edit files with, each run on a
 native directory and on a writable mount of the same files, compared.
 
-usage: write_programs.py ZR ZRFS SCRATCH [NAME...]
+usage: write_programs.py ZR ZRFS SCRATCH [--tree] [NAME...]
 
 The files are eight text records, 0.txt .. 7.txt, imported with their names
 (zr import dir). For each program of the matrix (or those named), in a
 fresh copy: the native directory and the dataset start with the same
 files; the program runs in the native directory and in the field
-directory of a writable mount, and a reader on a second, read-only mount
-of the dataset reads every file over and over meanwhile. Then, after the
-mount is gone:
+directory of a writable mount (with --tree: in tree/, where records are
+their names), and a reader on a second, read-only mount of the dataset
+reads every file there over and over meanwhile. Then, after the mount is
+gone:
 - `zr export dir` writes every record back under its name: the same files,
   byte for byte, as the native directory (a new file keeps the name it was
   written under; a file renamed away leaves nothing behind);
 - no program made a record it did not mean to: the dataset has the
-  records it started with plus one per name the native directory gained;
+  records it started with plus one per name the native directory gained
+  (in tree/: one record per file, as removing a file's last value removes
+  its record);
 - zr verify is clean, and the daemon logged nothing it never stored;
 - every read of the reader was a value some program finished (zrfs(8),
   WRITING THROUGH THE MOUNT): one of the first values or one of the
@@ -32,7 +35,9 @@ import tarfile
 import threading
 
 ZR, ZRFS, T = sys.argv[1:4]
-ONLY = set(sys.argv[4:])
+TREE = '--tree' in sys.argv[4:]
+ONLY = set(sys.argv[4:]) - {'--tree'}
+WHERE = 'tree' if TREE else 'txt'  # the directory programs run in
 PY = '/usr/bin/python3'
 VIM = shutil.which('vim.tiny') or shutil.which('vim')
 SRC = os.path.join(T, 'src')      # what the programs copy in
@@ -93,6 +98,7 @@ MATRIX = [
     ('mv to a new name', 'mv 7.txt moved.txt'),
     ('mv onto a file', 'mv 1.txt 2.txt'),
     ('rm', 'rm 3.txt'),
+    ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
 ]
 
 
@@ -189,7 +195,8 @@ class Reader:
                         self.seen.add(sha(f.read()))
                     self.reads += 1
                 except OSError as e:
-                    if e.errno != errno.ENOENT:  # gone meanwhile
+                    # gone meanwhile; a directory made by a program
+                    if e.errno not in (errno.ENOENT, errno.EISDIR):
                         self.errors.append('%s: %s' % (n, e))
 
     def finish(self):
@@ -214,8 +221,8 @@ def entry(k, name, cmd, also=()):
         log = os.path.join(work, 'log')
         mounts.append(Mount(ds, os.path.join(work, 'mnt'), log, '-o', 'writable'))
         mounts.append(Mount(ds, os.path.join(work, 'ro'), log))
-        reader = Reader(os.path.join(work, 'ro', 'txt'))
-        field = os.path.join(work, 'mnt', 'txt')
+        reader = Reader(os.path.join(work, 'ro', WHERE))
+        field = os.path.join(work, 'mnt', WHERE)
         r = subprocess.run(['sh', '-c', cmd], cwd=field, env=env, capture_output=True)
         if r.returncode != 0:
             fail('%s: on the mount it exited %d: %s'
@@ -239,7 +246,7 @@ def entry(k, name, cmd, also=()):
     if reader.seen - allowed:
         fail('%s: a reader of another mount read %d value(s) no program finished'
              % (name, len(reader.seen - allowed)))
-    run([ZR, 'export', 'dir', ds, 'txt', out])
+    run([ZR, 'export', 'dir', ds] + ([] if TREE else ['txt']) + [out])
     got = files(out)
     if got != want:
         diff = sorted(set(got) ^ set(want)) or sorted(p for p in want if got[p] != want[p])
@@ -248,7 +255,7 @@ def entry(k, name, cmd, also=()):
     info = run([ZR, 'info', ds]).stdout.decode()
     n = int(next(l.split()[1] for l in info.splitlines() if l.startswith('records')))
     gained = len(set(want) - set(first))
-    if n != len(first) + gained:
+    if n != (len(want) if TREE else len(first) + gained):
         fail('%s: %d records, for %d files and %d new names' % (name, n, len(first), gained))
     run([ZR, 'verify', ds])
     return reader.reads

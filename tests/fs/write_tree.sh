@@ -1,0 +1,114 @@
+#!/bin/sh
+# tree/ on a writable mount: written by name. The programs of the
+# write_programs matrix, run in tree/ (write_programs.py --tree); rsync -a
+# of a changed tree lands by name and a second run sends nothing (rsync -ai
+# prints nothing), for a directory import and a WebDataset tar import (two
+# new members of one key make one record; a class rewritten as text);
+# directories made, removed, renamed (EXDEV: mv copies); the last file of a
+# record removed removes the record; a key's file whose extension is no
+# field is refused; after unmounting zr export dir equals what the mount
+# showed. A read-only mount refuses every change.
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+unmount_all() {
+	for m in "$T"/e*/mnt "$T"/e*/ro; do
+		mountpoint -q "$m" 2>/dev/null && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	cleanup
+}
+trap unmount_all EXIT
+
+"$PY" "$(dirname "$0")/write_programs.py" "$ZR" "$ZRFS" "$T" --tree || fail "write_programs.py --tree"
+
+rw_mount() { "$ZRFS" "$DS" "$MNT" -o writable,log="$T/log" "$@" || fail "zrfs -o writable $*"; }
+records() { "$ZR" info "$DS" | awk '/^records/ {print $2}'; }
+# rsync -a twice into tree/: the first lands (by name), the second prints nothing
+rsync_twice() { # rsync_twice SRC WHAT
+	rsync -a "$1/" "$MNT/tree/" || fail "$2: rsync -a"
+	out=$(rsync -ai "$1/" "$MNT/tree/") || fail "$2: rsync -ai"
+	[ -z "$out" ] || fail "$2: a second rsync -a sent: $(echo "$out" | head -4)"
+	diff -r "$1" "$MNT/tree" >/dev/null || fail "$2: the tree differs: $(diff -r "$1" "$MNT/tree" | head -3)"
+}
+
+# ---- a directory import
+SRC=$T/src
+mkdir -p "$SRC/a/b" "$SRC/c"
+for f in a/b/x.txt a/y.txt c/z.bin top; do head -c 300 /dev/urandom >"$SRC/$f"; done
+"$ZR" import dir "$SRC" "$DS" >/dev/null 2>&1 || fail "import dir"
+cp -a "$SRC" "$T/src2"
+head -c 100 /dev/urandom >"$T/src2/a/y.txt" # changed
+mkdir -p "$T/src2/new/deeper"
+printf 'new one\n' >"$T/src2/new/deeper/n1.txt"
+printf 'new two\n' >"$T/src2/a/n2.txt"
+rw_mount
+rsync_twice "$T/src2" "directory import"
+# a directory made stays while the mount lives, and goes by rmdir
+mkdir "$MNT/tree/empty" || fail "mkdir"
+[ -d "$MNT/tree/empty" ] || fail "a directory made is not there"
+rmdir "$MNT/tree/empty" || fail "rmdir of an empty directory"
+[ ! -e "$MNT/tree/empty" ] || fail "a directory removed is still there"
+rmdir "$MNT/tree/a" 2>"$T/err" && fail "rmdir of a directory with files"
+grep -q "not empty" "$T/err" || fail "rmdir of a directory with files said: $(cat "$T/err")"
+# renaming a directory: mv copies and removes (EXDEV), the names follow
+mv "$MNT/tree/new" "$MNT/tree/renamed" || fail "mv of a directory"
+mv "$T/src2/new" "$T/src2/renamed"
+# rm of a record's only file removes the record
+sync "$MNT/tree" || fail "sync" # what mv copied is committed: counted
+n=$(records)
+rm "$MNT/tree/top" || fail "rm tree/top"
+rm "$T/src2/top"
+sync "$MNT/tree" || fail "sync"
+diff -r "$T/src2" "$MNT/tree" >/dev/null || fail "after mv and rm: $(diff -r "$T/src2" "$MNT/tree" | head -3)"
+# between tree/ and a field's directory: mv copies (EXDEV)
+fusermount3 -u "$MNT" || fail "unmount"
+[ "$(records)" = $((n - 1)) ] || fail "rm of a record's last file left $(records) records, not $((n - 1))"
+"$ZR" export dir "$DS" "$T/out1" >/dev/null || fail "export dir"
+diff -r "$T/src2" "$T/out1" >/dev/null || fail "zr export dir differs from the tree written: $(diff -r "$T/src2" "$T/out1" | head -3)"
+"$ZR" find "$DS" renamed/deeper/n1.txt >/dev/null || fail "zr find of a file written by name"
+
+# ---- a read-only mount refuses changes
+"$ZRFS" "$DS" "$MNT" || fail "zrfs"
+sh -c "echo x >'$MNT/tree/a/ro.txt'" 2>"$T/err" && fail "a read-only mount took a new file"
+grep -q "Read-only" "$T/err" || fail "read-only mount said: $(cat "$T/err")"
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- a WebDataset tar: one file per member, one record per key
+W=$T/w
+mkdir -p "$W/train" "$W/val"
+for i in 0 1 2; do
+	head -c $((i * 100 + 10)) /dev/urandom >"$W/train/s$i.jpg"
+	printf '%d' "$i" >"$W/train/s$i.cls"
+done
+head -c 50 /dev/urandom >"$W/val/v0.jpg"
+printf 7 >"$W/val/v0.cls"
+# an hour ago: a change made now is newer (rsync's quick check compares
+# sizes and whole seconds)
+find "$W" -exec touch -d '1 hour ago' {} +
+(cd "$W" && tar cf "$T/w.tar" train/s0.jpg train/s0.cls train/s1.jpg train/s1.cls train/s2.jpg \
+	train/s2.cls val/v0.jpg val/v0.cls) || fail "tar"
+rm -rf "$DS" "$W"
+mkdir "$W" && (cd "$W" && tar xf "$T/w.tar") || fail "tar x"
+"$ZR" import tar "$T/w.tar" "$DS" >/dev/null || fail "import tar"
+n=$(records)
+cp -a "$W" "$T/w2"
+head -c 99 /dev/urandom >"$T/w2/train/s9.jpg" # a new key, two members
+printf 5 >"$T/w2/train/s9.cls"
+printf 6 >"$T/w2/val/v0.cls"                   # a class rewritten
+mkdir "$T/w2/test" && head -c 10 /dev/urandom >"$T/w2/test/t0.jpg"
+rw_mount
+rsync_twice "$T/w2" "tar import"
+# a file of a key whose extension is no field: refused
+sh -c "printf x >'$MNT/tree/train/s0.png'" 2>"$T/err" && fail "a file no field can store was taken"
+grep -q "not permitted" "$T/err" || fail "s0.png said: $(cat "$T/err")"
+# moving a member between keys: the value goes, the other members stay
+mv "$MNT/tree/train/s1.jpg" "$MNT/tree/train/s2.jpg" || fail "mv between keys"
+mv "$T/w2/train/s1.jpg" "$T/w2/train/s2.jpg"
+diff -r "$T/w2" "$MNT/tree" >/dev/null || fail "after mv between keys: $(diff -r "$T/w2" "$MNT/tree" | head -3)"
+fusermount3 -u "$MNT" || fail "unmount"
+[ "$(records)" = $((n + 2)) ] || fail "the tar's tree: $(records) records, not $((n + 2)) (s9, t0)"
+[ "$("$ZR" cat "$DS" cls "$("$ZR" find "$DS" val/v0)" | od -An -td8 | tr -d ' ')" = 6 ] ||
+	fail "a class written as text is not stored as the class"
+"$ZR" export dir "$DS" "$T/out2" >/dev/null || fail "export dir of the tar's tree"
+diff -r "$T/w2" "$T/out2" >/dev/null || fail "zr export dir differs: $(diff -r "$T/w2" "$T/out2" | head -3)"
+grep -q "never stored\|not stored" "$T/log" && fail "the daemon dropped something: $(cat "$T/log")"
+echo "ok: programs in tree/, rsync -a twice, directories, keys, exports"
