@@ -55,13 +55,13 @@ secs() { # COMMAND...: its wall time in seconds
 	e=$(date +%s.%N)
 	awk "BEGIN {print $e - $s}"
 }
-mount_ds() { # DS: mount it, print the seconds it took
+mount_ds() { # DS: mount it; $took: the seconds it took, $pid: the daemon
 	s=$(date +%s.%N)
-	setsid -w "$ZRFS" "$1" "$T/mnt" -f -o log="$T/log" &
+	setsid -w "$ZRFS" "$1" "$T/mnt" -f -o log="$T/log" </dev/null >/dev/null 2>&1 &
 	pid=$!
 	timeout 600 sh -c "until mountpoint -q '$T/mnt'; do sleep 0.01; done"
 	e=$(date +%s.%N)
-	awk "BEGIN {print $e - $s}"
+	took=$(awk "BEGIN {print $e - $s}")
 }
 unmount() { fusermount3 -u "$T/mnt"; wait "$pid"; }
 mid=$(printf 'd%05d' $((NAMES / PER_DIR / 2)))
@@ -70,23 +70,24 @@ mid=$(printf 'd%05d' $((NAMES / PER_DIR / 2)))
 stat_all() { (cd "$1" && xargs stat -c %s <"$T/names"); }
 
 for r in $(seq 1 "$RUNS"); do
-	m=$(mount_ds "$T/ds")
-	rss=$(awk '/^VmRSS/ {print $2}' /proc/"$(pgrep -n -f "zrfs $T/ds ")"/status)
+	mount_ds "$T/ds"
+	m=$took
+	rss=$(awk '/^VmRSS/ {print $2}' /proc/"$pid"/status)
 	f=$(secs find "$T/mnt/tree")
 	unmount
-	mount_ds "$T/ds" >/dev/null
+	mount_ds "$T/ds"
 	l=$(secs ls -lR "$T/mnt/tree")
 	unmount
-	mount_ds "$T/ds" >/dev/null
+	mount_ds "$T/ds"
 	d=$(secs ls -l "$T/mnt/tree/$mid")
 	unmount
-	mount_ds "$T/ds" >/dev/null
+	mount_ds "$T/ds"
 	st=$(secs stat_all "$T/mnt/tree/$mid")
 	unmount
-	mount_ds "$T/ds_small" >/dev/null
+	mount_ds "$T/ds_small"
 	ds=$(secs ls -l "$T/mnt/tree/d00000")
 	unmount
-	mount_ds "$T/ds_small" >/dev/null
+	mount_ds "$T/ds_small"
 	(cd "$T/small/d00000" && ls) >"$T/names_small"
 	sts=$(secs sh -c "cd '$T/mnt/tree/d00000' && xargs stat -c %s <'$T/names_small'")
 	unmount

@@ -9,7 +9,9 @@ through the mount (some files fsync'd, some only closed, some written in
 several pieces at random offsets) and a reader thread that reads the files
 the writer touches, then SIGKILL the daemon at a random instant. Checked:
 - every read returns a value that record has had, whole (the value it had
-  before the trial, or one written during it), or fails with ENOENT;
+  before the trial, or one written during it), or fails with ENOENT; a
+  record with no value is a new file, read as what has been written so far
+  (pieced());
 - after the kill, `zr verify` is clean;
 - every value whose fsync returned is there, byte-exact, unless a later
   write of the same record may have replaced it (its close began); every
@@ -111,10 +113,38 @@ def mounted():
     return os.path.ismount(MNT)
 
 
-def partial(got, v):
-    """Whether @got is what a writer of @v may have written so far: some
-    of its bytes in place, zeros where it has not written yet."""
-    return len(got) <= len(v) and all(g == 0 or g == x for g, x in zip(got, v))
+def pieced(got, had):
+    """Whether @got is what a reader may see of a new file (a record with no
+    value) that a writer writes, and perhaps empties and writes again: each
+    byte zero (not written yet) or the byte at its place of some value
+    written. A read is one request at one instant, but a program reads a
+    file in several (Python: the size it saw, plus 1, then on while more
+    comes), so a file emptied and rewritten between two of them shows the
+    first value's bytes, then the second's, as a native file does."""
+    vals = [v for v in had if v]
+    return len(got) <= max(map(len, vals), default=0) and all(
+        g == 0 or any(at < len(v) and v[at] == g for v in vals) for at, g in enumerate(got))
+
+
+def explain(got, had):
+    """What @got shares with each value in @had, for a failure's message:
+    each value's length and the byte ranges where @got holds neither that
+    value's byte nor zero."""
+    out = []
+    for v in sorted(had, key=lambda v: -1 if v is None else len(v)):
+        if v is None:
+            out.append('none')
+            continue
+        bad, start = [], None
+        for at in range(len(got) + 1):
+            off = at < len(got) and got[at] != 0 and (at >= len(v) or got[at] != v[at])
+            if off and start is None:
+                start = at
+            elif not off and start is not None:
+                bad.append('%d-%d' % (start, at))
+                start = None
+        out.append('%d bytes, differing at %s' % (len(v), ' '.join(bad[:8]) or 'none'))
+    return '; '.join(out)
 
 
 class Trial:
@@ -203,11 +233,9 @@ class Trial:
                 # a file being created (the record had no value) shows what is
                 # written so far (zrfs(8)), holes as zeros, as a file being
                 # copied does; a value being replaced shows the old one whole
-                if got not in had and not (None in had and any(
-                        v and partial(got, v) for v in had)):
+                if got not in had and not (None in had and pieced(got, had)):
                     self.errors.append('reader: %s/%d: %d bytes that it never had (it had %s)'
-                                       % (field, i, len(got), sorted(
-                                           -1 if v is None else len(v) for v in had)))
+                                       % (field, i, len(got), explain(got, had)))
 
 
 def program_kills(rng, trials):
