@@ -479,6 +479,17 @@ int plan_tar(struct import *im)
 		zr_warn("import: skipped %llu member%s not named KEY.EXT (not part of a sample); "
 			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
 			t->first_skipped);
+	if (rc == 0 && t->unfiled)
+		zr_warn("import: skipped %llu link%s, FIFO%s or device%s (not files); the first: %s",
+			(unsigned long long)t->unfiled, t->unfiled == 1 ? "" : "s",
+			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "" : "s", t->first_unfiled);
+	const char *split;
+	uint64_t again = rc == 0 ? zr_tar_split_keys(t, &split) : 0;
+	if (again)
+		zr_warn("import: the members of %llu key%s are not together (the first: %s): each "
+			"run of them is a record of its own, named by the key (WebDataset keeps a "
+			"sample's members together: tar --sort=name)",
+			(unsigned long long)again, again == 1 ? "" : "s", split);
 	if (rc == 0 && t->fields.n == 0) {
 		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
 		rc = -1;

@@ -44,10 +44,15 @@ static uint64_t tar_num(const unsigned char *f, size_t n, bool *ok)
 static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, const char *path,
 		      uint64_t off, uint64_t len, int64_t mtime, char *err, size_t errlen)
 {
-	const char *base = strrchr(path, '/'), *dot;
+	const char *base, *dot;
 	size_t keylen;
 	uint32_t field;
 
+	/* tar -C DIR . names members ./x: the name is x, as extracting makes it */
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/';)
+			path++;
+	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	dot = strchr(base, '.');
 	if (!dot || dot == base || !dot[1]) {
@@ -220,11 +225,40 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			if (tar_member(t, path, shard, name, off + 512, len, mtime, err, errlen) < 0)
 				return -1;
 		} else {
-			longname[0] = 0; /* directories, links, globals: not records */
+			/* links, FIFOs, devices: counted, said once (import); a
+			 * directory's members carry their paths; globals, tar's
+			 * own extensions: nothing to say */
+			if (type >= '1' && type <= '6' && type != '5' && t->unfiled++ == 0)
+				snprintf(t->first_unfiled, sizeof t->first_unfiled, "%s: %s", shard,
+					 longname[0] ? longname : (char *)h);
+			longname[0] = 0;
 			pax_mtime = -1;
 		}
 		off += 512 + (len + 511) / 512 * 512;
 	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+uint64_t zr_tar_split_keys(const struct zr_tar *t, const char **first)
+{
+	char **v = t->key_names.n ? malloc(t->key_names.n * sizeof *v) : NULL;
+	uint64_t again = 0;
+
+	*first = NULL;
+	if (!v)
+		return 0;
+	memcpy(v, t->key_names.v, t->key_names.n * sizeof *v);
+	qsort(v, t->key_names.n, sizeof *v, cmp_str);
+	for (size_t i = 1; i < t->key_names.n; i++)
+		if (strcmp(v[i - 1], v[i]) == 0 && (i == 1 || strcmp(v[i - 2], v[i]) != 0) &&
+		    again++ == 0)
+			*first = v[i]; /* owned by t->key_names */
+	free(v);
+	return again;
 }
 
 void zr_tar_free(struct zr_tar *t)

@@ -104,11 +104,16 @@ struct zr_tar {
 	char last_key[PATH_MAX];
 	uint64_t skipped;      /* members not named KEY.EXT, left out */
 	char first_skipped[PATH_MAX + 64];
+	uint64_t unfiled;      /* links, FIFOs, devices: not files, left out */
+	char first_unfiled[PATH_MAX + 64];
 };
 /* List the members of the shard open as @fd, which the writers open as
  * @path; messages name it @shown. */
 int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shown, char *err,
 		size_t errlen);
+/* Keys that more than one sample has (their members not together: each
+ * run of them became a record), and in *@first the first in byte order. */
+uint64_t zr_tar_split_keys(const struct zr_tar *t, const char **first);
 void zr_tar_free(struct zr_tar *t);
 
 #endif

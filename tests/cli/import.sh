@@ -366,6 +366,28 @@ zr import tar extra.tar web3
 expect_rc 0
 expect_out 'web3: 1 records, 0.0 MB'
 expect_err_has 'zr: import: skipped 1 member not named KEY.EXT (not part of a sample); the first: extra.tar: README'
+# a tar made the usual way (tar -C DIR .: members ./k1.jpg) names its keys
+# without ./, so both exports write it back; links and FIFOs are skipped,
+# said once; a key whose members another key's split is said
+mkdir dot && printf 'y' >dot/k1.jpg && printf '5' >dot/k1.cls && ln -s k1.jpg dot/k2.jpg &&
+	mkfifo dot/k3.jpg || fail "making dot/"
+tar cf dot.tar -C dot . || fail "tar -C dot ."
+zr import tar dot.tar dotted
+expect_rc 0
+expect_err_has 'zr: import: skipped 2 links, FIFOs or devices (not files); the first: dot.tar: ./k*.jpg'
+zr find dotted k1
+expect_out 0
+zr export dir dotted dotout
+expect_rc 0
+rm dot/k2.jpg dot/k3.jpg
+diff -r dot dotout >/dev/null || fail "export dir of a ./ tar: $(diff -r dot dotout | head -3)"
+zr export tar dotted dotback.tar
+expect_rc 0
+(cd dot && printf z >k9.jpg && tar cf ../split.tar k1.cls k9.jpg k1.jpg) || fail "split.tar"
+zr import tar split.tar splitkeys
+expect_rc 0
+expect_out "splitkeys: 3 records, 0.0 MB"
+expect_err_has 'zr: import: the members of 1 key are not together (the first: k1): each run of them is a record of its own, named by the key*'
 # a .cls member that is not a decimal class: the field keeps bytes, said once
 printf 'tabby' >wds/k0.cls && printf 'x' >wds/k0.jpg
 (cd wds && tar cf ../named.tar k0.jpg k0.cls)
