@@ -97,7 +97,7 @@ static int rewrite(zr_dataset *ds, int fd, uint64_t size, uint64_t first, const 
 		}
 	memcpy(buf + at, add, nadd * CHANGES_REC);
 	at += nadd * CHANGES_REC;
-	out = zr_sys.openat(ds->dirfd, CHANGES_TMP, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	out = zr_create_fresh(ds->dirfd, CHANGES_TMP, O_WRONLY);
 	if (out < 0 || (rc = zr_write_full(out, buf, at, 0)) < 0 || zr_sys.fdatasync(out) < 0 ||
 	    zr_sys.renameat(ds->dirfd, CHANGES_TMP, ds->dirfd, CHANGES) < 0)
 		rc = zr_err(rc < 0 ? rc : -errno, "%s/" CHANGES ": cannot rewrite: %s", ds->path,

@@ -733,7 +733,7 @@ int zr_chunk_acquire(zr_dataset *ds, zr_writer *w)
 	zr_chunk_name(name, sizeof name, id);
 	if ((rc = chunks_grow(ds)) < 0)
 		goto out;
-	fd = zr_sys.openat(ds->chunkdirfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	fd = zr_create_fresh(ds->chunkdirfd, name, O_RDWR);
 	if (fd < 0) {
 		rc = zr_err(-errno, "%s/chunk/%s: create failed: %s", ds->path, name,
 			    strerror(errno));

@@ -108,7 +108,7 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	for (int i = 0; i < 4; i++)
 		buf[size - 4 + i] = (uint8_t)(crc >> (8 * i));
 	journal_name(name, sizeof name, generation);
-	fd = zr_sys.openat(ds->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = zr_create_fresh(ds->dirfd, name, O_WRONLY);
 	if (fd < 0) {
 		rc = -errno;
 		free(buf);

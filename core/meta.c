@@ -445,7 +445,7 @@ int zr_meta_write(int dirfd, const char *dir, const zr_meta *m)
 	RETURN_IF(!s, -ENOMEM, "%s/meta.json: out of memory", dir);
 	n = strlen(s);
 	s[n] = '\n'; /* json_dumps leaves room only for the NUL: write it as a newline */
-	fd = zr_sys.openat(dirfd, "meta.json.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = zr_create_fresh(dirfd, "meta.json.tmp", O_WRONLY);
 	if (fd < 0) {
 		rc = zr_err(-errno, "%s/meta.json.tmp: %s", dir, strerror(errno));
 		free(s);

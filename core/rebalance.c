@@ -93,7 +93,7 @@ static int write_manifest(zr_dataset *ds, const zr_meta *m)
 
 	RETURN_IF(!s, -ENOMEM, "out of memory");
 	n = strlen(s);
-	fd = zr_sys.openat(ds->dirfd, MANIFEST ".tmp", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = zr_create_fresh(ds->dirfd, MANIFEST ".tmp", O_WRONLY);
 	if (fd < 0) {
 		free(s);
 		return zr_err(-errno, "%s/" MANIFEST ".tmp: %s", ds->path, strerror(errno));
@@ -132,7 +132,7 @@ static int next_chunk(zr_dataset *ds, struct out_chunk *oc, uint32_t id)
 		close(oc->fd);
 	}
 	zr_chunk_name(name, sizeof name, id);
-	oc->fd = zr_sys.openat(ds->chunkdirfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	oc->fd = zr_create_fresh(ds->chunkdirfd, name, O_RDWR);
 	RETURN_IF(oc->fd < 0, -errno, "%s/chunk/%s: create failed: %s", ds->path, name,
 		  strerror(errno));
 	oc->id = id;
@@ -241,7 +241,7 @@ int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out)
 		char name[ZR_NAME_MAX + 16];
 		size_t size = len * ZR_ENTRY_SIZE;
 		new_table_name(name, sizeof name, ds->fields[f].def.name);
-		fds[f] = zr_sys.openat(ds->dirfd, name, O_RDWR | O_CREAT | O_TRUNC, 0644);
+		fds[f] = zr_create_fresh(ds->dirfd, name, O_RDWR);
 		if (fds[f] < 0) {
 			rc = zr_err(-errno, "%s/%s: %s", ds->path, name, zr_open_strerror(errno));
 			break;

@@ -101,7 +101,7 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 		char name[ZR_NAME_MAX + 16];
 		int fd;
 		table_name(name, sizeof name, fields[i].name);
-		fd = zr_sys.openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		fd = zr_create_fresh(dirfd, name, O_WRONLY);
 		if (fd < 0) {
 			rc = zr_err(-errno, "%s/%s: cannot create: %s", dir, name, strerror(errno));
 			goto out;
@@ -224,7 +224,7 @@ static void writer_write(int dirfd, const char *what)
 	char line[512], comm[64] = "?", host[128] = "?";
 	time_t now = time(NULL);
 	struct tm tm;
-	int fd = zr_sys.openat(dirfd, "writer", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int fd = zr_create_fresh(dirfd, "writer", O_WRONLY);
 	FILE *f = fopen("/proc/self/comm", "r");
 
 	if (f) {

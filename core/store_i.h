@@ -83,6 +83,11 @@ struct zr_sys {
 extern struct zr_sys zr_sys;
 /* Restore the real system calls (tests call it after injecting faults). */
 void zr_sys_reset(void);
+/* A file the writer writes whole (meta.json.tmp, a journal, a new chunk),
+ * made anew, opened @access (O_WRONLY or O_RDWR): whatever a crash or
+ * anyone else left at that name (a file, a symbolic link: removed, never
+ * followed) goes first. The descriptor, or -1 and errno. */
+int zr_create_fresh(int dirfd, const char *name, int access);
 /* strerror(), but a symbolic link refused by O_NOFOLLOW (ELOOP) says so. */
 const char *zr_open_strerror(int e);
 /* The size and type of @name under @dirfd ("": @dirfd itself) as its

@@ -87,6 +87,13 @@ fail:;
 	return -1;
 }
 
+int zr_create_fresh(int dirfd, const char *name, int access)
+{
+	if (zr_sys.unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+		return -1;
+	return zr_sys.openat(dirfd, name, access | O_CREAT | O_EXCL, 0644);
+}
+
 const char *zr_open_strerror(int e)
 {
 	if (e == ENXIO)

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -437,6 +438,25 @@ static void teardown(struct zrfs *fs)
 	zrfs_dataset_close(fs);
 }
 
+/* What the daemon's process needs, whoever started it. */
+static void setup_process(void)
+{
+	struct rlimit rl;
+
+	/* Inflated records and batch files are large and short-lived outside
+	 * the cache: keep them in their own mappings, returned to the system
+	 * when freed, rather than letting glibc's sliding threshold move them
+	 * into per-thread heaps that never shrink. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	/* A batch opens each chunk it spans at once, and chunk files are
+	 * limited to half the descriptors (core/chunk.c): the soft limit, often
+	 * 1024, goes up to the hard one, as a server raises it */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -450,11 +470,7 @@ int main(int argc, char **argv)
 	char *fsname = NULL, *o = NULL;
 	int rc = 2; /* usage errors until the arguments are understood */
 
-	/* Inflated records and batch files are large and short-lived outside
-	 * the cache: keep them in their own mappings, returned to the system
-	 * when freed, rather than letting glibc's sliding threshold move them
-	 * into per-thread heaps that never shrink. */
-	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	setup_process();
 	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0) {
 		fputs(usage, stderr);
 		goto out;

@@ -17,7 +17,9 @@
 #   ls -l dir  ls -l of one directory of PER_DIR files, in the big dataset
 #              and in the one-directory dataset
 #   stat       stat of PER_DIR files given by name (lookups), in both
-# and the daemon's resident memory after the index is built. Prints each
+# and the daemon's resident memory after the index is built. Then, as root,
+# find and ls -lR of the native tree cold (caches dropped before each), the
+# fair match for a fresh mount. Prints each
 # run and the medians with ratios; record them in BENCHMARKS.md.
 set -eu
 ZR=$1 ZRFS=$2 NAMES=${3:-1000000} RUNS=${4:-3} DIR=${5:-/var/tmp}
@@ -85,6 +87,7 @@ for r in $(seq 1 "$RUNS"); do
 	st=$(secs stat_all "$T/mnt/tree/$mid")
 	unmount
 	mount_ds "$T/ds_small"
+	rss_small=$(awk '/^VmRSS/ {print $2}' /proc/"$pid"/status)
 	ds=$(secs ls -l "$T/mnt/tree/d00000")
 	unmount
 	mount_ds "$T/ds_small"
@@ -97,20 +100,49 @@ for r in $(seq 1 "$RUNS"); do
 	nst=$(secs stat_all "$T/src/$mid")
 	echo "run $r: mount $m s (rss ${rss} KiB); find $f s (native $nf); ls -lR $l s (native $nl);" \
 		"ls -l dir $d s (1-dir dataset $ds, native $nd); stat $st s (1-dir dataset $sts, native $nst)"
-	echo "$m $rss $f $nf $l $nl $d $ds $nd $st $sts $nst" >>"$T/runs"
+	echo "$m $rss $f $nf $l $nl $d $ds $nd $st $sts $nst $rss_small" >>"$T/runs"
 done
-awk -v n="$NAMES" -v per="$PER_DIR" '
-function med(col,   i, k, t, a) {
+# the native tree cold, as a fresh mount is: after dropping the kernel's
+# caches (root only), so its directories and inodes are read from the disk
+cold() { # COMMAND...: its wall time after dropping caches
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	secs "$@"
+}
+if [ -w /proc/sys/vm/drop_caches ]; then
+	for r in $(seq 1 "$RUNS"); do
+		echo "$(cold find "$T/src") $(cold ls -lR "$T/src")" >>"$T/cold"
+	done
+else
+	echo "native cold: not measured (dropping caches needs root)"
+fi
+awk -v n="$NAMES" -v per="$PER_DIR" -v cold="$T/cold" '
+function median(a, m,   i, k, t) {
+	for (i = 1; i <= m; i++) for (k = i + 1; k <= m; k++) if (a[k] < a[i]) { t = a[i]; a[i] = a[k]; a[k] = t }
+	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+function med(col,   i, a) {
 	for (i = 1; i <= NR; i++) a[i] = v[i, col]
-	for (i = 1; i <= NR; i++) for (k = i + 1; k <= NR; k++) if (a[k] < a[i]) { t = a[i]; a[i] = a[k]; a[k] = t }
-	return NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+	return median(a, NR)
 }
 { for (c = 1; c <= NF; c++) v[NR, c] = $c }
 END {
+	nc = 0
+	while ((getline line <cold) > 0) {
+		split(line, part, " ")
+		nc++
+		cf[nc] = part[1]
+		cl[nc] = part[2]
+	}
 	printf "\nmedians of %d runs, %d names, %d a directory:\n", NR, n, per
-	printf "  mount (index built)       %8.3f s   daemon rss %.0f MiB (%.0f B a name)\n", med(1), med(2) / 1024, med(2) * 1024 / n
+	printf "  mount (index built)       %8.3f s   daemon rss %.0f MiB (%.0f B a name over the 1-dir dataset'"'"'s %.0f MiB)\n", med(1), med(2) / 1024, (med(2) - med(13)) * 1024 / (n - per), med(13) / 1024
 	printf "  find tree/                %8.3f s   native %8.3f s   ratio %.2f\n", med(3), med(4), med(3) / med(4)
 	printf "  ls -lR tree/              %8.3f s   native %8.3f s   ratio %.2f\n", med(5), med(6), med(5) / med(6)
+	if (nc) {
+		mf = median(cf, nc)
+		ml = median(cl, nc)
+		printf "  native cold (caches dropped): find %.3f s (tree/ ratio %.2f), ls -lR %.3f s (tree/ ratio %.2f)\n", mf, med(3) / mf, ml, med(5) / ml
+	}
 	printf "  ls -l of one directory    %8.3f s   1-dir dataset %8.3f s (ratio %.2f)   native %8.3f s\n", med(7), med(8), med(7) / med(8), med(9)
 	printf "  stat of %d names          %8.3f s   1-dir dataset %8.3f s (ratio %.2f)   native %8.3f s\n", per, med(10), med(11), med(10) / med(11), med(12)
 }' "$T/runs"

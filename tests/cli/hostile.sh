@@ -75,6 +75,29 @@ expect_out 'ds: 3 records, 0 problems'
 zr cat ds a 1
 expect_out xyz
 
+# symbolic links left where a writer writes whole files (meta.json.tmp,
+# the next commit's journal, the next chunk, the writer's note), pointing
+# outside the dataset: a writer removes them as any leftover, never
+# following one, so the change is committed and what they point at is
+# untouched
+printf 'not the dataset' >"$T/victim"
+gen=$("$ZR" info --json ds | sed -n 's/^ *"generation": \([0-9]*\),*/\1/p')
+for f in meta.json.tmp "journal.$((gen + 1))" writer chunk/1.zr; do
+	ln -s "$T/victim" "ds/$f"
+done
+printf uvw >r3
+bounded "$ZR" set ds 2 --a=r3
+expect_rc 0
+[ "$(cat "$T/victim")" = 'not the dataset' ] || fail "a writer wrote through a link: $(cat "$T/victim")"
+for f in meta.json.tmp "journal.$((gen + 1))" writer; do
+	[ -L "ds/$f" ] && fail "the link ds/$f is still there"
+done
+zr verify ds
+expect_rc 0
+expect_out 'ds: 3 records, 0 problems'
+zr cat ds a 2
+expect_out uvw
+
 # import dir does not follow symbolic links unless asked: a link to a file
 # outside the tree (/etc/shadow, run as root) must not become a record;
 # dangling links, loops, links to directories and FIFOs are skipped with

@@ -32,3 +32,13 @@ PY
 fds=$(ls /proc/"$pid"/fd | wc -l)
 [ "$fds" -lt 64 ] || fail "the daemon holds $fds descriptors"
 fusermount3 -u "$MNT" || fail "unmount"
+# a batch spanning more chunks than the soft descriptor limit (256 here,
+# under ulimit -Sn 64): the daemon raises its soft limit to the hard one
+# at start, so the batch reads whole, byte for byte
+sh -c 'ulimit -Sn 64; exec "$@"' sh "$ZRFS" "$DS" "$MNT" || fail "zrfs under ulimit -Sn 64"
+pid=$(pgrep -n -f "$DS $MNT") || fail "no daemon"
+awk '/^Max open files/ { exit !($4 == $5) }' /proc/"$pid"/limits ||
+	fail "the daemon's soft limit is not its hard one: $(grep 'open files' /proc/"$pid"/limits)"
+cat "$MNT/.batches/seq,batch=256/epoch-0/0/data" >"$T/batch" || fail "reading a batch of 256 chunks"
+head -c 25600 "$T/src" | cmp -s - "$T/batch" || fail "the batch of 256 chunks differs from the source"
+fusermount3 -u "$MNT" || fail "unmount"
