@@ -107,6 +107,7 @@ static const char usage[] =
 
 struct cli {
 	char *dataset;
+	const char *mountpoint; /* as given (libfuse's, parsed again there) */
 	int nonopts;
 	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
 	char *commit_ms, *commit_size, *poll_us, *uring_threads, *log;
@@ -177,6 +178,8 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 			c->dataset = strdup(arg);
 			return 0; /* ours */
 		}
+		if (c->nonopts == 2)
+			c->mountpoint = arg;
 		return c->nonopts == 2 ? 1 : -1; /* the mountpoint is libfuse's */
 	}
 	return 1;
@@ -230,6 +233,27 @@ static bool mount_at(const char *mountpoint, const char *type, char devno[32])
 	}
 	fclose(f);
 	return found;
+}
+
+/* The dataset and the mount point given exist: the dataset's path made
+ * absolute (the daemon leaves the working directory for "/", and it opens
+ * the dataset again for every commit it follows). 0, or -1 (said). */
+static int resolve_paths(struct cli *c, struct zrfs *fs)
+{
+	char *abs = realpath(c->dataset, NULL);
+	struct stat st;
+
+	if (!abs) {
+		fprintf(stderr, "zrfs: %s: %s\n", c->dataset, strerror(errno));
+		return -1;
+	}
+	free(c->dataset);
+	fs->dataset = c->dataset = abs;
+	if (stat(c->mountpoint, &st) < 0) { /* before libfuse says "bad mount point" */
+		fprintf(stderr, "zrfs: %s: %s\n", c->mountpoint, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* A mount point zrfs can take: a directory, and not one a zrfs mount
@@ -368,16 +392,6 @@ static int take_options(struct cli *c, struct zrfs *fs)
 				"uring and splice\n");
 		return -1;
 	}
-	/* absolute: the daemon leaves the working directory for "/", and it
-	 * opens the dataset again for every commit it follows */
-	char *abs = realpath(c->dataset, NULL);
-	if (!abs) {
-		fprintf(stderr, "zrfs: %s: %s\n", c->dataset, strerror(errno));
-		return -1;
-	}
-	free(c->dataset);
-	c->dataset = abs;
-	fs->dataset = c->dataset;
 	fs->opts.splice = c->splice;
 	fs->opts.list_views = c->list_views;
 	return 0;
@@ -438,6 +452,16 @@ static void teardown(struct zrfs *fs)
 	zrfs_dataset_close(fs);
 }
 
+static void cli_free(struct cli *c)
+{
+	char *own[] = {c->dataset, c->timeout, c->cache, c->readahead, c->batches, c->prefetch,
+		       c->drop_behind, c->readaround, c->commit_ms, c->commit_size, c->poll_us,
+		       c->uring_threads, c->log};
+
+	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+		free(own[i]);
+}
+
 /* What the daemon's process needs, whoever started it. */
 static void setup_process(void)
 {
@@ -488,6 +512,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "zrfs: ro and writable contradict each other: give one\n");
 		goto out;
 	}
+	rc = 1; /* from here on, failures are the dataset's or the mount's */
+	if (resolve_paths(&cli, &fs) < 0)
+		goto out;
 	/* rw is what mount(8) passes when not told ro (fstab "defaults" too):
 	 * it cannot be told from a user's request, so it never makes the
 	 * mount writable, and a user who meant it learns how */
@@ -501,14 +528,14 @@ int main(int argc, char **argv)
 	 * serve it refuses itself, and a path walk after a create costs no
 	 * GETATTR of the directory for the check (tools/bench_write.sh) */
 	if (fuse_opt_add_opt_escaped(&fsname, cli.dataset) < 0 ||
-	    (o = malloc(strlen(fsname) + 64)) == NULL) {
-		rc = 1;
+	    (o = malloc(strlen(fsname) + 64)) == NULL)
 		goto out;
-	}
 	sprintf(o, "-o%s%s,subtype=zrfs,fsname=%s", cli.writable ? "rw" : "ro",
 		cli.allow_other ? ",default_permissions" : "", fsname);
-	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0)
+	if (fuse_opt_add_arg(&args, o) < 0 || fuse_parse_cmdline(&args, &opts) < 0) {
+		rc = 2;
 		goto out;
+	}
 	if (opts.show_help || opts.show_version || !opts.mountpoint) {
 		fputs(usage, opts.mountpoint ? stdout : stderr);
 		rc = opts.mountpoint ? 0 : 2;
@@ -516,7 +543,6 @@ int main(int argc, char **argv)
 	}
 	if (check_mountpoint(opts.mountpoint) < 0 || open_log(cli.log, opts.foreground) < 0)
 		goto out;
-	rc = 1; /* from here on, failures are the dataset's or the mount's */
 	if (zrfs_dataset_open(&fs) < 0 || (cli.writable && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;
 	struct zrfs_view *first = zrfs_view_hold(&fs);
@@ -545,19 +571,7 @@ int main(int argc, char **argv)
 out:
 	teardown(&fs);
 	free(opts.mountpoint);
-	free(cli.dataset);
-	free(cli.timeout);
-	free(cli.cache);
-	free(cli.readahead);
-	free(cli.batches);
-	free(cli.prefetch);
-	free(cli.drop_behind);
-	free(cli.readaround);
-	free(cli.commit_ms);
-	free(cli.commit_size);
-	free(cli.poll_us);
-	free(cli.uring_threads);
-	free(cli.log);
+	cli_free(&cli);
 	if (log_file)
 		fclose(log_file);
 	free(fsname);

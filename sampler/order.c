@@ -50,7 +50,9 @@ int zs_sampler_create(zs_sampler **out, const zs_spec *spec, uint64_t n)
 		s->steps = (uint64_t)((s->m + per - 1) / per);
 		s->full_steps = s->steps;
 	} else {
-		if (sp.from >= s->m) {
+		/* from= the end (a job saved its position after the last
+		 * step): an epoch with no steps left, not an error */
+		if (sp.from > s->m) {
 			uint64_t m = s->m;
 			free(s);
 			return zs_err(ZS_EINVAL_SPEC, "%s: from=%llu is past the epoch's %llu positions",
@@ -60,7 +62,7 @@ int zs_sampler_create(zs_sampler **out, const zs_spec *spec, uint64_t n)
 		s->full_steps = left / s->g;
 		s->steps = sp.tail == ZS_DROP ? s->full_steps : (left + s->g - 1) / s->g;
 	}
-	if (s->steps == 0) {
+	if (s->steps == 0 && sp.from == 0) { /* (with from=: what is left makes none) */
 		free(s);
 		return zs_err(ZS_EINVAL_SPEC,
 			      "%s: %llu records make no full batch of %u for %u rank%s (use tail=keep or tail=pad)",

@@ -465,7 +465,29 @@ Test(order, from_keeps_seeds_where_batches_coincide)
 	zs_sampler_destroy(b);
 	zs_spec spec;
 	cr_assert_eq(zs_spec_parse("window,window=4,from=3", &spec), ZS_EINVAL_SPEC);
-	cr_assert_eq(zs_spec_parse("seq,from=100", &spec), 0);
+	cr_assert_eq(zs_spec_parse("seq,from=101", &spec), 0);
 	cr_assert_eq(zs_sampler_create(&a, &spec, 100), ZS_EINVAL_SPEC);
 	cr_assert_not_null(strstr(zs_errmsg(), "past the epoch"), "%s", zs_errmsg());
+}
+
+/* A job that saved its position after an epoch's last step resumes with
+ * from= the end (or where what is left makes no full batch, tail=drop):
+ * an epoch with no steps, not an error; from=0 of too few records still is. */
+Test(order, from_the_end_is_an_empty_epoch)
+{
+	zs_sampler *s = make("shuffle,seed=9,batch=4,world=2,from=100", 100);
+	uint64_t ids[4];
+
+	cr_assert_eq(zs_steps(s), 0);
+	cr_assert_eq(zs_batch(s, 0, 0, ids), ZS_EINVAL_SPEC);
+	zs_sampler_destroy(s);
+	s = make("seq,batch=4,world=2,from=95", 100);
+	cr_assert_eq(zs_steps(s), 0);
+	zs_sampler_destroy(s);
+	s = make("seq,batch=4,world=2,tail=keep,from=95", 100);
+	cr_assert_eq(zs_steps(s), 1);
+	zs_sampler_destroy(s);
+	zs_spec spec;
+	cr_assert_eq(zs_spec_parse("seq,batch=8", &spec), 0);
+	cr_assert_eq(zs_sampler_create(&s, &spec, 5), ZS_EINVAL_SPEC);
 }

@@ -41,7 +41,9 @@ static const char export_help[] =
 	"present fields, KEY the sample's key when zr import tar kept it (the\n"
 	"field of names is not a member), else the record id zero-padded to 9\n"
 	"digits; an i64 scalar field (a class, as zr import tar makes .cls members)\n"
-	"as decimal text; OUT.tar must not exist.\n";
+	"as decimal text; OUT.tar must not exist.\n"
+	"npy and tar: OUT - (or a FIFO, a device, /dev/stdout) writes to it as it\n"
+	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n";
 
 /* One ustar header for a regular file: -1 if @name does not fit (a name of
  * up to 100 bytes, after a prefix of up to 155 ending at a '/'). */
@@ -85,13 +87,37 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 
 /* Close the file @out written through @fd; on any failure (@status != 0,
  * or the close) remove it, so no half-written file is left behind. */
-static int finish_file(int fd, const char *out, int status)
+/* Where an export writes @out: "-" is standard output, and so is an
+ * existing FIFO or device (/dev/stdout, a pipe) or the file standard
+ * output is, written as they are (*@stream: nothing to remove on failure,
+ * and what the export says goes to stderr); anything else is made, and
+ * must not exist. The descriptor, or -1 (said). */
+static int open_out(const char *out, bool *stream)
+{
+	struct stat st, o;
+	int fd;
+
+	*stream = strcmp(out, "-") == 0;
+	if (!*stream && stat(out, &st) == 0)
+		*stream = (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+			  (fstat(STDOUT_FILENO, &o) == 0 && o.st_dev == st.st_dev &&
+			   o.st_ino == st.st_ino);
+	if (strcmp(out, "-") == 0)
+		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
+	else
+		fd = open(out, O_WRONLY | O_CLOEXEC | (*stream ? 0 : O_CREAT | O_EXCL), 0644);
+	if (fd < 0)
+		zr_warn("export: %s: %s", out, strerror(errno));
+	return fd;
+}
+
+static int finish_file(int fd, const char *out, bool stream, int status)
 {
 	if (close(fd) < 0 && status == 0) {
 		zr_warn("export: %s: %s", out, strerror(errno));
 		status = 1;
 	}
-	if (status != 0)
+	if (status != 0 && !stream)
 		unlink(out);
 	return status;
 }
@@ -153,15 +179,14 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	uint64_t members = 0;
-	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), status = 1;
+	bool stream;
+	int fd = open_out(out, &stream), status = 1;
 	int64_t mtime = 0;
 	zr_names nm = {-1, -1, 0, -1};
 	zr_info in;
 
-	if (fd < 0) {
-		zr_warn("export: %s: %s", out, strerror(errno));
+	if (fd < 0)
 		return 1;
-	}
 	if (zr_info_get(ds, &in) == 0)
 		mtime = in.mtime;
 	if (zr_names_get(ds, &nm) < 0)
@@ -204,12 +229,12 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		zr_warn("export: %s: %s", out, strerror(errno));
 		goto out;
 	}
-	printf("%s: %llu records, %llu members\n", out, (unsigned long long)zr_length(ds),
-	       (unsigned long long)members);
+	fprintf(stream ? stderr : stdout, "%s: %llu records, %llu members\n", out,
+		(unsigned long long)zr_length(ds), (unsigned long long)members);
 	status = 0;
 out:
 	free(buf);
-	return finish_file(fd, out, status);
+	return finish_file(fd, out, stream, status);
 }
 
 static int export_npy(zr_dataset *ds, unsigned f, const char *out)
@@ -222,11 +247,9 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 
 	if (n < 0)
 		return zr_fail(n, "export");
-	fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		zr_warn("export: %s: %s", out, strerror(errno));
+	bool stream;
+	if ((fd = open_out(out, &stream)) < 0)
 		return 1;
-	}
 	buf = malloc(rsz ? rsz : 1);
 	if (buf && write_all(fd, hdr, (size_t)n) == 0) {
 		uint64_t id;
@@ -246,12 +269,13 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 			}
 		}
 		if (id == zr_length(ds)) {
-			printf("%s: %llu rows\n", out, (unsigned long long)id);
+			fprintf(stream ? stderr : stdout, "%s: %llu rows\n", out,
+				(unsigned long long)id);
 			status = 0;
 		}
 	}
 	free(buf);
-	return finish_file(fd, out, status);
+	return finish_file(fd, out, stream, status);
 }
 
 static const char ls_help[] =

@@ -28,7 +28,7 @@
 
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
-	"                     [--label-from-top FIELD] [--ext EXT] [--follow-links]\n"
+	"                     [--label-from-top FIELD] [--ext EXT] [--follow-links] [--hidden]\n"
 	"                     [--names FIELD | --no-names]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
@@ -52,7 +52,10 @@ static const char help[] =
 	"        they are skipped, with a warning that counts them; with\n"
 	"        --follow-links one to a file is that file, and a dangling or\n"
 	"        looping one is skipped. Links to directories, FIFOs, sockets and\n"
-	"        devices are always skipped.\n"
+	"        devices are always skipped. Hidden files and directories (a name\n"
+	"        starting with a dot: .DS_Store, ._x, .git) are skipped and\n"
+	"        counted in a warning; --hidden imports them. A file at the top\n"
+	"        of SRC is in no class: skipped with a warning.\n"
 	"  npy   the rows of each array, in order; dtype and row shape are kept, so\n"
 	"        the mount's FIELD.npy reproduces the array.\n"
 	"  flat  consecutive records of BYTES bytes (u8 of that shape); the file's\n"
@@ -354,6 +357,10 @@ static int parse_args(struct import *im, int argc, char **argv)
 		}
 		if (strcmp(a, "--follow-links") == 0 && im->src->plan == plan_dir) {
 			o->follow_links = true;
+			continue;
+		}
+		if (strcmp(a, "--hidden") == 0 && im->src->plan == plan_dir) {
+			o->hidden = true;
 			continue;
 		}
 		if (strcmp(a, "--no-names") == 0 && names_kind(im)) {

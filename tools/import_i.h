@@ -58,6 +58,7 @@ struct opts {
 	const char *names; /* dir, tar: the field of original names (--names), NULL: none */
 	bool label_top; /* the class is the first directory under SRC */
 	bool follow_links;
+	bool hidden;           /* dir: keep names starting with a dot */
 	zr_compress compress;
 	uint64_t chunk_size, writers, record_size;
 };

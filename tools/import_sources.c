@@ -31,13 +31,13 @@ static int cmp_str(const void *a, const void *b)
 
 /* What a walk skipped, for the warning that says so. */
 struct skipped {
-	uint64_t links, dangling, dirlinks, special;
+	uint64_t links, dangling, dirlinks, special, hidden;
 	char first[PATH_MAX]; /* the first one, to name */
 };
 
 static void skip(struct skipped *k, uint64_t *what, const char *path)
 {
-	if (k->links + k->dangling + k->dirlinks + k->special == 0)
+	if (k->links + k->dangling + k->dirlinks + k->special + k->hidden == 0)
 		snprintf(k->first, sizeof k->first, "%s", path);
 	(*what)++;
 }
@@ -45,10 +45,11 @@ static void skip(struct skipped *k, uint64_t *what, const char *path)
 /* Every regular file under @dir, as paths. A symbolic link is not
  * followed unless @follow: then one to a file counts as the file, and a
  * dangling one or a loop is skipped; one to a directory never is followed
- * (no loops). Sockets, devices and FIFOs are not records. What is skipped
- * is counted in @k; an entry that cannot be looked at fails the walk. */
-static int walk(const char *dir, bool follow, struct strs *out, struct skipped *k, char *err,
-		size_t errlen)
+ * (no loops). Sockets, devices and FIFOs are not records, nor, unless
+ * @hidden, names starting with a dot. What is skipped is counted in @k; an
+ * entry that cannot be looked at fails the walk. */
+static int walk(const char *dir, bool follow, bool hidden, struct strs *out, struct skipped *k,
+		char *err, size_t errlen)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -67,6 +68,11 @@ static int walk(const char *dir, bool follow, struct strs *out, struct skipped *
 			rc = -1;
 			break;
 		}
+		if (!hidden && de->d_name[0] == '.') {
+			skip(k, &k->hidden, path);
+			free(path);
+			continue;
+		}
 		/* the entry's type when the filesystem tells it (saves a stat per
 		 * file: the plan stats every file for its size anyway) */
 		if (de->d_type == DT_REG) {
@@ -74,12 +80,12 @@ static int walk(const char *dir, bool follow, struct strs *out, struct skipped *
 			continue;
 		}
 		if (de->d_type == DT_DIR) {
-			rc = walk(path, follow, out, k, err, errlen);
+			rc = walk(path, follow, hidden, out, k, err, errlen);
 		} else if (lstat(path, &st) < 0) {
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 			rc = -1;
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = walk(path, follow, out, k, err, errlen);
+			rc = walk(path, follow, hidden, out, k, err, errlen);
 		} else if (S_ISREG(st.st_mode)) {
 			rc = strs_add(out, path) < 0 ? -1 : 0;
 			continue;
@@ -114,6 +120,8 @@ static void warn_skipped(const struct skipped *k)
 		{k->dangling, "dangling or looping symbolic link", "dangling or looping symbolic links"},
 		{k->dirlinks, "symbolic link to a directory", "symbolic links to directories"},
 		{k->special, "FIFO, socket or device", "FIFOs, sockets or devices"},
+		{k->hidden, "hidden file or directory (--hidden imports them)",
+		 "hidden files or directories (--hidden imports them)"},
 	};
 
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
@@ -159,20 +167,33 @@ static const char *class_of(const char *rel, bool top, size_t *len)
 
 /* The class names of @files (under SRC, @skip bytes of prefix), sorted
  * and each once, into @classes. 0 or -1 (the reason in @err). */
-static int find_classes(const struct strs *files, size_t skip, bool top, struct strs *classes,
+static int find_classes(struct strs *files, size_t skip, bool top, struct strs *classes,
 			char *err, size_t errlen)
 {
+	const char *opt = top ? "--label-from-top" : "--label-from-parent";
+	size_t kept = 0, out = 0;
+
 	for (size_t i = 0; i < files->n; i++) {
 		size_t len;
 		const char *c = class_of(files->v[i] + skip, top, &len);
-		if (!c) {
-			snprintf(err, errlen,
-				 "%s: not in a class directory (%s wants SRC/.../CLASS/FILE)",
-				 files->v[i], top ? "--label-from-top" : "--label-from-parent");
-			return -1;
+		if (!c) { /* at the top of SRC: in no class (ImageFolder skips it too) */
+			if (out++ == 0)
+				zr_warn("import: %s is in no class directory (%s wants SRC/.../CLASS/FILE): "
+					"skipped", files->v[i], opt);
+			free(files->v[i]);
+			continue;
 		}
 		if (strs_add(classes, strndup(c, len)) < 0)
 			return -1;
+		files->v[kept++] = files->v[i];
+	}
+	files->n = kept;
+	if (out > 1)
+		zr_warn("import: skipped %zu files in no class directory in all", out);
+	if (kept == 0 && out) {
+		snprintf(err, errlen, "no file is in a class directory (%s wants SRC/.../CLASS/FILE)",
+			 opt);
+		return -1;
 	}
 	qsort(classes->v, classes->n, sizeof *classes->v, cmp_str);
 	size_t n = 0;
@@ -224,14 +245,16 @@ static int count_ext(struct exts *x, const char *e)
 }
 
 /* The field's extension: --ext if given, else the files' when they share
- * one, else the most common, with a warning naming the others: a record
- * file is named ID.EXT under the mount, and by/ lists a class's images
- * only with one (a stray .DS_Store must not lose every image's). */
+ * one, else the most common (files without one are a kind of their own:
+ * when they are most, the field has none), with a warning naming the
+ * others: a record file is named ID.EXT under the mount, and by/ lists a
+ * class's images only with one (a stray .DS_Store must not lose every
+ * image's). */
 static void choose_ext(struct import *im, const struct exts *x)
 {
 	const struct ext_count *best = NULL;
-	char others[512] = "";
-	size_t at = 0;
+	char others[512] = "", item[64];
+	size_t at = 0, left = 0;
 
 	if (im->o.ext) { /* checked with the options; "" is none */
 		snprintf(im->ext, sizeof im->ext, "%s", im->o.ext);
@@ -239,27 +262,45 @@ static void choose_ext(struct import *im, const struct exts *x)
 		return;
 	}
 	for (size_t i = 0; i < x->n; i++)
-		if (x->v[i].ext && strlen(x->v[i].ext) < sizeof im->ext &&
-		    zr_name_check(x->v[i].ext) == 0 &&
+		if ((!x->v[i].ext ||
+		     (strlen(x->v[i].ext) < sizeof im->ext && zr_name_check(x->v[i].ext) == 0)) &&
 		    (!best || x->v[i].n > best->n ||
-		     (x->v[i].n == best->n && strcmp(x->v[i].ext, best->ext) < 0)))
+		     (x->v[i].n == best->n && x->v[i].ext &&
+		      (!best->ext || strcmp(x->v[i].ext, best->ext) < 0))))
 			best = &x->v[i];
 	if (!best)
 		return;
-	snprintf(im->ext, sizeof im->ext, "%s", best->ext);
-	im->f[0].ext = im->ext;
+	snprintf(im->ext, sizeof im->ext, "%s", best->ext ? best->ext : "");
+	im->f[0].ext = best->ext ? im->ext : NULL;
 	if (best->n == x->files)
 		return;
-	for (size_t i = 0; i < x->n && at < sizeof others; i++)
-		if (&x->v[i] != best)
-			at += (size_t)snprintf(others + at, sizeof others - at, "%s%s%s (%llu)",
-					       at ? ", " : "", x->v[i].ext ? "." : "",
-					       x->v[i].ext ? x->v[i].ext : "no extension",
-					       (unsigned long long)x->v[i].n);
-	zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files) "
-		"and the others are served as ID.%s too: %s%s (--ext EXT chooses, --ext '' none)",
-		best->ext, (unsigned long long)best->n, (unsigned long long)x->files, best->ext,
-		others, x->n == EXTS_MAX ? ", and more" : "");
+	for (size_t i = 0; i < x->n; i++) {
+		if (&x->v[i] == best)
+			continue;
+		int len = snprintf(item, sizeof item, "%s%s%.40s (%llu)", at ? ", " : "",
+				   x->v[i].ext ? "." : "", x->v[i].ext ? x->v[i].ext : "no extension",
+				   (unsigned long long)x->v[i].n);
+		if (left == 0 && at + (size_t)len < sizeof others - 32) { /* whole items only */
+			memcpy(others + at, item, (size_t)len + 1);
+			at += (size_t)len;
+		} else {
+			left++;
+		}
+	}
+	if (left)
+		snprintf(others + at, sizeof others - at, ", and %zu %s", left,
+			 x->n == EXTS_MAX ? "more at least" : "more");
+	else if (x->n == EXTS_MAX)
+		snprintf(others + at, sizeof others - at, ", and more");
+	if (best->ext)
+		zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files) "
+			"and the others are served as ID.%s too: %s (--ext EXT chooses, --ext '' none)",
+			best->ext, (unsigned long long)best->n, (unsigned long long)x->files, best->ext,
+			others);
+	else
+		zr_warn("import: the files' extensions differ: most have none (%llu of %llu files), so "
+			"the field takes none and every record is served as ID: %s (--ext EXT chooses)",
+			(unsigned long long)best->n, (unsigned long long)x->files, others);
 }
 
 /* dir: every regular file under SRC, in byte-wise order of their paths;
@@ -275,7 +316,7 @@ int plan_dir(struct import *im)
 
 	struct skipped k = {0};
 
-	if (walk(src, im->o.follow_links, files, &k, p->err, sizeof p->err) < 0)
+	if (walk(src, im->o.follow_links, im->o.hidden, files, &k, p->err, sizeof p->err) < 0)
 		return -1;
 	warn_skipped(&k);
 	p->nofollow = !im->o.follow_links;

@@ -81,6 +81,11 @@ static json_t *info_json(zr_dataset *ds, const zr_info *in)
 		json_array_append_new(fields, jf);
 	}
 	json_object_set_new(o, "fields", fields);
+	/* the dataset's attrs as meta.json keeps them: class names, names */
+	char *attrs = zr_attrs(ds);
+	json_t *a = attrs ? json_loads(attrs, 0, NULL) : NULL;
+	free(attrs);
+	json_object_set_new(o, "attrs", a ? a : json_object());
 	return o;
 }
 

@@ -4,6 +4,7 @@
 #include "zr_i.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +63,41 @@ static int read_field_args(zr_dataset *ds, int argc, char **argv, int from, cons
 	return 0;
 }
 
+/* A label outside the classes the dataset names for it (attrs.classes.
+ * FIELD, as zr import dir --label-from-parent keeps them) would leave its
+ * record in no class (the mount's by/ would not show it): refused. 0, or 1
+ * (said). */
+static int check_classes(zr_dataset *ds, const zr_value *values, const char *what)
+{
+	char *text = zr_attrs(ds);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *classes = json_object_get(root, "classes");
+	int status = 0;
+
+	free(text);
+	for (unsigned f = 0; f < zr_field_count(ds) && status == 0; f++) {
+		const zr_field_spec *fs = zr_field(ds, f);
+		json_t *names = json_object_get(classes, fs->name);
+		uint8_t le[8];
+		if (!values[f].data || !json_is_array(names) || fs->dtype != ZR_I64 ||
+		    values[f].len != sizeof le)
+			continue;
+		memcpy(le, values[f].data, sizeof le);
+		uint64_t v = 0;
+		for (int i = 7; i >= 0; i--)
+			v = v << 8 | le[i];
+		size_t k = json_array_size(names);
+		if (v >= k) {
+			zr_warn("%s: %s: %lld is not one of the dataset's %zu classes (0..%zu, named "
+				"in meta.json attrs.classes.%s): refused, the record would be in none",
+				what, fs->name, (long long)v, k, k ? k - 1 : 0, fs->name);
+			status = 1;
+		}
+	}
+	json_decref(root);
+	return status;
+}
+
 int field_args_open(struct field_args *a, const char *dir, int argc, char **argv, int from,
 		    const char *what)
 {
@@ -76,7 +112,7 @@ int field_args_open(struct field_args *a, const char *dir, int argc, char **argv
 		return 1;
 	}
 	status = read_field_args(a->ds, argc, argv, from, what, a->values, a->bufs);
-	return status;
+	return status ? status : check_classes(a->ds, a->values, what);
 }
 
 void field_args_close(struct field_args *a)

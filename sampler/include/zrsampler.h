@@ -31,7 +31,9 @@
  * With from=P, step k covers positions [P + k*G, P + (k+1)*G) instead (the
  * epoch's remaining M - P positions, tail policy as above): a job that
  * handed out positions [0, P) on one world size resumes on another and
- * every position is handed out once (tail=keep).
+ * every position is handed out once (tail=keep). P = M (a job that stopped
+ * after the last step) makes an epoch of no steps, as does a rest that
+ * makes no full batch under tail=drop; P > M is refused.
  * For window, step k of rank r is the window starting at
  * lo + ((e * S + k) * world + r) * stride mod M, where S = steps per epoch =
  * ceil(M / (stride * world)) (at least 1): consecutive epochs keep sliding.

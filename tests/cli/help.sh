@@ -20,3 +20,9 @@ expect_err_has "zr: unknown command 'frobnicate'*"
 zr --version
 expect_rc 0
 expect_out_has 'zr *[0-9].[0-9]*'
+# the man pages format with no warning (an undefined macro, a bad request)
+for m in zr.1 zrfs.8; do
+	run groff -man -ww -z "$(dirname "$0")/../../packaging/man/$m"
+	expect_rc 0
+	expect_err_empty
+done

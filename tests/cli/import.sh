@@ -88,18 +88,41 @@ for i in 1 2 3; do printf p$i >mixed/cat/$i.png; done
 printf j >mixed/cat/4.jpg && printf d >mixed/cat/.DS_Store
 zr import dir mixed mixedds --label-from-parent label
 expect_rc 0
+expect_err_has "zr: import: skipped 1 hidden file or directory (--hidden imports them); the first: mixed/cat/.DS_Store"
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 4 files) and the others are served as ID.png too: .jpg (1) (--ext EXT chooses, --ext '' none)"
+zr import dir mixed mixedhidden --hidden
+expect_rc 0
+expect_out 'mixedhidden: 5 records, 0.0 MB'
 expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 5 files) and the others are served as ID.png too: no extension (1), .jpg (1) (--ext EXT chooses, --ext '' none)"
 zr info mixedds
 expect_out_has '             data *bytes *raw *variable *png'
 zr import dir mixed mixedjpg --ext jpg
 expect_rc 0
-expect_err_empty
+[ "$(cat "$T/.err")" = "zr: import: skipped 1 hidden file or directory (--hidden imports them); the first: mixed/cat/.DS_Store" ] ||
+	fail "--ext said more than the hidden file: $(cat "$T/.err")"
 zr info mixedjpg
 expect_out_has '             data *bytes *raw *variable *jpg'
 zr import dir mixed mixednone --ext ''
 expect_rc 0
 zr info mixednone
 expect_out_has '             data *bytes *raw *variable *-'
+# files without an extension are a kind of their own: most of them (zone
+# files beside a few .tab) make a field without one
+mkdir -p zones/Europe
+for z in Paris Oslo Rome; do printf TZif >zones/Europe/$z; done
+printf t >zones/zone.tab && printf t >zones/iso.tab
+zr import dir zones zonesds
+expect_rc 0
+expect_err_has "zr: import: the files' extensions differ: most have none (3 of 5 files), so the field takes none and every record is served as ID: .tab (2) (--ext EXT chooses)"
+zr info zonesds
+expect_out_has '             data *bytes *raw *variable *-'
+# many kinds: the warning names whole items and counts the rest
+mkdir many
+for i in $(seq 1 40); do printf x >"many/f$i.kind$i-of-many"; done
+printf x >many/a.png && printf x >many/b.png
+zr import dir many manyds
+expect_rc 0
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (2 of 42 files)*.kind1-of-many (1), *, and * more (--ext EXT chooses, --ext '' none)"
 zr import dir mixed mixedbad --ext a/b
 expect_rc 2
 expect_err_has "zr: import: --ext a/b: not an extension*"
@@ -116,6 +139,18 @@ for i in 0 1 2; do
 	echo "$(od -An -td8 "$T/.out" | tr -d ' ')"
 done >labels
 [ "$(cat labels | tr '\n' ' ')" = "0 1 0 " ] || fail "labels by parent: $(cat labels | tr '\n' ' ')"
+# a label outside the classes is refused (its record would be in no class);
+# one of them is taken
+printf '\007\0\0\0\0\0\0\0' >seven.bin && printf '\001\0\0\0\0\0\0\0' >one.bin
+zr set parent 0 --label=seven.bin
+expect_rc 1
+expect_err_has "zr: set: label: 7 is not one of the dataset's 2 classes (0..1, named in meta.json attrs.classes.label): refused, the record would be in none"
+zr put parent --label=seven.bin
+expect_rc 1
+zr set parent 0 --label=one.bin
+expect_rc 0
+zr cat parent label 0
+[ "$(od -An -td8 "$T/.out" | tr -d ' ')" = 1 ] || fail "a label in the classes was not set"
 zr import dir split top --label-from-top label
 expect_rc 0
 [ "$(classes top)" = "train val" ] || fail "classes by top: $(classes top)"
@@ -185,7 +220,15 @@ expect_err_has '*nonexistent: No such file or directory'
 mkdir flatsrc && touch flatsrc/top.jpg
 zr import dir flatsrc bad6 --label-from-parent label
 expect_rc 1
-expect_err_has '*top.jpg: not in a class directory*'
+expect_err_has 'zr: import: no file is in a class directory (--label-from-parent wants SRC/.../CLASS/FILE)'
+# a file at the top of SRC is in no class: skipped with a warning (as
+# ImageFolder skips it), the others imported
+mkdir flatsrc/cat && printf c >flatsrc/cat/1.jpg && printf r >flatsrc/README.jpg
+zr import dir flatsrc topskip --label-from-parent label
+expect_rc 0
+expect_out 'topskip: 1 records, 0.0 MB'
+expect_err_has 'zr: import: flatsrc/README.jpg is in no class directory (--label-from-parent wants SRC/.../CLASS/FILE): skipped'
+expect_err_has 'zr: import: skipped 2 files in no class directory in all'
 # a dangling symbolic link is skipped with a warning (more in cli.hostile);
 # a file without read permission fails the import (as root: the import
 # runs as nobody, the test's files stay root's)
@@ -303,6 +346,20 @@ expect_err_has "*record 3 has no 'jpg' (missing)"
 zr export tar web back.tar
 expect_rc 0
 expect_out 'back.tar: 4 records, 8 members'
+# to standard output: -, /dev/stdout, a pipe; the same bytes, the summary
+# on stderr
+run sh -c "\"$ZR\" export tar web - >stream.tar"
+expect_rc 0
+expect_err_has '-: 4 records, 8 members'
+cmp -s stream.tar back.tar || fail "export tar to - differs from export tar to a file"
+run sh -c "\"$ZR\" export tar web /dev/stdout >devout.tar"
+expect_rc 0
+cmp -s devout.tar back.tar || fail "export tar to /dev/stdout differs"
+run sh -c "\"$ZR\" export tar web - | tar tf - | wc -l"
+expect_out 8
+zr export tar web back.tar
+expect_rc 1
+expect_err_has 'zr: export: back.tar: File exists'
 mkdir x && tar xf back.tar -C x || fail "tar cannot read the export"
 # members are named by the samples' keys, prefixes kept: the same members
 # as the shards had, byte for byte (a class as decimal text)

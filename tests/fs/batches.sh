@@ -35,6 +35,12 @@ done
 # info.json says where a resume goes on from: after this step of every rank
 grep -q '"position_after": 114$' "$B/shuffle,seed=3,batch=7,world=2,rank=1,tail=keep,from=100/epoch-0/0/info.json" ||
 	fail "position_after of a from= spec's step 0"
+# a job that saved its position after the epoch's last step resumes on an
+# epoch with no steps left (the README's resume example then does nothing)
+ls "$B/shuffle,seed=3,batch=7,world=2,tail=keep,from=300/epoch-0" >"$T/none" ||
+	fail "from= the epoch's end is not an empty epoch"
+[ -s "$T/none" ] && fail "from= the epoch's end lists steps: $(head -3 "$T/none")"
+ls "$B/shuffle,seed=3,batch=7,from=301/epoch-0" 2>/dev/null && fail "from= past the end is a directory"
 
 "$PY" - "$B" "$REF" <<'PY' || fail "batch contents"
 import json, os, random, sys

@@ -26,8 +26,12 @@ out=$(flock "$DS" "$ZRFS" "$DS" "$MNT" -o writable 2>&1)
 mountpoint -q "$MNT" && fail "mounted although the writer lock is held"
 case $out in *"cannot mount read-write"*"another writer has the dataset open"*) ;;
 *) fail "-o writable with the lock held: $out" ;; esac
-out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1) && fail "a missing dataset mounted"
-case $out in *"$T/nonexistent"*) ;; *) fail "missing dataset: $out" ;; esac
+out=$("$ZRFS" "$T/nonexistent" "$MNT" 2>&1)
+[ $? -eq 1 ] || fail "a missing dataset: not exit 1 (zrfs(8), EXIT STATUS)"
+case $out in *"$T/nonexistent: No such file or directory"*) ;; *) fail "missing dataset: $out" ;; esac
+out=$("$ZRFS" "$DS" "$T/nodir" 2>&1)
+[ $? -eq 1 ] || fail "a missing mount point directory: not exit 1"
+case $out in *"$T/nodir: No such file or directory"*) ;; *) fail "missing mount point: $out" ;; esac
 out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"
 for o in readaround=1T readaround=-1 drop_behind=x prefetch=65; do
 	out=$("$ZRFS" "$DS" "$MNT" -o $o 2>&1) && fail "-o $o accepted"

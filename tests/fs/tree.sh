@@ -49,7 +49,7 @@ done
 : >"$SRC/train/empty.jpg"
 printf 'no extension' >"$SRC/README"
 printf 'dot' >"$SRC/train/.hidden"
-"$ZR" import dir "$SRC" "$DS" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
+"$ZR" import dir "$SRC" "$DS" --hidden >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
 mount_ds
 agree "$SRC" "$MNT/tree" "directory import"
 same_times "$SRC" "$MNT/tree" "directory import"
