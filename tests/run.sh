@@ -11,8 +11,23 @@
 #      from its seed corpus (ZR_FUZZ_SECONDS, default 20).
 # Build trees: build/ci, build/asan, build/valgrind and build/fuzz (override
 # the root with ZR_BUILD_ROOT).
+# With --quick, steps 1 and 2 only: the plain build's suite (what a change
+# is first checked with; CI runs everything).
 # Exit status 0 only when every test passed in every build.
 set -eu
+quick=false
+case "${1:-}" in
+--quick) quick=true ;;
+"") ;;
+-h | --help)
+	sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+*)
+	echo "run.sh: unknown option '$1' (--quick, --help)" >&2
+	exit 2
+	;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=${ZR_BUILD_ROOT:-$top/build}
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -42,6 +57,10 @@ suite() { # NAME CMAKE-ARGS...
 }
 
 suite ci -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if $quick; then
+	echo "==> all tests passed (plain build; without --quick: ASan+UBSan, valgrind and fuzz too)"
+	exit 0
+fi
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	suite asan -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DZR_SANITIZE=ON
 suite valgrind -DZR_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZR_VALGRIND=ON
