@@ -427,9 +427,10 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 		*len = (n + 1) * 8 + total;
 	}
 	if (rc < 0) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: batch %llu of epoch %llu, field '%s': %s (%s)\n",
-			 (unsigned long long)a->at->step, (unsigned long long)a->at->epoch,
-			 fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(ds));
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR, "zrfs: batch %llu of epoch %llu, field '%s': %s (%s)\n",
+				 (unsigned long long)a->at->step, (unsigned long long)a->at->epoch,
+				 fs->fields[a->field].spec->name, zr_strerror(rc), zr_errmsg(ds));
 		zrfs_cache_free(fs->cache, *data);
 		*data = NULL;
 	}

@@ -80,9 +80,10 @@ void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf,
 
 void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc)
 {
-	fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s' record %llu: %s (%s)\n", fs->dataset,
-		 fs->fields[field].spec->name, (unsigned long long)id, zr_strerror(rc),
-		 zr_errmsg(ds));
+	if (zrfs_log_admit()) /* any reader of a damaged record causes it */
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s' record %llu: %s (%s)\n", fs->dataset,
+			 fs->fields[field].spec->name, (unsigned long long)id, zr_strerror(rc),
+			 zr_errmsg(ds));
 }
 
 /* ---- attributes ---- */
@@ -293,8 +294,9 @@ int zrfs_records_locate(struct zrfs *fs, struct zrfs_view *v, unsigned field, co
 	}
 	rc = zrfs_records_stat(fs, v, field, ids, n, rows);
 	if (rc == 0 && grc < 0) { /* zr_stat() saw no damage, but the bytes cannot be had */
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
-			 fs->fields[field].spec->name, zr_strerror(grc), zr_errmsg(v->ds));
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
+				 fs->fields[field].spec->name, zr_strerror(grc), zr_errmsg(v->ds));
 		rc = grc;
 	}
 	if (rc == 0 && *g) {
@@ -334,7 +336,7 @@ int zrfs_records_inflate_rows(struct zrfs *fs, struct zrfs_view *v, unsigned fie
 	if (rc == 0 && k && !(buf = zrfs_scratch(ZRFS_SCRATCH_VIEW, k * rsz)))
 		rc = -ENOMEM;
 	if (rc == 0 && k && (rc = zrfs_scratch_reader(v->ds, &r)) == 0 &&
-	    (rc = zr_reader_read(r, field, want, k, buf, k * rsz, offs)) < 0)
+	    (rc = zr_reader_read(r, field, want, k, buf, k * rsz, offs)) < 0 && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: field '%s': %s (%s)\n", fs->dataset,
 			 fs->fields[field].spec->name, zr_strerror(rc), zr_errmsg(v->ds));
 	for (size_t j = 0; rc == 0 && j < k; j++) {

@@ -197,7 +197,7 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct zrfs_piec
 	zrfs_reply_mapped = p->bv;
 	int rc = fuse_reply_iov(req, iov, (int)bv->count);
 	zrfs_reply_mapped = NULL;
-	if (rc == -EFAULT)
+	if (rc == -EFAULT && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
 			 fs->dataset);
 	return true;
@@ -234,7 +234,7 @@ static void reply_buffered(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 	if (rc < 0) { /* a chunk shorter than its entries say, or unreadable */
 		if (rc == -ENOMEM)
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s: out of memory\n", fs->dataset);
-		else
+		else if (zrfs_log_admit())
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s\n", zr_errmsg(v->ds));
 		fuse_reply_err(req, rc == -ENOMEM ? ENOMEM : EIO);
 		return;
