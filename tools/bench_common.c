@@ -52,6 +52,31 @@ double bench_median(double *v, uint64_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* --threads 1,2,4: thread counts, each 1..256. 0 or -1 (said). */
+static int parse_threads(const char *val, struct bench_args *a)
+{
+	const char *p = val;
+
+	a->nthreads = 0;
+	while (*p) {
+		char *end;
+		unsigned long t = strtoul(p, &end, 10);
+		if (end == p || t < 1 || t > 256 || (*end && *end != ',') ||
+		    a->nthreads == BENCH_THREADS_MAX) {
+			zr_warn("bench: --threads %s: not a list of up to %d thread counts of 1..256 "
+				"(e.g. 1,2,4,8,16)", val, BENCH_THREADS_MAX);
+			return -1;
+		}
+		a->threads[a->nthreads++] = (unsigned)t;
+		p = *end ? end + 1 : end;
+	}
+	if (a->nthreads == 0) {
+		zr_warn("bench: --threads: an empty list");
+		return -1;
+	}
+	return 0;
+}
+
 int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a)
 {
 	for (int i = 1; i < argc; i++) {
@@ -82,6 +107,9 @@ int bench_args_parse(int argc, char **argv, const char *help, struct bench_args 
 			a->dir = val;
 		} else if (strcmp(o, "--zrfs") == 0 && a->takes_zrfs) {
 			a->zrfs = val;
+		} else if (strcmp(o, "--threads") == 0 && a->takes_threads) {
+			if (parse_threads(val, a) < 0)
+				return -1;
 		} else {
 			zr_warn("bench: unknown option '%s'", o);
 			return -1;
@@ -198,6 +226,12 @@ int bench_mount_zrfs(struct bench_env *c)
 {
 	char *argv[] = {(char *)c->zrfs, c->ds, c->zmnt, "-f", c->zopts ? "-o" : NULL,
 			(char *)c->zopts, NULL};
+
+	return bench_mount_child(c, argv);
+}
+
+int bench_mount_child(struct bench_env *c, char *const argv[])
+{
 	struct stat before, st;
 	int status;
 
@@ -216,7 +250,7 @@ int bench_mount_zrfs(struct bench_env *c)
 			break;
 		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	}
-	zr_warn("bench: %s %s %s failed", c->zrfs, c->ds, c->zmnt);
+	zr_warn("bench: %s ... %s failed", argv[0], c->zmnt);
 	if (c->zpid > 0 && waitpid(c->zpid, &status, WNOHANG) == 0) {
 		kill(c->zpid, SIGTERM);
 		waitpid(c->zpid, &status, 0);
@@ -315,8 +349,11 @@ void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX])
 bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, const char *name,
 		 uint64_t records_min, bool takes_zrfs, int *status)
 {
-	struct bench_args ba = {c->records, c->size, c->runs, c->dir, c->zrfs, records_min,
-				takes_zrfs, false};
+	struct bench_args ba = {.records = c->records, .size = c->size, .runs = c->runs,
+				.dir = c->dir, .zrfs = c->zrfs, .records_min = records_min,
+				.takes_zrfs = takes_zrfs, .takes_threads = c->nthreads > 0,
+				.nthreads = c->nthreads};
+	memcpy(ba.threads, c->threads, sizeof ba.threads);
 	int rc = bench_args_parse(argc, argv, usage, &ba);
 
 	if (rc != 0) {
@@ -329,6 +366,8 @@ bool bench_start(struct bench_env *c, int argc, char **argv, const char *usage, 
 	c->dir = ba.dir;
 	c->zrfs = ba.zrfs;
 	c->uring = ba.uring;
+	memcpy(c->threads, ba.threads, sizeof c->threads);
+	c->nthreads = ba.nthreads;
 	snprintf(c->base, sizeof c->base, "%s/zr-bench-%s-XXXXXX", c->dir, name);
 	if (!mkdtemp(c->base)) {
 		zr_warn("bench: cannot create a scratch directory in %s: %s", c->dir, strerror(errno));

@@ -26,15 +26,18 @@ void bench_shuffle(uint64_t *ids, uint64_t n, uint64_t seed);
 double bench_median(double *v, uint64_t n);
 
 /* Options shared by the benchmarks that make a dataset. */
+#define BENCH_THREADS_MAX 16 /* thread counts in one --threads list */
 struct bench_args {
 	uint64_t records, size, runs;
 	const char *dir, *zrfs;
 	uint64_t records_min;
 	bool takes_zrfs;      /* --zrfs PATH and --uring are options */
 	bool uring;           /* --uring: zrfs measured with -o uring too */
+	bool takes_threads;   /* --threads LIST is an option */
+	unsigned threads[BENCH_THREADS_MAX], nthreads; /* --threads 1,2,4 */
 };
-/* Parse --records, --size, --runs, --dir (and --zrfs, --uring): 0, 1 (help printed),
- * or -1 (usage error, reported). */
+/* Parse --records, --size, --runs, --dir (and --zrfs, --uring, --threads):
+ * 0, 1 (help printed), or -1 (usage error, reported). */
 int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a);
 
 /* Where a dataset benchmark works: DIR/zr-bench-NAME-XXXXXX holding the
@@ -49,6 +52,7 @@ struct bench_env {
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
 	bool uring;           /* measure zrfs with -o uring as well (--uring) */
 	const char *zopts;    /* -o of the next zrfs mount; NULL: none */
+	unsigned threads[BENCH_THREADS_MAX], nthreads; /* reader threads to measure with */
 };
 
 /* Parse the options into @c (which holds the defaults), make the scratch
@@ -80,6 +84,9 @@ int bench_run(char *const argv[]);
 /* Mount the dataset with zrfs in the foreground as our child; unmount it
  * and wait for the daemon to exit; unmount any mount point, if mounted. */
 int bench_mount_zrfs(struct bench_env *c);
+/* The same for another FUSE daemon, mounting c->zmnt: @argv its command
+ * line, kept in the foreground (bench_unmount_zrfs unmounts it too). */
+int bench_mount_child(struct bench_env *c, char *const argv[]);
 void bench_unmount_zrfs(struct bench_env *c);
 void bench_unmount(char *mnt);
 

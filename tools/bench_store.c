@@ -321,7 +321,7 @@ static int run_store(const struct cfg *c)
 
 int bench_store(int argc, char **argv)
 {
-	struct bench_args ba = {50000, 8192, 5, "/var/tmp", NULL, 1, false, false};
+	struct bench_args ba = {.records = 50000, .size = 8192, .runs = 5, .dir = "/var/tmp", .records_min = 1};
 	int rc = bench_args_parse(argc, argv, help, &ba);
 
 	if (rc != 0)
