@@ -12,7 +12,8 @@
  *   4. the old chunks and the manifest are removed.
  * Before 1 the old dataset is untouched (the new files are ignored and
  * removed by the next writer). After 1, zr_open() finishes steps 2-4 (a
- * writer) or reads the manifest and the .new tables directly (a reader).
+ * writer) or reads the manifest and the .new tables directly (a reader):
+ * the manifest and its rolling forward are manifest.c's.
  */
 #include "store_i.h"
 
@@ -24,8 +25,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define MANIFEST "rebalance.json"
 
 struct ref {
 	uint32_t chunk_id;
@@ -43,75 +42,6 @@ static int ref_cmp(const void *a, const void *b)
 	if (x->offset != y->offset)
 		return x->offset < y->offset ? -1 : 1;
 	return x->field < y->field ? -1 : x->field > y->field;
-}
-
-static int new_table_name(char *buf, size_t cap, const char *field)
-{
-	return snprintf(buf, cap, "%s.offset.new", field);
-}
-
-/* Steps 2-4; idempotent, so a writer's open can repeat them after a crash. */
-int zr_rebalance_finish(int dirfd, int chunkdirfd, const char *dir, const zr_meta *m)
-{
-	char from[ZR_NAME_MAX + 16], to[ZR_NAME_MAX + 16];
-
-	for (unsigned i = 0; i < m->nfields; i++) {
-		new_table_name(from, sizeof from, m->fields[i].name);
-		snprintf(to, sizeof to, "%s.offset", m->fields[i].name);
-		if (zr_sys.renameat(dirfd, from, dirfd, to) < 0 && errno != ENOENT)
-			return zr_err(-errno, "%s/%s: rename failed: %s", dir, from, strerror(errno));
-	}
-	FORWARD_IF_ERR(zr_meta_write(dirfd, dir, m));
-	(void)chunkdirfd; /* old chunks go with the writer's stale-chunk sweep */
-	zr_sys.unlinkat(dirfd, MANIFEST, 0);
-	return 0;
-}
-
-/* The committed manifest, if one is pending: 1 and @m filled, or 0. */
-int zr_rebalance_pending(int dirfd, const char *dir, uint64_t generation, zr_meta *m)
-{
-	struct stat st;
-	int rc;
-
-	if (fstatat(dirfd, MANIFEST, &st, 0) < 0)
-		return 0;
-	rc = zr_meta_read(dirfd, dir, MANIFEST, m);
-	if (rc == -ENOENT)
-		return 0; /* finished and removed since it was seen */
-	FORWARD_IF_ERR(rc);
-	if (m->generation == generation + 1)
-		return 1;
-	zr_meta_free(m); /* finished earlier; only its removal was lost */
-	return 0;
-}
-
-static int write_manifest(zr_dataset *ds, const zr_meta *m)
-{
-	char *s = zr_meta_dump(m);
-	size_t n;
-	int fd, rc;
-
-	RETURN_IF(!s, -ENOMEM, "out of memory");
-	n = strlen(s);
-	fd = zr_create_fresh(ds->dirfd, MANIFEST ".tmp", O_WRONLY);
-	if (fd < 0) {
-		free(s);
-		return zr_err(-errno, "%s/" MANIFEST ".tmp: %s", ds->path, strerror(errno));
-	}
-	rc = zr_write_full(fd, s, n, 0);
-	free(s);
-	if (rc == 0 && zr_sys.fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && zr_sys.renameat(ds->dirfd, MANIFEST ".tmp", ds->dirfd, MANIFEST) < 0)
-		rc = -errno;
-	if (rc == 0 && zr_sys.fsync(ds->dirfd) < 0)
-		rc = -errno;
-	if (rc < 0) {
-		zr_sys.unlinkat(ds->dirfd, MANIFEST ".tmp", 0);
-		return zr_err(rc, "%s/" MANIFEST ": write failed: %s", ds->path, strerror(-rc));
-	}
-	return 0;
 }
 
 struct out_chunk {
@@ -240,7 +170,7 @@ int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out)
 	for (unsigned f = 0; f < ds->nfields && rc == 0; f++) {
 		char name[ZR_NAME_MAX + 16];
 		size_t size = len * ZR_ENTRY_SIZE;
-		new_table_name(name, sizeof name, ds->fields[f].def.name);
+		zr_new_table_name(name, sizeof name, ds->fields[f].def.name);
 		fds[f] = zr_create_fresh(ds->dirfd, name, O_RDWR);
 		if (fds[f] < 0) {
 			rc = zr_err(-errno, "%s/%s: %s", ds->path, name, zr_open_strerror(errno));
@@ -277,13 +207,13 @@ int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out)
 	if (rc == 0 && zr_sys.fsync(ds->chunkdirfd) < 0)
 		rc = zr_err(-errno, "%s/chunk: fsync failed: %s", ds->path, strerror(errno));
 	if (rc == 0)
-		rc = write_manifest(ds, &m); /* the commit point */
+		rc = zr_manifest_write(ds, &m); /* the commit point */
 	if (rc < 0) {
 		/* nothing was switched: remove what was written (or leave it to the
 		 * next writer's sweep if even that fails) */
 		for (unsigned f = 0; f < ds->nfields; f++) {
 			char name[ZR_NAME_MAX + 16];
-			new_table_name(name, sizeof name, ds->fields[f].def.name);
+			zr_new_table_name(name, sizeof name, ds->fields[f].def.name);
 			zr_sys.unlinkat(ds->dirfd, name, 0);
 		}
 		for (uint32_t i = 0; i < m.chunk_num; i++) {
@@ -295,7 +225,7 @@ int zr_rebalance(zr_dataset *ds, uint32_t chunk_size, zr_rebalance_report *out)
 		zr_meta_free(&m);
 		return rc;
 	}
-	rc = zr_rebalance_finish(ds->dirfd, ds->chunkdirfd, ds->path, &m);
+	rc = zr_manifest_finish(ds->dirfd, ds->chunkdirfd, ds->path, &m);
 	pthread_rwlock_unlock(&ds->wlock);
 	if (rc == 0)
 		rc = zr_reload(ds, &m);

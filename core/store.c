@@ -195,13 +195,13 @@ static int open_fields(zr_dataset *ds, const zr_meta *m, bool new_tables)
 static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 {
 	zr_meta pm;
-	int rc = zr_rebalance_pending(ds->dirfd, ds->path, m->generation, &pm);
+	int rc = zr_manifest_pending(ds->dirfd, ds->path, m->generation, &pm);
 
 	if (rc < 0)
 		return rc;
 	if (rc == 1) {
 		if (ds->flags & ZR_RDWR)
-			rc = zr_rebalance_finish(ds->dirfd, ds->chunkdirfd, ds->path, &pm);
+			rc = zr_manifest_finish(ds->dirfd, ds->chunkdirfd, ds->path, &pm);
 		else
 			*new_tables = true;
 		zr_meta_free(m);
@@ -282,7 +282,7 @@ static bool still_current(zr_dataset *ds)
 
 	if (zr_meta_read(ds->dirfd, ds->path, "meta.json", &m) < 0)
 		return false;
-	pending = zr_rebalance_pending(ds->dirfd, ds->path, m.generation, &pm);
+	pending = zr_manifest_pending(ds->dirfd, ds->path, m.generation, &pm);
 	same = pending == 1 ? pm.generation == ds->generation
 			    : pending == 0 && m.generation == ds->generation;
 	zr_meta_free(&m);

@@ -197,7 +197,7 @@ typedef struct zr_chunk {
 	bool created;             /* created since the last commit */
 } zr_chunk;
 
-/* ---- the overlay of uncommitted changes to committed entries (write.c) ---- */
+/* ---- the overlay of uncommitted changes to committed entries (overlay.c) ---- */
 typedef struct zr_overlay_slot {
 	uint64_t key;             /* id * nfields + field, + 1; 0 = free */
 	uint64_t gen;             /* the generation that commits (or committed) it */
@@ -334,7 +334,7 @@ int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t lo
 int zr_flate_copy(int in_fd, uint64_t off, uint64_t phys_len, uint64_t logical_len, int out_fd);
 int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, uint64_t *out);
 
-/* write.c */
+/* overlay.c */
 void zr_overlay_init(zr_overlay *o);
 void zr_overlay_destroy(zr_overlay *o);
 bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
@@ -376,8 +376,15 @@ uint64_t zr_readers_oldest(const zr_dataset *ds, uint64_t below);
 extern uint64_t zr_changes_max;
 int zr_changes_append(zr_dataset *ds, uint64_t generation);
 
-/* rebalance.c */
-int zr_rebalance_pending(int dirfd, const char *dir, uint64_t generation, zr_meta *m);
-int zr_rebalance_finish(int dirfd, int chunkdirfd, const char *dir, const zr_meta *m);
+/* manifest.c: a rebalance's commit point (rebalance.json) */
+#define MANIFEST "rebalance.json"
+/* The committed manifest, if one is pending: 1 and @m filled, or 0. */
+int zr_manifest_pending(int dirfd, const char *dir, uint64_t generation, zr_meta *m);
+/* Roll it forward (idempotent): tables renamed, meta.json written. */
+int zr_manifest_finish(int dirfd, int chunkdirfd, const char *dir, const zr_meta *m);
+/* Write @m as the manifest, durably: the rebalance's commit point. */
+int zr_manifest_write(zr_dataset *ds, const zr_meta *m);
+/* "FIELD.offset.new": a rebalanced table before the switch. */
+int zr_new_table_name(char *buf, size_t cap, const char *field);
 
 #endif /* ZR_STORE_I_H */
