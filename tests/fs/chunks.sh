@@ -2,7 +2,7 @@
 # More chunk files than the process may open: 3,000 chunks (one record
 # each) imported, verified and mounted under `ulimit -n 64`; every record
 # file reads byte-exact, in scattered order too, and the daemon holds fewer
-# descriptors than its limit. (The library's own cases: tests/test_chunk.c.)
+# descriptors than its limit. (The library's own cases: tests/core/test_chunk.c.)
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 N=3000
