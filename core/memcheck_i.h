@@ -3,8 +3,8 @@
  * valgrind's back: ZR_URING_FILLED(p, n) tells memcheck that the n bytes a
  * completed read filled at p are defined. A no-op unless run under valgrind,
  * and nothing at all where valgrind's header is not installed. Private to
- * libzrecord: its reader (reader.c) is the one place of the project that
- * reads through io_uring.
+ * libzrecord: its batch reader (batch_read.c) is the one place of the
+ * project that reads through io_uring.
  */
 #ifndef ZR_MEMCHECK_I_H
 #define ZR_MEMCHECK_I_H

@@ -1,6 +1,6 @@
 /*
- * export.c - zr export dir, zr ls, zr stat: records back out, and where
- * they are.
+ * export.c - zr export dir, npy and tar: records back out, as files (the
+ * dataset's tree where it keeps names), one array, or WebDataset members.
  */
 #include "zr_i.h"
 
@@ -278,42 +278,6 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 	return finish_file(fd, out, stream, status);
 }
 
-static const char ls_help[] =
-	"usage: zr ls DIR FIELD [--long]\n"
-	"\n"
-	"List the present records of FIELD by their names in the mount; with\n"
-	"--long: id, logical size, stored size, chunk and offset.\n";
-
-static const char stat_help[] =
-	"usage: zr stat DIR FIELD ID\n"
-	"\n"
-	"Show where record ID of FIELD is stored and its sizes.\n";
-
-static int open_field(const char *what, const char *dir, const char *field, zr_dataset **ds)
-{
-	int rc = zr_open(ds, dir, ZR_RDONLY), f;
-
-	if (rc < 0)
-		return zr_fail(rc, what) ? -1 : -1;
-	f = zr_field_find(*ds, field);
-	if (f < 0) {
-		zr_fail(f, what);
-		zr_close(*ds);
-		*ds = NULL;
-	}
-	return f;
-}
-
-static void record_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap)
-{
-	const char *ext = zr_field(ds, f)->ext;
-
-	if (ext)
-		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, ext);
-	else
-		snprintf(buf, cap, "%llu", (unsigned long long)id);
-}
-
 /* Write records as files of @out (made if need be; files already there are
  * not overwritten): field @field's, or with @field -1 the dataset's tree
  * (every field's files). A record's file is at the path its name makes
@@ -370,7 +334,7 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 			if (len == 0 && field < 0)
 				continue; /* not a file of the tree */
 			if (len == 0)
-				record_name(ds, f, id, path, sizeof path);
+				zr_record_file_name(ds, f, id, path, sizeof path);
 			n = member_load(ds, f, id, len > 0 && zr_names_text(ds, &nm, f), &buf, &cap);
 			if (n == -ENOENT)
 				continue;
@@ -437,90 +401,10 @@ int cmd_export(int argc, char **argv)
 			"or 'tar DS OUT.tar [--by-id]' (see 'zr export --help')");
 		return EXIT_USAGE;
 	}
-	if ((f = open_field("export", argv[2], argv[3], &ds)) < 0)
+	if ((f = zr_open_field("export", argv[2], argv[3], &ds)) < 0)
 		return 1;
 	status = strcmp(argv[1], "npy") == 0 ? export_npy(ds, (unsigned)f, argv[4])
 					     : export_dir(ds, f, argv[4], by_id);
 	zr_close(ds);
 	return status;
-}
-
-int cmd_ls(int argc, char **argv)
-{
-	zr_dataset *ds = NULL;
-	bool lng = argc == 4 && strcmp(argv[3], "--long") == 0;
-	int f, status = 0;
-
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(ls_help, stdout);
-		return 0;
-	}
-	if (argc != 3 && !lng) {
-		zr_warn("ls: expected DIR FIELD [--long] (see 'zr ls --help')");
-		return EXIT_USAGE;
-	}
-	if ((f = open_field("ls", argv[1], argv[2], &ds)) < 0)
-		return 1;
-	for (uint64_t id = 0; id < zr_length(ds); id++) {
-		zr_record_stat st;
-		char name[64];
-		if (zr_stat(ds, (unsigned)f, id, &st) < 0) {
-			zr_fail(-1, "ls"); /* listed so far; the rest unknown */
-			status = 1;
-			break;
-		}
-		if (!st.present)
-			continue;
-		record_name(ds, (unsigned)f, id, name, sizeof name);
-		if (lng && st.physical_len == 0)
-			printf("%-20s %12llu %12u  empty\n", name, (unsigned long long)st.logical_len, 0u);
-		else if (lng)
-			printf("%-20s %12llu %12u  chunk %u @ %llu\n", name,
-			       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
-			       (unsigned long long)st.offset);
-		else
-			printf("%s\n", name);
-	}
-	zr_close(ds);
-	return status;
-}
-
-int cmd_stat(int argc, char **argv)
-{
-	zr_dataset *ds = NULL;
-	zr_record_stat st;
-	uint64_t id;
-	int f, rc;
-
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(stat_help, stdout);
-		return 0;
-	}
-	if (argc != 4) {
-		zr_warn("stat: expected DIR FIELD ID (see 'zr stat --help')");
-		return EXIT_USAGE;
-	}
-	if (parse_u64(argv[3], 0, UINT64_MAX, "stat: ID", &id) < 0)
-		return EXIT_USAGE;
-	if ((f = open_field("stat", argv[1], argv[2], &ds)) < 0)
-		return 1;
-	if ((rc = zr_stat(ds, (unsigned)f, id, &st)) < 0) {
-		zr_fail(rc, "stat");
-		zr_close(ds);
-		return 1;
-	}
-	printf("record     %llu\nfield      %s (%s, %s)\n", (unsigned long long)id, argv[2],
-	       zr_dtype_name(zr_field(ds, (unsigned)f)->dtype),
-	       zr_compress_name(zr_field(ds, (unsigned)f)->compress));
-	if (!st.present)
-		printf("state      missing\n");
-	else if (st.physical_len == 0)
-		printf("state      present, empty\nsize       0 bytes\n");
-	else
-		printf("state      present\nsize       %llu bytes\nstored     %u bytes in chunk/%u.zr "
-		       "at offset %llu\n",
-		       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
-		       (unsigned long long)st.offset);
-	zr_close(ds);
-	return 0;
 }

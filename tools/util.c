@@ -191,3 +191,28 @@ void strs_free(struct strs *s)
 	free(s->v);
 	memset(s, 0, sizeof *s);
 }
+
+int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds)
+{
+	int rc = zr_open(ds, dir, ZR_RDONLY), f;
+
+	if (rc < 0)
+		return zr_fail(rc, what) ? -1 : -1;
+	f = zr_field_find(*ds, field);
+	if (f < 0) {
+		zr_fail(f, what);
+		zr_close(*ds);
+		*ds = NULL;
+	}
+	return f;
+}
+
+void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap)
+{
+	const char *ext = zr_field(ds, f)->ext;
+
+	if (ext)
+		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, ext);
+	else
+		snprintf(buf, cap, "%llu", (unsigned long long)id);
+}

@@ -59,6 +59,11 @@ int cmd_sample(int argc, char **argv);
 
 /* Print "zr: " + message to stderr. */
 void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Open @dir read-only and find @field: its index, or -1 (said, as @what;
+ * *@ds closed). */
+int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds);
+/* Record @id's file name in field @f's directory of a mount: ID[.EXT]. */
+void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap);
 /* Report a library failure: the library's detail, or the code's text. */
 int zr_fail(int rc, const char *what);
 /* Parse a decimal unsigned number in [lo, hi]; 0 or -1 with a message. */

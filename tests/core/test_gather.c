@@ -1,5 +1,5 @@
 /*
- * Description: reading (core/gather.c, core/reader.c): gathers from many
+ * Description: reading (core/gather.c, core/batch_read.c): gathers from many
  * threads while a writer appends and the mappings grow under them; the
  * io_uring batch reader (and its pread fallback) returns exactly what
  * zr_gather returns; zr_record_copy writes what zr_record_load reads, in

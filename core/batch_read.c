@@ -1,5 +1,5 @@
 /*
- * reader.c - batch reads into caller buffers through io_uring.
+ * batch_read.c - batch reads into caller buffers through io_uring.
  *
  * zr_reader_read() validates every entry first (nothing is read if one is
  * bad or the buffer is short), then queues one read per record and submits

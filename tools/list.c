@@ -1,0 +1,99 @@
+/*
+ * list.c - zr ls and zr stat: a field's records as the mount names them,
+ * and where each is stored.
+ */
+#include "zr_i.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char ls_help[] =
+	"usage: zr ls DIR FIELD [--long]\n"
+	"\n"
+	"List the present records of FIELD by their names in the mount; with\n"
+	"--long: id, logical size, stored size, chunk and offset.\n";
+
+static const char stat_help[] =
+	"usage: zr stat DIR FIELD ID\n"
+	"\n"
+	"Show where record ID of FIELD is stored and its sizes.\n";
+
+int cmd_ls(int argc, char **argv)
+{
+	zr_dataset *ds = NULL;
+	bool lng = argc == 4 && strcmp(argv[3], "--long") == 0;
+	int f, status = 0;
+
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(ls_help, stdout);
+		return 0;
+	}
+	if (argc != 3 && !lng) {
+		zr_warn("ls: expected DIR FIELD [--long] (see 'zr ls --help')");
+		return EXIT_USAGE;
+	}
+	if ((f = zr_open_field("ls", argv[1], argv[2], &ds)) < 0)
+		return 1;
+	for (uint64_t id = 0; id < zr_length(ds); id++) {
+		zr_record_stat st;
+		char name[64];
+		if (zr_stat(ds, (unsigned)f, id, &st) < 0) {
+			zr_fail(-1, "ls"); /* listed so far; the rest unknown */
+			status = 1;
+			break;
+		}
+		if (!st.present)
+			continue;
+		zr_record_file_name(ds, (unsigned)f, id, name, sizeof name);
+		if (lng && st.physical_len == 0)
+			printf("%-20s %12llu %12u  empty\n", name, (unsigned long long)st.logical_len, 0u);
+		else if (lng)
+			printf("%-20s %12llu %12u  chunk %u @ %llu\n", name,
+			       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
+			       (unsigned long long)st.offset);
+		else
+			printf("%s\n", name);
+	}
+	zr_close(ds);
+	return status;
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	zr_dataset *ds = NULL;
+	zr_record_stat st;
+	uint64_t id;
+	int f, rc;
+
+	if (argc >= 2 && is_help(argv[1])) {
+		fputs(stat_help, stdout);
+		return 0;
+	}
+	if (argc != 4) {
+		zr_warn("stat: expected DIR FIELD ID (see 'zr stat --help')");
+		return EXIT_USAGE;
+	}
+	if (parse_u64(argv[3], 0, UINT64_MAX, "stat: ID", &id) < 0)
+		return EXIT_USAGE;
+	if ((f = zr_open_field("stat", argv[1], argv[2], &ds)) < 0)
+		return 1;
+	if ((rc = zr_stat(ds, (unsigned)f, id, &st)) < 0) {
+		zr_fail(rc, "stat");
+		zr_close(ds);
+		return 1;
+	}
+	printf("record     %llu\nfield      %s (%s, %s)\n", (unsigned long long)id, argv[2],
+	       zr_dtype_name(zr_field(ds, (unsigned)f)->dtype),
+	       zr_compress_name(zr_field(ds, (unsigned)f)->compress));
+	if (!st.present)
+		printf("state      missing\n");
+	else if (st.physical_len == 0)
+		printf("state      present, empty\nsize       0 bytes\n");
+	else
+		printf("state      present\nsize       %llu bytes\nstored     %u bytes in chunk/%u.zr "
+		       "at offset %llu\n",
+		       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
+		       (unsigned long long)st.offset);
+	zr_close(ds);
+	return 0;
+}
