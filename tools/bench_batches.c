@@ -196,6 +196,107 @@ static const char *const bnames[BNV] = {
 	"warm: -o uring, O_DIRECT",  "cold: zrfs -o uring",
 };
 
+/* Run @r with @t + 1 threads: every pass of the plan, into v[t][slot][r];
+ * the consumers must agree on the bytes read. 0 or 1 (said). */
+static int run_plan(struct bench_env *c, const char *shuf, const char *blk, uint64_t r, int t,
+		    double (*v)[BNV][100])
+{
+	int rc = 0;
+
+	struct {
+		int slot;
+		enum bkind kind;
+		bool direct;
+		const char *spec;
+		unsigned field;
+		bool cold;
+		bool uring;
+	} plan[] = {
+		{BM, B_MOUNT, false, shuf, 0, false, false},
+		{BA, B_GATHER, false, shuf, 0, false, false},
+		{BN, B_NATIVE, false, shuf, 0, false, false},
+		{BMD, B_MOUNT, true, shuf, 0, false, false},
+		{BZM, B_MOUNT, false, shuf, 1, false, false},
+		{BZA, B_GATHER, false, shuf, 1, false, false},
+		{CM, B_MOUNT, false, shuf, 0, true, false},
+		{CA, B_GATHER, false, shuf, 0, true, false},
+		{CN, B_NATIVE, false, shuf, 0, true, false},
+		{CBM, B_MOUNT, false, blk, 0, true, false},
+		{CBA, B_GATHER, false, blk, 0, true, false},
+		{BMU, B_MOUNT, false, shuf, 0, false, true},
+		{BMUD, B_MOUNT, true, shuf, 0, false, true},
+		{CMU, B_MOUNT, false, shuf, 0, true, true},
+	};
+	uint64_t sums[BNV] = {0};
+	for (size_t i = 0; i < sizeof plan / sizeof *plan && rc == 0; i++) {
+		double warm;
+		uint64_t ws;
+		if (plan[i].uring && !c->uring)
+			continue;
+		c->zopts = plan[i].uring ? "uring" : NULL;
+		/* warm means warm: an untimed pass first */
+		if (!plan[i].cold)
+			rc = batch_pass(c, plan[i].kind, plan[i].direct, plan[i].spec,
+					plan[i].field, t + 1, false, &warm, &ws);
+		if (rc == 0)
+			rc = batch_pass(c, plan[i].kind, plan[i].direct, plan[i].spec,
+					plan[i].field, t + 1, plan[i].cold,
+					&v[t][plan[i].slot][r], &sums[plan[i].slot]);
+	}
+	if (rc == 0 && (sums[BM] != sums[BA] || sums[BM] != sums[BN] ||
+			sums[BMD] != sums[BA] || sums[BZM] != sums[BZA] ||
+			sums[CBM] != sums[CBA] ||
+			(c->uring && (sums[BMU] != sums[BA] || sums[BMUD] != sums[BA] ||
+				     sums[CMU] != sums[BA])))) {
+		zr_warn("bench: the consumers disagree on the bytes they read");
+		rc = 1;
+	}
+	return rc;
+}
+
+/* Medians over the runs, and the ratios with their targets. */
+static void report(const struct bench_env *c, double (*v)[BNV][100])
+{
+	double m[2][BNV];
+	for (int t = 0; t < 2; t++)
+		for (int k = 0; k < BNV; k++) {
+			double col[100];
+			memcpy(col, v[t][k], c->runs * sizeof *col);
+			m[t][k] = bench_median(col, c->runs);
+		}
+	printf("\n%-32s %12s %12s\n", "MB/s (median)", "1 thread", "2 threads");
+	for (int k = 0; k < (c->uring ? BNV : BMU); k++)
+		printf("%-32s %12.0f %12.0f\n", bnames[k], m[0][k], m[1][k]);
+	printf("\n%-40s %9s %9s   %s\n", "ratios of medians", "1 thread", "2 threads",
+	       "target");
+	printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "warm: zrfs / (a) gather", m[0][BM] / m[0][BA],
+	       m[1][BM] / m[1][BA]);
+	printf("%-40s %8.2fx %8.2fx   >= 3x\n", "warm: zrfs / (b) native files",
+	       m[0][BM] / m[0][BN], m[1][BM] / m[1][BN]);
+	printf("%-40s %8.2fx %8.2fx   (what O_DIRECT buys)\n", "warm: O_DIRECT / page cache",
+	       m[0][BMD] / m[0][BM], m[1][BMD] / m[1][BM]);
+	printf("%-40s %8.2fx %8.2fx\n", "warm: zrfs O_DIRECT / (a) gather",
+	       m[0][BMD] / m[0][BA], m[1][BMD] / m[1][BA]);
+	printf("%-40s %8.2fx %8.2fx   >= 0.8x (2 threads)\n", "warm flate: zrfs / (a) gather",
+	       m[0][BZM] / m[0][BZA], m[1][BZM] / m[1][BZA]);
+	printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "cold: zrfs / (a) gather", m[0][CM] / m[0][CA],
+	       m[1][CM] / m[1][CA]);
+	printf("%-40s %8.2fx %8.2fx   >= 3x\n", "cold: zrfs / (b) native files",
+	       m[0][CM] / m[0][CN], m[1][CM] / m[1][CN]);
+	printf("%-40s %8.2fx %8.2fx   (what block buys)\n", "cold: zrfs block / zrfs shuffle",
+	       m[0][CBM] / m[0][CM], m[1][CBM] / m[1][CM]);
+	if (c->uring) {
+		printf("%-40s %8.2fx %8.2fx   >= 1.5x\n", "warm: -o uring / /dev/fuse",
+		       m[0][BMU] / m[0][BM], m[1][BMU] / m[1][BM]);
+		printf("%-40s %8.2fx %8.2fx   >= 0.5x\n", "warm: -o uring / (a) gather",
+		       m[0][BMU] / m[0][BA], m[1][BMU] / m[1][BA]);
+		printf("%-40s %8.2fx %8.2fx\n", "warm O_DIRECT: -o uring / /dev/fuse",
+		       m[0][BMUD] / m[0][BMD], m[1][BMUD] / m[1][BMD]);
+		printf("%-40s %8.2fx %8.2fx   >= 1.0x (no regression)\n",
+		       "cold: -o uring / /dev/fuse", m[0][CMU] / m[0][CM], m[1][CMU] / m[1][CM]);
+	}
+}
+
 int bench_batches(int argc, char **argv)
 {
 	struct bench_env c = {.records = 50000, .size = 8192, .runs = 3, .dir = "/var/tmp"};
@@ -215,54 +316,7 @@ int bench_batches(int argc, char **argv)
 		rc = 1;
 	for (uint64_t r = 0; r < c.runs && rc == 0; r++) {
 		for (int t = 0; t < 2 && rc == 0; t++) {
-			struct {
-				int slot;
-				enum bkind kind;
-				bool direct;
-				const char *spec;
-				unsigned field;
-				bool cold;
-				bool uring;
-			} plan[] = {
-				{BM, B_MOUNT, false, shuf, 0, false, false},
-				{BA, B_GATHER, false, shuf, 0, false, false},
-				{BN, B_NATIVE, false, shuf, 0, false, false},
-				{BMD, B_MOUNT, true, shuf, 0, false, false},
-				{BZM, B_MOUNT, false, shuf, 1, false, false},
-				{BZA, B_GATHER, false, shuf, 1, false, false},
-				{CM, B_MOUNT, false, shuf, 0, true, false},
-				{CA, B_GATHER, false, shuf, 0, true, false},
-				{CN, B_NATIVE, false, shuf, 0, true, false},
-				{CBM, B_MOUNT, false, blk, 0, true, false},
-				{CBA, B_GATHER, false, blk, 0, true, false},
-				{BMU, B_MOUNT, false, shuf, 0, false, true},
-				{BMUD, B_MOUNT, true, shuf, 0, false, true},
-				{CMU, B_MOUNT, false, shuf, 0, true, true},
-			};
-			uint64_t sums[BNV] = {0};
-			for (size_t i = 0; i < sizeof plan / sizeof *plan && rc == 0; i++) {
-				double warm;
-				uint64_t ws;
-				if (plan[i].uring && !c.uring)
-					continue;
-				c.zopts = plan[i].uring ? "uring" : NULL;
-				/* warm means warm: an untimed pass first */
-				if (!plan[i].cold)
-					rc = batch_pass(&c, plan[i].kind, plan[i].direct, plan[i].spec,
-							plan[i].field, t + 1, false, &warm, &ws);
-				if (rc == 0)
-					rc = batch_pass(&c, plan[i].kind, plan[i].direct, plan[i].spec,
-							plan[i].field, t + 1, plan[i].cold,
-							&v[t][plan[i].slot][r], &sums[plan[i].slot]);
-			}
-			if (rc == 0 && (sums[BM] != sums[BA] || sums[BM] != sums[BN] ||
-					sums[BMD] != sums[BA] || sums[BZM] != sums[BZA] ||
-					sums[CBM] != sums[CBA] ||
-					(c.uring && (sums[BMU] != sums[BA] || sums[BMUD] != sums[BA] ||
-						     sums[CMU] != sums[BA])))) {
-				zr_warn("bench: the consumers disagree on the bytes they read");
-				rc = 1;
-			}
+			rc = run_plan(&c, shuf, blk, r, t, v);
 			if (rc == 0) {
 				printf("  run %llu, %d thread%s:", (unsigned long long)r + 1, t + 1,
 				       t ? "s" : "");
@@ -273,46 +327,8 @@ int bench_batches(int argc, char **argv)
 			}
 		}
 	}
-	if (rc == 0) {
-		double m[2][BNV];
-		for (int t = 0; t < 2; t++)
-			for (int k = 0; k < BNV; k++) {
-				double col[100];
-				memcpy(col, v[t][k], c.runs * sizeof *col);
-				m[t][k] = bench_median(col, c.runs);
-			}
-		printf("\n%-32s %12s %12s\n", "MB/s (median)", "1 thread", "2 threads");
-		for (int k = 0; k < (c.uring ? BNV : BMU); k++)
-			printf("%-32s %12.0f %12.0f\n", bnames[k], m[0][k], m[1][k]);
-		printf("\n%-40s %9s %9s   %s\n", "ratios of medians", "1 thread", "2 threads",
-		       "target");
-		printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "warm: zrfs / (a) gather", m[0][BM] / m[0][BA],
-		       m[1][BM] / m[1][BA]);
-		printf("%-40s %8.2fx %8.2fx   >= 3x\n", "warm: zrfs / (b) native files",
-		       m[0][BM] / m[0][BN], m[1][BM] / m[1][BN]);
-		printf("%-40s %8.2fx %8.2fx   (what O_DIRECT buys)\n", "warm: O_DIRECT / page cache",
-		       m[0][BMD] / m[0][BM], m[1][BMD] / m[1][BM]);
-		printf("%-40s %8.2fx %8.2fx\n", "warm: zrfs O_DIRECT / (a) gather",
-		       m[0][BMD] / m[0][BA], m[1][BMD] / m[1][BA]);
-		printf("%-40s %8.2fx %8.2fx   >= 0.8x (2 threads)\n", "warm flate: zrfs / (a) gather",
-		       m[0][BZM] / m[0][BZA], m[1][BZM] / m[1][BZA]);
-		printf("%-40s %8.2fx %8.2fx   >= 0.7x\n", "cold: zrfs / (a) gather", m[0][CM] / m[0][CA],
-		       m[1][CM] / m[1][CA]);
-		printf("%-40s %8.2fx %8.2fx   >= 3x\n", "cold: zrfs / (b) native files",
-		       m[0][CM] / m[0][CN], m[1][CM] / m[1][CN]);
-		printf("%-40s %8.2fx %8.2fx   (what block buys)\n", "cold: zrfs block / zrfs shuffle",
-		       m[0][CBM] / m[0][CM], m[1][CBM] / m[1][CM]);
-		if (c.uring) {
-			printf("%-40s %8.2fx %8.2fx   >= 1.5x\n", "warm: -o uring / /dev/fuse",
-			       m[0][BMU] / m[0][BM], m[1][BMU] / m[1][BM]);
-			printf("%-40s %8.2fx %8.2fx   >= 0.5x\n", "warm: -o uring / (a) gather",
-			       m[0][BMU] / m[0][BA], m[1][BMU] / m[1][BA]);
-			printf("%-40s %8.2fx %8.2fx\n", "warm O_DIRECT: -o uring / /dev/fuse",
-			       m[0][BMUD] / m[0][BMD], m[1][BMUD] / m[1][BMD]);
-			printf("%-40s %8.2fx %8.2fx   >= 1.0x (no regression)\n",
-			       "cold: -o uring / /dev/fuse", m[0][CMU] / m[0][CM], m[1][CMU] / m[1][CM]);
-		}
-	}
+	if (rc == 0)
+		report(&c, v);
 	bench_finish(&c);
 	return rc;
 }
