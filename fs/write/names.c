@@ -138,6 +138,21 @@ static void hold_dir(struct zrfs *fs, fuse_ino_t dir)
 		zrfs_tree_hold(fs, dir);
 }
 
+/* A name came or went in directory @dir through this mount: a directory of
+ * tree/ takes the time now, as a native one does, whenever its new files
+ * are committed (rsync -a, which sets a directory's time once its files
+ * are in, then finds it unchanged); a field's directory shows the commit's.
+ * The time of @dir now, in @ts when not NULL. */
+static void dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR &&
+	    zrfs_tree_touch(fs, dir, now) == 0 && ts)
+		*ts = now;
+}
+
 /* @name's path below its field's directory, for directory @parent (under
  * names_lock): 0 or -ENAMETOOLONG. */
 static int path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,
@@ -273,6 +288,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		zrfs_reply_err(req, rc);
 		return;
 	}
+	dir_changed(fs, parent, NULL);
 	memset(&e, 0, sizeof e);
 	v = zrfs_names_begin(fs);
 	e.ino = d->ino;
@@ -331,6 +347,9 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	zrfs_names_end(fs);
 	zrfs_node_put(d);
 	if (p.tree) { /* a directory of the index: cached as the others */
+		dir_changed(fs, parent, NULL);
+		dir_changed(fs, e.ino, &e.attr.st_mtim);
+		e.attr.st_atim = e.attr.st_mtim;
 		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 		fuse_reply_entry(req, &e);
 		return;
@@ -396,6 +415,8 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		rc = -ENOENT;
 	names_unlock(fs);
 	if (rc < 0 || (what == W_DRAFT && rc == 0 && d->stored == NO_ID)) {
+		if (rc == 0)
+			dir_changed(fs, parent, NULL);
 		zrfs_reply_status(req, rc);
 		return;
 	}
@@ -411,6 +432,8 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		rc = what == W_RECORD ? zrfs_publish_remove(fs, p.field, id, p.tree) : -ENOENT;
 	}
 	pthread_mutex_unlock(&w->lock);
+	if (rc >= 0)
+		dir_changed(fs, parent, NULL);
 	/* the kernel holds the directory's lock: it is told of the names
 	 * that changed just after this answer, not before */
 	zrfs_reply_status(req, rc);
@@ -453,6 +476,8 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	names_unlock(fs);
 	if (rc == 0 && what == W_DIR)
 		rc = zrfs_tree_rmdir(fs, parent, name);
+	if (rc == 0)
+		dir_changed(fs, parent, NULL);
 	zrfs_reply_status(req, rc);
 }
 
@@ -663,6 +688,11 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 						   &tp, newname, to, td, tid);
 		}
 		pthread_mutex_unlock(&w->lock);
+	}
+	if (rc >= 0) {
+		dir_changed(fs, parent, NULL);
+		if (newparent != parent)
+			dir_changed(fs, newparent, NULL);
 	}
 	/* the kernel holds the directories' locks: it is told of the names
 	 * that changed just after this answer */

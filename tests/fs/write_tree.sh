@@ -42,6 +42,18 @@ printf 'new one\n' >"$T/src2/new/deeper/n1.txt"
 printf 'new two\n' >"$T/src2/a/n2.txt"
 rw_mount
 rsync_twice "$T/src2" "directory import"
+# a name made or removed in a directory of tree/ gives it the time now, as
+# on a native directory, not when the commit comes (rsync -a sets a
+# directory's time once its files are in, and must find it so after)
+for d in "$MNT/tree/a" "$T/src2/a"; do
+	touch -d '1 hour ago' "$d" || fail "touch $d"
+	hour=$(stat -c %Y "$d")
+	printf x >"$d/fresh.txt" || fail "writing $d/fresh.txt"
+	[ "$(stat -c %Y "$d")" -gt "$hour" ] || fail "a file made in $d left its time"
+	touch -d '1 hour ago' "$d"
+	rm "$d/fresh.txt" || fail "rm $d/fresh.txt"
+	[ "$(stat -c %Y "$d")" -gt "$hour" ] || fail "a file removed from $d left its time"
+done
 # a directory made stays while the mount lives, and goes by rmdir
 mkdir "$MNT/tree/empty" || fail "mkdir"
 [ -d "$MNT/tree/empty" ] || fail "a directory made is not there"
