@@ -105,36 +105,54 @@ static const char usage[] =
 	"                       descriptor per thread\n"
 	"Other FUSE mount options are passed on (see mount.fuse3(8)).\n";
 
+/* The command line: the mount's options go straight into opts, as
+ * fuse_opt_parse() finds them (switches by the templates below, numbers
+ * through num_opts); the rest is the command's own. */
 struct cli {
+	struct zrfs_opts opts;
 	char *dataset;
 	const char *mountpoint; /* as given (libfuse's, parsed again there) */
 	int nonopts;
-	char *timeout, *cache, *readahead, *batches, *prefetch, *drop_behind, *readaround;
-	char *commit_ms, *commit_size, *poll_us, *uring_threads, *log;
-	int writable, rw, ro, splice, allow_other, list_views, uring;
+	char *batches, *log;
+	int writable, rw, ro, allow_other;
+	bool bad;               /* an option was refused, and said why */
 };
 
+/* -o NAME=N: each into its place in struct zrfs_opts, checked. */
+enum num_type { NUM_SECONDS, NUM_U64, NUM_UNSIGNED };
+static const struct num_opt {
+	const char *name;
+	size_t off;           /* in struct zrfs_opts */
+	enum num_type type;
+	uint64_t min, max;
+	bool suffixes;        /* K, M, G */
+} num_opts[] = {
+	{"timeout", offsetof(struct zrfs_opts, timeout), NUM_SECONDS, 0, 1u << 31, false},
+	{"cache", offsetof(struct zrfs_opts, cache_bytes), NUM_U64, 0, UINT64_C(1) << 40, true},
+	{"prefetch", offsetof(struct zrfs_opts, prefetch), NUM_UNSIGNED, 0, 64, false},
+	{"drop_behind", offsetof(struct zrfs_opts, drop_behind), NUM_UNSIGNED, 0, 1u << 20, false},
+	{"readaround", offsetof(struct zrfs_opts, readaround), NUM_U64, 0, 64 << 20, true},
+	{"readahead_kb", offsetof(struct zrfs_opts, readahead_kb), NUM_UNSIGNED, 0, 1u << 20, false},
+	{"commit_ms", offsetof(struct zrfs_opts, commit_ms), NUM_UNSIGNED, 0, 60000, false},
+	{"commit_size", offsetof(struct zrfs_opts, commit_bytes), NUM_U64, 0, UINT64_C(1) << 40, true},
+	{"poll_us", offsetof(struct zrfs_opts, poll_us), NUM_UNSIGNED, 0, 100000, false},
+	{"uring_threads", offsetof(struct zrfs_opts, uring_threads), NUM_UNSIGNED, 1, 64, false},
+};
 
-enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_NUM };
 
+#define NUM(name) FUSE_OPT_KEY(name "=", KEY_NUM)
 static const struct fuse_opt cli_spec[] = {
-	{"timeout=%s", offsetof(struct cli, timeout), 0},
-	{"cache=%s", offsetof(struct cli, cache), 0},
+	NUM("timeout"), NUM("cache"), NUM("prefetch"), NUM("drop_behind"), NUM("readaround"),
+	NUM("readahead_kb"), NUM("commit_ms"), NUM("commit_size"), NUM("poll_us"),
+	NUM("uring_threads"),
 	{"batches=%s", offsetof(struct cli, batches), 0},
-	{"prefetch=%s", offsetof(struct cli, prefetch), 0},
-	{"drop_behind=%s", offsetof(struct cli, drop_behind), 0},
-	{"readaround=%s", offsetof(struct cli, readaround), 0},
-	{"readahead_kb=%s", offsetof(struct cli, readahead), 0},
-	{"commit_ms=%s", offsetof(struct cli, commit_ms), 0},
-	{"commit_size=%s", offsetof(struct cli, commit_size), 0},
-	{"poll_us=%s", offsetof(struct cli, poll_us), 0},
-	{"uring_threads=%s", offsetof(struct cli, uring_threads), 0},
-	{"uring", offsetof(struct cli, uring), 1},
 	{"log=%s", offsetof(struct cli, log), 0},
+	{"uring", offsetof(struct cli, opts.uring), 1},
+	{"splice", offsetof(struct cli, opts.splice), 1},
+	{"list_views", offsetof(struct cli, opts.list_views), 1},
 	{"writable", offsetof(struct cli, writable), 1},
 	{"rw", offsetof(struct cli, rw), 1},
-	{"splice", offsetof(struct cli, splice), 1},
-	{"list_views", offsetof(struct cli, list_views), 1},
 	{"ro", offsetof(struct cli, ro), 1},
 	FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -143,6 +161,33 @@ static const struct fuse_opt cli_spec[] = {
 	FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_END,
 };
+#undef NUM
+
+static int parse_num(const struct num_opt *o, const char *s, uint64_t *out);
+
+/* "NAME=N" of num_opts, into its place in @opts: 0, or -1 (said). */
+static int take_num(struct zrfs_opts *opts, const char *arg)
+{
+	size_t len = (size_t)(strchr(arg, '=') - arg);
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof num_opts / sizeof *num_opts; i++) {
+		const struct num_opt *o = &num_opts[i];
+		if (strlen(o->name) != len || strncmp(o->name, arg, len) != 0)
+			continue;
+		if (parse_num(o, arg + len + 1, &v) < 0)
+			return -1;
+		char *at = (char *)opts + o->off;
+		if (o->type == NUM_SECONDS)
+			*(double *)at = (double)v;
+		else if (o->type == NUM_U64)
+			*(uint64_t *)at = v;
+		else
+			*(unsigned *)at = (unsigned)v;
+		return 0;
+	}
+	return -1; /* not reached: the templates name only these */
+}
 
 static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 {
@@ -159,6 +204,12 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	case KEY_ALLOW_OTHER:
 		c->allow_other = 1;
 		return 1; /* libfuse's too */
+	case KEY_NUM:
+		if (take_num(&c->opts, arg) < 0) {
+			c->bad = true;
+			return -1;
+		}
+		return 0;
 	case FUSE_OPT_KEY_OPT:
 		/* "-o batches=shuffle,seed=1,batch=8": the option splitter cut the
 		 * spec at its commas; glue the spec's KEY=VALUE pieces back on */
@@ -185,7 +236,7 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 	return 1;
 }
 
-static int parse_num(const char *what, const char *s, uint64_t max, bool suffixes, uint64_t *out)
+static int parse_num(const struct num_opt *o, const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -193,16 +244,17 @@ static int parse_num(const char *what, const char *s, uint64_t max, bool suffixe
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (suffixes && *end && !end[1]) {
+	if (o->suffixes && *end && !end[1]) {
 		switch (*end) {
 		case 'K': case 'k': mul = UINT64_C(1) << 10; end++; break;
 		case 'M': case 'm': mul = UINT64_C(1) << 20; end++; break;
 		case 'G': case 'g': mul = UINT64_C(1) << 30; end++; break;
 		}
 	}
-	if (errno || end == s || *end || s[0] == '-' || v > max / mul) {
-		fprintf(stderr, "zrfs: -o %s=%s: expected a number up to %llu%s\n", what, s,
-			(unsigned long long)max, suffixes ? " (K, M, G allowed)" : "");
+	if (errno || end == s || *end || s[0] == '-' || v > o->max / mul || v * mul < o->min) {
+		fprintf(stderr, "zrfs: -o %s=%s: expected a number from %llu up to %llu%s\n", o->name,
+			s, (unsigned long long)o->min, (unsigned long long)o->max,
+			o->suffixes ? " (K, M, G allowed)" : "");
 		return -1;
 	}
 	*out = v * mul;
@@ -340,60 +392,12 @@ static int open_log(const char *path, bool foreground)
 /* The options of @c into @fs, checked: 0, or -1 (reported). */
 static int take_options(struct cli *c, struct zrfs *fs)
 {
-	struct {
-		const char *what, *text;
-		uint64_t max;
-		bool suffixes;
-	} nums[] = {
-		{"timeout", c->timeout, 1u << 31, false},
-		{"cache", c->cache, UINT64_C(1) << 40, true},
-		{"prefetch", c->prefetch, 64, false},
-		{"drop_behind", c->drop_behind, 1u << 20, false},
-		{"readaround", c->readaround, 64 << 20, true},
-		{"readahead_kb", c->readahead, 1u << 20, false},
-		{"commit_ms", c->commit_ms, 60000, false},
-		{"commit_size", c->commit_size, UINT64_C(1) << 40, true},
-		{"poll_us", c->poll_us, 100000, false},
-		{"uring_threads", c->uring_threads, 64, false},
-	};
-	uint64_t v[sizeof nums / sizeof nums[0]];
-
-	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-		if (nums[i].text && parse_num(nums[i].what, nums[i].text, nums[i].max,
-					      nums[i].suffixes, &v[i]) < 0)
-			return -1;
-	if (c->timeout)
-		fs->opts.timeout = (double)v[0];
-	if (c->cache)
-		fs->opts.cache_bytes = v[1];
-	if (c->prefetch)
-		fs->opts.prefetch = (unsigned)v[2];
-	if (c->drop_behind)
-		fs->opts.drop_behind = (unsigned)v[3];
-	if (c->readaround)
-		fs->opts.readaround = v[4];
-	if (c->readahead)
-		fs->opts.readahead_kb = (unsigned)v[5];
-	if (c->commit_ms)
-		fs->opts.commit_ms = (unsigned)v[6];
-	if (c->commit_size)
-		fs->opts.commit_bytes = v[7];
-	if (c->poll_us)
-		fs->opts.poll_us = (unsigned)v[8];
-	if (c->uring_threads && v[9] == 0) {
-		fprintf(stderr, "zrfs: uring_threads: at least 1\n");
-		return -1;
-	}
-	if (c->uring_threads)
-		fs->opts.uring_threads = (unsigned)v[9];
-	fs->opts.uring = c->uring;
-	if (c->uring && c->splice) {
+	if (c->opts.uring && c->opts.splice) {
 		fprintf(stderr, "zrfs: splice does not go through io_uring rings: use one of "
 				"uring and splice\n");
 		return -1;
 	}
-	fs->opts.splice = c->splice;
-	fs->opts.list_views = c->list_views;
+	fs->opts = c->opts;
 	return 0;
 }
 
@@ -454,12 +458,9 @@ static void teardown(struct zrfs *fs)
 
 static void cli_free(struct cli *c)
 {
-	char *own[] = {c->dataset, c->timeout, c->cache, c->readahead, c->batches, c->prefetch,
-		       c->drop_behind, c->readaround, c->commit_ms, c->commit_size, c->poll_us,
-		       c->uring_threads, c->log};
-
-	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
-		free(own[i]);
+	free(c->dataset);
+	free(c->batches);
+	free(c->log);
 }
 
 /* What the daemon's process needs, whoever started it. */
@@ -485,18 +486,19 @@ int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts opts = {0};
-	struct cli cli = {0};
-	struct zrfs fs = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
+	struct cli cli = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
 				   .drop_behind = 16, .readaround = UINT64_MAX,
 				   .commit_ms = 100, .commit_bytes = 64 << 20,
 				   .poll_us = ZRFS_POLL_DEFAULT, .uring_threads = 2}};
+	struct zrfs fs = {0};
 	char *fsname = NULL, *o = NULL;
 	int rc = 2; /* usage errors until the arguments are understood */
 
 	setup_process();
 	if (fuse_opt_parse(&args, &cli, cli_spec, cli_proc) < 0) {
-		fputs(usage, stderr);
+		if (!cli.bad) /* else what was wrong is said */
+			fputs(usage, stderr);
 		goto out;
 	}
 	if (cli.nonopts != 2) {
