@@ -185,17 +185,9 @@ void zrfs_names_end(struct zrfs *fs)
 	pthread_rwlock_unlock(&fs->state->lock);
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static struct version_slot *version_slot(const struct zrfs_state *s, uint64_t key)
 {
-	uint64_t i = mix(key) & (s->versions_cap - 1);
+	uint64_t i = zrfs_hash_u64(key) & (s->versions_cap - 1);
 
 	while (s->versions[i].key && s->versions[i].key != key)
 		i = (i + 1) & (s->versions_cap - 1);
@@ -279,7 +271,7 @@ struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v)
 
 static struct pin_slot *pin_slot(const struct zrfs_state *s, fuse_ino_t ino, bool insert)
 {
-	uint64_t i = mix(ino) & (s->pins_cap - 1);
+	uint64_t i = zrfs_hash_u64(ino) & (s->pins_cap - 1);
 	struct pin_slot *tomb = NULL;
 
 	while (s->pins[i].ino && s->pins[i].ino != ino) {
