@@ -441,7 +441,21 @@ static void zrfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	}
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
-	fuse_reply_open(req, fi);
+	if (fs->writes)
+		zrfs_write_listing(fs, true);
+	if (fuse_reply_open(req, fi) != 0 && fs->writes) /* no RELEASEDIR will come */
+		zrfs_write_listing(fs, false);
+}
+
+static void zrfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+
+	(void)ino;
+	(void)fi;
+	if (fs->writes)
+		zrfs_write_listing(fs, false);
+	fuse_reply_err(req, 0);
 }
 
 static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -595,7 +609,7 @@ static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fus
 	.init = zrfs_init, .lookup = zrfs_lookup, .forget = zrfs_forget,                        \
 	.forget_multi = zrfs_forget_multi, .getattr = zrfs_getattr, .open = zrfs_open,          \
 	.read = zrfs_read, .opendir = zrfs_opendir, .readdir = zrfs_readdir,                    \
-	.readdirplus = zrfs_readdirplus, .statfs = zrfs_statfs
+	.readdirplus = zrfs_readdirplus, .releasedir = zrfs_releasedir, .statfs = zrfs_statfs
 
 const struct fuse_lowlevel_ops zrfs_ops = {READ_OPS};
 

@@ -312,6 +312,10 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 			int to_set, const struct stat *now);
 /* fsync of a directory: the new files ready are committed now. */
 void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
+/* A directory opened for listing, and closed: a group of new files waits
+ * (a while) for the listings open to end, so that none misses a file that
+ * turns from a new file into a record under it. */
+void zrfs_write_listing(struct zrfs *fs, bool open);
 
 /* ---- open files that answer for themselves ---- */
 

@@ -32,6 +32,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	pthread_mutex_init(&w->names_lock, NULL);
 	pthread_mutex_init(&w->handles_lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->grouped, NULL);
 	w->commit_ms = fs->opts.commit_ms;
 	w->commit_bytes = fs->opts.commit_bytes;
 	w->dirfd = -1;
@@ -84,6 +85,7 @@ void zrfs_writes_close(struct zrfs *fs)
 	pthread_mutex_destroy(&w->names_lock);
 	pthread_mutex_destroy(&w->handles_lock);
 	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->grouped);
 	free(w);
 	fs->writes = NULL;
 }

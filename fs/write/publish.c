@@ -597,10 +597,16 @@ static void *committer(void *arg)
 	while (!w->stopping) {
 		uint64_t due = w->ready_since_ms + w->commit_ms, now = zrfs_now_ms();
 		bool full = !w->retry_ms && group_full(w);
-		if (w->nready && (full || now >= due)) {
+		/* a listing open: its entries would move under it (write_i.h) */
+		if (w->nready && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
+			due += LISTING_WAIT_MS;
+		else if (w->nready && (full || now >= due)) {
+			w->grouping = true;
 			pthread_mutex_unlock(&w->names_lock);
 			int64_t gen = zrfs_publish_group(fs, NULL);
 			pthread_mutex_lock(&w->names_lock);
+			w->grouping = false;
+			pthread_cond_broadcast(&w->grouped);
 			/* a failure is logged and retried, less and less often (a
 			 * full disk: once in 5 s at most); fsync is told at once */
 			if (gen < 0)
@@ -625,6 +631,23 @@ static void *committer(void *arg)
 	}
 	pthread_mutex_unlock(&w->names_lock);
 	return NULL;
+}
+
+void zrfs_write_listing(struct zrfs *fs, bool open)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->names_lock);
+	if (open) {
+		/* no group starts now; one under way is shown before the
+		 * listing starts */
+		w->listings++;
+		while (w->grouping)
+			pthread_cond_wait(&w->grouped, &w->names_lock);
+	} else if (w->listings && --w->listings == 0) {
+		pthread_cond_signal(&w->wake); /* a group may be waiting */
+	}
+	pthread_mutex_unlock(&w->names_lock);
 }
 
 void zrfs_committer_start(struct zrfs *fs)

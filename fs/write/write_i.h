@@ -68,6 +68,10 @@
 #include "zrfs_i.h"
 
 #define NO_ID UINT64_MAX
+/* How long a timed group waits for the directory listings open to end:
+ * a commit under a listing moves new files from the drafts' positions to
+ * the records' (a listing would miss them). */
+#define LISTING_WAIT_MS 500
 /* Drafts not stored yet, at most (each may hold a private file open). */
 #define DRAFTS_MAX 1024
 /* Aliases kept; the oldest is forgotten past it. */
@@ -195,6 +199,9 @@ struct zrfs_writes {
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndrafts;       /* drafts not stored yet */
 	size_t ndirs;         /* directories made through the mount */
+	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */
+	bool grouping;        /* the committer is committing a group */
+	pthread_cond_t grouped; /* ... and has (the mount shows it) */
 	uint64_t seq;
 	struct walias *alias_oldest, *alias_newest;
 	size_t naliases;
