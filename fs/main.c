@@ -287,27 +287,6 @@ static bool mount_at(const char *mountpoint, const char *type, char devno[32])
 	return found;
 }
 
-/* The dataset and the mount point given exist: the dataset's path made
- * absolute (the daemon leaves the working directory for "/", and it opens
- * the dataset again for every commit it follows). 0, or -1 (said). */
-static int resolve_paths(struct cli *c, struct zrfs *fs)
-{
-	char *abs = realpath(c->dataset, NULL);
-	struct stat st;
-
-	if (!abs) {
-		fprintf(stderr, "zrfs: %s: %s\n", c->dataset, strerror(errno));
-		return -1;
-	}
-	free(c->dataset);
-	fs->dataset = c->dataset = abs;
-	if (stat(c->mountpoint, &st) < 0) { /* before libfuse says "bad mount point" */
-		fprintf(stderr, "zrfs: %s: %s\n", c->mountpoint, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 /* A mount point zrfs can take: a directory, and not one a zrfs mount
  * holds already (a second daemon would be stacked on the first, and
  * every reader would see only the last). 0, or -1 (said). */
@@ -331,6 +310,23 @@ static int check_mountpoint(const char *mountpoint)
 		return -1;
 	}
 	return 0;
+}
+
+/* The dataset exists and the mount point is one zrfs can take: the
+ * dataset's path made absolute (the daemon leaves the working directory
+ * for "/", and it opens the dataset again for every commit it follows).
+ * 0, or -1 (said). */
+static int resolve_paths(struct cli *c, struct zrfs *fs)
+{
+	char *abs = realpath(c->dataset, NULL);
+
+	if (!abs) {
+		fprintf(stderr, "zrfs: %s: %s\n", c->dataset, strerror(errno));
+		return -1;
+	}
+	free(c->dataset);
+	fs->dataset = c->dataset = abs;
+	return check_mountpoint(c->mountpoint); /* before libfuse says "bad mount point" */
 }
 
 /* Raise the mount's read-ahead (best effort): its bdi is "0:<minor>". */
@@ -543,7 +539,7 @@ int main(int argc, char **argv)
 		rc = opts.mountpoint ? 0 : 2;
 		goto out;
 	}
-	if (check_mountpoint(opts.mountpoint) < 0 || open_log(cli.log, opts.foreground) < 0)
+	if (open_log(cli.log, opts.foreground) < 0)
 		goto out;
 	if (zrfs_dataset_open(&fs) < 0 || (cli.writable && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;

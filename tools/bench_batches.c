@@ -122,21 +122,6 @@ static void *batch_worker(void *arg)
 	return NULL;
 }
 
-static int drop_caches(void)
-{
-	int fd;
-
-	sync();
-	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "3\n", 2) != 2) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
 /* One pass of @kind over the epoch of @spec: MB/s, and the checksum. */
 static int batch_pass(struct bench_env *c, enum bkind kind, bool direct, const char *spec,
 		      unsigned field, int threads, bool cold, double *mbs, uint64_t *sum)
@@ -157,7 +142,7 @@ static int batch_pass(struct bench_env *c, enum bkind kind, bool direct, const c
 	atomic_init(&p.bytes, 0);
 	atomic_init(&p.sum, 0);
 	atomic_init(&p.bad, 0);
-	if (cold && drop_caches() < 0) {
+	if (cold && bench_drop_caches() < 0) {
 		zr_warn("bench: cannot drop caches (root needed)");
 		rc = -1;
 	}

@@ -259,6 +259,18 @@ int bench_mount_child(struct bench_env *c, char *const argv[])
 	return -1;
 }
 
+int bench_drop_caches(void)
+{
+	int fd, rc;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	rc = fd >= 0 && write(fd, "3\n", 2) == 2 ? 0 : -1;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 /* Unmount if mounted (the final clean-up calls it either way). */
 void bench_unmount(char *mnt)
 {

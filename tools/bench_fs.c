@@ -80,18 +80,6 @@ static int mount_floor(struct bench_env *c, const char *zopts)
 	return bench_mount_child(c, argv);
 }
 
-/* Drop the kernel's page, dentry and inode caches (root only): 0, or -1. */
-static int drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-	int rc = fd >= 0 && write(fd, "3\n", 2) == 2 ? 0 : -1;
-
-	sync();
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
 
 /* ---- the reader ---- */
 
@@ -265,9 +253,9 @@ static int zrfs_cat_npy(struct bench_env *c, const char *zopts, uint64_t *size, 
  * again. 1 when not root (nothing measured), 0, or -1. */
 static int cold_passes(struct bench_env *c, const uint64_t *order, unsigned th, double *a)
 {
-	if (drop_caches() < 0)
+	if (bench_drop_caches() < 0)
 		return 1;
-	if (read_pass(c->tree, order, c, th, &a[NATIVE_COLD]) < 0 || drop_caches() < 0 ||
+	if (read_pass(c->tree, order, c, th, &a[NATIVE_COLD]) < 0 || bench_drop_caches() < 0 ||
 	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL) < 0)
 		return -1;
 	return warm_inputs(c);

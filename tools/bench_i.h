@@ -77,6 +77,9 @@ void bench_find_zrfs(struct bench_env *c, char buf[PATH_MAX]);
  * squashfs image of the tree. 0 or -1 (reported). */
 int bench_make_inputs(struct bench_env *c, bool flate, bool squash);
 
+/* Write what is dirty, then drop the kernel's page, dentry and inode
+ * caches (root only): 0, or -1. */
+int bench_drop_caches(void);
 /* Run a program to its end with its output (and with @quiet, its errors)
  * discarded: its exit status, or -1. */
 int bench_run_quiet(char *const argv[], bool quiet);

@@ -82,9 +82,7 @@ static json_t *info_json(zr_dataset *ds, const zr_info *in)
 	}
 	json_object_set_new(o, "fields", fields);
 	/* the dataset's attrs as meta.json keeps them: class names, names */
-	char *attrs = zr_attrs(ds);
-	json_t *a = attrs ? json_loads(attrs, 0, NULL) : NULL;
-	free(attrs);
+	json_t *a = zr_attrs_json(ds);
 	json_object_set_new(o, "attrs", a ? a : json_object());
 	return o;
 }

@@ -69,12 +69,9 @@ static int read_field_args(zr_dataset *ds, int argc, char **argv, int from, cons
  * (said). */
 static int check_classes(zr_dataset *ds, const zr_value *values, const char *what)
 {
-	char *text = zr_attrs(ds);
-	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
-	json_t *classes = json_object_get(root, "classes");
+	json_t *root = zr_attrs_json(ds), *classes = json_object_get(root, "classes");
 	int status = 0;
 
-	free(text);
 	for (unsigned f = 0; f < zr_field_count(ds) && status == 0; f++) {
 		const zr_field_spec *fs = zr_field(ds, f);
 		json_t *names = json_object_get(classes, fs->name);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,4 +216,13 @@ void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *bu
 		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, ext);
 	else
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
+}
+
+json_t *zr_attrs_json(const zr_dataset *ds)
+{
+	char *text = zr_attrs(ds);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+
+	free(text);
+	return root;
 }

@@ -6,6 +6,8 @@
 
 #include "zrecord.h"
 
+#include <jansson.h>
+
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,6 +64,9 @@ void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open @dir read-only and find @field: its index, or -1 (said, as @what;
  * *@ds closed). */
 int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds);
+/* The dataset's attrs (meta.json) parsed, for json_decref(); NULL if out of
+ * memory. */
+json_t *zr_attrs_json(const zr_dataset *ds);
 /* Record @id's file name in field @f's directory of a mount: ID[.EXT]. */
 void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap);
 /* Report a library failure: the library's detail, or the code's text. */

@@ -132,9 +132,15 @@ static void names_unlock(struct zrfs *fs)
 
 /* Keep @dir while the mount lives if it is a directory of tree/ files are
  * written in (before either lock is taken). */
+/* Whether @dir is a directory number of tree/ (not whether it is there). */
+static bool tree_dir_ino(const struct zrfs *fs, fuse_ino_t dir)
+{
+	return fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR;
+}
+
 static void hold_dir(struct zrfs *fs, fuse_ino_t dir)
 {
-	if (fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR)
+	if (tree_dir_ino(fs, dir))
 		zrfs_tree_hold(fs, dir);
 }
 
@@ -147,9 +153,10 @@ static void dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts)
 {
 	struct timespec now;
 
+	if (!tree_dir_ino(fs, dir))
+		return;
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR &&
-	    zrfs_tree_touch(fs, dir, now) == 0 && ts)
+	if (zrfs_tree_touch(fs, dir, now) == 0 && ts)
 		*ts = now;
 }
 
