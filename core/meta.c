@@ -66,26 +66,25 @@ int zr_compress_parse(const char *s, zr_compress *out)
 	return zr_err(ZR_EINVAL_SPEC, "unknown compression '%s' (raw, flate)", s);
 }
 
-/* Portable file-name characters: names become file and directory names. */
-static bool portable(const char *s, size_t max, bool allow_dot)
+bool zr_portable(const char *s, size_t len, size_t max, bool allow_dot)
 {
-	size_t n = 0;
-
-	for (; s[n]; n++) {
-		char c = s[n];
+	if (len == 0 || len > max)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
 		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 			  c == '_' || c == '-' || (c == '.' && allow_dot);
-		if (!ok || n >= max)
+		if (!ok)
 			return false;
 	}
-	return n > 0;
+	return true;
 }
 
 int zr_name_check(const char *name)
 {
 	size_t n;
 
-	if (!name || !portable(name, ZR_NAME_MAX, true))
+	if (!name || !zr_portable(name, strlen(name), ZR_NAME_MAX, true))
 		return zr_err(ZR_EINVAL_SPEC,
 			      "field name '%s': use 1..%d of A-Z a-z 0-9 _ - .", name ? name : "",
 			      ZR_NAME_MAX);
@@ -118,7 +117,7 @@ int zr_field_check(const zr_field_spec *f)
 		  f->name);
 	RETURN_IF((unsigned)f->compress >= ZR_COMPRESS_COUNT, ZR_EINVAL_SPEC,
 		  "field '%s': bad compression", f->name);
-	RETURN_IF(f->ext && !portable(f->ext, ZR_EXT_MAX, true), ZR_EINVAL_SPEC,
+	RETURN_IF(f->ext && !zr_portable(f->ext, strlen(f->ext), ZR_EXT_MAX, true), ZR_EINVAL_SPEC,
 		  "field '%s': extension '%s': use 1..%d of A-Z a-z 0-9 _ - .", f->name, f->ext,
 		  ZR_EXT_MAX);
 	RETURN_IF(f->ext && f->ext[0] == '.', ZR_EINVAL_SPEC,

@@ -199,6 +199,30 @@ int zr_names_field_of(const zr_dataset *ds, const zr_names *n, const char *path,
 	return 0;
 }
 
+int zr_names_ext(const zr_names *n, unsigned field, const char *name, size_t len,
+		 const char **ext)
+{
+	const char *last = name, *dot = NULL;
+	size_t elen;
+
+	if (n->field < 0 || n->key || n->files != (int)field || len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] == '/')
+			last = name + i + 1, dot = NULL;
+		else if (name[i] == '.' && name + i != last)
+			dot = name + i;
+	if (!dot) {
+		*ext = name + len;
+		return 0;
+	}
+	elen = (size_t)(name + len - dot - 1);
+	if (!zr_portable(dot + 1, elen, ZR_EXT_MAX, false))
+		return -1;
+	*ext = dot + 1;
+	return (int)elen;
+}
+
 /* ---- text values ---- */
 
 int zr_names_text(const zr_dataset *ds, const zr_names *n, unsigned field)

@@ -130,6 +130,12 @@ typedef struct zr_map {
 } zr_map;
 
 /* ---- metadata (meta.c) ---- */
+
+/* Whether the @len bytes at @s are 1..@max portable file-name characters
+ * (A-Z a-z 0-9 _ -, and '.' with @allow_dot): names that become file and
+ * directory names. */
+bool zr_portable(const char *s, size_t len, size_t max, bool allow_dot);
+
 typedef struct zr_unfull {
 	uint32_t chunk_id;
 	uint64_t write_pos;

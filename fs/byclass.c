@@ -244,7 +244,7 @@ static int by_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, co
 			}
 		return -ENOENT;
 	case N_CLASS:
-		if (zrfs_record_name_parse(&fs->fields[b->data], name, v->n, &id) < 0 ||
+		if (zrfs_record_name_parse(fs, b->data, name, v->n, &id) < 0 ||
 		    b->label_of[id] != (int32_t)cls)
 			return -ENOENT;
 		*out = zrfs_rec_ino(b->data, id, zrfs_rec_version(fs, b->data, id));
@@ -262,7 +262,7 @@ static int class_entry(struct zrfs *fs, struct zrfs_view *v, const struct by_fie
 	for (; id < v->n; id++) {
 		if (b->label_of[id] != (int32_t)cls || !zrfs_record_listed(v, b->data, id))
 			continue;
-		zrfs_record_name_format(&fs->fields[b->data], id, out->name, sizeof out->name);
+		zrfs_record_name_format(fs, b->data, id, out->name, sizeof out->name);
 		out->ino = zrfs_rec_ino(b->data, id, zrfs_rec_version(fs, b->data, id));
 		out->type = S_IFREG;
 		out->pos = id + 2;
@@ -329,7 +329,7 @@ static int note_class(struct zrfs *fs, const struct by_field *b, int32_t cls, ui
 	if (cls < 0)
 		return 0;
 	dir = class_ino(fs, b, (unsigned)cls);
-	zrfs_record_name_format(&fs->fields[b->data], id, name, sizeof name);
+	zrfs_record_name_format(fs, b->data, id, name, sizeof name);
 	rc = zrfs_notes_entry(notes, dir, name);
 	return rc < 0 ? rc : zrfs_notes_inode(notes, dir);
 }

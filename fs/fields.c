@@ -148,7 +148,7 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 	}
 	if (decode(fs, parent, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
-	if (zrfs_record_name_parse(&fs->fields[field], name, ZR_LENGTH_MAX, &id) < 0)
+	if (zrfs_record_name_parse(fs, field, name, ZR_LENGTH_MAX, &id) < 0)
 		return -ENOENT;
 	if (id >= v->n) /* a record appended later will have it */
 		return ZRFS_ENOENT_LATER;
@@ -229,7 +229,7 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 	for (id = pos - 2; id < v->n; id++) {
 		if (!zrfs_record_listed(v, field, id))
 			continue; /* missing: absent from the directory */
-		zrfs_record_name_format(&fs->fields[field], id, out->name, sizeof out->name);
+		zrfs_record_name_format(fs, field, id, out->name, sizeof out->name);
 		out->ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 		out->type = S_IFREG;
 		out->pos = id + 2;

@@ -230,7 +230,7 @@ static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, 
 		pin_old(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT, old);
 	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
 		return rc;
-	zrfs_record_name_format(&fs->fields[field], id, name, sizeof name);
+	zrfs_record_name_format(fs, field, id, name, sizeof name);
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
 }
 
@@ -287,7 +287,7 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 	for (uint64_t id = old->n; id < new->n && rc == 0; id++)
 		for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
 			if (id < fs->follow->high) {
-				zrfs_record_name_format(&fs->fields[f], id, name, sizeof name);
+				zrfs_record_name_format(fs, f, id, name, sizeof name);
 				rc = zrfs_notes_entry(notes, ZRFS_INO_DIR + f, name);
 			}
 			if (rc == 0)

@@ -3,7 +3,8 @@
  * /by/<label>/<class>/): their names, inode numbers, attributes and bytes,
  * and the rows of records that .npy views and batch files are made of.
  *
- * A record file's name is its id in decimal plus the field's extension, its
+ * A record file's name is its id in decimal plus the field's extension (or
+ * its original name's own, zr_names_ext), its
  * inode number ZRFS_INO_REC | version << 48 | field << 40 | id (the version
  * changes with its bytes, view.c), its size the record's logical length
  * from the offset table of the view it shows: all O(1). A raw record is sent
@@ -60,22 +61,60 @@ int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int zrfs_record_name_parse(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id)
+/* The extension of the file of field @field of a record named @name (@len
+ * bytes; NULL: none known) in the field's directory: the name's own where
+ * it decides it (zr_names_ext), else the field's. */
+static size_t record_ext(const struct zrfs *fs, unsigned field, const char *name, size_t len,
+			 const char **ext)
 {
-	const char *dot = strchr(name, '.');
-	size_t digits = dot ? (size_t)(dot - name) : strlen(name);
+	int own = name ? zr_names_ext(&fs->names, field, name, len, ext) : -1;
 
-	if (n == 0 || (f->ext_len ? !dot || strcmp(dot + 1, f->spec->ext) != 0 : dot != NULL))
-		return -ENOENT;
-	return zrfs_parse_dec(name, digits, n - 1, id);
+	if (own >= 0)
+		return (size_t)own;
+	*ext = fs->fields[field].ext;
+	return fs->fields[field].ext_len;
 }
 
-void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf, size_t cap)
+/* Record @id's name as the tree knows it (its last component), or NULL. */
+static const char *tree_name(const struct zrfs *fs, unsigned field, uint64_t id, size_t *len)
 {
-	if (f->ext_len)
-		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, f->spec->ext);
+	return (int)field == fs->names.files ? zrfs_tree_leaf(fs, id, len) : NULL;
+}
+
+int zrfs_record_name_parse(const struct zrfs *fs, unsigned field, const char *name, uint64_t n,
+			   uint64_t *id)
+{
+	const char *dot = strchr(name, '.'), *ext;
+	size_t digits = dot ? (size_t)(dot - name) : strlen(name), len;
+
+	if (n == 0 || zrfs_parse_dec(name, digits, n - 1, id) < 0)
+		return -ENOENT;
+	const char *leaf = tree_name(fs, field, *id, &len);
+	len = record_ext(fs, field, leaf, len, &ext);
+	if (len ? !dot || strlen(dot + 1) != len || memcmp(dot + 1, ext, len) != 0 : dot != NULL)
+		return -ENOENT;
+	return 0;
+}
+
+void zrfs_record_name_for(const struct zrfs *fs, unsigned field, uint64_t id, const char *name,
+			  size_t name_len, char *buf, size_t cap)
+{
+	const char *ext;
+	size_t len = record_ext(fs, field, name, name_len, &ext);
+
+	if (len)
+		snprintf(buf, cap, "%llu.%.*s", (unsigned long long)id, (int)len, ext);
 	else
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
+}
+
+void zrfs_record_name_format(const struct zrfs *fs, unsigned field, uint64_t id, char *buf,
+			     size_t cap)
+{
+	size_t len = 0;
+	const char *leaf = tree_name(fs, field, id, &len);
+
+	zrfs_record_name_for(fs, field, id, leaf, len, buf, cap);
 }
 
 void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc)

@@ -276,6 +276,18 @@ static int note_files(struct zrfs *fs, const struct tent *e, struct zrfs_notes *
 	return rc < 0 ? rc : zrfs_notes_inode(notes, dir);
 }
 
+/* Record @id's file by id may take another name with its name
+ * (zrfs_record_name_format): the kernel must look it up again. */
+static int note_by_id(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
+{
+	char name[ZRFS_NAME_MAX + 1];
+
+	if (!notes || fs->names.files < 0)
+		return 0;
+	zrfs_record_name_format(fs, (unsigned)fs->names.files, id, name, sizeof name);
+	return zrfs_notes_entry(notes, ZRFS_INO_DIR + (unsigned)fs->names.files, name);
+}
+
 /* Record @id is named @name (@len bytes, checked safe) from now on. */
 static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 		    struct zrfs_notes *notes)
@@ -306,7 +318,8 @@ static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 		}
 	}
 	t->of_id[id] = e;
-	return note_files(fs, e, notes);
+	rc = note_files(fs, e, notes);
+	return rc < 0 ? rc : note_by_id(fs, id, notes);
 }
 
 /* Record @id has no name in the tree any more. */
@@ -314,10 +327,10 @@ static int name_drop(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 {
 	struct zrfs_tree *t = fs->tree;
 	struct tent *e = id < t->cap ? t->of_id[id] : NULL;
-	int rc;
+	int rc = 0;
 
-	if (!e)
-		return 0;
+	if (!e || (rc = note_by_id(fs, id, notes)) < 0)
+		return rc;
 	t->of_id[id] = NULL;
 	rc = e->id == id ? note_files(fs, e, notes) : 0;
 	if (e->id == id && e->nmore) {
@@ -491,6 +504,17 @@ int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint6
 		rc = name_add(fs, id, buf, (size_t)len, notes);
 	free(buf);
 	return rc;
+}
+
+const char *zrfs_tree_leaf(const struct zrfs *fs, uint64_t id, size_t *len)
+{
+	const struct zrfs_tree *t = fs->tree;
+	const struct tent *e = t && id < t->cap ? t->of_id[id] : NULL;
+
+	if (!e)
+		return NULL;
+	*len = e->len;
+	return e->name;
 }
 
 bool zrfs_tree_text(const struct zrfs *fs, unsigned field)

@@ -469,6 +469,10 @@ int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint6
  * ("" for tree/ itself; -ENOENT, -ENAMETOOLONG); the directory @name in
  * @dir (0: none). */
 bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino);
+/* The last component of record @id's name in the tree (@len bytes, not
+ * NUL-terminated), or NULL: no tree, or no name that makes a file. Under
+ * the names lock. */
+const char *zrfs_tree_leaf(const struct zrfs *fs, uint64_t id, size_t *len);
 int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size_t len,
 		   uint64_t *id);
 int zrfs_tree_path(const struct zrfs *fs, fuse_ino_t dir, char *buf, size_t cap);
@@ -530,10 +534,18 @@ bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uin
 /* The @len characters at @s as a decimal without sign or leading zeros, at
  * most @max: 0, or -ENOENT (not such a number). */
 int zrfs_parse_dec(const char *s, size_t len, uint64_t max, uint64_t *out);
-/* A record file's name, "<id>" or "<id>.<ext>": 0 with the id (< @n), or
- * -ENOENT; and the name of record @id (never longer than ZRFS_NAME_MAX). */
-int zrfs_record_name_parse(const struct zrfs_field *f, const char *name, uint64_t n, uint64_t *id);
-void zrfs_record_name_format(const struct zrfs_field *f, uint64_t id, char *buf, size_t cap);
+/* A record file's name in field @field's directory, "<id>" or "<id>.<ext>"
+ * (the extension the field's, or the record's original name's own,
+ * zr_names_ext): 0 with the id (< @n), or -ENOENT; and the name of record
+ * @id (never longer than ZRFS_NAME_MAX). Under the names lock. */
+int zrfs_record_name_parse(const struct zrfs *fs, unsigned field, const char *name, uint64_t n,
+			   uint64_t *id);
+void zrfs_record_name_format(const struct zrfs *fs, unsigned field, uint64_t id, char *buf,
+			     size_t cap);
+/* The same for a record named @name (@name_len bytes; NULL: none), the
+ * tree not asked: for a record the mount does not show yet. */
+void zrfs_record_name_for(const struct zrfs *fs, unsigned field, uint64_t id, const char *name,
+			  size_t name_len, char *buf, size_t cap);
 /* Log a failed access to record @id of @field with the library's detail. */
 void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc);
 /* Attributes of record file @ino ((@field, @id) as @v has it): 0, -ENOENT

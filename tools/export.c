@@ -286,7 +286,7 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
-	zr_names nm = {-1, -1, 0, -1};
+	zr_names nm = {-1, -1, 0, -1}, kept;
 	uint64_t count = 0, unnamed = 0;
 	uint8_t *buf = NULL;
 	size_t cap = 0;
@@ -296,6 +296,7 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 		zr_warn("export: out of memory");
 		return 1;
 	}
+	kept = nm;
 	if (by_id)
 		nm.field = -1; /* names unused; the times are the files' still */
 	if (field < 0 && nm.field < 0) {
@@ -334,7 +335,7 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 			if (len == 0 && field < 0)
 				continue; /* not a file of the tree */
 			if (len == 0)
-				zr_record_file_name(ds, f, id, path, sizeof path);
+				zr_record_file_name(ds, &kept, f, id, path, sizeof path);
 			n = member_load(ds, f, id, len > 0 && zr_names_text(ds, &nm, f), &buf, &cap);
 			if (n == -ENOENT)
 				continue;

@@ -247,9 +247,8 @@ static int count_ext(struct exts *x, const char *e)
 /* The field's extension: --ext if given, else the files' when they share
  * one, else the most common (files without one are a kind of their own:
  * when they are most, the field has none), with a warning naming the
- * others: a record file is named ID.EXT under the mount, and by/ lists a
- * class's images only with one (a stray .DS_Store must not lose every
- * image's). */
+ * others. A record file is named ID.EXT under the mount, EXT its name's own
+ * where it has one (zr_names_ext), else the field's. */
 static void choose_ext(struct import *im, const struct exts *x)
 {
 	const struct ext_count *best = NULL;
@@ -293,13 +292,13 @@ static void choose_ext(struct import *im, const struct exts *x)
 	else if (x->n == EXTS_MAX)
 		snprintf(others + at, sizeof others - at, ", and more");
 	if (best->ext)
-		zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files) "
-			"and the others are served as ID.%s too: %s (--ext EXT chooses, --ext '' none)",
-			best->ext, (unsigned long long)best->n, (unsigned long long)x->files, best->ext,
-			others);
+		zr_warn("import: the files' extensions differ: the field takes .%s (%llu of %llu files); "
+			"the others keep theirs by id: %s (--ext EXT chooses the field's, --ext '' none)",
+			best->ext, (unsigned long long)best->n, (unsigned long long)x->files, others);
 	else
 		zr_warn("import: the files' extensions differ: most have none (%llu of %llu files), so "
-			"the field takes none and every record is served as ID: %s (--ext EXT chooses)",
+			"the field takes none; the others keep theirs by id: %s (--ext EXT chooses the "
+			"field's)",
 			(unsigned long long)best->n, (unsigned long long)x->files, others);
 }
 

@@ -23,6 +23,7 @@ int cmd_ls(int argc, char **argv)
 	zr_dataset *ds = NULL;
 	bool lng = argc == 4 && strcmp(argv[3], "--long") == 0;
 	int f, status = 0;
+	zr_names names;
 
 	if (argc >= 2 && is_help(argv[1])) {
 		fputs(ls_help, stdout);
@@ -34,6 +35,11 @@ int cmd_ls(int argc, char **argv)
 	}
 	if ((f = zr_open_field("ls", argv[1], argv[2], &ds)) < 0)
 		return 1;
+	if (zr_names_get(ds, &names) < 0) {
+		zr_warn("ls: out of memory");
+		zr_close(ds);
+		return 1;
+	}
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		zr_record_stat st;
 		char name[64];
@@ -44,7 +50,7 @@ int cmd_ls(int argc, char **argv)
 		}
 		if (!st.present)
 			continue;
-		zr_record_file_name(ds, (unsigned)f, id, name, sizeof name);
+		zr_record_file_name(ds, &names, (unsigned)f, id, name, sizeof name);
 		if (lng && st.physical_len == 0)
 			printf("%-20s %12llu %12u  empty\n", name, (unsigned long long)st.logical_len, 0u);
 		else if (lng)

@@ -208,12 +208,21 @@ int zr_open_field(const char *what, const char *dir, const char *field, zr_datas
 	return f;
 }
 
-void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap)
+void zr_record_file_name(zr_dataset *ds, const zr_names *n, unsigned f, uint64_t id, char *buf,
+			 size_t cap)
 {
+	static char name[PATH_MAX + 1];
 	const char *ext = zr_field(ds, f)->ext;
+	int len = ext ? (int)strlen(ext) : 0;
+	int64_t got = n && n->files == (int)f ? zr_name_load(ds, n, id, name, sizeof name) : 0;
 
-	if (ext)
-		snprintf(buf, cap, "%llu.%s", (unsigned long long)id, ext);
+	/* its name's own extension, as the mount shows it: where the name
+	 * makes a file (a mount's tree/ holds only those) */
+	if (got > 0 && zr_name_safe(name, (size_t)got) &&
+	    (got = zr_names_ext(n, f, name, (size_t)got, &ext)) >= 0)
+		len = (int)got;
+	if (len)
+		snprintf(buf, cap, "%llu.%.*s", (unsigned long long)id, len, ext);
 	else
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
 }

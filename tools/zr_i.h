@@ -67,8 +67,11 @@ int zr_open_field(const char *what, const char *dir, const char *field, zr_datas
 /* The dataset's attrs (meta.json) parsed, for json_decref(); NULL if out of
  * memory. */
 json_t *zr_attrs_json(const zr_dataset *ds);
-/* Record @id's file name in field @f's directory of a mount: ID[.EXT]. */
-void zr_record_file_name(const zr_dataset *ds, unsigned f, uint64_t id, char *buf, size_t cap);
+/* Record @id's file name in field @f's directory of a mount: ID[.EXT], the
+ * extension the field's, or its name's own (zr_names_ext; @n the names the
+ * dataset keeps, NULL: none asked). Not thread-safe. */
+void zr_record_file_name(zr_dataset *ds, const zr_names *n, unsigned f, uint64_t id, char *buf,
+			 size_t cap);
 /* Report a library failure: the library's detail, or the code's text. */
 int zr_fail(int rc, const char *what);
 /* Parse a decimal unsigned number in [lo, hi]; 0 or -1 with a message. */

@@ -603,6 +603,21 @@ ZR_API int zr_names_field_of(const zr_dataset *ds, const zr_names *n, const char
 			     size_t len, unsigned *field, size_t *name_len);
 
 /**
+ * The extension of the file a record named @p name (@p len bytes) makes in
+ * a view by id of field @p field (a mount's FIELD/ID.EXT, `zr export
+ * --by-id`), where the name decides it: when names are paths holding this
+ * field's files, the name's own (after the last dot of its last component,
+ * not a leading one; none where it has no dot) if 1..ZR_EXT_MAX portable
+ * characters. Records imported from files of several kinds so keep their
+ * kind by id as by name (4.jpg, not 4.png).
+ * @return its length (0: none) and *@p ext pointing at it (not
+ *         NUL-terminated); -1 where the name does not decide: the field's
+ *         extension applies
+ */
+ZR_API int zr_names_ext(const zr_names *n, unsigned field, const char *name, size_t len,
+			const char **ext);
+
+/**
  * Whether field @p field's files in the tree hold decimal text instead of
  * the stored bytes (an i64 scalar among keys: WebDataset's .cls). @return 1 or 0
  */

@@ -111,7 +111,7 @@ static enum what resolve(struct zrfs *fs, fuse_ino_t parent, const struct place 
 	if (zrfs_alias_find(w, parent, name, id) == 0)
 		return *alias = true, W_RECORD;
 	if (parent != ZRFS_INO_DIR + p->field ||
-	    zrfs_record_name_parse(&fs->fields[p->field], name, n + 1, id) < 0)
+	    zrfs_record_name_parse(fs, p->field, name, n + 1, id) < 0)
 		return W_NONE;
 	return *id < n && zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
 }

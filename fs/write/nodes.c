@@ -307,7 +307,7 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 
 	/* in tree/ the name is the record's own; elsewhere, if it is not
 	 * "ID.ext", an alias keeps it */
-	zrfs_record_name_format(&fs->fields[d->field], id, own, sizeof own);
+	zrfs_record_name_format(fs, d->field, id, own, sizeof own);
 	if (!d->tree && (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0))
 		zrfs_alias_set(w, d->parent, d->field, d->name, id);
 	d->stored = id;

@@ -49,12 +49,13 @@ static zr_value name_value(const struct zrfs *fs, unsigned field, const char *na
 	return (zr_value){name, len};
 }
 
-/* Whether @name is the name record @id's file has anyway ("ID.ext"). */
+/* Whether @name is the name new record @id's file has anyway, without a
+ * name of its own ("ID.ext", the field's extension). */
 static bool own_name(const struct zrfs *fs, unsigned field, uint64_t id, const char *name)
 {
 	char own[ZRFS_NAME_MAX + 1];
 
-	zrfs_record_name_format(&fs->fields[field], id, own, sizeof own);
+	zrfs_record_name_for(fs, field, id, NULL, 0, own, sizeof own);
 	return strcmp(own, name) == 0;
 }
 
@@ -363,7 +364,12 @@ static void say_placed(struct zrfs *fs, const struct wnode *d, const char *path,
 	const char *field = fs->fields[d->field].name;
 	char to[ZRFS_NAME_MAX + 1], esc[ZRFS_LOG_NAME_MAX * 4];
 
-	zrfs_record_name_format(&fs->fields[d->field], id, to, sizeof to);
+	/* a draft that is not "ID.ext" names its record (the tree, which
+	 * knows names, is not asked under a node's lock) */
+	if (fs->names.field >= 0 && !own_name(fs, d->field, id, path))
+		zrfs_record_name_for(fs, d->field, id, path, strlen(path), to, sizeof to);
+	else
+		zrfs_record_name_for(fs, d->field, id, NULL, 0, to, sizeof to);
 	if (!d->tree && strcmp(to, path) != 0)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %s/%s is now %s/%s\n", fs->dataset, field,
 			 zrfs_log_name(path, esc, sizeof esc), field, to);
@@ -568,6 +574,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
 	pthread_mutex_unlock(&w->names_lock);
 	if (any && (gen = commit(fs)) > 0) {
+		zrfs_names_begin(fs); /* settling reads the tree's names */
 		pthread_mutex_lock(&w->names_lock);
 		for (size_t i = 0; i < n; i++) {
 			struct wnode *d = g[i];
@@ -578,6 +585,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 			zrfs_draft_settle(fs, d, d->stored);
 		}
 		pthread_mutex_unlock(&w->names_lock);
+		zrfs_names_end(fs);
 	}
 	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < n; i++)

@@ -299,7 +299,8 @@ static inline bool zrfs_draft_settled(const struct wnode *d, uint64_t gen)
 	return d->gen && d->gen <= gen;
 }
 /* @d became record @id: a record node from now on (its number shows the
- * record), its name an alias if it is not the record's own. */
+ * record), its name an alias if it is not the record's own. Under the
+ * names lock and w->names_lock. */
 void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
 /* The node a record node was for @field/@id is dropped from the table
  * when nothing needs it (no handle, nothing to store). */

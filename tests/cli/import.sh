@@ -89,13 +89,20 @@ printf j >mixed/cat/4.jpg && printf d >mixed/cat/.DS_Store
 zr import dir mixed mixedds --label-from-parent label
 expect_rc 0
 expect_err_has "zr: import: skipped 1 hidden file or directory (--hidden imports them); the first: mixed/cat/.DS_Store"
-expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 4 files) and the others are served as ID.png too: .jpg (1) (--ext EXT chooses, --ext '' none)"
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 4 files); the others keep theirs by id: .jpg (1) (--ext EXT chooses the field's, --ext '' none)"
 zr import dir mixed mixedhidden --hidden
 expect_rc 0
 expect_out 'mixedhidden: 5 records, 0.0 MB'
-expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 5 files) and the others are served as ID.png too: no extension (1), .jpg (1) (--ext EXT chooses, --ext '' none)"
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (3 of 5 files); the others keep theirs by id: no extension (1), .jpg (1) (--ext EXT chooses the field's, --ext '' none)"
 zr info mixedds
 expect_out_has '             data *bytes *raw *variable *png'
+# the .jpg keeps its kind by id: zr ls and export --by-id name it 3.jpg
+zr ls mixedds data
+expect_out "$(printf '0.png\n1.png\n2.png\n3.jpg')"
+zr export dir mixedds data mixedbyid --by-id
+expect_rc 0
+[ "$(ls mixedbyid | tr '\n' ' ')" = "0.png 1.png 2.png 3.jpg " ] || fail "export --by-id: $(ls mixedbyid | tr '\n' ' ')"
+cmp -s mixedbyid/3.jpg mixed/cat/4.jpg || fail "export --by-id: 3.jpg is not cat/4.jpg"
 zr import dir mixed mixedjpg --ext jpg
 expect_rc 0
 [ "$(cat "$T/.err")" = "zr: import: skipped 1 hidden file or directory (--hidden imports them); the first: mixed/cat/.DS_Store" ] ||
@@ -113,7 +120,7 @@ for z in Paris Oslo Rome; do printf TZif >zones/Europe/$z; done
 printf t >zones/zone.tab && printf t >zones/iso.tab
 zr import dir zones zonesds
 expect_rc 0
-expect_err_has "zr: import: the files' extensions differ: most have none (3 of 5 files), so the field takes none and every record is served as ID: .tab (2) (--ext EXT chooses)"
+expect_err_has "zr: import: the files' extensions differ: most have none (3 of 5 files), so the field takes none; the others keep theirs by id: .tab (2) (--ext EXT chooses the field's)"
 zr info zonesds
 expect_out_has '             data *bytes *raw *variable *-'
 # many kinds: the warning names whole items and counts the rest
@@ -122,7 +129,7 @@ for i in $(seq 1 40); do printf x >"many/f$i.kind$i-of-many"; done
 printf x >many/a.png && printf x >many/b.png
 zr import dir many manyds
 expect_rc 0
-expect_err_has "zr: import: the files' extensions differ: the field takes .png (2 of 42 files)*.kind1-of-many (1), *, and * more (--ext EXT chooses, --ext '' none)"
+expect_err_has "zr: import: the files' extensions differ: the field takes .png (2 of 42 files)*.kind1-of-many (1), *, and * more (--ext EXT chooses the field's, --ext '' none)"
 zr import dir mixed mixedbad --ext a/b
 expect_rc 2
 expect_err_has "zr: import: --ext a/b: not an extension*"

@@ -2,7 +2,8 @@
  * Description: records' original names and the tree they make
  * (core/names.c): what the attrs say, which file each field of a named
  * record is (paths and WebDataset keys), the way back from a file's path,
- * unsafe names refused, classes as text, names loaded.
+ * unsafe names refused, classes as text, names loaded, the extension a
+ * name gives its file by id.
  */
 #include "helpers.h"
 
@@ -78,6 +79,42 @@ Test(names, paths_make_one_file_of_the_files_field)
 	cr_assert_eq(zr_name_load(ds, &n, 2, buf, 5), -ENAMETOOLONG);
 	cr_assert_eq(zr_name_load(ds, &n, 3, buf, sizeof buf), -ENOENT);
 	zr_close(ds);
+}
+
+/* zr_names_ext on @name: @want the extension, or NULL where the name does
+ * not decide it (-1). */
+static void ext_is(const zr_names *n, unsigned field, const char *name, const char *want)
+{
+	const char *ext = NULL;
+	int len = zr_names_ext(n, field, name, strlen(name), &ext);
+
+	if (!want) {
+		cr_assert_eq(len, -1, "'%s': %d", name, len);
+		return;
+	}
+	cr_assert_eq(len, (int)strlen(want), "'%s': %d", name, len);
+	cr_assert(memcmp(ext, want, (size_t)len) == 0, "'%s': '%.*s'", name, len, ext);
+}
+
+Test(names, a_path_gives_its_files_field_its_own_extension)
+{
+	zr_names paths = {.field = 2, .files = 0, .key = 0, .mtime = -1};
+	zr_names keys = {.field = 2, .files = -1, .key = 1, .mtime = -1};
+	zr_names none = {.field = -1, .files = -1, .key = 0, .mtime = -1};
+
+	ext_is(&paths, 0, "cats/4.png", "png");
+	ext_is(&paths, 0, "4.tar.gz", "gz");
+	ext_is(&paths, 0, "zone/Europe/Paris", "");   /* none: served as "ID" */
+	ext_is(&paths, 0, "a.b/Makefile", "");        /* a dot of a directory is not its */
+	ext_is(&paths, 0, "cats/.hidden", "");        /* a leading dot is no extension */
+	ext_is(&paths, 0, "x.", NULL);                /* empty: the field's */
+	ext_is(&paths, 0, "x.j peg", NULL);           /* not portable: the field's */
+	ext_is(&paths, 0, "x.abcdefghijklmnopq", NULL); /* over ZR_EXT_MAX */
+	ext_is(&paths, 0, "x.abcdefghijklmnop", "abcdefghijklmnop");
+	ext_is(&paths, 1, "cats/4.png", NULL);        /* not the files' field */
+	ext_is(&keys, 0, "s0", NULL);                 /* keys: each field's own */
+	ext_is(&none, 0, "cats/4.png", NULL);
+	ext_is(&paths, 0, "", NULL);
 }
 
 Test(names, paths_without_files_in_attrs_take_the_first_field_that_is_no_label)

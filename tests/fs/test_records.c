@@ -16,15 +16,19 @@ static void names(const zr_field_spec *spec, uint64_t n, const char *name, int w
 		  uint64_t want_id)
 {
 	struct zrfs_field f = {.spec = spec, .ext_len = spec->ext ? strlen(spec->ext) : 0};
+	struct zrfs fs = {.nfields = 1, .fields = &f, .names = {-1, -1, 0, -1}};
 	uint64_t id = 12345;
 	char back[64];
-	int rc = zrfs_record_name_parse(&f, name, n, &id);
+	int rc;
+
+	snprintf(f.ext, sizeof f.ext, "%s", spec->ext ? spec->ext : "");
+	rc = zrfs_record_name_parse(&fs, 0, name, n, &id);
 
 	cr_assert_eq(rc, want_rc, "'%s': %d", name, rc);
 	if (rc != 0)
 		return;
 	cr_assert_eq(id, want_id, "'%s': id %llu", name, (unsigned long long)id);
-	zrfs_record_name_format(&f, id, back, sizeof back);
+	zrfs_record_name_format(&fs, 0, id, back, sizeof back);
 	cr_assert_str_eq(back, name, "a parsed name formats back to itself");
 }
 

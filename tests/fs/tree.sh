@@ -3,9 +3,11 @@
 # directory import and a WebDataset tar import (nested keys, a class as
 # text) show their source again: diff -r, find (names, sizes, kinds, link
 # counts, times), ls -l, du, rsync --dry-run and zr export dir all agree
-# with it; the mount follows commits (a name changed, a record added,
-# one removed, a value changed); names that would leave the tree are not
-# shown; tree/ is a view, listed in the root only with -o list_views.
+# with it; a record's file by id keeps its name's extension (zr ls and zr
+# export --by-id agree); the mount follows commits (a name changed, a
+# record added, one removed, a value changed); names that would leave the
+# tree are not shown; tree/ is a view, listed in the root only with
+# -o list_views.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 
@@ -66,6 +68,17 @@ ls "$MNT" | grep -qx tree && fail "tree/ is listed in the root without -o list_v
 # zr export dir of the tree writes what the mount shows
 "$ZR" export dir "$DS" "$T/exported" >/dev/null || fail "export dir"
 diff -r "$T/exported" "$MNT/tree" >/dev/null || fail "zr export dir and tree/ differ"
+# a record keeps its own kind by id: README (no extension) among .jpg files
+# is data/ID, not data/ID.jpg; zr ls, zr export --by-id and the mount agree
+rid=$("$ZR" find "$DS" README)
+[ -f "$MNT/data/$rid" ] && [ ! -e "$MNT/data/$rid.jpg" ] ||
+	fail "README is not data/$rid: $(ls "$MNT/data" | tr '\n' ' ')"
+cmp -s "$SRC/README" "$MNT/data/$rid" || fail "data/$rid does not hold README's bytes"
+"$ZR" ls "$DS" data | sort >"$T/zr.ls" || fail "zr ls"
+ls "$MNT/data" | sort >"$T/mnt.ls"
+diff "$T/zr.ls" "$T/mnt.ls" >/dev/null || fail "zr ls and data/ differ: $(diff "$T/zr.ls" "$T/mnt.ls" | head -4)"
+"$ZR" export dir "$DS" data "$T/byid" --by-id >/dev/null || fail "export --by-id"
+diff -r "$T/byid" "$MNT/data" >/dev/null || fail "export --by-id and data/ differ: $(diff -r "$T/byid" "$MNT/data" 2>&1 | head -3)"
 
 # ---- following commits: a name changed, a record added, one removed, a value
 printf 'train/cat/3.jpg' >"$T/name"
@@ -83,7 +96,12 @@ cat_id=$("$ZR" find "$DS" train/cat/1.jpg)
 printf 'changed' >"$T/c"
 "$ZR" set "$DS" "$cat_id" --data="$T/c" >/dev/null || fail "zr set data"
 cp "$T/c" "$SRC/train/cat/1.jpg"
+printf 'README.md' >"$T/rn" # its kind changes with its name, by id too
+"$ZR" set "$DS" "$rid" --name="$T/rn" >/dev/null || fail "zr set name README.md"
+mv "$SRC/README" "$SRC/README.md"
 agree "$SRC" "$MNT/tree" "after commits"
+[ -f "$MNT/data/$rid.md" ] && [ ! -e "$MNT/data/$rid" ] ||
+	fail "README.md is not data/$rid.md: $(ls "$MNT/data" | tr '\n' ' ')"
 [ ! -e "$MNT/tree/deep" ] || fail "a directory whose records went is still there"
 fusermount3 -u "$MNT" || fail "unmount"
 
