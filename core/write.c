@@ -37,6 +37,9 @@ static int check_value(zr_dataset *ds, unsigned field, zr_value v)
 	RETURN_IF(f->record_size && v.len != f->record_size, -EINVAL,
 		  "field '%s': a record of this shape is %llu bytes, not %zu", f->def.name,
 		  (unsigned long long)f->record_size, v.len);
+	RETURN_IF(v.len % zr_dtype_size(f->def.spec.dtype) != 0, -EINVAL,
+		  "field '%s': a record of %s is whole %u-byte items, not %zu bytes", f->def.name,
+		  zr_dtype_name(f->def.spec.dtype), zr_dtype_size(f->def.spec.dtype), v.len);
 	RETURN_IF(f->def.spec.compress == ZR_RAW && v.len > ZR_RECORD_MAX, -EINVAL,
 		  "field '%s': a raw record is at most %u bytes, not %zu", f->def.name,
 		  ZR_RECORD_MAX, v.len);

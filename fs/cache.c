@@ -40,7 +40,7 @@ struct zrfs_cached {
 	unsigned refs;                   /* replies using it, + 1 while cached */
 	bool loading;                    /* in the table, not yet in the LRU list */
 	int err;                         /* the failed load's -errno, for waiters */
-	struct zrfs_cached *hnext;       /* hash chain */
+	struct zrfs_link link;           /* in c->table, by key */
 	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
 	uint8_t *data;                   /* from the loader; freed with the entry */
 };
@@ -49,8 +49,7 @@ struct zrfs_cache {
 	pthread_mutex_t lock;            /* everything below */
 	pthread_cond_t loaded;           /* some placeholder was filled or failed */
 	uint64_t bytes, limit;
-	size_t nbuckets;                 /* power of two */
-	struct zrfs_cached **buckets;
+	struct zrfs_table table;         /* entries by key, loading ones too */
 	struct zrfs_cached *head, *tail;
 	struct buf_head *pool[POOL_MAX]; /* counted in bytes */
 	unsigned npool;
@@ -62,12 +61,6 @@ int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
 
 	if (!c)
 		return -ENOMEM;
-	c->nbuckets = 4096;
-	c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
-	if (!c->buckets) {
-		free(c);
-		return -ENOMEM;
-	}
 	c->limit = bytes;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->loaded, NULL);
@@ -135,15 +128,10 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 	}
 	while (c->npool)
 		free(c->pool[--c->npool]);
-	free(c->buckets);
+	zrfs_table_free(&c->table);
 	pthread_cond_destroy(&c->loaded);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-static size_t bucket(const struct zrfs_cache *c, uint64_t key)
-{
-	return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (c->nbuckets - 1);
 }
 
 static void lru_unlink(struct zrfs_cache *c, struct zrfs_cached *e)
@@ -172,19 +160,18 @@ static void lru_push(struct zrfs_cache *c, struct zrfs_cached *e)
 
 static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key)
 {
-	for (struct zrfs_cached *e = c->buckets[bucket(c, key)]; e; e = e->hnext)
+	for (struct zrfs_link *l = zrfs_table_first(&c->table, zrfs_hash_u64(key)); l;
+	     l = zrfs_table_next(l)) {
+		struct zrfs_cached *e = zrfs_container(l, struct zrfs_cached, link);
 		if (e->key == key)
 			return e;
+	}
 	return NULL;
 }
 
 static void unhash(struct zrfs_cache *c, struct zrfs_cached *e)
 {
-	struct zrfs_cached **p = &c->buckets[bucket(c, e->key)];
-
-	while (*p != e)
-		p = &(*p)->hnext;
-	*p = e->hnext;
+	zrfs_table_del(&c->table, &e->link);
 }
 
 static void unref(struct zrfs_cache *c, struct zrfs_cached *e)
@@ -249,8 +236,11 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *c
 	e->key = key;
 	e->refs = 2; /* the table's and this caller's */
 	e->loading = true;
-	e->hnext = c->buckets[bucket(c, key)];
-	c->buckets[bucket(c, key)] = e;
+	if (zrfs_table_add(&c->table, &e->link, zrfs_hash_u64(key)) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		free(e);
+		return -ENOMEM;
+	}
 	pthread_mutex_unlock(&c->lock);
 
 	rc = load(ctx, &e->data, &e->len);

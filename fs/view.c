@@ -102,16 +102,18 @@ void zrfs_view_put(struct zrfs_view *v)
 
 /* ---- the current view and versions ---- */
 
-/* (field, id) -> version of record files that changed since the mount;
- * open addressing, never shrinks (one slot per record ever changed). */
-struct version_slot {
-	uint64_t key;             /* id * ZR_FIELDS_MAX + field + 1; 0 = free */
+/* (field, id) -> version of record files that changed since the mount:
+ * one entry per record ever changed, never dropped. */
+struct version {
+	struct zrfs_link link;    /* in s->versions, by key */
+	uint64_t key;             /* id * ZR_FIELDS_MAX + field */
 	uint8_t version;
 };
 
 /* inode number -> the older view it shows (a pin) */
-struct pin_slot {
-	fuse_ino_t ino;           /* 0 = free; ~0 = deleted */
+struct pin {
+	struct zrfs_link link;    /* in s->pins, by number */
+	fuse_ino_t ino;
 	struct zrfs_view *v;
 };
 
@@ -119,12 +121,10 @@ struct zrfs_state {
 	pthread_rwlock_t lock;    /* the current view, versions, npy versions:
 				   * held for reading by lookups and listings */
 	struct zrfs_view *view;
-	struct version_slot *versions;
-	uint64_t nversions, versions_cap;
+	struct zrfs_table versions;
 	uint64_t *npy_version;    /* per field: the generation its .npy last changed */
 	pthread_mutex_t pins_lock; /* the pins */
-	struct pin_slot *pins;
-	uint64_t npins, pins_used, pins_cap;
+	struct zrfs_table pins;
 	atomic_ullong pin_count;  /* read without the lock: FORGET's fast path */
 };
 
@@ -151,12 +151,21 @@ void zrfs_state_destroy(struct zrfs *fs)
 
 	if (!s)
 		return;
-	for (uint64_t i = 0; i < s->pins_cap; i++)
-		if (s->pins[i].ino && s->pins[i].ino != ~(fuse_ino_t)0)
-			zrfs_view_put(s->pins[i].v);
+	for (size_t i = 0; i < s->pins.cap; i++)
+		for (struct zrfs_link *l = s->pins.buckets[i], *next; l; l = next) {
+			struct pin *p = zrfs_container(l, struct pin, link);
+			next = l->next;
+			zrfs_view_put(p->v);
+			free(p);
+		}
+	for (size_t i = 0; i < s->versions.cap; i++)
+		for (struct zrfs_link *l = s->versions.buckets[i], *next; l; l = next) {
+			next = l->next;
+			free(zrfs_container(l, struct version, link));
+		}
 	zrfs_view_put(s->view);
-	free(s->pins);
-	free(s->versions);
+	zrfs_table_free(&s->pins);
+	zrfs_table_free(&s->versions);
 	free(s->npy_version);
 	pthread_rwlock_destroy(&s->lock);
 	pthread_mutex_destroy(&s->pins_lock);
@@ -185,22 +194,25 @@ void zrfs_names_end(struct zrfs *fs)
 	pthread_rwlock_unlock(&fs->state->lock);
 }
 
-static struct version_slot *version_slot(const struct zrfs_state *s, uint64_t key)
+static struct version *version_find(const struct zrfs_state *s, uint64_t key)
 {
-	uint64_t i = zrfs_hash_u64(key) & (s->versions_cap - 1);
-
-	while (s->versions[i].key && s->versions[i].key != key)
-		i = (i + 1) & (s->versions_cap - 1);
-	return &s->versions[i];
+	for (struct zrfs_link *l = zrfs_table_first(&s->versions, zrfs_hash_u64(key)); l;
+	     l = zrfs_table_next(l)) {
+		struct version *e = zrfs_container(l, struct version, link);
+		if (e->key == key)
+			return e;
+	}
+	return NULL;
 }
 
 unsigned zrfs_rec_version(const struct zrfs *fs, unsigned field, uint64_t id)
 {
-	const struct zrfs_state *s = fs->state;
+	const struct version *e;
 
-	if (!s || s->nversions == 0)
+	if (!fs->state || fs->state->versions.n == 0)
 		return 0;
-	return version_slot(s, id * ZR_FIELDS_MAX + field + 1)->version;
+	e = version_find(fs->state, id * ZR_FIELDS_MAX + field);
+	return e ? e->version : 0;
 }
 
 uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field)
@@ -223,32 +235,23 @@ void zrfs_state_unlock(struct zrfs *fs)
 int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id)
 {
 	struct zrfs_state *s = fs->state;
-	uint64_t key = id * ZR_FIELDS_MAX + field + 1;
-	struct version_slot *slot;
+	uint64_t key = id * ZR_FIELDS_MAX + field;
+	struct version *e = version_find(s, key);
 
-	if ((s->nversions + 1) * 2 > s->versions_cap) {
-		uint64_t cap = s->versions_cap ? s->versions_cap * 2 : 4096;
-		struct version_slot *old = s->versions, *nv = calloc(cap, sizeof *nv);
-		uint64_t old_cap = s->versions_cap;
-		if (!nv)
+	if (!e) {
+		if (!(e = calloc(1, sizeof *e)))
 			return -ENOMEM;
-		s->versions = nv;
-		s->versions_cap = cap;
-		for (uint64_t i = 0; i < old_cap; i++)
-			if (old[i].key)
-				*version_slot(s, old[i].key) = old[i];
-		free(old);
-	}
-	slot = version_slot(s, key);
-	if (!slot->key) {
-		slot->key = key;
-		s->nversions++;
+		e->key = key;
+		if (zrfs_table_add(&s->versions, &e->link, zrfs_hash_u64(key)) < 0) {
+			free(e);
+			return -ENOMEM;
+		}
 	}
 	/* the next version whose number no pin still holds (a version comes
 	 * round again after 256 changes of one record) */
 	for (int k = 0; k < ZRFS_VERSIONS; k++) {
-		slot->version = (uint8_t)(slot->version + 1);
-		if (!zrfs_pinned(fs, zrfs_rec_ino(field, id, slot->version)))
+		e->version = (uint8_t)(e->version + 1);
+		if (!zrfs_pinned(fs, zrfs_rec_ino(field, id, e->version)))
 			break;
 	}
 	return 0;
@@ -269,58 +272,42 @@ struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v)
 
 /* ---- pins ---- */
 
-static struct pin_slot *pin_slot(const struct zrfs_state *s, fuse_ino_t ino, bool insert)
+static struct pin *pin_find(const struct zrfs_state *s, fuse_ino_t ino)
 {
-	uint64_t i = zrfs_hash_u64(ino) & (s->pins_cap - 1);
-	struct pin_slot *tomb = NULL;
-
-	while (s->pins[i].ino && s->pins[i].ino != ino) {
-		if (s->pins[i].ino == ~(fuse_ino_t)0 && !tomb)
-			tomb = &s->pins[i];
-		i = (i + 1) & (s->pins_cap - 1);
+	for (struct zrfs_link *l = zrfs_table_first(&s->pins, zrfs_hash_u64(ino)); l;
+	     l = zrfs_table_next(l)) {
+		struct pin *p = zrfs_container(l, struct pin, link);
+		if (p->ino == ino)
+			return p;
 	}
-	return s->pins[i].ino == ino || !insert || !tomb ? &s->pins[i] : tomb;
-}
-
-static int pins_grow(struct zrfs_state *s)
-{
-	uint64_t cap = s->pins_cap ? s->pins_cap * 2 : 1024, old_cap = s->pins_cap;
-	struct pin_slot *old = s->pins, *np = calloc(cap, sizeof *np);
-
-	if (!np)
-		return -ENOMEM;
-	s->pins = np;
-	s->pins_cap = cap;
-	s->pins_used = s->npins;
-	for (uint64_t i = 0; i < old_cap; i++)
-		if (old[i].ino && old[i].ino != ~(fuse_ino_t)0)
-			*pin_slot(s, old[i].ino, true) = old[i];
-	free(old);
-	return 0;
+	return NULL;
 }
 
 int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 {
 	struct zrfs_state *s = fs->state;
-	struct pin_slot *slot;
+	struct pin *p;
 	int rc = 0;
 
 	pthread_mutex_lock(&s->pins_lock);
-	if (s->npins >= PINS_MAX) {
+	if (pin_find(s, ino))
+		goto out; /* pinned already: the first view it showed stays */
+	if (s->pins.n >= PINS_MAX) {
 		rc = -ENOSPC;
 		goto out;
 	}
-	if ((s->pins_used + 1) * 2 > s->pins_cap && (rc = pins_grow(s)) < 0)
+	if (!(p = malloc(sizeof *p))) {
+		rc = -ENOMEM;
 		goto out;
-	slot = pin_slot(s, ino, true);
-	if (slot->ino == ino)
-		goto out; /* pinned already: the first view it showed stays */
-	if (!slot->ino)
-		s->pins_used++;
-	slot->ino = ino;
-	slot->v = zrfs_view_ref(v);
-	s->npins++;
-	atomic_store(&s->pin_count, s->npins);
+	}
+	p->ino = ino;
+	p->v = zrfs_view_ref(v);
+	if ((rc = zrfs_table_add(&s->pins, &p->link, zrfs_hash_u64(ino))) < 0) {
+		zrfs_view_put(p->v);
+		free(p);
+		goto out;
+	}
+	atomic_store(&s->pin_count, s->pins.n);
 out:
 	pthread_mutex_unlock(&s->pins_lock);
 	return rc;
@@ -329,12 +316,12 @@ out:
 bool zrfs_pinned(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_state *s = fs->state;
-	bool yes = false;
+	bool yes;
 
 	if (!atomic_load(&s->pin_count))
 		return false;
 	pthread_mutex_lock(&s->pins_lock);
-	yes = s->pins_cap && pin_slot(s, ino, false)->ino == ino;
+	yes = pin_find(s, ino) != NULL;
 	pthread_mutex_unlock(&s->pins_lock);
 	return yes;
 }
@@ -343,13 +330,13 @@ struct zrfs_view *zrfs_pinned_view(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_state *s = fs->state;
 	struct zrfs_view *v = NULL;
-	struct pin_slot *slot;
+	struct pin *p;
 
 	if (!atomic_load(&s->pin_count))
 		return NULL;
 	pthread_mutex_lock(&s->pins_lock);
-	if (s->pins_cap && (slot = pin_slot(s, ino, false))->ino == ino)
-		v = zrfs_view_ref(slot->v);
+	if ((p = pin_find(s, ino)) != NULL)
+		v = zrfs_view_ref(p->v);
 	pthread_mutex_unlock(&s->pins_lock);
 	return v;
 }
@@ -357,20 +344,19 @@ struct zrfs_view *zrfs_pinned_view(struct zrfs *fs, fuse_ino_t ino)
 bool zrfs_unpin(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_state *s = fs->state;
-	struct zrfs_view *v = NULL;
-	struct pin_slot *slot;
+	struct pin *p = NULL;
 
 	if (!s || !atomic_load(&s->pin_count))
 		return false;
 	pthread_mutex_lock(&s->pins_lock);
-	if (s->pins_cap && (slot = pin_slot(s, ino, false))->ino == ino) {
-		v = slot->v;
-		slot->ino = ~(fuse_ino_t)0; /* a tombstone: probes go on past it */
-		slot->v = NULL;
-		s->npins--;
-		atomic_store(&s->pin_count, s->npins);
+	if ((p = pin_find(s, ino)) != NULL) {
+		zrfs_table_del(&s->pins, &p->link);
+		atomic_store(&s->pin_count, s->pins.n);
 	}
 	pthread_mutex_unlock(&s->pins_lock);
-	zrfs_view_put(v);
-	return v != NULL;
+	if (!p)
+		return false;
+	zrfs_view_put(p->v);
+	free(p);
+	return true;
 }

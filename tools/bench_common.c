@@ -79,43 +79,43 @@ static int parse_threads(const char *val, struct bench_args *a)
 
 int bench_args_parse(int argc, char **argv, const char *help, struct bench_args *a)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(o)) {
-			fputs(help, stdout);
-			return 1;
+	static const struct option opts[] = {{"records", required_argument, 0, 'r'},
+					     {"size", required_argument, 0, 's'},
+					     {"runs", required_argument, 0, 'n'},
+					     {"dir", required_argument, 0, 'd'},
+					     {"zrfs", required_argument, 0, 'z'},
+					     {"uring", no_argument, 0, 'u'},
+					     {"threads", required_argument, 0, 't'},
+					     ZR_OPT_HELP, ZR_OPT_END};
+	int c, rc = 0;
+
+	while (rc == 0 && (c = zr_getopt(argc, argv, "h", opts, "bench")) != -1) {
+		if ((c == 'z' || c == 'u') && !a->takes_zrfs) {
+			zr_warn("bench: this benchmark takes no --zrfs or --uring");
+			c = '?';
+		} else if (c == 't' && !a->takes_threads) {
+			zr_warn("bench: this benchmark takes no --threads");
+			c = '?';
 		}
-		if (strcmp(o, "--uring") == 0 && a->takes_zrfs) {
-			a->uring = true;
-			continue;
-		}
-		if (!val) {
-			zr_warn("bench: '%s' needs a value or is unknown", o);
-			return -1;
-		}
-		i++;
-		if (strcmp(o, "--records") == 0) {
-			if (parse_u64(val, a->records_min, 10000000, o, &a->records) < 0)
-				return -1;
-		} else if (strcmp(o, "--size") == 0) {
-			if (parse_size(val, 1 << 24, o, &a->size) < 0 || a->size == 0)
-				return -1;
-		} else if (strcmp(o, "--runs") == 0) {
-			if (parse_u64(val, 1, 100, o, &a->runs) < 0)
-				return -1;
-		} else if (strcmp(o, "--dir") == 0) {
-			a->dir = val;
-		} else if (strcmp(o, "--zrfs") == 0 && a->takes_zrfs) {
-			a->zrfs = val;
-		} else if (strcmp(o, "--threads") == 0 && a->takes_threads) {
-			if (parse_threads(val, a) < 0)
-				return -1;
-		} else {
-			zr_warn("bench: unknown option '%s'", o);
-			return -1;
+		switch (c) {
+		case 'r': rc = parse_u64(optarg, a->records_min, 10000000, "--records", &a->records); break;
+		case 's':
+			rc = parse_size(optarg, 1 << 24, "--size", &a->size) < 0 || a->size == 0 ? -1 : 0;
+			break;
+		case 'n': rc = parse_u64(optarg, 1, 100, "--runs", &a->runs); break;
+		case 'd': a->dir = optarg; break;
+		case 'z': a->zrfs = optarg; break;
+		case 'u': a->uring = true; break;
+		case 't': rc = parse_threads(optarg, a); break;
+		case 'h': fputs(help, stdout); return 1;
+		default: return -1;
 		}
 	}
-	return 0;
+	if (rc == 0 && optind < argc) {
+		zr_warn("bench: unexpected '%s' (see 'zr bench --help')", argv[optind]);
+		return -1;
+	}
+	return rc < 0 ? -1 : 0;
 }
 
 /* @session: the program gets a session of its own, as a daemon would (a

@@ -101,26 +101,18 @@ int bench_sampler(int argc, char **argv)
 	uint64_t runs = 5, max = 1000000000;
 	static const char *const names[] = {"Fisher-Yates array", "shuffle (zs)", "block (zs)"};
 
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (i + 1 >= argc) {
-			zr_warn("bench: '%s' needs a value or is unknown", argv[i]);
-			return EXIT_USAGE;
-		}
-		if (strcmp(argv[i], "--runs") == 0) {
-			if (parse_u64(argv[++i], 1, 100, "--runs", &runs) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(argv[i], "--max") == 0) {
-			if (parse_u64(argv[++i], 1, UINT64_C(1) << 40, "--max", &max) < 0)
-				return EXIT_USAGE;
-		} else {
-			zr_warn("bench: unknown option '%s'", argv[i]);
-			return EXIT_USAGE;
-		}
-	}
+	static const struct option opts[] = {{"runs", required_argument, 0, 'n'},
+					     {"max", required_argument, 0, 'm'},
+					     ZR_OPT_HELP, ZR_OPT_END};
+	int c;
+
+	while ((c = zr_getopt(argc, argv, "h", opts, "bench")) != -1)
+		if (c == 'n' ? parse_u64(optarg, 1, 100, "--runs", &runs) < 0
+		    : c == 'm' ? parse_u64(optarg, 1, UINT64_C(1) << 40, "--max", &max) < 0
+			       : true)
+			return c == 'h' ? (fputs(help, stdout), 0) : EXIT_USAGE;
+	if (!zr_operands(argc, "bench", 0, 0, "no operands"))
+		return EXIT_USAGE;
 	printf("zr bench sampler: one epoch per case, batch 1024, %llu runs, medians\n\n",
 	       (unsigned long long)runs);
 	printf("%-20s %12s %14s %12s   %s\n", "order", "N", "Mids/s", "peak RSS", "ratio");

@@ -74,15 +74,14 @@ int cmd_create(int argc, char **argv)
 {
 	static const struct option opts[] = {{"field", required_argument, 0, 'f'},
 					     {"chunk-size", required_argument, 0, 'c'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
+					     ZR_OPT_HELP, ZR_OPT_END};
 	zr_field_spec fields[ZR_FIELDS_MAX];
 	zr_create_opts co = {0};
 	unsigned n = 0;
 	uint64_t v;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = zr_getopt(argc, argv, "h", opts, "create")) != -1) {
 		switch (c) {
 		case 'f':
 			if (n == ZR_FIELDS_MAX) {
@@ -101,7 +100,6 @@ int cmd_create(int argc, char **argv)
 			fputs(help, stdout);
 			return 0;
 		default:
-			fputs(help, stderr);
 			return EXIT_USAGE;
 		}
 	}

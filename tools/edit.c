@@ -64,14 +64,12 @@ int cmd_rm(int argc, char **argv)
 	size_t n = 0;
 	int rc, status = 1;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(rm_help, stdout);
-		return 0;
-	}
-	if (argc < 3) {
-		zr_warn("rm: expected DIR and at least one ID (see 'zr rm --help')");
+	if ((rc = zr_no_options(argc, argv, "rm", rm_help)) >= 0)
+		return rc;
+	if (!zr_operands(argc, "rm", 2, -1, "DIR and at least one ID"))
 		return EXIT_USAGE;
-	}
+	argc -= optind - 1; /* the operands from argv[1] on */
+	argv += optind - 1;
 	ids = malloc((size_t)(argc - 2) * sizeof *ids);
 	if (!ids)
 		return 1;

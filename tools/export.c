@@ -378,16 +378,19 @@ out:
 
 int cmd_export(int argc, char **argv)
 {
+	static const struct option opts[] = {{"by-id", no_argument, 0, 'i'}, ZR_OPT_HELP,
+					     ZR_OPT_END};
 	zr_dataset *ds = NULL;
+	bool by_id = false;
 	int f, status = 1;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(export_help, stdout);
-		return 0;
-	}
-	bool by_id = argc > 2 && strcmp(argv[argc - 1], "--by-id") == 0;
-	if (by_id)
-		argc--;
+	while ((f = zr_getopt(argc, argv, "h", opts, "export")) != -1)
+		if (f == 'i')
+			by_id = true;
+		else
+			return f == 'h' ? (fputs(export_help, stdout), 0) : EXIT_USAGE;
+	argc -= optind - 1; /* the operands from argv[1] on */
+	argv += optind - 1;
 	if (argc == 4 && (strcmp(argv[1], "tar") == 0 || (strcmp(argv[1], "dir") == 0 && !by_id))) {
 		int rc = zr_open(&ds, argv[2], ZR_RDONLY);
 		if (rc < 0)

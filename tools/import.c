@@ -335,78 +335,109 @@ static bool names_kind(const struct import *im)
 	return im->src->plan == plan_dir || im->src->plan == plan_tar;
 }
 
+enum {
+	O_FIELD = 256, O_PARENT, O_TOP, O_NAMES, O_NO_NAMES, O_EXT, O_COMPRESS, O_CHUNK,
+	O_WRITERS, O_RECORD_SIZE, O_LINKS, O_HIDDEN
+};
+
+/* Whether this kind of import takes option @c. */
+static bool takes(const struct import *im, int c)
+{
+	switch (c) {
+	case O_PARENT: case O_TOP: case O_EXT: case O_LINKS: case O_HIDDEN:
+		return im->src->plan == plan_dir;
+	case O_NAMES: case O_NO_NAMES:
+		return names_kind(im);
+	case O_RECORD_SIZE:
+		return im->src->plan == plan_flat;
+	default:
+		return true;
+	}
+}
+
+/* Option @c's value @val into im->o: 0, or -1 (said). */
+static int take_option(struct import *im, int c, const char *val)
+{
+	struct opts *o = &im->o;
+
+	switch (c) {
+	case O_FIELD: o->field = val; break;
+	case O_PARENT: case O_TOP:
+		o->label_field = val;
+		o->label_top = c == O_TOP;
+		break;
+	case O_NAMES: o->names = val; break;
+	case O_NO_NAMES: o->names = NULL; break;
+	case O_LINKS: o->follow_links = true; break;
+	case O_HIDDEN: o->hidden = true; break;
+	case O_EXT:
+		if (val[0] && (strlen(val) > ZR_EXT_MAX || zr_name_check(val) < 0)) {
+			zr_warn("import: --ext %s: not an extension (%s)", val,
+				strlen(val) > ZR_EXT_MAX ? "too long" : zr_errmsg(NULL));
+			return -1;
+		}
+		o->ext = val;
+		break;
+	case O_COMPRESS:
+		if (zr_compress_parse(val, &o->compress) < 0) {
+			zr_warn("import: --compress: %s", zr_errmsg(NULL));
+			return -1;
+		}
+		break;
+	case O_CHUNK: return parse_u64(val, 1, UINT32_MAX, "--chunk-size", &o->chunk_size);
+	case O_WRITERS: return parse_u64(val, 1, 4, "--writers", &o->writers);
+	case O_RECORD_SIZE:
+		return parse_size(val, ZR_RECORD_MAX, "--record-size", &o->record_size) < 0 ||
+				       o->record_size == 0
+			       ? -1
+			       : 0;
+	}
+	return 0;
+}
+
 /* The options and positional arguments after KIND: -1 when they are good,
  * else the exit status (the message printed). */
 static int parse_args(struct import *im, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{"field", required_argument, 0, O_FIELD},
+		{"label-from-parent", required_argument, 0, O_PARENT},
+		{"label-from-top", required_argument, 0, O_TOP},
+		{"names", required_argument, 0, O_NAMES},
+		{"no-names", no_argument, 0, O_NO_NAMES},
+		{"ext", required_argument, 0, O_EXT},
+		{"compress", required_argument, 0, O_COMPRESS},
+		{"chunk-size", required_argument, 0, O_CHUNK},
+		{"writers", required_argument, 0, O_WRITERS},
+		{"record-size", required_argument, 0, O_RECORD_SIZE},
+		{"follow-links", no_argument, 0, O_LINKS},
+		{"hidden", no_argument, 0, O_HIDDEN},
+		ZR_OPT_HELP, ZR_OPT_END};
 	struct opts *o = &im->o;
 	const char *kind = im->src->kind;
+	int c;
 
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(a)) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (a[0] != '-' || strcmp(a, "-") == 0) {
-			if (im->npos == (int)(sizeof im->pos / sizeof *im->pos)) {
-				zr_warn("import: too many files");
-				return EXIT_USAGE;
-			}
-			im->pos[im->npos++] = a;
-			continue;
-		}
-		if (strcmp(a, "--follow-links") == 0 && im->src->plan == plan_dir) {
-			o->follow_links = true;
-			continue;
-		}
-		if (strcmp(a, "--hidden") == 0 && im->src->plan == plan_dir) {
-			o->hidden = true;
-			continue;
-		}
-		if (strcmp(a, "--no-names") == 0 && names_kind(im)) {
-			o->names = NULL;
-			continue;
-		}
-		if (!val) {
-			zr_warn("import: '%s' needs a value or is unknown", a);
+	optind = 2; /* after KIND */
+	while ((c = zr_getopt(argc, argv, "h", opts, "import")) != -1) {
+		if (c == 'h' || c == '?')
+			return c == 'h' ? (fputs(help, stdout), 0) : EXIT_USAGE;
+		if (!takes(im, c)) {
+			const struct option *x = opts;
+			while (x->val != c)
+				x++;
+			zr_warn("import %s: option '--%s' is not for %s sources (see 'zr import --help')",
+				kind, x->name, kind);
 			return EXIT_USAGE;
 		}
-		i++;
-		if (strcmp(a, "--field") == 0) {
-			o->field = val;
-		} else if ((strcmp(a, "--label-from-parent") == 0 ||
-			    strcmp(a, "--label-from-top") == 0) && im->src->plan == plan_dir) {
-			o->label_field = val;
-			o->label_top = strcmp(a, "--label-from-top") == 0;
-		} else if (strcmp(a, "--names") == 0 && names_kind(im)) {
-			o->names = val;
-		} else if (strcmp(a, "--ext") == 0 && im->src->plan == plan_dir) {
-			if (val[0] && (strlen(val) > ZR_EXT_MAX || zr_name_check(val) < 0)) {
-				zr_warn("import: --ext %s: not an extension (%s)", val,
-					val[0] && strlen(val) > ZR_EXT_MAX ? "too long" : zr_errmsg(NULL));
-				return EXIT_USAGE;
-			}
-			o->ext = val;
-		} else if (strcmp(a, "--compress") == 0) {
-			if (zr_compress_parse(val, &o->compress) < 0) {
-				zr_warn("import: --compress: %s", zr_errmsg(NULL));
-				return EXIT_USAGE;
-			}
-		} else if (strcmp(a, "--chunk-size") == 0) {
-			if (parse_u64(val, 1, UINT32_MAX, a, &o->chunk_size) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--writers") == 0) {
-			if (parse_u64(val, 1, 4, a, &o->writers) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(a, "--record-size") == 0 && im->src->plan == plan_flat) {
-			if (parse_size(val, ZR_RECORD_MAX, a, &o->record_size) < 0 ||
-			    o->record_size == 0)
-				return EXIT_USAGE;
-		} else {
-			zr_warn("import %s: unknown option '%s' (see 'zr import --help')", kind, a);
+		if (take_option(im, c, optarg) < 0)
+			return EXIT_USAGE;
+	}
+	for (; optind < argc; optind++) {
+		if (im->npos == (int)(sizeof im->pos / sizeof *im->pos)) {
+			zr_warn("import: too many files");
 			return EXIT_USAGE;
 		}
+		im->pos[im->npos++] = argv[optind];
 	}
 	if (im->npos < 2 || (!im->src->many && im->npos != 2) ||
 	    (im->src->plan == plan_flat && o->record_size == 0)) {

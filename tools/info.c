@@ -127,23 +127,17 @@ int cmd_info(int argc, char **argv)
 	zr_info in;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(help, stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--json") == 0) {
+	static const struct option opts[] = {{"json", no_argument, 0, 'j'}, ZR_OPT_HELP,
+					     ZR_OPT_END};
+
+	while ((rc = zr_getopt(argc, argv, "h", opts, "info")) != -1)
+		if (rc == 'j')
 			json = true;
-		} else if (argv[i][0] == '-' || dir) {
-			zr_warn("info: unexpected '%s' (see 'zr info --help')", argv[i]);
-			return EXIT_USAGE;
-		} else {
-			dir = argv[i];
-		}
-	}
-	if (!dir) {
-		zr_warn("info: expected DIR (see 'zr info --help')");
+		else
+			return rc == 'h' ? (fputs(help, stdout), 0) : EXIT_USAGE;
+	if (!zr_operands(argc, "info", 1, 1, "DIR"))
 		return EXIT_USAGE;
-	}
+	dir = argv[optind];
 	rc = zr_open(&ds, dir, ZR_RDONLY);
 	if (rc < 0)
 		return zr_fail(rc, "info");

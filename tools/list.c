@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char ls_help[] =
-	"usage: zr ls DIR FIELD [--long]\n"
+	"usage: zr ls DIR FIELD [-l | --long]\n"
 	"\n"
 	"List the present records of FIELD by their names in the mount; with\n"
 	"--long: id, logical size, stored size, chunk and offset.\n";
@@ -20,20 +20,21 @@ static const char stat_help[] =
 
 int cmd_ls(int argc, char **argv)
 {
+	static const struct option opts[] = {{"long", no_argument, 0, 'l'}, ZR_OPT_HELP,
+					     ZR_OPT_END};
 	zr_dataset *ds = NULL;
-	bool lng = argc == 4 && strcmp(argv[3], "--long") == 0;
+	bool lng = false;
 	int f, status = 0;
 	zr_names names;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(ls_help, stdout);
-		return 0;
-	}
-	if (argc != 3 && !lng) {
-		zr_warn("ls: expected DIR FIELD [--long] (see 'zr ls --help')");
+	while ((f = zr_getopt(argc, argv, "hl", opts, "ls")) != -1)
+		if (f == 'l')
+			lng = true;
+		else
+			return f == 'h' ? (fputs(ls_help, stdout), 0) : EXIT_USAGE;
+	if (!zr_operands(argc, "ls", 2, 2, "DIR FIELD"))
 		return EXIT_USAGE;
-	}
-	if ((f = zr_open_field("ls", argv[1], argv[2], &ds)) < 0)
+	if ((f = zr_open_field("ls", argv[optind], argv[optind + 1], &ds)) < 0)
 		return 1;
 	if (zr_names_get(ds, &names) < 0) {
 		zr_warn("ls: out of memory");
@@ -71,14 +72,12 @@ int cmd_stat(int argc, char **argv)
 	uint64_t id;
 	int f, rc;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(stat_help, stdout);
-		return 0;
-	}
-	if (argc != 4) {
-		zr_warn("stat: expected DIR FIELD ID (see 'zr stat --help')");
+	if ((rc = zr_no_options(argc, argv, "stat", stat_help)) >= 0)
+		return rc;
+	if (!zr_operands(argc, "stat", 3, 3, "DIR FIELD ID"))
 		return EXIT_USAGE;
-	}
+	argc -= optind - 1; /* the operands from argv[1] on */
+	argv += optind - 1;
 	if (parse_u64(argv[3], 0, UINT64_MAX, "stat: ID", &id) < 0)
 		return EXIT_USAGE;
 	if ((f = zr_open_field("stat", argv[1], argv[2], &ds)) < 0)

@@ -47,23 +47,17 @@ int cmd_verify(int argc, char **argv)
 	int64_t n;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(verify_help, stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+	static const struct option opts[] = {{"quiet", no_argument, 0, 'q'}, ZR_OPT_HELP,
+					     ZR_OPT_END};
+
+	while ((rc = zr_getopt(argc, argv, "hq", opts, "verify")) != -1)
+		if (rc == 'q')
 			v.quiet = true;
-		} else if (argv[i][0] == '-' || dir) {
-			zr_warn("verify: unexpected '%s' (see 'zr verify --help')", argv[i]);
-			return EXIT_USAGE;
-		} else {
-			dir = argv[i];
-		}
-	}
-	if (!dir) {
-		zr_warn("verify: expected DIR (see 'zr verify --help')");
+		else
+			return rc == 'h' ? (fputs(verify_help, stdout), 0) : EXIT_USAGE;
+	if (!zr_operands(argc, "verify", 1, 1, "DIR"))
 		return EXIT_USAGE;
-	}
+	dir = argv[optind];
 	rc = zr_open(&ds, dir, ZR_RDONLY);
 	if (rc < 0)
 		return zr_fail(rc, "verify");
@@ -86,24 +80,17 @@ int cmd_rebalance(int argc, char **argv)
 	zr_dataset *ds;
 	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (is_help(argv[i])) {
-			fputs(rebalance_help, stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--chunk-size") == 0 && i + 1 < argc) {
-			if (parse_u64(argv[++i], 1, UINT32_MAX, "--chunk-size", &chunk_size) < 0)
-				return EXIT_USAGE;
-		} else if (argv[i][0] == '-' || dir) {
-			zr_warn("rebalance: unexpected '%s' (see 'zr rebalance --help')", argv[i]);
+	static const struct option opts[] = {{"chunk-size", required_argument, 0, 'c'},
+					     ZR_OPT_HELP, ZR_OPT_END};
+
+	while ((rc = zr_getopt(argc, argv, "h", opts, "rebalance")) != -1)
+		if (rc != 'c')
+			return rc == 'h' ? (fputs(rebalance_help, stdout), 0) : EXIT_USAGE;
+		else if (parse_u64(optarg, 1, UINT32_MAX, "--chunk-size", &chunk_size) < 0)
 			return EXIT_USAGE;
-		} else {
-			dir = argv[i];
-		}
-	}
-	if (!dir) {
-		zr_warn("rebalance: expected DIR (see 'zr rebalance --help')");
+	if (!zr_operands(argc, "rebalance", 1, 1, "DIR"))
 		return EXIT_USAGE;
-	}
+	dir = argv[optind];
 	rc = zr_open(&ds, dir, ZR_RDWR);
 	if (rc < 0)
 		return zr_fail(rc, "rebalance");

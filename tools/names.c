@@ -92,14 +92,12 @@ int cmd_find(int argc, char **argv)
 	char *buf;
 	int rc, status = 0;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(find_help, stdout);
-		return 0;
-	}
-	if (argc < 3) {
-		zr_warn("find: expected DS NAME [NAME...] (see 'zr find --help')");
+	if ((rc = zr_no_options(argc, argv, "find", find_help)) >= 0)
+		return rc;
+	if (!zr_operands(argc, "find", 2, -1, "DS NAME [NAME...]"))
 		return EXIT_USAGE;
-	}
+	argc -= optind - 1; /* the operands from argv[1] on */
+	argv += optind - 1;
 	if ((rc = zr_open(&ds, argv[1], ZR_RDONLY)) < 0)
 		return zr_fail(rc, "find");
 	ids = malloc((size_t)(argc - 2) * sizeof *ids);

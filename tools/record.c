@@ -22,43 +22,53 @@ static const char cat_help[] =
 	"Write the bytes of field FIELD of record ID to standard output (inflated\n"
 	"if the field is compressed). Fails if the record is missing.\n";
 
-/* Parse --FIELD=FILE arguments argv[from..argc) into @values (one per
- * field, data NULL where not given), reading the files into @bufs.
- * 0, or an exit status (message printed). */
+/* Parse the --FIELD=FILE options argv[from..argc) (getopt_long, a long
+ * option per field of @ds) into @values (one per field, data NULL where not
+ * given), reading the files into @bufs. 0, or an exit status (message
+ * printed). */
 static int read_field_args(zr_dataset *ds, int argc, char **argv, int from, const char *what,
 			   zr_value *values, void **bufs)
 {
+	struct option opts[ZR_FIELDS_MAX + 1];
+	unsigned nf = zr_field_count(ds);
 	bool stdin_used = false;
+	size_t len;
+	int c;
 
-	for (int i = from; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		int f;
-		size_t len;
-		if (strncmp(argv[i], "--", 2) != 0 || !eq) {
-			zr_warn("%s: '%s' is not --FIELD=FILE", what, argv[i]);
-			return EXIT_USAGE;
-		}
-		*eq = 0;
-		f = zr_field_find(ds, argv[i] + 2);
-		if (f < 0) {
-			zr_warn("%s: %s has no field '%s'", what, zr_path(ds), argv[i] + 2);
+	for (unsigned f = 0; f < nf; f++)
+		opts[f] = (struct option){zr_field(ds, f)->name, required_argument, 0, 256 + (int)f};
+	opts[nf] = (struct option)ZR_OPT_END;
+	optind = from;
+	while ((c = zr_getopt(argc, argv, "", opts, what)) != -1) {
+		int f = c - 256;
+		if (c == '?') { /* said; and which options there are */
+			char names[ZR_FIELDS_MAX * (ZR_NAME_MAX + 4)];
+			size_t at = 0;
+			for (unsigned k = 0; k < nf; k++)
+				at += (size_t)snprintf(names + at, sizeof names - at, "%s--%s=FILE",
+						       k ? ", " : "", opts[k].name);
+			zr_warn("%s: %s has the fields %s", what, zr_path(ds), names);
 			return EXIT_USAGE;
 		}
 		if (values[f].data) {
-			zr_warn("%s: field '%s' is given twice", what, argv[i] + 2);
+			zr_warn("%s: field '%s' is given twice", what, opts[f].name);
 			return EXIT_USAGE;
 		}
-		if (strcmp(eq + 1, "-") == 0) {
+		if (strcmp(optarg, "-") == 0) {
 			if (stdin_used) {
 				zr_warn("%s: only one field can read standard input", what);
 				return EXIT_USAGE;
 			}
 			stdin_used = true;
 		}
-		if (read_file(eq + 1, &bufs[f], &len) < 0)
+		if (read_file(optarg, &bufs[f], &len) < 0)
 			return 1;
 		values[f].data = bufs[f] ? bufs[f] : "";
 		values[f].len = len;
+	}
+	if (optind < argc) {
+		zr_warn("%s: '%s' is not --FIELD=FILE (see 'zr %s --help')", what, argv[optind], what);
+		return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -157,14 +167,12 @@ int cmd_cat(int argc, char **argv)
 	uint64_t id;
 	int f, rc, status = 1;
 
-	if (argc >= 2 && is_help(argv[1])) {
-		fputs(cat_help, stdout);
-		return 0;
-	}
-	if (argc != 4) {
-		zr_warn("cat: expected DIR FIELD ID (see 'zr cat --help')");
+	if ((rc = zr_no_options(argc, argv, "cat", cat_help)) >= 0)
+		return rc;
+	if (!zr_operands(argc, "cat", 3, 3, "DIR FIELD ID"))
 		return EXIT_USAGE;
-	}
+	argc -= optind - 1; /* the operands from argv[1] on */
+	argv += optind - 1;
 	if (parse_u64(argv[3], 0, UINT64_MAX, "cat: ID", &id) < 0)
 		return EXIT_USAGE;
 	rc = zr_open(&ds, argv[1], ZR_RDONLY);

@@ -54,43 +54,30 @@ int cmd_sample(int argc, char **argv)
 	zs_spec spec;
 	zs_sampler *s;
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		if (is_help(arg)) {
-			fputs(help, stdout);
-			return 0;
-		}
-		if (arg[0] != '-') {
-			if (spec_text) {
-				zr_warn("sample: unexpected '%s' (see 'zr sample --help')", arg);
-				return EXIT_USAGE;
-			}
-			spec_text = arg;
-			continue;
-		}
-		if (!val) {
-			zr_warn("sample: '%s' needs a value or is unknown", arg);
+	static const struct option opts[] = {{"n", required_argument, 0, 'n'},
+					     {"epoch", required_argument, 0, 'e'},
+					     {"steps", required_argument, 0, 's'},
+					     ZR_OPT_HELP, ZR_OPT_END};
+	int c;
+
+	while ((c = zr_getopt(argc, argv, "h", opts, "sample")) != -1) {
+		if (c == 'n' && parse_u64(optarg, 1, ZS_INDEX_MAX, "--n", &n) < 0)
 			return EXIT_USAGE;
-		}
-		i++;
-		if (strcmp(arg, "--n") == 0) {
-			if (parse_u64(val, 1, ZS_INDEX_MAX, "--n", &n) < 0)
-				return EXIT_USAGE;
+		else if (c == 'n')
 			have_n = true;
-		} else if (strcmp(arg, "--epoch") == 0) {
-			if (parse_u64(val, 0, ZS_EPOCH_MAX, "--epoch", &epoch) < 0)
-				return EXIT_USAGE;
-		} else if (strcmp(arg, "--steps") == 0) {
-			steps = val;
-		} else {
-			zr_warn("sample: unknown option '%s'", arg);
+		else if (c == 'e' && parse_u64(optarg, 0, ZS_EPOCH_MAX, "--epoch", &epoch) < 0)
 			return EXIT_USAGE;
-		}
+		else if (c == 's')
+			steps = optarg;
+		else if (c == 'h' || c == '?')
+			return c == 'h' ? (fputs(help, stdout), 0) : EXIT_USAGE;
 	}
-	if (!spec_text || !have_n) {
-		zr_warn("sample: expected SPEC and --n N (see 'zr sample --help')");
+	if (!zr_operands(argc, "sample", 1, 1, "SPEC") || !have_n) {
+		if (!have_n)
+			zr_warn("sample: expected SPEC and --n N (see 'zr sample --help')");
 		return EXIT_USAGE;
 	}
+	spec_text = argv[optind];
 	if (zs_spec_parse(spec_text, &spec) < 0) {
 		zr_warn("sample: spec '%s': %s", spec_text, zs_errmsg());
 		return EXIT_USAGE;

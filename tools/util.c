@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -34,6 +35,49 @@ int zr_fail(int rc, const char *what)
 	else
 		zr_warn("%s%s%s", what ? what : "", what ? ": " : "", zr_strerror(rc));
 	return 1;
+}
+
+int zr_getopt(int argc, char **argv, const char *shorts, const struct option *opts,
+	      const char *cmd)
+{
+	char spec[32];
+	int c;
+
+	/* a leading ':' tells a missing value ('::') from an unknown option */
+	snprintf(spec, sizeof spec, ":%s", shorts);
+	opterr = 0;
+	c = getopt_long(argc, argv, spec, opts, NULL);
+	if (c == ':')
+		zr_warn("%s: option '%s' needs a value (see 'zr %s --help')", cmd, argv[optind - 1],
+			cmd);
+	else if (c == '?' && strncmp(argv[optind - 1], "--", 2) == 0 && optopt)
+		zr_warn("%s: option '%s' takes no value (see 'zr %s --help')", cmd, argv[optind - 1],
+			cmd);
+	else if (c == '?' && optopt && optopt < 256)
+		zr_warn("%s: unknown option '-%c' (see 'zr %s --help')", cmd, optopt, cmd);
+	else if (c == '?')
+		zr_warn("%s: unknown option '%s' (see 'zr %s --help')", cmd, argv[optind - 1], cmd);
+	return c == ':' ? '?' : c;
+}
+
+int zr_no_options(int argc, char **argv, const char *cmd, const char *help)
+{
+	static const struct option opts[] = {ZR_OPT_HELP, ZR_OPT_END};
+	int c = zr_getopt(argc, argv, "h", opts, cmd);
+
+	if (c == 'h')
+		fputs(help, stdout);
+	return c == -1 ? -1 : c == 'h' ? 0 : EXIT_USAGE;
+}
+
+bool zr_operands(int argc, const char *cmd, int min, int max, const char *what)
+{
+	int n = argc - optind;
+
+	if (n >= min && (max < 0 || n <= max))
+		return true;
+	zr_warn("%s: expected %s (see 'zr %s --help')", cmd, what, cmd);
+	return false;
 }
 
 int parse_u64(const char *s, uint64_t lo, uint64_t hi, const char *what, uint64_t *out)

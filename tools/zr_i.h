@@ -6,6 +6,7 @@
 
 #include "zrecord.h"
 
+#include <getopt.h>
 #include <jansson.h>
 
 #include <limits.h>
@@ -74,6 +75,22 @@ void zr_record_file_name(zr_dataset *ds, const zr_names *n, unsigned f, uint64_t
 			 size_t cap);
 /* Report a library failure: the library's detail, or the code's text. */
 int zr_fail(int rc, const char *what);
+/* The options of every zr command: getopt_long over @argv with the short
+ * options @shorts and the long ones @opts, argument order free (options
+ * after operands too). The next option's code, -1 when none is left (the
+ * operands are argv[optind..argc)), or '?' after a message naming @cmd
+ * (unknown option, missing value): a usage error. Each command lists
+ * {"help", no_argument, 0, 'h'} and "h". */
+int zr_getopt(int argc, char **argv, const char *shorts, const struct option *opts,
+	      const char *cmd);
+/* Whether argv[optind..argc) holds @min..@max operands (@max -1: any);
+ * if not, says "expected @what". */
+bool zr_operands(int argc, const char *cmd, int min, int max, const char *what);
+/* For a command of operands only: -1 to go on (operands from
+ * argv[optind]), or the exit status (0: help printed on stdout). */
+int zr_no_options(int argc, char **argv, const char *cmd, const char *help);
+#define ZR_OPT_HELP {"help", no_argument, 0, 'h'}
+#define ZR_OPT_END {0, 0, 0, 0}
 /* Parse a decimal unsigned number in [lo, hi]; 0 or -1 with a message. */
 int parse_u64(const char *s, uint64_t lo, uint64_t hi, const char *what, uint64_t *out);
 /* Parse a size with an optional K/M/G suffix (powers of 1024). */

@@ -380,3 +380,22 @@ Test(edit, put_outside_the_reservation_is_refused)
 	zr_writer_close(w);
 	zr_close(ds);
 }
+
+Test(edit, a_value_of_a_ragged_field_is_whole_items)
+{
+	zr_field_spec f[1] = {{.name = "v", .dtype = ZR_I64}}; /* variable shape */
+	int64_t two[2] = {7, -7};
+	zr_dataset *ds;
+	uint64_t id;
+
+	cr_assert_eq(zr_create(t_ds, f, 1, NULL), 0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0);
+	cr_assert_eq(zr_append(ds, (zr_value[]){{two, 16}}, &id), 0);
+	cr_assert_eq(zr_append(ds, (zr_value[]){{two, 0}}, &id), 0, "no items is whole");
+	cr_assert_eq(zr_append(ds, (zr_value[]){{"abc", 3}}, &id), -EINVAL);
+	cr_assert(strstr(zr_errmsg(ds), "whole 8-byte items") != NULL, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_modify(ds, 0, 0, (zr_value){two, 12}), -EINVAL);
+	cr_assert_eq(zr_commit(ds), 0);
+	cr_assert_eq(zr_length(ds), 2);
+	zr_close(ds);
+}
