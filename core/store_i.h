@@ -304,6 +304,10 @@ int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, cons
 int zr_chunk_trim(zr_dataset *ds, zr_chunk *c, uint64_t len);
 void zr_retire(zr_dataset *ds, zr_map *m);
 int zr_chunk_name(char *buf, size_t cap, uint32_t id);
+/* Room for one more chunk pointer (under grow_lock), and a new chunk
+ * object of file @fd (-1: not open): for a writer's new chunk. */
+int zr_chunks_grow(zr_dataset *ds);
+zr_chunk *zr_chunk_new(uint32_t id, int fd);
 
 /* offset.c */
 int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create);

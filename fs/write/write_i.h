@@ -383,6 +383,48 @@ int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns);
 void zrfs_committer_start(struct zrfs *fs);
 void zrfs_committer_stop(struct zrfs *fs);
 
+/* ---- names.c: what a name is to the writer (rename.c too) ---- */
+
+enum what {
+	W_NONE,   /* nothing by that name */
+	W_DRAFT,  /* *d, a draft (stored or not) or a directory (d->kind WN_DIR) */
+	W_RECORD, /* *id, a record with a value: its own name, or an alias (*alias) */
+	W_ID,     /* *id, a record's own name without a value, or the next id's */
+	W_DIR,    /* a directory of tree/ */
+};
+
+/* Where a name goes: a directory files are written in, and for the name
+ * the field its value is of (in tree/ the name says it). */
+struct place {
+	bool tree;            /* a directory of tree/ */
+	unsigned field;
+	bool fieldless;       /* tree/ of keys: the name makes no field's file */
+	bool text;            /* tree/ of keys: a class as decimal text */
+};
+
+/* Where @name in @parent goes (-EPERM: nowhere files are written), and
+ * what it is now; each under the names lock and names_lock, which
+ * zrfs_names_lock() takes in order (write_i.h's order) and
+ * zrfs_names_unlock() lets go. */
+int zrfs_place_of(struct zrfs *fs, fuse_ino_t parent, const char *name, struct place *p);
+bool zrfs_no_field_ever(const struct place *p, const char *name);
+enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			    const char *name, struct wnode **d, uint64_t *id, bool *alias);
+void zrfs_names_lock(struct zrfs *fs);
+void zrfs_names_unlock(struct zrfs *fs);
+/* Keep tree/ directory @dir while files are written in it; give it the
+ * time now (into @ts when not NULL) when its names changed. */
+void zrfs_dir_hold(struct zrfs *fs, fuse_ino_t dir);
+void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts);
+/* @name's path below its field's directory: 0 or -ENAMETOOLONG. */
+int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,
+		 size_t cap);
+/* Make draft @d of place @p in @parent; take draft @d away; commit the
+ * drafts stored and not committed yet (names.c says under which locks). */
+int zrfs_draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const struct place *p);
+void zrfs_draft_drop(struct zrfs_writes *w, struct wnode *d);
+int zrfs_settle_stored(struct zrfs *fs);
+
 /* ---- handles.c: handles and when a close publishes ---- */
 
 struct whandle {

@@ -1,0 +1,76 @@
+/*
+ * tree_i.h - tree/'s index, shared by the subtree (tree.c) and the index
+ * itself (tree_index.c): every named record's entry in its directory, by
+ * (directory, name) and by id. Guarded by the names lock (view.c): read by
+ * lookups and listings, written by follow.c's publication and the write
+ * layer's mkdir and rmdir.
+ */
+#ifndef ZRFS_TREE_I_H
+#define ZRFS_TREE_I_H
+
+#include "zrfs_i.h"
+
+#define NO_ID UINT64_MAX
+/* Listing positions: entry slot s of a directory at 2 + s * SPAN + k, k 0
+ * its directory, 1 + f its file of field f. */
+#define SPAN (ZR_FIELDS_MAX + 1)
+
+struct tdir;
+
+/* A name in a directory of tree/: a directory, a record's name, or both
+ * (a key "a" and a key "a/b": files a.jpg and a/b.jpg). */
+struct tent {
+	struct zrfs_link link;   /* in t->names, by (directory number, name) */
+	struct tdir *dir;        /* the directory it is in */
+	struct tdir *sub;        /* the directory of this name; NULL: none */
+	uint64_t id;             /* the record of this name shown; NO_ID: none */
+	uint64_t *more;          /* other records of this name, not shown */
+	uint32_t nmore;
+	uint32_t slot;           /* its place in dir->ents */
+	uint16_t len;
+	char name[];
+};
+
+struct tdir {
+	struct zrfs_link link;   /* in t->dirs, by number */
+	uint64_t no;             /* its inode is ZRFS_INO_TREE_DIR | no; tree/ is 0 */
+	struct tent *self;       /* its entry in its parent; NULL for tree/ */
+	struct tent **ents;      /* in order of arrival; NULL where one left */
+	uint32_t n, cap, live;
+	uint32_t subs;           /* entries that are directories (its link count) */
+	bool made;               /* by mkdir: lives as long as the mount */
+	bool timed;              /* a time was set on it (utimensat): mtime */
+	struct timespec mtime;
+};
+
+struct zrfs_tree {
+	struct zrfs_table names, dirs;
+	struct tdir *root;
+	struct tent **of_id;     /* each record's entry (NULL: no name in the tree) */
+	uint64_t cap;            /* records of_id has room for */
+	uint64_t next_no;
+	bool makes[ZR_FIELDS_MAX]; /* fields whose values are files of the tree */
+	bool text[ZR_FIELDS_MAX];  /* ... holding decimal text (zr_names_text) */
+};
+
+/* ---- the index (tree_index.c) ---- */
+
+/* The entry @name (@len bytes) in @d, or NULL. */
+struct tent *tree_ent_find(const struct zrfs_tree *t, const struct tdir *d, const char *name,
+			   size_t len);
+/* Directory number @no, or NULL. */
+struct tdir *tree_dir_find(const struct zrfs_tree *t, uint64_t no);
+/* A new directory, the one of entry @self (NULL: tree/ itself), numbered
+ * with the next number; NULL if out of memory. */
+struct tdir *tree_dir_new(struct zrfs_tree *t, struct tent *self);
+void tree_dir_free(struct zrfs_tree *t, struct tdir *d);
+/* A new entry @name in @d (neither a directory nor a record yet). */
+struct tent *tree_ent_new(struct zrfs_tree *t, struct tdir *d, const char *name, size_t len);
+/* Remove entries and directories that hold nothing any more, from @e up;
+ * the directories that go are noted in @notes (when not NULL): 0, or
+ * -ENOMEM (the notes lost; the index is right). */
+int tree_prune(struct zrfs_tree *t, struct tent *e, struct zrfs_notes *notes);
+/* Whether /tree is shown: the dataset keeps names and no field is "tree". */
+bool tree_shown(const struct zrfs *fs);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * rename.c - renames on a writable mount, and attributes changed by path
+ * (times, sizes): the rest of names.c's work (whose comment says what a
+ * name is, and which names can be renamed where).
+ *
+ * Sections: renaming, attributes.
+ */
+#include "write_i.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- renaming ---- */
+
+/* Whether directory @dir is @ino or inside it (under names_lock). */
+static bool inside(struct zrfs_writes *w, fuse_ino_t dir, fuse_ino_t ino)
+{
+	for (int depth = 0; depth < ZRFS_NAME_MAX; depth++) {
+		struct wnode *d;
+		if (dir == ino)
+			return true;
+		if (!(d = zrfs_node_dir(w, dir)))
+			return false;
+		dir = d->parent;
+	}
+	return true;
+}
+
+/* Move draft @d (a file or a directory) to @newname in @newparent, which
+ * is @to at place @tp (under the names lock and names_lock): nothing is
+ * committed; onto a record's name, the draft stands in for that record's
+ * file until it is committed. 0 or a negative code. */
+static int rename_draft(struct zrfs *fs, struct wnode *d, fuse_ino_t newparent,
+			const struct place *tp, const char *newname, enum what to, struct wnode *td,
+			uint64_t tid, bool talias)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t target = NO_ID;
+	struct winode *i;
+	int rc;
+
+	if (td == d)
+		return 0;
+	if (d->kind == WN_DIR) { /* onto nothing, or an empty directory */
+		if (to == W_RECORD || (to == W_DRAFT && td->kind != WN_DIR))
+			return -ENOTDIR;
+		if (to == W_DRAFT && td->children)
+			return -ENOTEMPTY;
+		if (inside(w, newparent, d->ino))
+			return -EINVAL; /* into itself */
+	} else if ((to == W_DRAFT && td->kind == WN_DIR) || to == W_DIR) {
+		return -EISDIR;
+	}
+	if (to == W_DRAFT) {
+		target = td->stored != NO_ID ? td->stored : td->id;
+		zrfs_draft_drop(w, td); /* replaced */
+	} else if (to == W_RECORD || (to == W_ID && tid < zr_length(w->ds))) {
+		target = tid;
+	}
+	if ((rc = zrfs_draft_rename(w, d, newparent, newname)) < 0)
+		return rc;
+	if (d->kind == WN_DIR)
+		return 0;
+	if (tp->tree) { /* in tree/ the name says the field */
+		zrfs_draft_target(w, d, NO_ID);
+		if ((rc = zrfs_draft_place(fs, d, newparent, tp)) < 0)
+			return rc;
+		if ((i = zrfs_inode_find(w, d->ino)) != NULL)
+			i->field = d->field, i->text = d->text;
+	}
+	if (talias)
+		zrfs_alias_drop(w, newparent, newname); /* the name is the draft's now */
+	zrfs_draft_target(w, d, target);
+	if (target != NO_ID) /* descriptors open on the replaced file write nowhere */
+		zrfs_nodes_detach_record(w, d->field, target);
+	if (zrfs_node_hidden(w, d)) {
+		zrfs_publish_unready(w, d);
+	} else if (!d->handles) {
+		zrfs_publish_ready(fs, d); /* closed already: as at its close */
+	}
+	return 0;
+}
+
+/* Whether record @id has no value but that of @field (its name and time
+ * aside). */
+static bool alone(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if (f != field && (int)f != fs->names.field && (int)f != fs->names.mtime &&
+		    zr_present(fs->writes->ds, f, id) != 0)
+			return false;
+	return true;
+}
+
+/* Move the file of record @id of @field (w->lock held, the drafts stored
+ * are committed) to @newname in @newparent, which is @to: onto a record's
+ * name its value moves there; onto another name, to a new record named so
+ * (as cp and rm would: its other fields stay with @id), unless it is a
+ * record made through the mount with no other value, which is only named
+ * so. In tree/ a record is its name: in a tree of paths the record is
+ * renamed (onto another's name, that one goes), in one of keys the value
+ * moves between keys, and a key with no other value is renamed. */
+static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_ino_t parent,
+			     const char *name, bool alias, fuse_ino_t newparent,
+			     const struct place *tp, const char *newname, enum what to,
+			     struct wnode *td, uint64_t tid)
+{
+	struct zrfs_writes *w = fs->writes;
+	char path[4 * ZRFS_NAME_MAX];
+	bool only = (id >= w->made_from || tp->tree) && alone(fs, field, id);
+	int64_t rc;
+
+	zrfs_names_lock(fs);
+	if (to == W_DRAFT) { /* replaced: what it would have replaced is the target */
+		tid = td->stored != NO_ID ? td->stored : td->id;
+		to = tid != NO_ID ? W_RECORD : W_NONE;
+		zrfs_draft_drop(w, td);
+	}
+	if (alias)
+		zrfs_alias_drop(w, parent, name);
+	rc = tp->tree ? zrfs_tree_path(fs, newparent, path, sizeof path)
+		      : zrfs_path_of(w, newparent, newname, path, sizeof path);
+	if (rc == 0 && tp->tree) { /* the new name's path below tree/ */
+		size_t at = strlen(path);
+		rc = snprintf(path + at, sizeof path - at, "%s%s", at ? "/" : "", newname) <
+				     (int)(sizeof path - at)
+			     ? 0
+			     : -ENAMETOOLONG;
+	}
+	zrfs_names_unlock(fs);
+	if (rc < 0)
+		return rc;
+	if (tp->tree && !fs->names.key) /* the record is the file */
+		return zrfs_publish_rename(fs, id, path, to == W_RECORD || to == W_ID ? tid : NO_ID);
+	if (to == W_RECORD || to == W_ID)
+		return zrfs_publish_move(fs, field, id, tid, NULL, tp->tree);
+	if (only) { /* a new file's record, or a key's only value: renamed */
+		rc = zrfs_publish_name(fs, field, id, path);
+	} else {
+		tid = zr_length(w->ds);
+		rc = zrfs_publish_move(fs, field, id, tid, path, tp->tree);
+	}
+	if (rc >= 0 && !tp->tree) {
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_alias_set(w, newparent, field, newname, only ? id : tid);
+		pthread_mutex_unlock(&w->names_lock);
+	}
+	return rc;
+}
+
+void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d, *td;
+	struct place p, tp;
+	uint64_t id, tid;
+	bool alias, talias, record = false;
+	enum what what = W_NONE, to = W_NONE;
+	int64_t rc = 0;
+
+	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (strlen(newname) > ZRFS_NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	zrfs_dir_hold(fs, newparent);
+	/* a draft's rename changes only the tables: no commit, no writer */
+	zrfs_names_lock(fs);
+	if ((rc = zrfs_place_of(fs, parent, name, &p)) < 0 ||
+	    (rc = zrfs_place_of(fs, newparent, newname, &tp)) < 0) {
+		;
+	} else if (p.tree != tp.tree || (!p.tree && p.field != tp.field)) {
+		rc = -EXDEV; /* between fields, or tree/: mv copies and removes instead */
+	} else {
+		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+		to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
+		record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
+		if (what == W_NONE || what == W_ID)
+			rc = -ENOENT;
+		else if (what == W_DIR)
+			rc = -EXDEV; /* a directory of tree/: mv copies and removes */
+		else if (zrfs_no_field_ever(&tp, newname))
+			rc = -EPERM; /* a file no field can store */
+		else if ((flags & RENAME_NOREPLACE) &&
+			 (to == W_DRAFT || to == W_RECORD || to == W_DIR))
+			rc = -EEXIST;
+		else if (record && ((to == W_DRAFT && td->kind == WN_DIR) || to == W_DIR))
+			rc = -EISDIR;
+		else if (record && p.tree && (tp.fieldless || tp.field != (what == W_DRAFT
+									    ? d->field
+									    : p.field)))
+			rc = -EXDEV; /* a value of another field, or of none */
+		else if (!record)
+			rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid, talias);
+	}
+	zrfs_names_unlock(fs);
+	if (rc == 0 && record) {
+		pthread_mutex_lock(&w->lock);
+		if ((rc = zrfs_settle_stored(fs)) == 0) {
+			zrfs_names_lock(fs);
+			what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+			to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
+			if (what == W_DRAFT) /* a draft again, by another's rename meanwhile */
+				rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid,
+						  talias);
+			else if (what != W_RECORD)
+				rc = -ENOENT;
+			else if (to == W_RECORD && tid == id && alias) /* onto its own other name */
+				zrfs_alias_drop(w, parent, name);
+			zrfs_names_unlock(fs);
+			if (what == W_RECORD && !(to == W_RECORD && tid == id))
+				rc = rename_record(fs, p.field, id, parent, name, alias, newparent,
+						   &tp, newname, to, td, tid);
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (rc >= 0) {
+		zrfs_dir_changed(fs, parent, NULL);
+		if (newparent != parent)
+			zrfs_dir_changed(fs, newparent, NULL);
+	}
+	/* the kernel holds the directories' locks: it is told of the names
+	 * that changed just after this answer */
+	zrfs_reply_status(req, rc);
+}
+
+/* ---- attributes ---- */
+
+/* The times a SETATTR asks for, answered with attributes @st: a file's,
+ * where the dataset keeps times (zr_names.mtime), kept with what is being
+ * written or stored now; a directory of tree/'s, for as long as the mount;
+ * anything else's accepted and ignored (the commit's time shows). */
+static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+		      int to_set, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct timespec ts;
+	struct wnode *n;
+	int64_t ns, rc = 0;
+	int err;
+
+	if (!zrfs_asked_mtime(attr, to_set, &ns, &ts)) {
+		fuse_reply_attr(req, st, 0);
+		return;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		if (zrfs_tree_touch(fs, ino, ts) == 0)
+			st->st_mtim = st->st_atim = ts;
+		fuse_reply_attr(req, st, 0);
+		return;
+	}
+	if (fs->names.mtime >= 0 && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
+		if ((rc = zrfs_publish_time(fs, n, ns)) >= 0)
+			st->st_mtim = st->st_atim = ts;
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_node_release(w, n);
+		pthread_mutex_unlock(&w->names_lock);
+		zrfs_node_put(n);
+	}
+	if (rc < 0)
+		zrfs_reply_err(req, (int)rc);
+	else if (rc > 0)
+		zrfs_follow_answer(fs, (uint64_t)rc, req, st);
+	else
+		fuse_reply_attr(req, st, 0);
+}
+
+void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+			int to_set, const struct stat *now)
+{
+	struct zrfs_writes *w = fs->writes;
+	pid_t pid = fuse_req_ctx(req)->pid;
+	struct stat st = *now;
+	struct wnode *n;
+	int64_t rc = 0;
+	bool record;
+
+	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
+		/* a mode or owner of a file at rest: refused (a new file's:
+		 * ignored, as cp -p and rsync -a set them before it is stored) */
+		if ((((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
+		     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
+		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
+		    !(ino & ZRFS_INO_STAGED))
+			fuse_reply_err(req, EPERM);
+		else
+			set_times(req, fs, ino, attr, to_set, &st);
+		return;
+	}
+	st.st_size = attr->st_size;
+	st.st_blocks = (st.st_size + 511) / 512;
+	if ((n = zrfs_handle_fresh(fs, ino, pid)) != NULL) {
+		/* open(O_TRUNC): the handle the same call just opened */
+		rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, pid, true);
+		zrfs_node_put(n);
+		if (rc < 0)
+			zrfs_reply_err(req, (int)rc);
+		else
+			fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	/* truncate(2) of a file by its name: a change of its own, stored now
+	 * (a record), unless it is open for writing (its last close stores it) */
+	if (!(n = zrfs_node_of_ino(fs, ino, false, (int *)&rc))) {
+		zrfs_reply_err(req, (int)rc);
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, pid, false);
+	pthread_mutex_lock(&w->names_lock);
+	record = n->kind == WN_RECORD && !n->detached && n->handles == 0;
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc == 0 && record) {
+		pthread_mutex_lock(&n->lock);
+		rc = zrfs_publish_record(fs, n);
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_node_release(w, n);
+	pthread_mutex_unlock(&w->names_lock);
+	pthread_mutex_unlock(&w->lock);
+	zrfs_node_put(n);
+	if (rc < 0)
+		zrfs_reply_err(req, (int)rc);
+	else if (rc > 0)
+		zrfs_follow_answer(fs, (uint64_t)rc, req, &st);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
+{
+	/* a directory's entries are durable once its new files are committed:
+	 * all of them, at once (sync DIR). The mount shows them when this
+	 * returns; the kernel, which holds the directory's lock meanwhile, is
+	 * told of the names that changed just after. */
+	int64_t gen = zrfs_publish_group(fs, NULL);
+
+	zrfs_reply_status(req, gen);
+}
