@@ -10,21 +10,24 @@
  *                     its inode (the table of subtrees), and serves the root
  *   write/            a writable mount (-o writable): the write layer,
  *                     its model, threads and locks in write/write_i.h
- *                     (handles, names, overlay, publish, nodes, values,
- *                     mount)
+ *                     (handles, names, rename, overlay, publish,
+ *                     committer, nodes, values, mount)
  *   follow.c          the thread that follows commits: new views, versions,
  *                     and what the kernel must forget; requests answered
  *                     once the mount shows their commit
  *   fields.c          subtree: meta.json, field directories, FIELD.npy
  *   byclass.c         subtree: /by/LABEL/CLASS/, the ImageFolder view
  *   tree.c            subtree: /tree/, the files records' original names make
+ *   tree_index.c      its index of names, built at mount and followed
+ *                     (tree_i.h)
  *   batches.c         subtree: /.batches, spec and epoch tables, batch names
  *   batch_prefetch.c  batch steps assembled or read ahead, dropped behind
  *   batch_files.c     where a batch file's bytes are assembled
  *   records.c         record files: names, inode numbers, attributes, bytes
  *   npy_view.c        .npy views: the header and the pieces of a range
  *   transport.c       how requests arrive: /dev/fuse with polling, or
- *                     io_uring rings (-o uring)
+ *                     io_uring rings (-o uring; transport_i.h)
+ *   ring.c            the ring threads of -o uring
  *   notify.c          what the kernel must forget, collected, then sent
  *   reply.c           where every reply is built and sent
  *   readahead.c       asking the kernel for pages before they are sent
@@ -349,154 +352,6 @@ static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;
 }
 
-/* ---- subtrees (fields.c, batches.c, byclass.c, tree.c), iterated by dispatch.c ---- */
-
-/* Listing positions from here on are an overlay's (a subtree's own are
- * below). */
-#define ZRFS_OVERLAY_POS (UINT64_C(1) << 62)
-
-/* One entry of a directory listing. */
-struct zrfs_dirent {
-	char name[ZRFS_NAME_MAX + 1];
-	fuse_ino_t ino;
-	mode_t type;          /* S_IFDIR or S_IFREG */
-	uint64_t pos;         /* its position; a listing goes on at pos + 1 */
-};
-
-/* A lookup's answer for a name nothing has now that a commit may give
- * without the kernel being told (a record's id at or beyond the length:
- * appended records are not announced one by one): a miss the kernel does
- * not cache. */
-#define ZRFS_ENOENT_LATER (-ENOENT - 0x10000)
-
-/*
- * A part of the tree and everything about its inodes. Every function is
- * thread-safe. The root directory belongs to dispatch.c, which asks every
- * subtree for its entries there (lookup and entry with ZRFS_INO_ROOT);
- * every other inode has exactly one owner. Every call answers from the view
- * @v it is given: for lookups and listings the current one, under the
- * names lock; for an inode, the one view_of says it shows. Errors are
- * negative codes (-errno or ZR_E*, see zrfs_errno()); "no such name" is
- * -ENOENT.
- */
-struct zrfs_subtree {
-	const char *name;
-	/* A name it does not know now may come to be without a commit telling
-	 * the kernel (a spec that fits the records after appends): not cached. */
-	bool volatile_names;
-	/* A view of records shown elsewhere (/.batches, /by): reachable by name,
-	 * in the root's listing only with -o list_views, so that tools walking
-	 * the whole mount (du, find, rsync -a) see each record once. */
-	bool view;
-	/* Whether @ino (not the root) is one of this subtree's nodes. */
-	bool (*owns)(const struct zrfs *fs, fuse_ino_t ino);
-	/* The view owned node @ino shows, held, given the current one @cur
-	 * (under the names lock): @cur itself (referenced), a pinned older one,
-	 * or NULL when it shows none any more (ESTALE). NULL for a subtree
-	 * whose nodes always show the current view. */
-	struct zrfs_view *(*view_of)(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino);
-	/* Files being written (-o writable): asked first for a name in any
-	 * directory, and may stand in for another's entries in its listings
-	 * (shadow); its own entries are listed after the owner's. Its names
-	 * are never cached, and it hears every FORGET. */
-	bool overlay;
-	/* The kernel forgot @ino after @nlookup lookups (NULL: nothing to do
-	 * but drop its pin). */
-	void (*forget)(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
-	/* @ino was handed to the kernel once more (a lookup, a listing entry
-	 * with attributes); NULL: not counted. */
-	void (*looked_up)(struct zrfs *fs, fuse_ino_t ino);
-	/* An overlay's: entry @d another subtree lists in @dir is one of its
-	 * own now (d->ino replaced: true), or stays (false). */
-	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);
-	/* @name in directory @parent (the root or an owned node): *out, or
-	 * -ENOENT, ZRFS_ENOENT_LATER, -ENOTDIR (@parent is a file). */
-	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
-		      fuse_ino_t *out);
-	/* Attributes of an owned node: 0, -ENOENT, -errno. */
-	int (*attr)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st);
-	/* The first entry of directory @dir (the root or an owned node) at
-	 * a position >= @pos (positions start at 2, after "." and ".."):
-	 * 1 with *out, 0 past the last, or -ENOTDIR, -errno. */
-	int (*entry)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
-		     struct zrfs_dirent *out);
-	/* Reply to a read of an owned node (EISDIR for a directory). */
-	void (*read)(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		     size_t size, off_t off);
-};
-
-extern const struct zrfs_subtree zrfs_fields;
-extern const struct zrfs_subtree zrfs_batches;
-extern const struct zrfs_subtree zrfs_byclass;
-extern const struct zrfs_subtree zrfs_tree;
-extern const struct zrfs_subtree zrfs_writing;
-
-/* dispatch.c: the FUSE operations of a read-only mount, and of -o writable */
-extern const struct fuse_lowlevel_ops zrfs_ops;
-extern const struct fuse_lowlevel_ops zrfs_rw_ops;
-
-/* batches.c: set-up of /.batches (tables and background threads), with
- * the -o batches specs checked against view @v */
-int zrfs_batches_create(struct zrfs *fs, struct zrfs_view *v, const char *specs);
-/* Start the background threads: after fuse_daemonize(), whose fork()
- * would leave them behind in the parent. */
-void zrfs_batches_start(struct zrfs *fs);
-void zrfs_batches_destroy(struct zrfs *fs);
-
-/* byclass.c: /by exists when a label field has class names and no field is
- * called "by"; the labels are read once, here, from @v */
-int zrfs_byclass_create(struct zrfs *fs, struct zrfs_view *v);
-void zrfs_byclass_destroy(struct zrfs *fs);
-struct zrfs_notes;
-/* Record @id of field @field changed, came or went in @v, about to be
- * published (follow.c, under the names lock): update the labels, and note
- * what the kernel must look up again in the class directories. */
-int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
-			struct zrfs_notes *notes);
-
-/* tree.c: /tree exists when the dataset keeps names and no field is called
- * "tree"; the names are read once, here, from @v (the index) */
-int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v);
-void zrfs_tree_destroy(struct zrfs *fs);
-/* Record @id of @field changed, came or went in @v (follow.c, under the
- * names lock): update the index, and note what the kernel must look up
- * again in tree/. 0 or -ENOMEM. */
-int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
-		     struct zrfs_notes *notes);
-/* For the write layer, under the names lock: whether @ino is a directory
- * of tree/ now; the record named @name (@len bytes, a key without its
- * extension) in directory @dir (-ENOENT: none); @dir's path below tree/
- * ("" for tree/ itself; -ENOENT, -ENAMETOOLONG); the directory @name in
- * @dir (0: none). */
-bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino);
-/* The last component of record @id's name in the tree (@len bytes, not
- * NUL-terminated), or NULL: no tree, or no name that makes a file. Under
- * the names lock. */
-const char *zrfs_tree_leaf(const struct zrfs *fs, uint64_t id, size_t *len);
-int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size_t len,
-		   uint64_t *id);
-int zrfs_tree_path(const struct zrfs *fs, fuse_ino_t dir, char *buf, size_t cap);
-fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *name);
-/* Taking the names lock written: keep directory @dir while the mount lives
- * (files are being written in it); make directory @name in @parent (*out
- * its number; it lives as long as the mount, or until removed); remove an
- * empty one. 0 or -errno. */
-int zrfs_tree_hold(struct zrfs *fs, fuse_ino_t dir);
-int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
-int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name);
-/* Taking the names lock written: directory @dir shows @mtime from now on,
- * for as long as the mount (rsync -a sets it). 0 or -ENOENT. */
-int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime);
-/* Attributes and bytes of (@field, @id) shown as text in @v (a class of a
- * tree of keys), for inode @ino: 0 or a negative code; a reply. */
-int zrfs_tree_text_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
-			uint64_t id, struct stat *st);
-void zrfs_tree_text_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsigned field,
-			 uint64_t id, size_t size, off_t off);
-/* Whether record files of @field have a twin in tree/ showing text
- * (ZRFS_INO_TEXT), whose old numbers are pinned as the record's are. */
-bool zrfs_tree_text(const struct zrfs *fs, unsigned field);
-
 /* ---- notify.c: what the kernel must forget, collected, then sent ---- */
 
 struct zrfs_notes {
@@ -731,5 +586,8 @@ const char *zrfs_log_name(const char *name, char *buf, size_t cap);
 /* Whether a line a user caused may be logged now (at most ZRFS_LOG_BURST
  * a second; the first left out says so, the next admitted how many). */
 bool zrfs_log_admit(void);
+
+/* the subtrees' interface, and each subtree's own calls */
+#include "subtree_i.h"
 
 #endif /* ZRFS_I_H */

@@ -49,6 +49,10 @@ struct plan {
  * @path. 0 or -ENOMEM. */
 int plan_add_record(struct plan *p, const struct src *vals, const int64_t *label);
 int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len, const int64_t *label);
+/* Fill ids [first, first + n) of @ds, n the plan's records, with @writers
+ * threads, each appending to its own chunk; a progress line on a tty; the
+ * first failure in p->err (import_write.c). */
+void write_all_records(struct plan *p, zr_dataset *ds, uint64_t first, unsigned writers);
 
 /* ---- one import ---- */
 

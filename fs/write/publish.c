@@ -20,7 +20,9 @@
  * record takes its id, and the log says so): a temporary file a commit took
  * along before it was renamed away or removed leaves no record behind.
  *
- * Sections: values and names, removing, records, drafts, the committer.
+ * The thread that commits groups is committer.c's.
+ *
+ * Sections: values and names, removing, records, drafts.
  */
 #include "write_i.h"
 
@@ -326,11 +328,6 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 
 /* ---- drafts ---- */
 
-static bool group_full(const struct zrfs_writes *w)
-{
-	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes;
-}
-
 void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -344,7 +341,7 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 	d->ready_size = atomic_load(&d->val.size);
 	w->ready_bytes += d->ready_size;
 	/* the first starts the clock; a full group is committed at once */
-	if (w->nready == 1 || group_full(w))
+	if (w->nready == 1 || zrfs_group_full(w))
 		pthread_cond_signal(&w->wake);
 }
 
@@ -592,93 +589,4 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		zrfs_node_put(g[i]);
 	free(g);
 	return also_rc < 0 ? also_rc : gen;
-}
-
-/* ---- the committer ---- */
-
-static void *committer(void *arg)
-{
-	struct zrfs *fs = arg;
-	struct zrfs_writes *w = fs->writes;
-
-	pthread_mutex_lock(&w->names_lock);
-	while (!w->stopping) {
-		uint64_t due = w->ready_since_ms + w->commit_ms, now = zrfs_now_ms();
-		bool full = !w->retry_ms && group_full(w);
-		/* a listing open: its entries would move under it (write_i.h) */
-		if (w->nready && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
-			due += LISTING_WAIT_MS;
-		else if (w->nready && (full || now >= due)) {
-			w->grouping = true;
-			pthread_mutex_unlock(&w->names_lock);
-			int64_t gen = zrfs_publish_group(fs, NULL);
-			pthread_mutex_lock(&w->names_lock);
-			w->grouping = false;
-			pthread_cond_broadcast(&w->grouped);
-			/* a failure is logged and retried, less and less often (a
-			 * full disk: once in 5 s at most); fsync is told at once */
-			if (gen < 0)
-				w->retry_ms = !w->retry_ms      ? w->commit_ms
-					      : w->retry_ms < 2500 ? w->retry_ms * 2
-								   : 5000;
-			else
-				w->retry_ms = 0;
-			w->ready_since_ms = now + w->retry_ms;
-			continue;
-		}
-		if (w->nready == 0) {
-			pthread_cond_wait(&w->wake, &w->names_lock);
-		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000;
-			ts.tv_sec += (time_t)(ns / 1000000000);
-			ts.tv_nsec = (long)(ns % 1000000000);
-			pthread_cond_timedwait(&w->wake, &w->names_lock, &ts);
-		}
-	}
-	pthread_mutex_unlock(&w->names_lock);
-	return NULL;
-}
-
-void zrfs_write_listing(struct zrfs *fs, bool open)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	pthread_mutex_lock(&w->names_lock);
-	if (open) {
-		/* no group starts now; one under way is shown before the
-		 * listing starts */
-		w->listings++;
-		while (w->grouping)
-			pthread_cond_wait(&w->grouped, &w->names_lock);
-	} else if (w->listings && --w->listings == 0) {
-		pthread_cond_signal(&w->wake); /* a group may be waiting */
-	}
-	pthread_mutex_unlock(&w->names_lock);
-}
-
-void zrfs_committer_start(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	w->committer_running = pthread_create(&w->committer, NULL, committer, fs) == 0;
-	if (!w->committer_running)
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: no thread to commit new files in groups: "
-			 "each is committed at fsync or unmount\n", fs->dataset);
-}
-
-void zrfs_committer_stop(struct zrfs *fs)
-{
-	struct zrfs_writes *w = fs->writes;
-
-	if (w->committer_running) {
-		pthread_mutex_lock(&w->names_lock);
-		w->stopping = true;
-		pthread_cond_signal(&w->wake);
-		pthread_mutex_unlock(&w->names_lock);
-		pthread_join(w->committer, NULL);
-		w->committer_running = false;
-	}
-	zrfs_publish_group(fs, NULL); /* what is ready is committed now */
 }

@@ -425,6 +425,12 @@ int zrfs_draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const 
 void zrfs_draft_drop(struct zrfs_writes *w, struct wnode *d);
 int zrfs_settle_stored(struct zrfs *fs);
 
+/* Whether enough drafts are ready for a group to go now (publish.c). */
+static inline bool zrfs_group_full(const struct zrfs_writes *w)
+{
+	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes;
+}
+
 /* ---- handles.c: handles and when a close publishes ---- */
 
 struct whandle {

@@ -27,7 +27,7 @@ deb=$(ls "$T"/build/zrfs_*.deb) || fail "no .deb produced"
 dpkg-deb -I "$deb" | grep -q 'Depends: fuse3' || fail "the package does not depend on fuse3"
 dpkg -i "$deb" >/dev/null || fail "dpkg -i"
 installed=1
-for f in /usr/bin/zr /usr/bin/zrfs /usr/include/zrecord.h /usr/include/zrsampler.h \
+for f in /usr/bin/zr /usr/bin/zrfs /usr/include/zrecord.h /usr/include/zrecord_names.h /usr/include/zrsampler.h \
 	/usr/share/man/man1/zr.1 /usr/share/man/man8/zrfs.8 \
 	/usr/lib/python3/dist-packages/zrfs/loader.py; do
 	[ -e "$f" ] || fail "$f not installed"

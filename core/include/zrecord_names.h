@@ -1,0 +1,129 @@
+/*
+ * zrecord_names.h - records' original names and the tree of files they
+ * make (libzrecord; zrecord.h includes it): the one rule that zr export,
+ * zr import and a mount's tree/ and views by id share.
+ */
+#ifndef ZRECORD_NAMES_H
+#define ZRECORD_NAMES_H
+
+#include "zrecord.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- original names and the tree they make ------------------------------ */
+
+/** Longest component of a name that makes a file (a file name's limit). */
+#define ZR_NAME_FILE_MAX 255
+
+/**
+ * Records' original names, as `zr import dir` and `zr import tar` keep them
+ * in a field of their own, named in the dataset's attrs (core/FORMAT.md,
+ * "Original names"), and the tree of files they make, which `zr export`
+ * writes and the mount shows as tree/:
+ * - names that are paths (kind "path"): the file at a record's name holds
+ *   its value of one field, `files` (train/cat/1.jpg);
+ * - names that are WebDataset keys (kind "key"): every value of a record but
+ *   its name is a file KEY.FIELD (train/s0.jpg, train/s0.cls), an i64 scalar
+ *   as decimal text (WebDataset's .cls).
+ * A name makes files only if it is a relative path that stays below its
+ * directory (zr_name_safe()); a key's last component holds no dot.
+ */
+typedef struct zr_names {
+	int field;  /**< the field of names (variable-size bytes); -1: none kept */
+	int files;  /**< names that are paths: the field their files hold; else -1 */
+	int key;    /**< 1: names are WebDataset keys */
+	int mtime;  /**< the field of the files' modification times (i64, ns since
+			 the epoch, one per record or one per field; makes no
+			 file); -1: none kept */
+} zr_names;
+
+/** A time a record's field has not (zr_names.mtime holding one per field). */
+#define ZR_MTIME_NONE INT64_MIN
+
+/**
+ * What @p ds's attrs say of its names (field -1 when it keeps none).
+ * Thread-safe. @return 0, or -ENOMEM
+ */
+ZR_API int zr_names_get(const zr_dataset *ds, zr_names *out);
+
+/**
+ * Whether the @p len bytes at @p name are a relative path that stays below
+ * its directory: no NUL, no leading '/', no empty, "." or ".." component,
+ * none longer than ZR_NAME_FILE_MAX. @return 1 or 0
+ */
+ZR_API int zr_name_safe(const char *name, size_t len);
+
+/**
+ * Record @p id's name into @p buf (NUL-terminated; @p cap bytes with the
+ * NUL). Thread-safe.
+ * @return its length; 0 when it has none (no value, or no names kept);
+ *         -ENAMETOOLONG (longer than @p cap allows), -ENOENT (bad id),
+ *         ZR_ECORRUPT or -EIO (damaged)
+ */
+ZR_API int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf,
+			    size_t cap);
+
+/**
+ * The modification time of the file field @p field of record @p id makes,
+ * in nanoseconds since the epoch, into @p ns: the record's one time, or
+ * with one per field (a tree of keys: each member its own) @p field's.
+ * Thread-safe.
+ * @return 1, 0 when it has none (no value, ZR_MTIME_NONE, or no times
+ *         kept), -ENOENT (bad id or field), ZR_ECORRUPT or -EIO (damaged)
+ */
+ZR_API int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			 int64_t *ns);
+
+/**
+ * The path, in the dataset's tree, of the file that field @p field of a
+ * record named @p name (@p len bytes) makes, into @p buf (NUL-terminated).
+ * @return its length; 0 when that field makes no file (the names' or the
+ *         times' own field, or not the files' field of paths); -EINVAL (the name makes
+ *         no file: not safe, or a key with a dot in its last component);
+ *         -ENAMETOOLONG
+ */
+ZR_API int zr_names_file(const zr_dataset *ds, const zr_names *n, unsigned field,
+			 const char *name, size_t len, char *buf, size_t cap);
+
+/**
+ * The other way: which field's file @p path (@p len bytes) is, and the
+ * length of the record's name in it (a key: the path up to the first dot
+ * of its last component). @return 0, or -ENOENT (no field's file is
+ * called so: a key's extension that names no field, an unsafe path)
+ */
+ZR_API int zr_names_field_of(const zr_dataset *ds, const zr_names *n, const char *path,
+			     size_t len, unsigned *field, size_t *name_len);
+
+/**
+ * The extension of the file a record named @p name (@p len bytes) makes in
+ * a view by id of field @p field (a mount's FIELD/ID.EXT, `zr export
+ * --by-id`), where the name decides it: when names are paths holding this
+ * field's files, the name's own (after the last dot of its last component,
+ * not a leading one; none where it has no dot) if 1..ZR_EXT_MAX portable
+ * characters. Records imported from files of several kinds so keep their
+ * kind by id as by name (4.jpg, not 4.png).
+ * @return its length (0: none) and *@p ext pointing at it (not
+ *         NUL-terminated); -1 where the name does not decide: the field's
+ *         extension applies
+ */
+ZR_API int zr_names_ext(const zr_names *n, unsigned field, const char *name, size_t len,
+			const char **ext);
+
+/**
+ * Whether field @p field's files in the tree hold decimal text instead of
+ * the stored bytes (an i64 scalar among keys: WebDataset's .cls). @return 1 or 0
+ */
+ZR_API int zr_names_text(const zr_dataset *ds, const zr_names *n, unsigned field);
+
+/**
+ * The decimal text of a stored i64 scalar (@p len must be 8), into @p buf.
+ * @return its length, -EINVAL (not 8 bytes), -ENOBUFS (@p cap < 21)
+ */
+ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZRECORD_NAMES_H */

@@ -1,0 +1,401 @@
+/*
+ * Description: a writable mount's names without a mount (fs/write/
+ * names.c, rename.c, publish.c): new files are listed under their names,
+ * stored in groups at the next id (never taking another's), named after
+ * themselves; renamed or removed before their group, they never were; a
+ * temporary file renamed onto a record after fsync leaves no record
+ * behind; dot files wait for a rename; unlink and rename of records; a
+ * rename takes the open file with it; names in log lines are escaped; new
+ * files not stored are bounded; records added or renamed keep their names.
+ */
+#include "write_fixture.h"
+
+TestSuite(write_names);
+
+Test(write_names, new_files_are_listed_under_their_names_until_their_group_commits, .init = setup,
+     .fini = teardown)
+{
+	struct zrfs_dirent d;
+	fuse_ino_t ino = create(2, "photo.bin", "cat");
+
+	cr_assert_eq(length_now(), T_N, "not committed at close");
+	cr_assert_eq(lookup(2, "photo.bin"), ino);
+	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 2, 2, &d), 1, "a new file is listed");
+	cr_assert_str_eq(d.name, "photo.bin");
+	cr_assert_eq(d.ino, ino);
+	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 2, d.pos + 1, &d), 0);
+	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 1, 2, &d), 0, "in its own directory");
+	struct stat st;
+	cr_assert_eq(t_attr(&zrfs_writing, ino, &st), 0);
+	cr_assert_eq(st.st_size, 3);
+	t_read(&zrfs_writing, ino, 64, 0);
+	cr_assert_eq(t_reply.len, 3);
+	group();
+	expect_value(2, T_N, "cat");
+	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 2, 2, &d), 0,
+		     "listed as its record once committed");
+	cr_assert_not_null(strstr(t_log, "v/photo.bin is now v/10.bin"), "%s", t_log);
+	refresh();
+	t_read(&zrfs_writing, ino, 64, 0); /* its number shows the record */
+	cr_assert_eq(t_reply.len, 3);
+	cr_assert_arr_eq(t_reply.data, "cat", 3);
+}
+
+Test(write_names, creating_names_fills_in_appends_and_refuses, .init = setup, .fini = teardown)
+{
+	create_open(2, "3.bin", EEXIST);               /* has a value */
+	create(2, "4.bin", "filled");                  /* missing: filled in */
+	create(2, "10.bin", "next");                   /* the next id's */
+	create(2, "x.bin", "");                        /* an empty one is a value too */
+	group();
+	expect_value(2, 4, "filled");
+	expect_value(2, 10, "next");
+	expect_value(2, 11, "");
+	cr_assert_eq(length_now(), T_N + 2);
+	expect_value(0, 10, NULL);                     /* its other fields missing */
+	char longname[300];
+	memset(longname, 'a', 299);
+	longname[299] = 0;
+	create_open(2, longname, ENAMETOOLONG);
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, ZRFS_INO_ROOT, "new", &fi);
+	cr_assert_eq(t_reply.err, EPERM, "not a field directory");
+}
+
+Test(write_names, a_new_file_under_the_next_ids_name_never_takes_another_files_place,
+     .init = setup, .fini = teardown)
+{
+	struct fuse_file_info a = create_open(2, "10.bin", 0);
+	write_at(&a, "ten", 0);
+	struct fuse_file_info b = create_open(2, "other.bin", 0);
+	write_at(&b, "other", 0);
+	handle(&b)->ops->fsync(NULL, &t_fs, handle(&b)); /* committed now, at the next id */
+	cr_assert_eq(t_reply.err, 0);
+	expect_value(2, 10, "other");
+	cr_assert_eq(close_w(&b), 0);
+	cr_assert_eq(close_w(&a), 0);
+	group();
+	expect_value(2, 10, "other");
+	expect_value(2, 11, "ten");
+	cr_assert_not_null(strstr(t_log, "v/10.bin is now v/11.bin"), "%s", t_log);
+}
+
+Test(write_names, a_temporary_file_renamed_onto_a_record_replaces_it_and_adds_no_record,
+     .init = setup, .fini = teardown)
+{
+	/* sed -i: a file of its own in the same directory, renamed over */
+	fuse_ino_t ino = create(2, "sedAb12Cd", "edited");
+	uint64_t gen = generation_now();
+
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "sedAb12Cd", ZRFS_INO_DIR + 2, "0.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(generation_now(), gen, "a new file's rename is committed with its group");
+	cr_assert_eq(lookup(2, "0.bin"), ino, "it stands in for the record's file");
+	cr_assert_eq(lookup(2, "sedAb12Cd"), 0);
+	struct zrfs_dirent d = {.pos = 2, .ino = zrfs_rec_ino(2, 0, 0), .type = S_IFREG};
+	struct zrfs_view *v = zrfs_names_begin(&t_fs);
+	cr_assert(zrfs_writing.shadow(&t_fs, v, ZRFS_INO_DIR + 2, &d), "and in the listing");
+	zrfs_names_end(&t_fs);
+	cr_assert_eq(d.ino, ino);
+	group();
+	expect_value(2, 0, "edited");
+	cr_assert_eq(length_now(), T_N, "no record of its own");
+}
+
+Test(write_names, an_fsyncd_temporary_file_renamed_onto_a_record_leaves_no_record, .init = setup,
+     .fini = teardown)
+{
+	/* Python's atomic save: mkstemp, write, fsync, close, os.replace */
+	struct fuse_file_info fi = create_open(2, "tmpq8x_1", 0);
+
+	write_at(&fi, "saved", 0);
+	handle(&fi)->ops->fsync(NULL, &t_fs, handle(&fi));
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(length_now(), T_N + 1, "fsync made it a record");
+	cr_assert_eq(close_w(&fi), 0);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "tmpq8x_1", ZRFS_INO_DIR + 2, "1.bin", 0);
+	cr_assert_eq(t_reply.err, 0, "the name still names what it became");
+	expect_value(2, 1, "saved");
+	cr_assert_eq(length_now(), T_N, "the record it was, with no value left, is gone");
+	/* the same, removed instead of renamed */
+	fi = create_open(2, "tmp2", 0);
+	write_at(&fi, "gone", 0);
+	handle(&fi)->ops->fsync(NULL, &t_fs, handle(&fi));
+	cr_assert_eq(close_w(&fi), 0);
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "tmp2");
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(length_now(), T_N);
+}
+
+Test(write_names, renamed_or_removed_before_its_group_a_new_file_never_was, .init = setup,
+     .fini = teardown)
+{
+	create(2, "a.bin", "a");
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin", ZRFS_INO_DIR + 2, "b.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	create(2, "c.bin", "c");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "c.bin");
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(lookup(2, "c.bin"), 0);
+	group();
+	cr_assert_eq(length_now(), T_N + 1);
+	expect_value(2, T_N, "a");
+	cr_assert_not_null(strstr(t_log, "v/b.bin is now v/10.bin"), "the name it ended with: %s",
+			   t_log);
+}
+
+Test(write_names, dot_files_wait_for_a_rename, .init = setup, .fini = teardown)
+{
+	struct fuse_file_info fi = create_open(2, ".0.bin.XyZ123", 0);
+
+	write_at(&fi, "rsync", 0);
+	handle(&fi)->ops->fsync(NULL, &t_fs, handle(&fi));
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(close_w(&fi), 0);
+	group();
+	cr_assert_eq(length_now(), T_N, "a dot file is not stored by itself");
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, ".0.bin.XyZ123", ZRFS_INO_DIR + 2,
+			  "0.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	group();
+	expect_value(2, 0, "rsync");
+	cr_assert_eq(lookup(2, ".0.bin.XyZ123"), 0);
+	/* another dot file, removed: never stored */
+	create(2, ".swp", "junk");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, ".swp");
+	cr_assert_eq(t_reply.err, 0);
+	group();
+	cr_assert_eq(length_now(), T_N);
+	cr_assert_eq(lookup(2, ".swp"), 0);
+}
+
+Test(write_names, unlink_and_rename_of_records, .init = setup, .fini = teardown)
+{
+	uint8_t one[64], two[64];
+	int n1 = t_value(2, 1, one), n2 = t_value(2, 2, two);
+
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "0.bin");
+	cr_assert_eq(t_reply.err, 0);
+	expect_value(2, 0, NULL);
+	cr_assert_eq(length_now(), T_N, "ids of records not made here never move");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "0.bin");
+	cr_assert_eq(t_reply.err, ENOENT);
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "zzz");
+	cr_assert_eq(t_reply.err, ENOENT);
+
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 2, "3.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	one[n1] = 0;
+	expect_value(2, 3, (const char *)one);
+	expect_value(2, 1, NULL);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "3.bin", ZRFS_INO_DIR + 2, "6.bin",
+			  RENAME_NOREPLACE);
+	cr_assert_eq(t_reply.err, EEXIST);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "3.bin", ZRFS_INO_DIR + 0, "3", 0);
+	cr_assert_eq(t_reply.err, EXDEV, "between field directories: mv copies");
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_ROOT, "meta.json", ZRFS_INO_ROOT, "m.json", 0);
+	cr_assert_eq(t_reply.err, EPERM);
+	/* to a name no record has: the value moves to a new record, as cp and
+	 * rm would (the record's other fields stay), which the name reaches */
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "2.bin", ZRFS_INO_DIR + 2, "two.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	two[n2] = 0;
+	expect_value(2, T_N, (const char *)two);
+	expect_value(2, 2, NULL);
+	cr_assert_eq(length_now(), T_N + 1);
+	uint8_t x2[64];
+	t_value(0, 2, x2);
+	x2[6] = 0;
+	expect_value(0, 2, (const char *)x2);
+	cr_assert_eq(lookup(2, "two.bin"), zrfs_rec_ino(2, T_N, 0));
+}
+
+Test(write_names, a_rename_takes_the_open_file_with_it, .init = setup, .fini = teardown)
+{
+	/* mv 1.bin 2.bin, then a write through the inode the kernel now has
+	 * at 2.bin (record 1's) reaches record 2 */
+	fuse_ino_t one = zrfs_rec_ino(2, 1, 0);
+	struct fuse_file_info held = open_ino(one, O_WRONLY); /* open across the rename */
+
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 2, "2.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	struct fuse_file_info fi = open_ino(one, O_WRONLY);
+	write_at(&fi, "XY", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	expect_value(2, 2, "XYd");
+	expect_value(2, 1, NULL);
+	write_at(&held, "Z", 2);
+	cr_assert_eq(close_w(&held), 0);
+	expect_value(2, 2, "XYZ");
+	expect_value(2, 1, NULL);
+}
+
+Test(write_names, a_file_opened_twice_and_truncated_by_path_keeps_the_lists_sound, .init = setup,
+     .fini = teardown, .timeout = 10)
+{
+	struct stat now = {.st_mode = S_IFREG | 0644}, want = {.st_size = 0};
+	struct fuse_file_info a = create_open(2, "twice.bin", 0);
+	fuse_ino_t ino = t_created.ino;
+
+	write_at(&a, "abc", 0);
+	struct fuse_file_info b = open_ino(ino, O_WRONLY);
+	struct fuse_file_info c = open_ino(ino, O_WRONLY);
+	for (int i = 0; i < 4; i++) { /* O_TRUNCs, then truncate(2)s */
+		want.st_size = i;
+		zrfs_write_setattr(NULL, &t_fs, ino, &want, FUSE_SET_ATTR_SIZE, &now);
+		cr_assert_eq(t_reply.kind, 'a', "kind %c errno %d", t_reply.kind, t_reply.err);
+	}
+	cr_assert_eq(close_w(&b), 0);
+	cr_assert_eq(close_w(&a), 0);
+	cr_assert_eq(close_w(&c), 0);
+	group();
+	size_t len;
+	uint8_t *v = committed(2, T_N, &len);
+	cr_assert_eq(len, 3);
+	free(v);
+}
+
+Test(write_names, names_in_log_lines_are_escaped, .init = setup, .fini = teardown)
+{
+	struct fuse_file_info fi = create_open(2, "bad\nname", 0);
+
+	write_at(&fi, "x", 0);
+	zrfs_writes_close(&t_fs); /* unmounted while it is written: said */
+	cr_assert_not_null(strstr(t_log, "v/bad\\x0aname: still being written at unmount"), "%s",
+			   t_log);
+	cr_assert_null(strstr(t_log, "bad\nname"));
+	cr_assert_eq(zrfs_writes_open(&t_fs, "/mnt/where"), 0); /* for the teardown */
+}
+
+Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, .init = setup,
+     .fini = teardown)
+{
+	create(2, "a.bin", "a");
+	create(2, "b.bin", "b");
+	group();
+	expect_value(2, T_N, "a");
+	expect_value(2, T_N + 1, "b");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin");
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(length_now(), T_N + 1);
+	expect_value(2, T_N, "b");
+	cr_assert_not_null(strstr(t_log, "record 11 is now record 10"), "%s", t_log);
+	cr_assert_eq(lookup(2, "b.bin"), zrfs_rec_ino(2, T_N, 0), "its name follows it");
+}
+
+Test(write_names, new_files_not_stored_are_bounded, .init = setup, .fini = teardown)
+{
+	static struct fuse_file_info fi[DRAFTS_MAX];
+	char name[32];
+
+	for (int i = 0; i < DRAFTS_MAX; i++) {
+		snprintf(name, sizeof name, "n%d.bin", i);
+		fi[i] = create_open(2, name, 0);
+	}
+	create_open(2, "one-more.bin", ENOSPC);
+	cr_assert_not_null(strstr(t_log, "1024 new files are not stored yet"), "%s", t_log);
+	release(&fi[0]);
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "n0.bin");
+	fi[0] = create_open(2, "one-more.bin", 0);
+	for (int i = 0; i < DRAFTS_MAX; i++)
+		release(&fi[i]);
+}
+
+/* A dataset that keeps records' names, as zr import makes it. */
+static void setup_names(void)
+{
+	static const zr_field_spec f[2] = {
+		{.name = "v", .dtype = ZR_BYTES, .ext = "bin"},
+		{.name = "name", .dtype = ZR_BYTES, .ext = "txt"},
+	};
+	zr_dataset *ds;
+	t_setup();
+	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){
+		.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\"}}"}), 0);
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0);
+	zr_value v[2] = {{"zero", 4}, {"zero.bin", 8}};
+	cr_assert_eq(zr_append(ds, v, NULL), 0);
+	cr_assert_eq(zr_commit(ds), 0);
+	zr_close(ds);
+	t_fs_open(t_ds, NULL);
+	t_log[0] = 0;
+	fuse_set_log_func(capture_log);
+	cr_assert_eq(zrfs_writes_open(&t_fs, "/mnt/where"), 0);
+}
+
+Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .init = setup_names,
+     .fini = teardown)
+{
+	create(0, "cat.bin", "meow");
+	group();
+	expect_value(0, 1, "meow");
+	expect_value(1, 1, "cat.bin");
+	/* a new file's record renamed: only its name changes */
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "cat.bin", ZRFS_INO_DIR, "kitten.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	expect_value(0, 1, "meow");
+	expect_value(1, 1, "kitten.bin");
+	cr_assert_eq(lookup(0, "kitten.bin"), zrfs_rec_ino(0, 1, 0));
+	cr_assert_eq(lookup(0, "cat.bin"), 0);
+	/* another record's file renamed: its value moves to a record so named */
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "0.bin", ZRFS_INO_DIR, "dog.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	expect_value(0, 0, NULL);
+	expect_value(1, 0, "zero.bin");
+	expect_value(0, 2, "zero");
+	expect_value(1, 2, "dog.bin");
+	/* and in a directory made for it, the name is the path */
+	struct fuse_entry_param *e = &t_reply.entry;
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
+	cr_assert_eq(t_reply.kind, 'n', "mkdir: kind %c errno %d", t_reply.kind, t_reply.err);
+	fuse_ino_t sub = e->ino;
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, sub, "in.bin", &fi);
+	cr_assert_eq(t_reply.kind, 'c');
+	fi = t_opened;
+	write_at(&fi, "deep", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	group();
+	expect_value(0, 3, "deep");
+	expect_value(1, 3, "sub/in.bin");
+	refresh();
+	cr_assert_eq(t_lookup(&zrfs_writing, sub, "in.bin", NULL), zrfs_rec_ino(0, 3, 0));
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
+	cr_assert_eq(t_reply.err, 0);
+}
+
+Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, .init = setup,
+     .fini = teardown)
+{
+	/* rsync --delay-updates: .~tmp~/NAME, renamed into place at the end */
+	struct fuse_entry_param *e = &t_reply.entry;
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.kind, 'n');
+	fuse_ino_t tmp = e->ino;
+	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
+	zrfs_write_create(NULL, &t_fs, tmp, "0.bin", &fi);
+	cr_assert_eq(t_reply.kind, 'c');
+	fi = t_opened;
+	write_at(&fi, "delayed", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	group();
+	cr_assert_eq(length_now(), T_N, "a file in a dot directory is temporary");
+	struct zrfs_dirent d;
+	cr_assert_eq(t_entry(&zrfs_writing, tmp, 2, &d), 1);
+	cr_assert_str_eq(d.name, "0.bin");
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.err, ENOTEMPTY);
+	zrfs_write_rename(NULL, &t_fs, tmp, "0.bin", ZRFS_INO_DIR + 2, "0.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	cr_assert_eq(t_reply.err, 0);
+	group();
+	expect_value(2, 0, "delayed");
+	cr_assert_eq(length_now(), T_N);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 1, "1", 0);
+	cr_assert_eq(t_reply.err, EXDEV, "between fields");
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_ROOT, "newfield");
+	cr_assert_eq(t_reply.err, EPERM);
+	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_ROOT, "v");
+	cr_assert_eq(t_reply.err, EPERM);
+}
