@@ -217,7 +217,7 @@ static int reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t
 		zr_chunk *c;
 		RETURN_IF(ids[i] >= len, -ENOENT, "%s: record %llu does not exist (length %llu)",
 			  ds->path, (unsigned long long)ids[i], (unsigned long long)len);
-		zr_entry_get(ds, field, ids[i], &e);
+		FORWARD_IF_ERR(zr_entry_get(ds, field, ids[i], &e));
 		FORWARD_IF_ERR(zr_entry_check(ds, field, ids[i], &e, &c));
 		if (c && r->nheld && r->held[r->nheld - 1] == c)
 			zr_chunk_unuse(c); /* pinned for the record before */

@@ -60,7 +60,7 @@ static int locate(zr_dataset *ds, unsigned field, uint64_t id, uint64_t len, zr_
 	*held = NULL;
 	RETURN_IF(id >= len, -ENOENT, "%s: record %llu does not exist (length %llu)", ds->path,
 		  (unsigned long long)id, (unsigned long long)len);
-	zr_entry_get(ds, field, id, e);
+	FORWARD_IF_ERR(zr_entry_get(ds, field, id, e));
 	FORWARD_IF_ERR(zr_entry_locate(ds, field, id, e, bytes, held));
 	if (zr_logical_len(&ds->fields[field], e, *bytes, logical) < 0)
 		rc = zr_err(ZR_ECORRUPT,

@@ -88,7 +88,7 @@ int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *ou
 	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
 	RETURN_IF(id >= zr_length(ds), -ENOENT, "%s: record %llu does not exist (length %llu)",
 		  ds->path, (unsigned long long)id, (unsigned long long)zr_length(ds));
-	zr_entry_get(ds, field, id, &e);
+	FORWARD_IF_ERR(zr_entry_get(ds, field, id, &e));
 	if (zr_entry_missing(&e))
 		return 0;
 	FORWARD_IF_ERR(zr_entry_check(ds, field, id, &e, &c));
@@ -121,7 +121,7 @@ int zr_present(zr_dataset *ds, unsigned field, uint64_t id)
 	RETURN_IF(field >= ds->nfields, -ENOENT, "%s: no field %u", ds->path, field);
 	RETURN_IF(id >= zr_length(ds), -ENOENT, "%s: record %llu does not exist (length %llu)",
 		  ds->path, (unsigned long long)id, (unsigned long long)zr_length(ds));
-	zr_entry_get(ds, field, id, &e);
+	FORWARD_IF_ERR(zr_entry_get(ds, field, id, &e));
 	return !zr_entry_missing(&e);
 }
 
@@ -183,7 +183,7 @@ int zr_info_get(zr_dataset *ds, zr_info *out)
 			const uint8_t *bytes;
 			uint64_t logical;
 			zr_chunk *held = NULL;
-			zr_entry_get(ds, f, id, &e);
+			FORWARD_IF_ERR(zr_entry_get(ds, f, id, &e));
 			if (zr_entry_missing(&e)) {
 				out->missing++;
 				continue;

@@ -183,10 +183,25 @@ void zr_entry_store(uint8_t *slot, const zr_entry *e)
 
 int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
 {
+	sigjmp_buf jump;
+
 	if (atomic_load_explicit(&ds->overlay.count, memory_order_acquire) &&
 	    zr_overlay_find(ds, field, id, e))
 		return 0;
+	if (!atomic_load_explicit(&zr_guarded, memory_order_relaxed)) {
+		entry_load(zr_table_slot(&ds->fields[field], id), e);
+		return 0;
+	}
+	/* fault.c: the table may be cut short under the mapping */
+	if (sigsetjmp(jump, 0)) {
+		memset(e, 0, sizeof *e);
+		return zr_err(-EIO, "%s/%s.offset: entry %llu is gone: the file was cut short "
+				    "while in use", ds->path, ds->fields[field].def.name,
+			      (unsigned long long)id);
+	}
+	zr_fault_jump = &jump;
 	entry_load(zr_table_slot(&ds->fields[field], id), e);
+	zr_fault_jump = NULL;
 	return 0;
 }
 

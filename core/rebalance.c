@@ -86,7 +86,10 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 	for (unsigned f = 0; f < ds->nfields; f++)
 		for (uint64_t id = 0; id < len; id++) {
 			zr_entry e;
-			zr_entry_get(ds, f, id, &e);
+			if ((rc = zr_entry_get(ds, f, id, &e)) < 0) {
+				free(refs);
+				return rc;
+			}
 			if (e.len)
 				refs[nrefs++] = (struct ref){e.chunk_id, f, e.offset, id};
 			else
@@ -99,8 +102,9 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		const uint8_t *bytes;
 		zr_entry e;
 		zr_chunk_unuse(held); /* the previous record's, copied */
-		zr_entry_get(ds, r->field, r->id, &e);
-		if ((rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes, &held)) < 0)
+		held = NULL;
+		if ((rc = zr_entry_get(ds, r->field, r->id, &e)) < 0 ||
+		    (rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes, &held)) < 0)
 			break;
 		/* a record's fields were appended together: count a record once */
 		if (r->id != last_id || oc.fd < 0) {

@@ -31,6 +31,7 @@
 #include <assert.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -309,6 +310,13 @@ int zr_chunk_name(char *buf, size_t cap, uint32_t id);
 int zr_chunks_grow(zr_dataset *ds);
 zr_chunk *zr_chunk_new(uint32_t id, int fd);
 
+/* fault.c: loads from mappings others may cut short (zr_guard_mappings).
+ * With zr_guarded, a load runs between sigsetjmp(jump, 0) and
+ * zr_fault_jump = NULL with zr_fault_jump = &jump: a SIGBUS then returns
+ * from sigsetjmp with 1. */
+extern atomic_bool zr_guarded;
+extern _Thread_local sigjmp_buf *zr_fault_jump;
+
 /* offset.c */
 int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create);
 int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries);
@@ -325,6 +333,8 @@ static inline uint8_t *zr_table_slot(zr_fstate *f, uint64_t id)
 	zr_map *m = atomic_load_explicit(&f->map, memory_order_acquire);
 	return m->base + id * ZR_ENTRY_SIZE;
 }
+/* Entry @id of @field as this handle sees it (its overlay first): 0, or
+ * -EIO where the table was cut short under a guarded mapping (fault.c). */
 int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
 int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e);
 /* The stored bytes of @e; *held is their chunk, pinned, or NULL. */

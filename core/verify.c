@@ -87,7 +87,10 @@ static int verify_field(zr_dataset *ds, unsigned fi, struct vstate *v, uint8_t *
 		zr_entry e;
 		int rc;
 
-		zr_entry_get(ds, fi, id, &e);
+		if (zr_entry_get(ds, fi, id, &e) < 0) {
+			report(v, f->def.name, id, "%s", reason_of(zr_errmsg(ds)));
+			continue;
+		}
 		if (zr_entry_missing(&e))
 			continue;
 		if (e.len == 0) {

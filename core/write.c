@@ -334,8 +334,8 @@ int zr_move(zr_dataset *ds, unsigned field, uint64_t from, uint64_t to)
 		goto out;
 	/* the bytes stay where they are: only the entries change, so the move
 	 * is as durable as the commit that carries it */
-	zr_entry_get(ds, field, from, &e);
-	if ((rc = zr_entry_put(ds, field, to, &e)) == 0)
+	if ((rc = zr_entry_get(ds, field, from, &e)) == 0 &&
+	    (rc = zr_entry_put(ds, field, to, &e)) == 0)
 		rc = zr_entry_put(ds, field, from, &none);
 	atomic_store(&ds->dirty, true);
 out:
@@ -359,8 +359,8 @@ int zr_delete(zr_dataset *ds, uint64_t id)
 	last = len - 1;
 	for (unsigned f = 0; f < ds->nfields && id != last && rc == 0; f++) {
 		zr_entry e;
-		zr_entry_get(ds, f, last, &e);
-		rc = zr_entry_put(ds, f, id, &e);
+		if ((rc = zr_entry_get(ds, f, last, &e)) == 0)
+			rc = zr_entry_put(ds, f, id, &e);
 	}
 	if (rc < 0)
 		goto out;

@@ -55,7 +55,7 @@ struct zrfs_prefetch {
 
 static unsigned hint_slot(uint64_t key)
 {
-	return (unsigned)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 56) % HINTS;
+	return (unsigned)(zrfs_hash_u64(key) % HINTS);
 }
 
 bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned field)

@@ -251,14 +251,31 @@ static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 	return rc;
 }
 
+/* Record @id's file by id in the field of files that names are paths of:
+ * its name may change with the record's name (its extension's), so the
+ * kernel must look it up again. */
+static int note_by_id(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
+{
+	char name[ZRFS_NAME_MAX + 1];
+
+	zrfs_record_name_format(fs, (unsigned)fs->names.files, id, name, sizeof name);
+	return zrfs_notes_entry(notes, ZRFS_INO_DIR + (unsigned)fs->names.files, name);
+}
+
 /* The views that follow records (/by, /tree): record @id of @field
- * changed, came or went in @new. */
+ * changed, came or went in @new; where its name changed, its file by id
+ * under the name the tree gave it before and the one it gives now. */
 static int views_update(struct zrfs *fs, struct zrfs_view *new, unsigned field, uint64_t id,
 			struct zrfs_notes *notes)
 {
+	bool renamed = (int)field == fs->names.field && fs->names.files >= 0;
 	int rc = zrfs_byclass_update(fs, new, field, id, notes);
 
-	return rc < 0 ? rc : zrfs_tree_update(fs, new, field, id, notes);
+	if (rc == 0 && renamed)
+		rc = note_by_id(fs, id, notes);
+	if (rc == 0)
+		rc = zrfs_tree_update(fs, new, field, id, notes);
+	return rc == 0 && renamed ? note_by_id(fs, id, notes) : rc;
 }
 
 /* Everything the move from @old to @new changes, under the names lock;

@@ -476,6 +476,9 @@ static void setup_process(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* an offset table cut short by another program while mounted: EIO for
+	 * the entries it lost, not the daemon's death (core/fault.c) */
+	zr_guard_mappings();
 }
 
 int main(int argc, char **argv)

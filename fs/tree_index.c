@@ -205,18 +205,6 @@ static int note_files(struct zrfs *fs, const struct tent *e, struct zrfs_notes *
 	return rc < 0 ? rc : zrfs_notes_inode(notes, dir);
 }
 
-/* Record @id's file by id may take another name with its name
- * (zrfs_record_name_format): the kernel must look it up again. */
-static int note_by_id(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
-{
-	char name[ZRFS_NAME_MAX + 1];
-
-	if (!notes || fs->names.files < 0)
-		return 0;
-	zrfs_record_name_format(fs, (unsigned)fs->names.files, id, name, sizeof name);
-	return zrfs_notes_entry(notes, ZRFS_INO_DIR + (unsigned)fs->names.files, name);
-}
-
 /* Record @id is named @name (@len bytes, checked safe) from now on. */
 static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 		    struct zrfs_notes *notes)
@@ -247,8 +235,7 @@ static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 		}
 	}
 	t->of_id[id] = e;
-	rc = note_files(fs, e, notes);
-	return rc < 0 ? rc : note_by_id(fs, id, notes);
+	return note_files(fs, e, notes);
 }
 
 /* Record @id has no name in the tree any more. */
@@ -258,8 +245,8 @@ static int name_drop(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 	struct tent *e = id < t->cap ? t->of_id[id] : NULL;
 	int rc = 0;
 
-	if (!e || (rc = note_by_id(fs, id, notes)) < 0)
-		return rc;
+	if (!e)
+		return 0;
 	t->of_id[id] = NULL;
 	rc = e->id == id ? note_files(fs, e, notes) : 0;
 	if (e->id == id && e->nmore) {

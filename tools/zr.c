@@ -53,6 +53,7 @@ int main(int argc, char **argv)
 		printf("zr (zrfs) %s, zrecord format %d\n", ZRFS_VERSION, ZR_FORMAT_VERSION);
 		return 0;
 	}
+	zr_guard_mappings(); /* a table cut short while read: an error, not SIGBUS */
 	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].run(argc - 1, argv + 1);

@@ -205,6 +205,18 @@ ZR_API int zr_open(zr_dataset **out, const char *dir, unsigned flags);
  */
 ZR_API void zr_close(zr_dataset *ds);
 
+/**
+ * Survive tables cut short by others: offset tables are read through shared
+ * mappings, and a load from the pages a truncation in place took away (cp
+ * of a backup over FIELD.offset, rsync --inplace, a partial restore) raises
+ * SIGBUS, which kills the process. After this call such a load fails the
+ * call that made it with -EIO, for the entries it lost; any other SIGBUS
+ * goes to the handler installed before, or takes the default action.
+ * Installs a process-wide SIGBUS handler (zrfs calls it): call it once,
+ * early, before other threads start. Idempotent. @return 0 or -errno
+ */
+ZR_API int zr_guard_mappings(void);
+
 /* ---- shape --------------------------------------------------------------- */
 
 /** Number of visible records: committed plus appended since. */

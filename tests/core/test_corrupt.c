@@ -151,6 +151,28 @@ Test(corrupt, table_truncated)
 	open_fails(ZR_ECORRUPT, "truncated table");
 }
 
+Test(corrupt, a_table_cut_short_while_open_fails_its_lost_entries_only)
+{
+	zr_dataset *ds;
+	uint8_t buf[3000];
+	zr_record_stat st;
+
+	build();
+	cr_assert_eq(zr_guard_mappings(), 0);
+	cr_assert_eq(zr_guard_mappings(), 0, "a second call changes nothing");
+	ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_stat(ds, 0, N - 1, &st), 0); /* mapped, and read */
+	truncate_to("r.offset", 4096); /* entries 0..255 stay */
+	cr_assert_eq(zr_stat(ds, 0, N - 1, &st), -EIO, "a lost entry: not SIGBUS");
+	cr_assert(strstr(zr_errmsg(ds), "r.offset: entry 399 is gone") != NULL, "%s",
+		  zr_errmsg(ds));
+	cr_assert_eq(zr_present(ds, 0, 300), -EIO);
+	cr_assert_eq(zr_record_load(ds, 0, 300, buf, sizeof buf), -EIO);
+	cr_assert_gt(zr_record_load(ds, 0, 10, buf, sizeof buf), 0, "an entry the cut left");
+	cr_assert_eq(zr_stat(ds, 1, N - 1, &st), 0, "another field's table is whole");
+	zr_close(ds);
+}
+
 Test(corrupt, table_or_chunk_missing)
 {
 	build();
