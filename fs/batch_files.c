@@ -168,8 +168,8 @@ static int get_offsets(struct zrfs *fs, struct zrfs_view *v, const struct batch_
 	struct assemble a = {fs, v, at, field};
 	uint64_t len;
 
-	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), load_offsets, &a, e,
-			      data, &len);
+	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), v->gen, load_offsets,
+			      &a, e, data, &len);
 }
 
 /* The first record (of @n, offsets @offs) whose bytes end after @pos:
@@ -445,8 +445,8 @@ static int get_blob(struct zrfs *fs, struct zrfs_view *v, const struct batch_ste
 {
 	struct assemble a = {fs, v, at, field};
 
-	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), load_blob, &a, e,
-			      data, len);
+	return zrfs_cache_get(fs->cache, batch_key(at->slot, at->step, field), v->gen, load_blob, &a,
+			      e, data, len);
 }
 
 int zrfs_batch_assemble(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,

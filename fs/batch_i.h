@@ -118,10 +118,14 @@ int zrfs_prefetch_create(struct zrfs *fs);
 /* Threads: one per CPU, at most 4 and -o prefetch, at least one. */
 void zrfs_prefetch_start(struct zrfs *fs);
 void zrfs_prefetch_destroy(struct zrfs *fs);
-/* A reader started step @at of @field, shown from @v: make steps after it
- * ready, pinned to the view they will show (@v unless pinned already). */
-void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
-			 unsigned field);
+/* A reader started step @at of @field: make the steps after it ready, from
+ * the views they will show (pinned by a lookup, else the current one),
+ * pinning none. */
+void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
+/* Step @at was pinned to a view (at its first lookup), or is no longer:
+ * past STEP_PINS_MAX pinned steps the oldest is dropped. */
+void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at);
+void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at);
 /* A reader started step @at: drop the files of step - drop_behind. */
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */

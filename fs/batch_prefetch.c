@@ -7,8 +7,9 @@
  * cache, raw ones have their records read ahead by the kernel
  * (POSIX_FADV_WILLNEED, in -o readaround windows; a read of a raw step no
  * prefetch reached asks for its own records first), so a cold epoch
- * streams; a step made ready ahead is pinned to the view it was made from,
- * so that its reader later sees what was prepared. It also queues the drop
+ * streams; a step made ready ahead is made from the view it will show (the
+ * one a lookup pinned it to, else the current one) and pins nothing. It
+ * also queues the drop
  * of step k - drop_behind: its files leave the kernel's page cache
  * (FUSE_NOTIFY_INVAL_INODE), its name the kernel's cache of names (so that
  * the kernel forgets the step and its view's pin with it), and its flate
@@ -20,6 +21,13 @@
  * batches a DataLoader holds in flight (workers x prefetch_factor + 1),
  * whose files a training process may map (np.load with mmap_mode): a mapped
  * page dropped under it is read again on its next access.
+ *
+ * The steps pinned to a view (batches.c: a step shows the view current at
+ * its first lookup) are bounded: past STEP_PINS_MAX, the oldest is dropped
+ * as a step behind a reader is. A pinned view is an older state the writer
+ * must keep a journal for; a reader of random steps or of step 0 of every
+ * epoch would otherwise pin one per step for as long as the kernel keeps
+ * its names (a year, -o timeout).
  */
 #include "batch_i.h"
 
@@ -32,6 +40,7 @@
 #define THREADS_MAX 4
 #define QUEUE_MAX 64
 #define HINTS 256
+#define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
 
 struct job {
 	struct batch_step at;
@@ -51,6 +60,9 @@ struct zrfs_prefetch {
 	/* raw batches whose records a prefetch asked the kernel to read
 	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
+	/* the steps pinned, oldest first (at most STEP_PINS_MAX) */
+	struct batch_step pinned[STEP_PINS_MAX];
+	unsigned npinned;
 };
 
 static unsigned hint_slot(uint64_t key)
@@ -81,8 +93,7 @@ static bool push(struct zrfs_prefetch *q, const struct job *j)
 	return true;
 }
 
-void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
-			 unsigned field)
+void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
 
@@ -91,8 +102,16 @@ void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batc
 	for (uint64_t k = at->step + 1; k <= at->step + fs->opts.prefetch && k < zs_steps(at->s);
 	     k++) {
 		struct job j = {*at, NULL, field, false};
-		bool queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field));
+		bool queued;
 		j.at.step = k;
+		/* the view the step will show: the one a lookup pinned it to, else
+		 * the current one, which a lookup now would pin. Nothing is pinned
+		 * here: a step never looked up holds no view, and what is made
+		 * from a view the step does not show is another cache entry
+		 * (tagged with its generation), never served for it. */
+		if (!(j.v = zrfs_pinned_view(fs, step_dir_ino(&j.at))))
+			j.v = zrfs_view_hold(fs);
+		queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field), j.v->gen);
 		pthread_mutex_lock(&q->lock);
 		for (unsigned i = 0; i < q->qlen && !queued; i++) {
 			const struct job *o = &q->queue[(q->qhead + i) % QUEUE_MAX];
@@ -100,12 +119,10 @@ void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batc
 				 o->field == field;
 		}
 		pthread_mutex_unlock(&q->lock);
-		if (queued)
+		if (queued) {
+			zrfs_view_put(j.v);
 			continue;
-		/* the view the step will show: pinned now, if no lookup was first */
-		zrfs_pin(fs, step_dir_ino(&j.at), v);
-		if (!(j.v = zrfs_pinned_view(fs, step_dir_ino(&j.at))))
-			j.v = zrfs_view_ref(v);
+		}
 		pthread_mutex_lock(&q->lock);
 		bool pushed = push(q, &j);
 		pthread_cond_broadcast(&q->cond);
@@ -115,6 +132,49 @@ void zrfs_prefetch_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batc
 			break;
 		}
 	}
+}
+
+/* Queue the drop of step @at (under the lock); false if the queue is full. */
+static bool push_drop(struct zrfs_prefetch *q, const struct batch_step *at)
+{
+	struct job j = {*at, NULL, 0, true};
+
+	if (!push(q, &j))
+		return false;
+	pthread_cond_signal(&q->cond);
+	return true;
+}
+
+void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	/* the oldest goes as a step behind a reader does; if the queue is
+	 * full it stays pinned, and is tried again at the next pin */
+	if (q->npinned == STEP_PINS_MAX && push_drop(q, &q->pinned[0]))
+		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
+	if (q->npinned < STEP_PINS_MAX)
+		q->pinned[q->npinned++] = *at;
+	pthread_mutex_unlock(&q->lock);
+}
+
+void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (unsigned i = 0; i < q->npinned; i++)
+		if (q->pinned[i].slot == at->slot && q->pinned[i].step == at->step) {
+			memmove(q->pinned + i, q->pinned + i + 1,
+				(--q->npinned - i) * sizeof *q->pinned);
+			break;
+		}
+	pthread_mutex_unlock(&q->lock);
 }
 
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
@@ -144,7 +204,8 @@ static void run(struct zrfs *fs, const struct job *j)
 		/* the kernel may forget the step now, and the view it showed */
 		snprintf(name, sizeof name, "%llu", (unsigned long long)j->at.step);
 		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
-		zrfs_unpin(fs, step_dir_ino(&j->at));
+		if (zrfs_unpin(fs, step_dir_ino(&j->at)))
+			zrfs_prefetch_unpinned(fs, &j->at);
 		zrfs_batch_forget(fs, &j->at);
 	} else if (fs->fields[j->field].flate) {
 		zrfs_batch_assemble(fs, j->v, &j->at, j->field);
@@ -199,7 +260,7 @@ void zrfs_prefetch_start(struct zrfs *fs)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned want = cpus < 1 ? 1 : cpus > THREADS_MAX ? THREADS_MAX : (unsigned)cpus;
 
-	if (!q || q->nthreads || (fs->opts.prefetch == 0 && fs->opts.drop_behind == 0))
+	if (!q || q->nthreads) /* one at least: the drops of pinned steps */
 		return;
 	if (want > fs->opts.prefetch)
 		want = fs->opts.prefetch > 0 ? fs->opts.prefetch : 1;

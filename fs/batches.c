@@ -247,7 +247,9 @@ static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur,
 	/* a step shows the view it was pinned to first */
 	if ((v = zrfs_pinned_view(fs, step_dir_ino(&w.at))) != NULL)
 		return v;
-	zrfs_pin(fs, step_dir_ino(&w.at), cur); /* full: it shows the current one */
+	/* first: pinned to the current one (full: it shows it all the same) */
+	if (zrfs_pin(fs, step_dir_ino(&w.at), cur) == 1)
+		zrfs_prefetch_pinned(fs, &w.at);
 	return zrfs_view_ref(cur);
 }
 
@@ -256,8 +258,10 @@ static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 	struct where w = {0};
 
 	(void)nlookup; /* a step's pin goes with its inode */
-	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino))
+	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino)) {
+		zrfs_prefetch_unpinned(fs, &w.at);
 		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
+	}
 }
 
 static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
@@ -395,7 +399,7 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	if (w.kind >= STEP_FIELD0) {
 		unsigned f = kind_field(w.kind);
 		if (off == 0)
-			zrfs_prefetch_ahead(fs, v, &w.at, f);
+			zrfs_prefetch_ahead(fs, &w.at, f);
 		ahead = !fs->fields[f].flate && zrfs_prefetch_hinted(fs, &w.at, f);
 	}
 	zrfs_batch_file_read(req, fs, v, &w.at, w.kind, size, off, ahead);

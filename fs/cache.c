@@ -35,7 +35,8 @@ struct buf_head {
 };
 
 struct zrfs_cached {
-	uint64_t key;                    /* field << 40 | id, + 1 */
+	uint64_t key;                    /* the user's: a record's, a batch step's */
+	uint64_t tag;                    /* ... and of which state (0: any) */
 	uint64_t len;
 	unsigned refs;                   /* replies using it, + 1 while cached */
 	bool loading;                    /* in the table, not yet in the LRU list */
@@ -158,12 +159,13 @@ static void lru_push(struct zrfs_cache *c, struct zrfs_cached *e)
 		c->tail = e;
 }
 
-static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key)
+/* The entry of @key and @tag; with @any_tag, of @key and any tag. */
+static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key, uint64_t tag, bool any_tag)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&c->table, zrfs_hash_u64(key)); l;
 	     l = zrfs_table_next(l)) {
 		struct zrfs_cached *e = zrfs_container(l, struct zrfs_cached, link);
-		if (e->key == key)
+		if (e->key == key && (any_tag || e->tag == tag))
 			return e;
 	}
 	return NULL;
@@ -203,14 +205,14 @@ static void shrink(struct zrfs_cache *c)
 		drop(c, c->tail);
 }
 
-int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
+int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader load, void *ctx,
 		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len)
 {
 	struct zrfs_cached *e;
 	int rc;
 
 	pthread_mutex_lock(&c->lock);
-	e = find(c, key);
+	e = find(c, key, tag, false);
 	if (e) {
 		e->refs++;
 		while (e->loading)
@@ -234,6 +236,7 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *c
 		return -ENOMEM;
 	}
 	e->key = key;
+	e->tag = tag;
 	e->refs = 2; /* the table's and this caller's */
 	e->loading = true;
 	if (zrfs_table_add(&c->table, &e->link, zrfs_hash_u64(key)) < 0) {
@@ -276,12 +279,12 @@ found:
 	return 0;
 }
 
-bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key)
+bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag)
 {
 	bool has;
 
 	pthread_mutex_lock(&c->lock);
-	has = find(c, key) != NULL;
+	has = find(c, key, tag, false) != NULL;
 	pthread_mutex_unlock(&c->lock);
 	return has;
 }
@@ -296,9 +299,13 @@ void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
 void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
 {
 	pthread_mutex_lock(&c->lock);
-	struct zrfs_cached *e = find(c, key);
-	if (e && !e->loading && (e->prev || c->head == e))
-		drop(c, e);
+	for (struct zrfs_link *l = zrfs_table_first(&c->table, zrfs_hash_u64(key)), *next; l;
+	     l = next) {
+		struct zrfs_cached *e = zrfs_container(l, struct zrfs_cached, link);
+		next = zrfs_table_next(l);
+		if (e->key == key && !e->loading && (e->prev || c->head == e))
+			drop(c, e);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 

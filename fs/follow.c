@@ -181,7 +181,7 @@ static void pin_old(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 		w->pending = p;
 		w->pending_cap = cap;
 	}
-	if (zrfs_pin(fs, ino, v) == 0)
+	if (zrfs_pin(fs, ino, v) >= 0)
 		w->pending[w->npending++] = (struct pending){ino, zrfs_now_ms()};
 }
 

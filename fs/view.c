@@ -308,6 +308,7 @@ int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 		goto out;
 	}
 	atomic_store(&s->pin_count, s->pins.n);
+	rc = 1;
 out:
 	pthread_mutex_unlock(&s->pins_lock);
 	return rc;

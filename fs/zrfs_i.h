@@ -225,9 +225,9 @@ int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id);
 void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version);
 /* Make @v current; returns the view it replaces (the caller's to put). */
 struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v);
-/* Pins: inode @ino shows view @v until the kernel forgets it. A second pin
- * of one number keeps the first. -ENOSPC past a bound (the number is then
- * ESTALE once its content changed). */
+/* Pins: inode @ino shows view @v until the kernel forgets it: 1. A second
+ * pin of one number keeps the first: 0. -ENOSPC past a bound (the number
+ * is then ESTALE once its content changed), -ENOMEM. */
 int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v);
 bool zrfs_pinned(struct zrfs *fs, fuse_ino_t ino);
 /* The view @ino is pinned to, held; NULL if none. */
@@ -520,11 +520,15 @@ struct zrfs_cached;
 typedef int (*zrfs_loader)(void *ctx, uint8_t **data, uint64_t *len);
 int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes);
 void zrfs_cache_destroy(struct zrfs_cache *c);
-/* The contents under @key, made by @load on a miss; release after use. */
-int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, zrfs_loader load, void *ctx,
+/* The contents under @key made from the state @tag names (a view's
+ * generation, or 0 where the key says it all), made by @load on a miss;
+ * release after use. Contents of one key and another tag are another
+ * entry. */
+int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader load, void *ctx,
 		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len);
-bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key);
-/* Drop @key if it is cached and not being made (users keep their reference). */
+bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag);
+/* Drop @key, of every tag, where it is cached and not being made (users
+ * keep their reference). */
 void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
 /* Buffers for loaders: reused from dropped entries when one fits. */
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);

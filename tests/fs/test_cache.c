@@ -53,7 +53,7 @@ static void get(struct zrfs_cache *c, uint64_t key, struct load *l, uint8_t want
 	const uint8_t *data;
 	uint64_t len;
 
-	cr_assert_eq(zrfs_cache_get(c, key, loader, l, &e, &data, &len), 0);
+	cr_assert_eq(zrfs_cache_get(c, key, 0, loader, l, &e, &data, &len), 0);
 	cr_assert_eq(len, l->size);
 	cr_assert(data[0] == want && data[len - 1] == want, "key %llu: wrong bytes",
 		  (unsigned long long)key);
@@ -72,8 +72,8 @@ Test(cache, an_entry_is_made_once_and_evicted_past_the_bound)
 	cr_assert_eq(atomic_load(&l.calls), 1, "a cached key was loaded again");
 	for (uint64_t k = 2; k <= 5; k++) /* 5 MiB in all: key 1, the oldest, goes */
 		get(c, k, &l, 7);
-	cr_assert(!zrfs_cache_has(c, 1));
-	cr_assert(zrfs_cache_has(c, 5) && zrfs_cache_has(c, 2));
+	cr_assert(!zrfs_cache_has(c, 1, 0));
+	cr_assert(zrfs_cache_has(c, 5, 0) && zrfs_cache_has(c, 2, 0));
 	zrfs_cache_destroy(c);
 }
 
@@ -88,7 +88,7 @@ Test(cache, dropped_buffers_are_reused_within_the_bound)
 	uint8_t *first = l.last;
 	get(c, 2, &l, 1);
 	zrfs_cache_forget(c, 1);
-	cr_assert(!zrfs_cache_has(c, 1));
+	cr_assert(!zrfs_cache_has(c, 1, 0));
 	l.fill = 2;
 	get(c, 3, &l, 2); /* fits the buffer key 1 had */
 	cr_assert_eq(l.last, first, "the dropped buffer was not reused");
@@ -96,7 +96,7 @@ Test(cache, dropped_buffers_are_reused_within_the_bound)
 	zrfs_cache_forget(c, 2);
 	l.size = 3 << 20; /* too big for it: the kept buffer is freed to make room */
 	get(c, 4, &l, 2);
-	cr_assert(zrfs_cache_has(c, 4) && !zrfs_cache_has(c, 3));
+	cr_assert(zrfs_cache_has(c, 4, 0) && !zrfs_cache_has(c, 3, 0));
 	uint8_t *big = l.last;
 	/* a buffer more than twice the size asked is not handed out */
 	zrfs_cache_forget(c, 4);
@@ -116,13 +116,37 @@ Test(cache, a_forgotten_entry_stays_valid_for_its_user)
 
 	cr_assert_eq(zrfs_cache_create(&c, 1 << 20), 0);
 	l.c = c;
-	cr_assert_eq(zrfs_cache_get(c, 1, loader, &l, &e, &data, &len), 0);
+	cr_assert_eq(zrfs_cache_get(c, 1, 0, loader, &l, &e, &data, &len), 0);
 	zrfs_cache_forget(c, 1);
-	cr_assert(!zrfs_cache_has(c, 1));
+	cr_assert(!zrfs_cache_has(c, 1, 0));
 	l.fill = 3;
 	get(c, 2, &l, 3); /* must not get the buffer still in use */
 	cr_assert(data[0] == 9 && data[len - 1] == 9, "a buffer in use was reused");
 	zrfs_cache_release(c, e);
+	zrfs_cache_destroy(c);
+}
+
+Test(cache, a_key_made_from_another_state_is_another_entry)
+{
+	struct zrfs_cache *c;
+	struct zrfs_cached *e;
+	const uint8_t *data;
+	uint64_t len;
+	struct load l = {.size = 4096, .fill = 1};
+
+	cr_assert_eq(zrfs_cache_create(&c, 1 << 20), 0);
+	l.c = c;
+	cr_assert_eq(zrfs_cache_get(c, 7, 100, loader, &l, &e, &data, &len), 0);
+	zrfs_cache_release(c, e);
+	cr_assert(zrfs_cache_has(c, 7, 100) && !zrfs_cache_has(c, 7, 101));
+	l.fill = 2; /* the same key of a later state: made again, never the old bytes */
+	cr_assert_eq(zrfs_cache_get(c, 7, 101, loader, &l, &e, &data, &len), 0);
+	cr_assert(data[0] == 2, "the state's own bytes");
+	zrfs_cache_release(c, e);
+	cr_assert_eq(atomic_load(&l.calls), 2);
+	cr_assert(zrfs_cache_has(c, 7, 100) && zrfs_cache_has(c, 7, 101));
+	zrfs_cache_forget(c, 7); /* every state's */
+	cr_assert(!zrfs_cache_has(c, 7, 100) && !zrfs_cache_has(c, 7, 101));
 	zrfs_cache_destroy(c);
 }
 
@@ -139,7 +163,7 @@ static void *race(void *arg)
 	const uint8_t *data;
 	uint64_t len;
 
-	r->rc = zrfs_cache_get(r->c, 42, loader, r->l, &e, &data, &len);
+	r->rc = zrfs_cache_get(r->c, 42, 0, loader, r->l, &e, &data, &len);
 	if (r->rc == 0)
 		zrfs_cache_release(r->c, e);
 	return NULL;
@@ -174,7 +198,7 @@ static void concurrent_misses(int fail)
 	}
 	if (fail == 0)
 		cr_assert_eq(atomic_load(&l.calls), 1, "%d loads of one key", atomic_load(&l.calls));
-	cr_assert_eq(zrfs_cache_has(c, 42), fail == 0);
+	cr_assert_eq(zrfs_cache_has(c, 42, 0), fail == 0);
 	zrfs_cache_destroy(c);
 }
 
