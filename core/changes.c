@@ -16,7 +16,11 @@
  * which readers never ask for and a later commit of that number only adds
  * to (a change listed that did not happen costs a reader a cache miss,
  * nothing more). Past zr_changes_max bytes (4 MiB) the writer rewrites the log keeping
- * what registered readers may still ask for, and renames it into place.
+ * what registered readers may still ask for, but half that bound at most
+ * (whole generations, the newest), and renames it into place: the log stays
+ * below the bound, and is rewritten once per half of it, whatever a reader
+ * holds. A reader that asks for changes from before the log's start is told
+ * -ESTALE and compares every record instead (zr_changes).
  *
  * Sections: writing, compaction, reading.
  */
@@ -70,10 +74,28 @@ static int collect(zr_dataset *ds, uint64_t generation, uint8_t **out, size_t *n
 
 /* ---- compaction ---- */
 
-/* Rewrite the log as `first` = @first, the records of @fd above it, then
- * @add (@nadd records); renamed into place, durable. */
-static int rewrite(zr_dataset *ds, int fd, uint64_t size, uint64_t first, const uint8_t *add,
-		   size_t nadd)
+/* The generation below which records of the log @old (@size bytes) go so
+ * that those kept, above @first, take at most @budget bytes: whole
+ * generations, the newest kept (records are in order of generation). */
+static uint64_t first_within(const uint8_t *old, uint64_t size, uint64_t first, uint64_t budget)
+{
+	uint64_t kept = 0, end = CHANGES_HDR + (size - CHANGES_HDR) / CHANGES_REC * CHANGES_REC;
+
+	for (uint64_t p = end; p >= CHANGES_HDR + CHANGES_REC; p -= CHANGES_REC) {
+		uint64_t g = zr_le64(old + p - CHANGES_REC);
+		if (g <= first)
+			break;
+		if ((kept += CHANGES_REC) > budget)
+			return g; /* g and older go */
+	}
+	return first;
+}
+
+/* Rewrite the log as `first` = @first (raised until what is kept of @fd's
+ * records takes at most @budget bytes), those records above it, then @add
+ * (@nadd records); renamed into place, durable. */
+static int rewrite(zr_dataset *ds, int fd, uint64_t size, uint64_t first, uint64_t budget,
+		   const uint8_t *add, size_t nadd)
 {
 	uint8_t *old = malloc(size + 1), *buf = malloc(size + nadd * CHANGES_REC + CHANGES_HDR);
 	uint64_t at = CHANGES_HDR;
@@ -87,6 +109,8 @@ static int rewrite(zr_dataset *ds, int fd, uint64_t size, uint64_t first, const 
 		rc = zr_err(rc == -ENODATA ? -EIO : rc, "%s/" CHANGES ": read failed", ds->path);
 		goto done;
 	}
+	if (size > CHANGES_HDR)
+		first = first_within(old, size, first, budget);
 	memcpy(buf, CHANGES_MAGIC, 8);
 	zr_put_le64(buf + 8, first);
 	for (uint64_t p = CHANGES_HDR; size > CHANGES_HDR && p + CHANGES_REC <= size;
@@ -133,12 +157,15 @@ int zr_changes_append(zr_dataset *ds, uint64_t generation)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < CHANGES_HDR ||
 	    zr_read_full(fd, hdr, CHANGES_HDR, 0) < 0 || memcmp(hdr, CHANGES_MAGIC, 8) != 0) {
 		/* new, or damaged: it starts over, complete from the last commit */
-		rc = rewrite(ds, fd, 0, ds->generation, recs, n);
+		rc = rewrite(ds, fd, 0, ds->generation, 0, recs, n);
 	} else if ((uint64_t)st.st_size + n * CHANGES_REC > zr_changes_max) {
-		/* keep what the oldest registered reader may still ask for */
+		/* keep what the oldest registered reader may still ask for, but
+		 * half the bound at most: a reader that holds an old state for
+		 * ever then compares instead (-ESTALE), and a commit does not
+		 * rewrite an ever larger log */
 		uint64_t keep = zr_readers_oldest(ds, ds->generation);
 		uint64_t first = zr_le64(hdr + 8) > keep ? zr_le64(hdr + 8) : keep;
-		rc = rewrite(ds, fd, (uint64_t)st.st_size, first, recs, n);
+		rc = rewrite(ds, fd, (uint64_t)st.st_size, first, zr_changes_max / 2, recs, n);
 	} else {
 		/* after the last whole record: a crash may have left half of one */
 		uint64_t end = CHANGES_HDR +

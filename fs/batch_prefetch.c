@@ -23,11 +23,13 @@
  * page dropped under it is read again on its next access.
  *
  * The steps pinned to a view (batches.c: a step shows the view current at
- * its first lookup) are bounded: past STEP_PINS_MAX, the oldest is dropped
- * as a step behind a reader is. A pinned view is an older state the writer
- * must keep a journal for; a reader of random steps or of step 0 of every
- * epoch would otherwise pin one per step for as long as the kernel keeps
- * its names (a year, -o timeout).
+ * its first lookup) are bounded: past STEP_PINS_MAX, the kernel is told to
+ * forget the oldest (its name, its files' pages), and its FORGET unpins it;
+ * a step whose file is open stays, with its view, so no reader sees a step
+ * change under it. A pinned view is an older state the writer must keep a
+ * journal for; a reader of random steps or of step 0 of every epoch would
+ * otherwise pin one per step for as long as the kernel keeps its names (a
+ * year, -o timeout).
  */
 #include "batch_i.h"
 
@@ -47,6 +49,7 @@ struct job {
 	struct zrfs_view *v;  /* held: the view the step shows (NULL for a drop) */
 	unsigned field;
 	bool drop;            /* drop the step's files from the page cache */
+	bool let_go;          /* ... and its name, its pin left to the kernel's FORGET */
 };
 
 struct zrfs_prefetch {
@@ -101,7 +104,7 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 		return;
 	for (uint64_t k = at->step + 1; k <= at->step + fs->opts.prefetch && k < zs_steps(at->s);
 	     k++) {
-		struct job j = {*at, NULL, field, false};
+		struct job j = {*at, NULL, field, false, false};
 		bool queued;
 		j.at.step = k;
 		/* the view the step will show: the one a lookup pinned it to, else
@@ -134,10 +137,11 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 	}
 }
 
-/* Queue the drop of step @at (under the lock); false if the queue is full. */
-static bool push_drop(struct zrfs_prefetch *q, const struct batch_step *at)
+/* Queue the letting go of step @at (under the lock): the kernel told to
+ * forget it; false if the queue is full. */
+static bool push_let_go(struct zrfs_prefetch *q, const struct batch_step *at)
 {
-	struct job j = {*at, NULL, 0, true};
+	struct job j = {*at, NULL, 0, true, true};
 
 	if (!push(q, &j))
 		return false;
@@ -154,7 +158,7 @@ void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 	pthread_mutex_lock(&q->lock);
 	/* the oldest goes as a step behind a reader does; if the queue is
 	 * full it stays pinned, and is tried again at the next pin */
-	if (q->npinned == STEP_PINS_MAX && push_drop(q, &q->pinned[0]))
+	if (q->npinned == STEP_PINS_MAX && push_let_go(q, &q->pinned[0]))
 		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
 	if (q->npinned < STEP_PINS_MAX)
 		q->pinned[q->npinned++] = *at;
@@ -180,7 +184,7 @@ void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct job j = {*at, NULL, 0, true};
+	struct job j = {*at, NULL, 0, true, false};
 
 	if (!q || q->nthreads == 0 || fs->opts.drop_behind == 0 ||
 	    at->step < fs->opts.drop_behind)
@@ -204,7 +208,9 @@ static void run(struct zrfs *fs, const struct job *j)
 		/* the kernel may forget the step now, and the view it showed */
 		snprintf(name, sizeof name, "%llu", (unsigned long long)j->at.step);
 		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
-		if (zrfs_unpin(fs, step_dir_ino(&j->at)))
+		/* a step let go keeps its view while the kernel keeps the step
+		 * (a file of it open): its FORGET unpins it */
+		if (!j->let_go && zrfs_unpin(fs, step_dir_ino(&j->at)))
 			zrfs_prefetch_unpinned(fs, &j->at);
 		zrfs_batch_forget(fs, &j->at);
 	} else if (fs->fields[j->field].flate) {
