@@ -43,6 +43,7 @@
 #define QUEUE_MAX 64
 #define HINTS 256
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
+#define PINNED_CAP 4096  /* steps tracked, those past the bound waiting for room in the queue */
 
 struct job {
 	struct batch_step at;
@@ -63,8 +64,9 @@ struct zrfs_prefetch {
 	/* raw batches whose records a prefetch asked the kernel to read
 	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
-	/* the steps pinned, oldest first (at most STEP_PINS_MAX) */
-	struct batch_step pinned[STEP_PINS_MAX];
+	/* the steps pinned, oldest first: past STEP_PINS_MAX the oldest are
+	 * let go as soon as the queue takes them */
+	struct batch_step pinned[PINNED_CAP];
 	unsigned npinned;
 };
 
@@ -156,12 +158,16 @@ void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	/* the oldest goes as a step behind a reader does; if the queue is
-	 * full it stays pinned, and is tried again at the next pin */
-	if (q->npinned == STEP_PINS_MAX && push_let_go(q, &q->pinned[0]))
+	if (q->npinned == PINNED_CAP) /* the oldest is left to its FORGET */
 		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
-	if (q->npinned < STEP_PINS_MAX)
-		q->pinned[q->npinned++] = *at;
+	q->pinned[q->npinned++] = *at;
+	/* the oldest past the bound are let go; those the queue has no room
+	 * for (a prefetch fills it) wait for the next pin */
+	unsigned k = 0;
+	while (q->npinned - k > STEP_PINS_MAX && push_let_go(q, &q->pinned[k]))
+		k++;
+	if (k)
+		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
 	pthread_mutex_unlock(&q->lock);
 }
 

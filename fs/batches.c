@@ -247,7 +247,11 @@ static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur,
 	/* a step shows the view it was pinned to first */
 	if ((v = zrfs_pinned_view(fs, step_dir_ino(&w.at))) != NULL)
 		return v;
-	/* first: pinned to the current one (full: it shows it all the same) */
+	/* first: pinned to the current one (full: it shows it all the same),
+	 * by its files; the directory's attributes (a listing of its epoch
+	 * with attributes) are no view's */
+	if (w.kind == STEP_DIR)
+		return zrfs_view_ref(cur);
 	if (zrfs_pin(fs, step_dir_ino(&w.at), cur) == 1)
 		zrfs_prefetch_pinned(fs, &w.at);
 	return zrfs_view_ref(cur);

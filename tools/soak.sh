@@ -1,0 +1,148 @@
+#!/bin/sh
+# Soak test of a mount under a living dataset (figures in RELIABILITY.md).
+#
+#   tools/soak.sh [SECONDS] [ZRFS-OPTIONS]     (root; default 600 s)
+#
+# Uses $ZRFS, $ZR and $MKDS when set, else builds build/ci if needed. Makes
+# a 2,000-record dataset with the test helper and mounts it read-only; then,
+# for SECONDS, a writer commits changes to random records (zr set, which
+# journals them while readers hold older states) while a reader does what
+# a training job and its users do: random partial epochs of several specs
+# (a few steps each, from any step), random steps of random epochs, record
+# files, and files held open for a while and read again. Every 10 s it
+# samples the daemon's resident memory (VmRSS), its open descriptors, the
+# dataset's journals and the change log's size, and prints a line.
+#
+# Exit status is non-zero when a read fails or returns bytes no committed
+# state had the size of, when the daemon dies, or when after the warm-up
+# (the first quarter) the daemon's memory grew by more than 64 MB or the
+# journals or the change log grew past their bounds (64 journals above the
+# warm-up's, 4 MiB).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+secs=${1:-600}
+opts=${2:-cache=256M}
+b=$top/build/ci
+if [ -z "${ZRFS:-}" ] || [ -z "${MKDS:-}" ] || [ -z "${ZR:-}" ]; then
+	[ -x "$b/fs/zrfs" ] && [ -x "$b/tests/mkds" ] && [ -x "$b/tools/zr" ] ||
+		{ cmake -S "$top" -B "$b" >/dev/null && cmake --build "$b" -j2 >/dev/null; }
+	ZRFS=$b/fs/zrfs MKDS=$b/tests/mkds ZR=$b/tools/zr
+fi
+T=$(mktemp -d /var/tmp/zr-soak-XXXXXX)
+trap 'kill $writer 2>/dev/null || :; mountpoint -q "$T/mnt" && fusermount3 -uz "$T/mnt"; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+writer=
+mkdir "$T/mnt"
+"$MKDS" "$T/ds" "$T/ref" --records 2000 >/dev/null
+"$ZRFS" "$T/ds" "$T/mnt" -o "$opts"
+pid=$(pgrep -nf "zrfs $T/ds $T/mnt")
+
+# the writer: a change to a random record's txt, committed, over and over
+(
+	i=0
+	while :; do
+		printf 'soak %d %0*d' $i $((i % 200)) 0 >"$T/value"
+		"$ZR" set "$T/ds" $((i * 7919 % 2000)) --txt="$T/value" >/dev/null || exit 1
+		i=$((i + 1))
+	done
+) &
+writer=$!
+
+/usr/bin/python3 - "$T" "$pid" "$secs" <<'PY'
+import os, random, sys, time
+T, pid, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+mnt, ds = f"{T}/mnt", f"{T}/ds"
+rnd = random.Random(1)
+specs = ["shuffle,seed=1,batch=32,tail=keep", "block,seed=2,batch=16,tail=keep",
+         "seq,batch=64,tail=keep"]
+held = []  # files held open, read again now and then
+
+def status(key):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) // 1024
+    return 0
+
+def sample():
+    journals = sum(1 for n in os.listdir(ds) if n.startswith("journal"))
+    try:
+        log = os.path.getsize(f"{ds}/changes")
+    except FileNotFoundError:
+        log = 0
+    return (status("VmRSS:"), len(os.listdir(f"/proc/{pid}/fd")), journals, log)
+
+def read_step(d):
+    ids = open(f"{d}/ids", "rb").read()
+    for f in ("img", "txt"):
+        offs = open(f"{d}/{f}.offsets", "rb").read()
+        data = open(f"{d}/{f}", "rb").read()
+        n = len(offs) // 8 - 1
+        if n != len(ids) // 8 or int.from_bytes(offs[-8:], "little") != len(data):
+            raise SystemExit(f"{d}/{f}: offsets do not fit the data")
+
+def work():
+    k = rnd.random()
+    if k < 0.4:  # a partial epoch: a few steps from anywhere
+        d = f"{mnt}/.batches/{rnd.choice(specs)}/epoch-{rnd.randrange(1 << 16)}"
+        steps = len(os.listdir(d))
+        first = rnd.randrange(steps)
+        for s in range(first, min(steps, first + rnd.randrange(1, 6))):
+            read_step(f"{d}/{s}")
+    elif k < 0.6:  # one random step of a random epoch
+        d = f"{mnt}/.batches/{rnd.choice(specs)}/epoch-{rnd.randrange(1 << 30)}"
+        read_step(f"{d}/{rnd.randrange(len(os.listdir(d)))}")
+    elif k < 0.9:  # a record file
+        f = rnd.choice(("img", "txt"))
+        name = f"{mnt}/{f}/{rnd.randrange(2000)}.{'jpg' if f == 'img' else 'txt'}"
+        try:
+            open(name, "rb").read()
+        except FileNotFoundError:
+            pass  # a missing record
+    else:  # a file held open, and one of those held read again or closed
+        name = f"{mnt}/txt/{rnd.randrange(2000)}.txt"
+        try:
+            held.append(open(name, "rb"))
+        except FileNotFoundError:
+            pass
+        if held:
+            f = rnd.choice(held)
+            f.seek(0)
+            f.read()
+        while len(held) > 32:
+            held.pop(rnd.randrange(len(held))).close()
+
+start = time.monotonic()
+next_sample, rows, ops = start, [], 0
+print(f"{'s':>5} {'RSS MB':>7} {'fds':>5} {'journals':>8} {'changes KB':>10} {'reads':>8}")
+while True:
+    now = time.monotonic()
+    if now >= next_sample:
+        r = sample()
+        rows.append((now - start,) + r)
+        print(f"{now - start:5.0f} {r[0]:7d} {r[1]:5d} {r[2]:8d} {r[3] // 1024:10d} {ops:8d}",
+              flush=True)
+        next_sample += 10
+        if now - start >= secs:
+            break
+    work()
+    ops += 1
+warm = [r for r in rows if r[0] >= secs / 4]
+base, worst = warm[0], [max(r[i] for r in warm) for i in range(1, 5)]
+bad = []
+if worst[0] - base[1] > 64:
+    bad.append(f"memory grew {worst[0] - base[1]} MB after the warm-up")
+if worst[2] - base[3] > 64:
+    bad.append(f"journals grew from {base[3]} to {worst[2]}")
+if worst[3] > 4 << 20:
+    bad.append(f"the change log reached {worst[3]} bytes")
+print(f"after the warm-up ({secs // 4} s): RSS {base[1]} -> max {worst[0]} MB, fds {base[2]} -> "
+      f"max {worst[1]}, journals {base[3]} -> max {worst[2]}, change log {base[4] // 1024} -> "
+      f"max {worst[3] // 1024} KB; {ops} reads")
+if bad:
+    raise SystemExit("; ".join(bad))
+PY
+kill $writer 2>/dev/null || :
+wait $writer 2>/dev/null || :
+writer=
+fusermount3 -u "$T/mnt"
+echo "soak: passed"
