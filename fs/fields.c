@@ -346,10 +346,28 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	fuse_reply_err(req, ENOENT);
 }
 
+/* A record file's number the kernel holds is not given to newer bytes
+ * until it forgets it (view.c). */
+static void fields_looked_up(struct zrfs *fs, fuse_ino_t ino)
+{
+	if (zrfs_is_rec_ino(ino))
+		zrfs_rec_handed(fs, ino);
+}
+
+static void fields_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)nlookup; /* the kernel sends one FORGET per inode, with its count */
+	zrfs_unpin(fs, ino);
+	if (zrfs_is_rec_ino(ino))
+		zrfs_rec_forgotten(fs, ino);
+}
+
 const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
 	.owns = tree_owns,
 	.view_of = tree_view_of,
+	.forget = fields_forget,
+	.looked_up = fields_looked_up,
 	.lookup = tree_lookup,
 	.attr = tree_attr,
 	.entry = tree_entry,

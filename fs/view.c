@@ -103,11 +103,15 @@ void zrfs_view_put(struct zrfs_view *v)
 /* ---- the current view and versions ---- */
 
 /* (field, id) -> version of record files that changed since the mount:
- * one entry per record ever changed, never dropped. */
+ * one entry per record ever changed, never dropped; and which versions'
+ * numbers the kernel was handed and has not forgotten, which no newer
+ * version may take (a late FORGET of the older inode would unpin the
+ * newer one under its reader: ESTALE). */
 struct version {
 	struct zrfs_link link;    /* in s->versions, by key */
 	uint64_t key;             /* id * ZR_FIELDS_MAX + field */
 	uint8_t version;
+	atomic_uint_fast64_t handed[ZRFS_VERSIONS / 64];
 };
 
 /* inode number -> the older view it shows (a pin) */
@@ -242,19 +246,61 @@ int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id)
 		if (!(e = calloc(1, sizeof *e)))
 			return -ENOMEM;
 		e->key = key;
+		/* version 0, shown before anything was counted, may be held */
+		atomic_store(&e->handed[0], 1);
 		if (zrfs_table_add(&s->versions, &e->link, zrfs_hash_u64(key)) < 0) {
 			free(e);
 			return -ENOMEM;
 		}
 	}
-	/* the next version whose number no pin still holds (a version comes
-	 * round again after 256 changes of one record) */
-	for (int k = 0; k < ZRFS_VERSIONS; k++) {
-		e->version = (uint8_t)(e->version + 1);
-		if (!zrfs_pinned(fs, zrfs_rec_ino(field, id, e->version)))
+	/* the next version whose number no pin holds and the kernel was not
+	 * handed (a version comes round again after 256 changes of one
+	 * record); if none, the next one no pin holds */
+	uint8_t from = e->version, free_one = from;
+	for (int k = 1; k < ZRFS_VERSIONS; k++) {
+		uint8_t v = (uint8_t)(from + k);
+		if (zrfs_pinned(fs, zrfs_rec_ino(field, id, v)))
+			continue;
+		if (free_one == from)
+			free_one = v;
+		if (!(atomic_load(&e->handed[v / 64]) & UINT64_C(1) << (v % 64))) {
+			free_one = v;
 			break;
+		}
 	}
+	e->version = free_one != from ? free_one : (uint8_t)(from + 1);
 	return 0;
+}
+
+/* The version entry of record file @ino, or NULL (never changed). */
+static struct version *version_of_ino(const struct zrfs *fs, fuse_ino_t ino, unsigned *v)
+{
+	unsigned field;
+	uint64_t id;
+
+	if (!fs->state || fs->state->versions.n == 0 || !zrfs_rec_decode(fs, ino, &field, &id, v))
+		return NULL;
+	return version_find(fs->state, id * ZR_FIELDS_MAX + field);
+}
+
+void zrfs_rec_handed(struct zrfs *fs, fuse_ino_t ino)
+{
+	unsigned v;
+	struct version *e = version_of_ino(fs, ino, &v);
+
+	if (e)
+		atomic_fetch_or(&e->handed[v / 64], UINT64_C(1) << (v % 64));
+}
+
+void zrfs_rec_forgotten(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct version *e;
+	unsigned v;
+
+	zrfs_names_begin(fs);
+	if ((e = version_of_ino(fs, ino, &v)) != NULL)
+		atomic_fetch_and(&e->handed[v / 64], ~(UINT64_C(1) << (v % 64)));
+	zrfs_names_end(fs);
 }
 
 void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version)

@@ -222,6 +222,11 @@ uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field);
 void zrfs_state_lock(struct zrfs *fs);
 void zrfs_state_unlock(struct zrfs *fs);
 int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id);
+/* Record file @ino was handed to the kernel (under the names lock), or
+ * forgotten by it (takes the names lock): a version whose number the
+ * kernel holds is not given to newer bytes. */
+void zrfs_rec_handed(struct zrfs *fs, fuse_ino_t ino);
+void zrfs_rec_forgotten(struct zrfs *fs, fuse_ino_t ino);
 void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version);
 /* Make @v current; returns the view it replaces (the caller's to put). */
 struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v);

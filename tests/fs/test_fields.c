@@ -3,7 +3,8 @@
  * root (meta.json, a directory per field, FIELD.npy for fixed shapes only),
  * a field's directory lists its present records in id order, and the whole
  * field views of a raw and a flate field hold every row (missing rows as
- * zeros) whole and read in pieces.
+ * zeros) whole and read in pieces; a record file's number the kernel holds
+ * is not given to newer bytes until the kernel forgets it.
  */
 #include "fs_fixture.h"
 
@@ -108,4 +109,30 @@ Test(tree, meta_json_and_directories)
 	cr_assert(S_ISDIR(st.st_mode));
 	cr_assert(!T->owns(&t_fs, ZRFS_INO_NPY | 2), "v has no .npy view");
 	cr_assert(!T->owns(&t_fs, ZRFS_INO_DIR + 3), "there are 3 fields");
+}
+
+/* A record file's number the kernel holds is never given to newer bytes
+ * before the kernel forgets it: a FORGET of that older inode, coming late,
+ * would otherwise unpin the newer one under its reader (ESTALE). */
+Test(tree, a_number_the_kernel_holds_is_not_given_to_newer_bytes)
+{
+	unsigned held;
+	bool seen[ZRFS_VERSIONS] = {false};
+
+	cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
+	held = zrfs_rec_version(&t_fs, 0, 3);
+	zrfs_rec_handed(&t_fs, zrfs_rec_ino(0, 3, held)); /* a lookup of it */
+	for (int k = 0; k < 3 * ZRFS_VERSIONS; k++) { /* it wraps round three times */
+		cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
+		seen[zrfs_rec_version(&t_fs, 0, 3)] = true;
+	}
+	cr_assert(!seen[held], "version %u, which the kernel holds, was given again", held);
+	cr_assert(!seen[0], "version 0, shown before any change, may be held");
+	zrfs_rec_forgotten(&t_fs, zrfs_rec_ino(0, 3, held)); /* its FORGET */
+	for (int k = 0; k < ZRFS_VERSIONS && zrfs_rec_version(&t_fs, 0, 3) != held; k++)
+		cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
+	cr_assert_eq(zrfs_rec_version(&t_fs, 0, 3), held, "a forgotten number comes round again");
+	/* another record's numbers are its own */
+	cr_assert_eq(zrfs_rec_version_bump(&t_fs, 1, 3), 0);
+	cr_assert_eq(zrfs_rec_version(&t_fs, 1, 3), 1);
 }
