@@ -425,6 +425,10 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	/* bytes never change under an inode number: never revalidate pages */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	/* lookups and listings of one directory in parallel (libfuse before
+	 * 3.17 never tells the kernel: transport.c does) */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	conn->max_readahead = 1 << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;

@@ -113,6 +113,8 @@ static void fl_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~(unsigned)FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	conn->max_readahead = 1 << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;

@@ -155,7 +155,12 @@ static ssize_t commit_reply(struct ring_ent *e, struct iovec *iov, int count)
 
 static void ring_start(struct zrfs_uring *u);
 
-/* The INIT reply says we take the rings, if the kernel offered them. */
+/* The INIT reply, as libfuse made it, with what libfuse 3.14 cannot say:
+ * that lookups and listings of one directory may run in parallel (its
+ * FUSE_CAP_PARALLEL_DIROPS never reaches the kernel, which then takes a
+ * mutex of the directory around each: readers of one field's files queue
+ * there, BENCHMARKS.md), and that we take the rings, if the kernel offered
+ * them. */
 static ssize_t reply_init(struct zrfs_uring *u, int fd, struct iovec *iov, int count)
 {
 	struct fuse_init_out o;
@@ -164,16 +169,21 @@ static ssize_t reply_init(struct zrfs_uring *u, int fd, struct iovec *iov, int c
 	ssize_t n;
 
 	memcpy(&o, iov[1].iov_base, sizeof o);
-	o.flags |= FUSE_INIT_EXT;
-	o.flags2 |= RING_OFFER;
-	/* what the kernel sizes a payload to (fuse_uring_create) */
-	u->payload_cap = 8192;
-	if (o.max_write > u->payload_cap)
-		u->payload_cap = o.max_write;
-	if ((size_t)o.max_pages * (size_t)page > u->payload_cap)
-		u->payload_cap = (size_t)o.max_pages * (size_t)page;
+	u->init_unique = 0; /* one INIT */
+	if (u->parallel_dirops)
+		o.flags |= FUSE_PARALLEL_DIROPS;
+	if (u->offered) {
+		o.flags |= FUSE_INIT_EXT;
+		o.flags2 |= RING_OFFER;
+		/* what the kernel sizes a payload to (fuse_uring_create) */
+		u->payload_cap = 8192;
+		if (o.max_write > u->payload_cap)
+			u->payload_cap = o.max_write;
+		if ((size_t)o.max_pages * (size_t)page > u->payload_cap)
+			u->payload_cap = (size_t)o.max_pages * (size_t)page;
+	}
 	n = writev(fd, with, count);
-	if (n >= 0)
+	if (n >= 0 && u->offered)
 		ring_start(u);
 	return n;
 }
@@ -187,7 +197,7 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 	if (u && out->unique && (e = owner(u, out->unique)) != NULL)
 		return commit_reply(e, iov, count);
-	if (u && u->offered && out->unique == u->init_unique && out->error == 0 && count == 2 &&
+	if (u && u->init_unique && out->unique == u->init_unique && out->error == 0 && count == 2 &&
 	    iov[1].iov_len >= sizeof(struct fuse_init_out) && !u->threads)
 		return reply_init(u, fd, iov, count);
 	return writev(fd, iov, count);
@@ -219,12 +229,13 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n = u->dev_poll_us ? polling_read(u, fd, buf, len) : read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
-	if (n >= (ssize_t)(sizeof *in + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT &&
-	    fs->opts.uring) {
+	if (n >= (ssize_t)(sizeof *in + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *init = (const void *)(in + 1);
 		u->init_unique = in->unique;
-		u->offered = (init->flags & FUSE_INIT_EXT) && (init->flags2 & RING_OFFER);
-		if (!u->offered)
+		u->parallel_dirops = (init->flags & FUSE_PARALLEL_DIROPS) != 0;
+		u->offered = fs->opts.uring && (init->flags & FUSE_INIT_EXT) &&
+			     (init->flags2 & RING_OFFER);
+		if (fs->opts.uring && !u->offered)
 			fuse_log(FUSE_LOG_WARNING,
 				 "zrfs: -o uring: this kernel does not offer FUSE over io_uring (it "
 				 "needs Linux 6.14 or later and, as root, echo Y > "
@@ -275,8 +286,7 @@ int zrfs_transport_start(struct zrfs *fs, struct fuse_session *se)
 
 	bool dflt = fs->opts.poll_us == ZRFS_POLL_DEFAULT;
 
-	if (!fs->opts.uring && (dflt || !fs->opts.poll_us))
-		return 0;
+	/* the hooks are always there: the INIT reply needs them (reply_init) */
 	u = calloc(1, sizeof *u);
 	if (!u)
 		return -ENOMEM;

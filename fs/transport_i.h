@@ -92,8 +92,9 @@ struct zrfs_uring {
 	atomic_bool stopping;
 	atomic_bool said_refused;
 	atomic_bool polling;          /* a thread polls /dev/fuse (poll_us) */
-	uint64_t init_unique;        /* the INIT request, and whether it offered rings */
-	bool offered;
+	uint64_t init_unique;        /* the INIT request (0: answered), whether it offered */
+	bool offered;                /* ... rings we take (-o uring) */
+	bool parallel_dirops;        /* ... parallel lookups and listings */
 	struct ring_thread *threads;
 	struct ring_ent **ents;      /* every entry, never moved or freed while serving */
 	atomic_uint nents;
