@@ -11,7 +11,9 @@
 # (a few steps each, from any step), random steps of random epochs, record
 # files, and files held open for a while and read again. Every 10 s it
 # samples the daemon's resident memory (VmRSS), its open descriptors, the
-# dataset's journals and the change log's size, and prints a line.
+# dataset's journals, the change log's size and its chunk files (the
+# writer's values fill new ones: the daemon's descriptors follow them, up
+# to its pool's bound), and prints a line.
 #
 # Exit status is non-zero when a read fails or returns bytes no committed
 # state had the size of, when the daemon dies, or when after the warm-up
@@ -69,7 +71,8 @@ def sample():
         log = os.path.getsize(f"{ds}/changes")
     except FileNotFoundError:
         log = 0
-    return (status("VmRSS:"), len(os.listdir(f"/proc/{pid}/fd")), journals, log)
+    return (status("VmRSS:"), len(os.listdir(f"/proc/{pid}/fd")), journals, log,
+            len(os.listdir(f"{ds}/chunk")))
 
 def read_step(d):
     ids = open(f"{d}/ids", "rb").read()
@@ -113,14 +116,15 @@ def work():
 
 start = time.monotonic()
 next_sample, rows, ops = start, [], 0
-print(f"{'s':>5} {'RSS MB':>7} {'fds':>5} {'journals':>8} {'changes KB':>10} {'reads':>8}")
+print(f"{'s':>5} {'RSS MB':>7} {'fds':>5} {'journals':>8} {'changes KB':>10} {'chunks':>6} "
+      f"{'reads':>8}")
 while True:
     now = time.monotonic()
     if now >= next_sample:
         r = sample()
         rows.append((now - start,) + r)
-        print(f"{now - start:5.0f} {r[0]:7d} {r[1]:5d} {r[2]:8d} {r[3] // 1024:10d} {ops:8d}",
-              flush=True)
+        print(f"{now - start:5.0f} {r[0]:7d} {r[1]:5d} {r[2]:8d} {r[3] // 1024:10d} {r[4]:6d} "
+              f"{ops:8d}", flush=True)
         next_sample += 10
         if now - start >= secs:
             break
