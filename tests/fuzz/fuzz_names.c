@@ -25,11 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int k = 0; k < 2; k++) {
 		const zr_field_spec *spec = k ? &jpg : &bare;
 		struct zrfs_field f = {.spec = spec, .ext_len = spec->ext ? 3 : 0};
-		if (zrfs_record_name_parse(&f, name, n, &id) < 0)
+		struct zrfs fs = {.nfields = 1, .fields = &f, .names = {-1, -1, 0, -1}};
+		snprintf(f.ext, sizeof f.ext, "%s", spec->ext ? spec->ext : "");
+		if (zrfs_record_name_parse(&fs, 0, name, n, &id) < 0)
 			continue;
 		if (id >= n)
 			abort();
-		zrfs_record_name_format(&f, id, back, sizeof back);
+		zrfs_record_name_format(&fs, 0, id, back, sizeof back);
 		if (strcmp(back, name) != 0)
 			abort(); /* one name per record */
 	}
