@@ -139,11 +139,11 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 	}
 }
 
-/* Queue the letting go of step @at (under the lock): the kernel told to
- * forget it; false if the queue is full. */
-static bool push_let_go(struct zrfs_prefetch *q, const struct batch_step *at)
+/* Queue the drop of step @at (under the lock), or with @let_go its letting
+ * go (its pin left to the kernel's FORGET); false if the queue is full. */
+static bool push_drop(struct zrfs_prefetch *q, const struct batch_step *at, bool let_go)
 {
-	struct job j = {*at, NULL, 0, true, true};
+	struct job j = {*at, NULL, 0, true, let_go};
 
 	if (!push(q, &j))
 		return false;
@@ -164,7 +164,7 @@ void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 	/* the oldest past the bound are let go; those the queue has no room
 	 * for (a prefetch fills it) wait for the next pin */
 	unsigned k = 0;
-	while (q->npinned - k > STEP_PINS_MAX && push_let_go(q, &q->pinned[k]))
+	while (q->npinned - k > STEP_PINS_MAX && push_drop(q, &q->pinned[k], true))
 		k++;
 	if (k)
 		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
@@ -190,15 +190,14 @@ void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct job j = {*at, NULL, 0, true, false};
+	struct batch_step behind = *at;
 
 	if (!q || q->nthreads == 0 || fs->opts.drop_behind == 0 ||
 	    at->step < fs->opts.drop_behind)
 		return;
-	j.at.step -= fs->opts.drop_behind;
+	behind.step -= fs->opts.drop_behind;
 	pthread_mutex_lock(&q->lock);
-	push(q, &j);
-	pthread_cond_signal(&q->cond);
+	push_drop(q, &behind, false);
 	pthread_mutex_unlock(&q->lock);
 }
 

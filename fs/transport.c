@@ -195,9 +195,9 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct fuse_out_header *out = iov[0].iov_base;
 	struct ring_ent *e;
 
-	if (u && out->unique && (e = owner(u, out->unique)) != NULL)
+	if (out->unique && (e = owner(u, out->unique)) != NULL)
 		return commit_reply(e, iov, count);
-	if (u && u->init_unique && out->unique == u->init_unique && out->error == 0 && count == 2 &&
+	if (u->init_unique && out->unique == u->init_unique && out->error == 0 && count == 2 &&
 	    iov[1].iov_len >= sizeof(struct fuse_init_out) && !u->threads)
 		return reply_init(u, fd, iov, count);
 	return writev(fd, iov, count);
