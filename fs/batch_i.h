@@ -1,8 +1,9 @@
 /*
- * batch_i.h - what the three files of /.batches share: batches.c (the
- * subtree: spec and epoch tables, names, inode numbers), batch_files.c
- * (where a batch file's bytes are assembled) and batch_prefetch.c (steps
- * made ready ahead of a reader, dropped behind it).
+ * batch_i.h - what the four files of /.batches share: batches.c (the
+ * subtree: names, inode numbers), batch_tables.c (the specs and epochs
+ * opened, bounded), batch_files.c (where a batch file's bytes are
+ * assembled) and batch_prefetch.c (steps made ready ahead of a reader,
+ * dropped behind it).
  *
  * A step directory holds, per step of an epoch of a spec:
  *   ids              the record ids, little-endian u64         STEP_IDS
@@ -32,7 +33,8 @@ enum batch_part { PART_DATA, PART_OFFSETS, PART_NPY, PARTS };
 
 #define STEP_KIND_BITS 10     /* STEP_FIELD0 + PARTS * ZR_FIELDS_MAX kinds fit */
 #define STEPS_MAX (UINT64_C(1) << 32)
-#define SLOTS_MAX 65536       /* (spec, epoch) pairs opened per mount */
+#define SPECS_MAX 4096        /* specs open at once (a power of 2) */
+#define SLOTS_MAX 65536       /* (spec, epoch) pairs open at once (a power of 2) */
 
 static inline unsigned step_kind(unsigned field, enum batch_part part)
 {
@@ -89,6 +91,47 @@ static inline fuse_ino_t epoch_ino(uint32_t slot)
 	return ZRFS_INO_EPOCH | slot;
 }
 
+/* The slot of an epoch directory, a step or a step's file. */
+static inline uint32_t ino_slot(fuse_ino_t ino)
+{
+	return (uint32_t)((ino & (UINT64_C(3) << 60)) == ZRFS_INO_EPOCH ? ino & (SLOTS_MAX - 1)
+									 : (ino >> 42) & (SLOTS_MAX - 1));
+}
+
+/* ---- batch_tables.c ---- */
+
+/* All thread-safe. The tables are fs->batches. */
+int zrfs_batch_tables_create(struct zrfs *fs);
+void zrfs_batch_tables_destroy(struct zrfs *fs);
+/* The index of spec @name, found or made (for a dataset of @n records; set
+ * up makes the -o batches specs first, @listed, to stay): -ENOENT (logged)
+ * if it does not parse or fit, or every index is in use. */
+int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed);
+/* The slot of epoch @epoch of spec @spec (the kernel holds the spec's
+ * directory), found or opened with an order over @n records: -ENOENT
+ * (logged) if the spec does not fit @n (hi beyond it) or every slot is in
+ * use. */
+int zrfs_batch_slot_of(struct zrfs *fs, uint32_t spec, uint64_t epoch, uint64_t n);
+/* The name of spec @spec, or NULL: none has that index now. Valid while
+ * the kernel holds the spec's directory or one of its epochs'. */
+const char *zrfs_batch_spec_name(struct zrfs *fs, uint32_t spec);
+/* The name of the @i-th listed spec, or NULL past the last. */
+const char *zrfs_batch_listed(struct zrfs *fs, uint32_t i);
+/* Slot @slot as *at (slot, epoch, sampler, spec's name; not the step) and
+ * its spec's index, or false: not open. Valid while the kernel holds a
+ * number of it or a prefetch job holds it. */
+bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint32_t *spec);
+/* A lookup or a listing gave node @ino of /.batches, and the kernel was
+ * handed it (@handed) or not; the kernel forgot it after @nlookup lookups. */
+void zrfs_batch_settled(struct zrfs *fs, fuse_ino_t ino, bool handed);
+void zrfs_batch_forgot(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
+/* A prefetch job holds slot @slot (which is held already), or no longer. */
+void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot);
+void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot);
+/* Ask back what has not been used for longest, give back what is no
+ * longer held (a prefetch thread's job, queued by the tables). */
+void zrfs_batch_tables_pass(struct zrfs *fs);
+
 /* ---- batch_files.c ---- */
 
 /* Every function below reads step @at from view @v, the one it shows. */
@@ -130,5 +173,11 @@ void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at);
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */
 bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned field);
+/* Queue a pass over the tables: false if not queued (no thread, a full
+ * queue). */
+bool zrfs_prefetch_pass(struct zrfs *fs);
+/* Slots @gone[0, n) were given back: forget what was made of their steps
+ * (cached batches, hints, pinned steps) before another epoch takes them. */
+void zrfs_batch_gone(struct zrfs *fs, const uint32_t *gone, uint32_t n);
 
 #endif /* ZRFS_BATCH_I_H */

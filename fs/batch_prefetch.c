@@ -45,12 +45,19 @@
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
 #define PINNED_CAP 4096  /* steps tracked, those past the bound waiting for room in the queue */
 
+enum job_kind {
+	JOB_AHEAD,            /* make a step of a field ready */
+	JOB_DROP,             /* drop a step's files from the page cache and its pin */
+	JOB_LET_GO,           /* ... its pin left to the kernel's FORGET */
+	JOB_PASS,             /* a pass over the spec and epoch tables */
+};
+
+/* A job on a step holds its slot (the tables keep it open). */
 struct job {
-	struct batch_step at;
-	struct zrfs_view *v;  /* held: the view the step shows (NULL for a drop) */
+	enum job_kind kind;
+	struct batch_step at; /* not for JOB_PASS */
+	struct zrfs_view *v;  /* held: the view the step shows (JOB_AHEAD) */
 	unsigned field;
-	bool drop;            /* drop the step's files from the page cache */
-	bool let_go;          /* ... and its name, its pin left to the kernel's FORGET */
 };
 
 struct zrfs_prefetch {
@@ -90,12 +97,24 @@ bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned
 }
 
 /* Queue @j (under the lock) unless full; false if it was not queued. */
-static bool push(struct zrfs_prefetch *q, const struct job *j)
+static bool push(struct zrfs *fs, const struct job *j)
 {
+	struct zrfs_prefetch *q = fs->prefetch;
+
 	if (q->qlen == QUEUE_MAX)
 		return false;
+	if (j->kind != JOB_PASS)
+		zrfs_batch_slot_hold(fs, j->at.slot);
 	q->queue[(q->qhead + q->qlen++) % QUEUE_MAX] = *j;
 	return true;
+}
+
+/* Job @j ran, or never will: what it held goes. */
+static void job_done(struct zrfs *fs, const struct job *j)
+{
+	zrfs_view_put(j->v);
+	if (j->kind != JOB_PASS)
+		zrfs_batch_slot_put(fs, j->at.slot);
 }
 
 void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field)
@@ -106,7 +125,7 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 		return;
 	for (uint64_t k = at->step + 1; k <= at->step + fs->opts.prefetch && k < zs_steps(at->s);
 	     k++) {
-		struct job j = {*at, NULL, field, false, false};
+		struct job j = {JOB_AHEAD, *at, NULL, field};
 		bool queued;
 		j.at.step = k;
 		/* the view the step will show: the one a lookup pinned it to, else
@@ -120,8 +139,8 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 		pthread_mutex_lock(&q->lock);
 		for (unsigned i = 0; i < q->qlen && !queued; i++) {
 			const struct job *o = &q->queue[(q->qhead + i) % QUEUE_MAX];
-			queued = !o->drop && o->at.slot == at->slot && o->at.step == k &&
-				 o->field == field;
+			queued = o->kind == JOB_AHEAD && o->at.slot == at->slot &&
+				 o->at.step == k && o->field == field;
 		}
 		pthread_mutex_unlock(&q->lock);
 		if (queued) {
@@ -129,7 +148,7 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 			continue;
 		}
 		pthread_mutex_lock(&q->lock);
-		bool pushed = push(q, &j);
+		bool pushed = push(fs, &j);
 		pthread_cond_broadcast(&q->cond);
 		pthread_mutex_unlock(&q->lock);
 		if (!pushed) {
@@ -139,16 +158,29 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 	}
 }
 
-/* Queue the drop of step @at (under the lock), or with @let_go its letting
- * go (its pin left to the kernel's FORGET); false if the queue is full. */
-static bool push_drop(struct zrfs_prefetch *q, const struct batch_step *at, bool let_go)
+/* Queue job @kind, on step @at (not for JOB_PASS), under the lock; false
+ * if the queue is full. */
+static bool push_job(struct zrfs *fs, enum job_kind kind, const struct batch_step *at)
 {
-	struct job j = {*at, NULL, 0, true, let_go};
+	struct job j = {kind, at ? *at : (struct batch_step){0}, NULL, 0};
 
-	if (!push(q, &j))
+	if (!push(fs, &j))
 		return false;
-	pthread_cond_signal(&q->cond);
+	pthread_cond_signal(&fs->prefetch->cond);
 	return true;
+}
+
+bool zrfs_prefetch_pass(struct zrfs *fs)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	bool queued;
+
+	if (!q || q->nthreads == 0)
+		return false;
+	pthread_mutex_lock(&q->lock);
+	queued = push_job(fs, JOB_PASS, NULL);
+	pthread_mutex_unlock(&q->lock);
+	return queued;
 }
 
 void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
@@ -164,7 +196,7 @@ void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 	/* the oldest past the bound are let go; those the queue has no room
 	 * for (a prefetch fills it) wait for the next pin */
 	unsigned k = 0;
-	while (q->npinned - k > STEP_PINS_MAX && push_drop(q, &q->pinned[k], true))
+	while (q->npinned - k > STEP_PINS_MAX && push_job(fs, JOB_LET_GO, &q->pinned[k]))
 		k++;
 	if (k)
 		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
@@ -197,7 +229,45 @@ void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
 		return;
 	behind.step -= fs->opts.drop_behind;
 	pthread_mutex_lock(&q->lock);
-	push_drop(q, &behind, false);
+	push_job(fs, JOB_DROP, &behind);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Slots given back, as a bitmap. */
+struct gone {
+	uint64_t bits[SLOTS_MAX / 64];
+};
+
+static bool is_gone(const struct gone *g, uint32_t slot)
+{
+	return g->bits[slot / 64] >> (slot % 64) & 1;
+}
+
+/* Whether cache or hint key @key is of a step of a slot given back. */
+static bool key_gone(uint64_t key, const void *g)
+{
+	return key >> 63 && is_gone(g, (uint32_t)(key >> 40) & (SLOTS_MAX - 1));
+}
+
+void zrfs_batch_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	struct gone g = {{0}};
+	unsigned k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		g.bits[slots[i] / 64] |= UINT64_C(1) << (slots[i] % 64);
+	zrfs_cache_forget_if(fs->cache, key_gone, &g);
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (unsigned i = 0; i < HINTS; i++)
+		if (key_gone(q->hinted[i], &g))
+			q->hinted[i] = 0;
+	for (unsigned i = 0; i < q->npinned; i++)
+		if (!is_gone(&g, q->pinned[i].slot))
+			q->pinned[k++] = q->pinned[i];
+	q->npinned = k;
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -205,7 +275,9 @@ static void run(struct zrfs *fs, const struct job *j)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
 
-	if (j->drop) {
+	if (j->kind == JOB_PASS) {
+		zrfs_batch_tables_pass(fs);
+	} else if (j->kind != JOB_AHEAD) {
 		char name[32];
 		for (unsigned kind = STEP_IDS; kind < step_kinds(fs); kind++)
 			fuse_lowlevel_notify_inval_inode(fs->se, step_ino(j->at.slot, j->at.step, kind),
@@ -215,7 +287,7 @@ static void run(struct zrfs *fs, const struct job *j)
 		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
 		/* a step let go keeps its view while the kernel keeps the step
 		 * (a file of it open): its FORGET unpins it */
-		if (!j->let_go && zrfs_unpin(fs, step_dir_ino(&j->at)))
+		if (j->kind == JOB_DROP && zrfs_unpin(fs, step_dir_ino(&j->at)))
 			zrfs_prefetch_unpinned(fs, &j->at);
 		zrfs_batch_forget(fs, &j->at);
 	} else if (fs->fields[j->field].flate) {
@@ -246,7 +318,7 @@ static void *prefetcher(void *arg)
 		q->qlen--;
 		pthread_mutex_unlock(&q->lock);
 		run(fs, &j);
-		zrfs_view_put(j.v);
+		job_done(fs, &j);
 		pthread_mutex_lock(&q->lock);
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -292,8 +364,8 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < q->nthreads; i++)
 		pthread_join(q->threads[i], NULL);
-	while (q->qlen) { /* jobs never run hold views */
-		zrfs_view_put(q->queue[q->qhead].v);
+	while (q->qlen) { /* jobs never run hold views and slots */
+		job_done(fs, &q->queue[q->qhead]);
 		q->qhead = (q->qhead + 1) % QUEUE_MAX;
 		q->qlen--;
 	}

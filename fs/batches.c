@@ -11,17 +11,18 @@
  * reach and ranks need no coordination. Any spec that parses works on
  * lookup; listing /.batches shows the mount's -o batches= specs and a
  * default. A malformed or out-of-range name is ENOENT with a log line.
- * This file knows names and inode numbers; a file's bytes are made in
- * batch_files.c, steps ahead and behind a reader handled in
- * batch_prefetch.c.
+ * This file knows names and inode numbers; the specs and epochs open are
+ * kept in batch_tables.c, a file's bytes made in batch_files.c, steps
+ * ahead and behind a reader handled in batch_prefetch.c.
  *
  * Inode numbers: a spec directory is ZRFS_INO_SPEC + its index in the table
- * of spec names seen; (spec, epoch) pairs get a slot in a second table; a
- * step directory and its files are ZRFS_INO_STEP | slot << 42 | step << 10
- * | kind. Both tables only grow (up to SPECS_MAX specs and SLOTS_MAX epoch
- * slots per mount), so inode numbers never change while mounted.
+ * of specs; (spec, epoch) pairs get a slot in a second table; a step
+ * directory and its files are ZRFS_INO_STEP | slot << 42 | step << 10 |
+ * kind. A number names one node for as long as the kernel holds it; the
+ * tables give an index to another once the kernel has forgotten every
+ * number of it.
  *
- * Sections: the tables, nodes, names, the subtree, set-up.
+ * Sections: nodes, names, the subtree, set-up.
  */
 #include "batch_i.h"
 
@@ -30,110 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPECS_MAX 4096
 #define DEFAULT_SPEC "shuffle,batch=256,tail=keep"
-
-struct spec_entry {
-	char name[ZS_SPEC_MAX + 1];
-	zs_spec spec;
-};
-
-/* An epoch of a spec, opened: its order over the records there were then. */
-struct slot {
-	uint32_t spec;
-	uint64_t epoch;
-	zs_sampler *s;
-};
-
-/* An entry of either table is written once, before the count that makes
- * it visible is raised under the lock, and never changes after. */
-struct zrfs_batches {
-	pthread_mutex_t lock;     /* the counts, and entries being added */
-	struct spec_entry *specs;
-	uint32_t nspecs, nlisted; /* the first nlisted are listed in /.batches */
-	struct slot *slots;
-	uint32_t nslots;
-};
-
-/* ---- the tables ---- */
-
-static int find_spec(struct zrfs_batches *b, const char *name)
-{
-	for (uint32_t i = 0; i < b->nspecs; i++)
-		if (strcmp(b->specs[i].name, name) == 0)
-			return (int)i;
-	return -ENOENT;
-}
-
-/* Index of spec @name, interned on first sight; -ENOENT (logged) if bad
- * (for a dataset of @n records: hi beyond it, say). */
-static int spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed)
-{
-	struct zrfs_batches *b = fs->batches;
-	zs_sampler *s = NULL;
-	zs_spec spec;
-	int idx;
-
-	pthread_mutex_lock(&b->lock);
-	idx = find_spec(b, name);
-	pthread_mutex_unlock(&b->lock);
-	if (idx >= 0)
-		return idx;
-	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, n) < 0) {
-		char esc[ZRFS_LOG_NAME_MAX], why[ZRFS_LOG_NAME_MAX];
-		if (zrfs_log_admit()) /* the reason may quote the name */
-			fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: %s\n", ZRFS_BATCHES_NAME,
-				 zrfs_log_name(name, esc, sizeof esc),
-				 zrfs_log_name(zs_errmsg(), why, sizeof why));
-		return -ENOENT;
-	}
-	zs_sampler_destroy(s); /* each epoch has its own */
-	pthread_mutex_lock(&b->lock);
-	idx = find_spec(b, name); /* another thread may have been first */
-	if (idx < 0 && b->nspecs < SPECS_MAX) {
-		idx = (int)b->nspecs;
-		snprintf(b->specs[idx].name, sizeof b->specs[idx].name, "%s", name);
-		b->specs[idx].spec = spec;
-		b->nspecs++;
-		if (listed)
-			b->nlisted = b->nspecs;
-	}
-	pthread_mutex_unlock(&b->lock);
-	if (idx < 0 && zrfs_log_admit()) {
-		char esc[ZRFS_LOG_NAME_MAX];
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: more than %d specs in one mount\n",
-			 ZRFS_BATCHES_NAME, zrfs_log_name(name, esc, sizeof esc), SPECS_MAX);
-	}
-	return idx < 0 ? -ENOENT : idx;
-}
-
-/* The slot of (@spec, @epoch), made on first sight with an order over the
- * @n records of the view current then; -ENOENT (logged) if the table is
- * full or the spec does not fit the records (hi beyond a shrunken n). */
-static int slot_of(struct zrfs_batches *b, uint32_t spec, uint64_t epoch, uint64_t n)
-{
-	zs_sampler *s = NULL;
-	int found = -ENOENT;
-
-	pthread_mutex_lock(&b->lock);
-	for (uint32_t i = b->nslots; i-- > 0;) /* recent epochs are at the end */
-		if (b->slots[i].spec == spec && b->slots[i].epoch == epoch) {
-			found = (int)i;
-			break;
-		}
-	if (found < 0 && b->nslots < SLOTS_MAX &&
-	    zs_sampler_create(&s, &b->specs[spec].spec, n) == 0) {
-		b->slots[b->nslots] = (struct slot){spec, epoch, s};
-		found = (int)b->nslots++;
-	}
-	pthread_mutex_unlock(&b->lock);
-	if (found < 0 && zrfs_log_admit())
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s/epoch-%llu: %s\n", ZRFS_BATCHES_NAME,
-			 b->specs[spec].name, (unsigned long long)epoch,
-			 b->nslots >= SLOTS_MAX ? "more than 65536 epochs opened in one mount"
-						: zs_errmsg());
-	return found;
-}
 
 /* ---- nodes ---- */
 
@@ -163,32 +61,18 @@ static bool kind_exists(const struct zrfs *fs, unsigned kind)
 
 static enum node decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
 {
-	struct zrfs_batches *b = fs->batches;
 	uint64_t top = ino & (UINT64_C(3) << 60);
-	bool found;
 
 	if (ino == ZRFS_INO_BATCHES)
 		return N_TOP;
 	if (top < ZRFS_INO_EPOCH) {
 		w->spec = (uint32_t)(ino - ZRFS_INO_SPEC);
-		pthread_mutex_lock(&b->lock);
-		found = ino >= ZRFS_INO_SPEC && w->spec < b->nspecs;
-		pthread_mutex_unlock(&b->lock);
-		if (found)
-			w->at.spec = b->specs[w->spec].name;
-		return found ? N_SPEC : N_NONE;
+		if (ino < ZRFS_INO_SPEC || !(w->at.spec = zrfs_batch_spec_name(fs, w->spec)))
+			return N_NONE;
+		return N_SPEC;
 	}
-	w->at.slot = (uint32_t)(top == ZRFS_INO_EPOCH ? ino & (SLOTS_MAX - 1)
-						       : (ino >> 42) & (SLOTS_MAX - 1));
-	pthread_mutex_lock(&b->lock);
-	found = w->at.slot < b->nslots;
-	pthread_mutex_unlock(&b->lock);
-	if (!found)
+	if (!zrfs_batch_slot(fs, ino_slot(ino), &w->at, &w->spec))
 		return N_NONE;
-	w->spec = b->slots[w->at.slot].spec;
-	w->at.epoch = b->slots[w->at.slot].epoch;
-	w->at.s = b->slots[w->at.slot].s;
-	w->at.spec = b->specs[w->spec].name;
 	if (top == ZRFS_INO_EPOCH)
 		return N_EPOCH;
 	w->at.step = (ino >> STEP_KIND_BITS) & (STEPS_MAX - 1);
@@ -261,11 +145,12 @@ static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct where w = {0};
 
-	(void)nlookup; /* a step's pin goes with its inode */
+	/* a step's pin goes with its inode */
 	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino)) {
 		zrfs_prefetch_unpinned(fs, &w.at);
 		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
 	}
+	zrfs_batch_forgot(fs, ino, nlookup); /* last: this may let its slot go */
 }
 
 static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
@@ -281,14 +166,14 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	}
 	switch (decode(fs, parent, &w)) {
 	case N_TOP:
-		if ((idx = spec_index(fs, v->n, name, false)) < 0)
+		if ((idx = zrfs_batch_spec_index(fs, v->n, name, false)) < 0)
 			return idx;
 		*out = ZRFS_INO_SPEC + (uint64_t)idx;
 		return 0;
 	case N_SPEC:
 		if (strncmp(name, "epoch-", 6) != 0 ||
 		    zrfs_parse_dec(name + 6, strlen(name + 6), ZS_EPOCH_MAX, &num) < 0 ||
-		    (idx = slot_of(fs->batches, w.spec, num, v->n)) < 0)
+		    (idx = zrfs_batch_slot_of(fs, w.spec, num, v->n)) < 0)
 			return -ENOENT;
 		*out = ZRFS_INO_EPOCH | (uint64_t)idx;
 		return 0;
@@ -333,10 +218,9 @@ static int batches_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
 			 struct zrfs_dirent *out)
 {
-	struct zrfs_batches *b = fs->batches;
 	struct where w = {0};
 	uint64_t i = pos - 2;
-	bool listed;
+	const char *name;
 	int slot;
 
 	out->pos = pos;
@@ -348,16 +232,13 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 	}
 	switch (decode(fs, dir, &w)) {
 	case N_TOP:
-		pthread_mutex_lock(&b->lock);
-		listed = i < b->nlisted;
-		pthread_mutex_unlock(&b->lock);
-		if (!listed)
+		if (i >= SPECS_MAX || !(name = zrfs_batch_listed(fs, (uint32_t)i)))
 			return 0;
-		snprintf(out->name, sizeof out->name, "%s", b->specs[i].name);
+		snprintf(out->name, sizeof out->name, "%s", name);
 		out->ino = ZRFS_INO_SPEC + i;
 		return 1;
 	case N_SPEC: /* epoch-0 is listed; every epoch-<e> works on lookup */
-		if (i > 0 || (slot = slot_of(b, w.spec, 0, v->n)) < 0)
+		if (i > 0 || (slot = zrfs_batch_slot_of(fs, w.spec, 0, v->n)) < 0)
 			return 0;
 		snprintf(out->name, sizeof out->name, "epoch-0");
 		out->ino = ZRFS_INO_EPOCH | (uint64_t)slot;
@@ -416,6 +297,7 @@ const struct zrfs_subtree zrfs_batches = {
 	.owns = batches_owns,
 	.view_of = batches_view_of,
 	.forget = batches_forget,
+	.settled = zrfs_batch_settled,
 	.lookup = batches_lookup,
 	.attr = batches_attr,
 	.entry = batches_entry,
@@ -426,32 +308,23 @@ const struct zrfs_subtree zrfs_batches = {
 
 int zrfs_batches_create(struct zrfs *fs, struct zrfs_view *v, const char *specs)
 {
-	struct zrfs_batches *b = calloc(1, sizeof *b);
 	char *list = specs ? strdup(specs) : NULL, *save = NULL;
 	int rc = 0;
 
-	if (!b || (specs && !list) || !(b->specs = calloc(SPECS_MAX, sizeof *b->specs)) ||
-	    !(b->slots = calloc(SLOTS_MAX, sizeof *b->slots)) || zrfs_prefetch_create(fs) < 0) {
+	if ((specs && !list) || zrfs_batch_tables_create(fs) < 0 || zrfs_prefetch_create(fs) < 0) {
 		free(list);
-		if (b) {
-			free(b->specs);
-			free(b->slots);
-			free(b);
-		}
 		fprintf(stderr, "zrfs: out of memory\n");
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&b->lock, NULL);
-	fs->batches = b;
 	for (char *s = list ? strtok_r(list, ":", &save) : NULL; s && rc == 0;
 	     s = strtok_r(NULL, ":", &save)) {
-		if (spec_index(fs, v->n, s, true) < 0) {
+		if (zrfs_batch_spec_index(fs, v->n, s, true) < 0) {
 			fprintf(stderr, "zrfs: -o batches: '%s': %s\n", s, zs_errmsg());
 			rc = -EINVAL;
 		}
 	}
 	if (rc == 0 && v->n > 0)
-		spec_index(fs, v->n, DEFAULT_SPEC, true);
+		zrfs_batch_spec_index(fs, v->n, DEFAULT_SPEC, true);
 	free(list);
 	return rc;
 }
@@ -463,16 +336,6 @@ void zrfs_batches_start(struct zrfs *fs)
 
 void zrfs_batches_destroy(struct zrfs *fs)
 {
-	struct zrfs_batches *b = fs->batches;
-
 	zrfs_prefetch_destroy(fs); /* its threads use the tables */
-	if (!b)
-		return;
-	for (uint32_t i = 0; i < b->nslots; i++)
-		zs_sampler_destroy(b->slots[i].s);
-	free(b->specs);
-	free(b->slots);
-	pthread_mutex_destroy(&b->lock);
-	free(b);
-	fs->batches = NULL;
+	zrfs_batch_tables_destroy(fs);
 }

@@ -309,6 +309,18 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void zrfs_cache_forget_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
+			  const void *ctx)
+{
+	pthread_mutex_lock(&c->lock);
+	for (struct zrfs_cached *e = c->head, *next; e; e = next) {
+		next = e->next;
+		if (match(e->key, ctx))
+			drop(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 int zrfs_too_big(const struct zrfs *fs, uint64_t bytes)
 {
 	fuse_log(FUSE_LOG_ERR, "zrfs: %s: a file of %llu bytes to make in memory (records "

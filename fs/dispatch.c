@@ -99,16 +99,18 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 
 /* ---- lookup and getattr ---- */
 
-/* The kernel was handed @ino once more: its owner counts it, if it does. */
-static void looked_up(struct zrfs *fs, fuse_ino_t ino)
+/* A subtree's lookup or entry gave @ino, handed to the kernel by the
+ * reply or not: its owner counts it, if it does. */
+static void settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
 {
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT || ino == 0 ? NULL : owner(fs, ino);
 
-	if (t && t->looked_up)
-		t->looked_up(fs, ino);
+	if (t && t->settled)
+		t->settled(fs, ino, handed);
 }
 
-/* Reply to a lookup with @ino (0: a negative entry), cached @timeout. */
+/* Reply to a lookup with @ino (0: a negative entry), cached @timeout; the
+ * number is settled. */
 static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 			double timeout)
 {
@@ -118,17 +120,16 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	memset(&e, 0, sizeof e);
 	e.entry_timeout = timeout;
 	e.attr_timeout = timeout;
-	if (ino != 0 && (rc = attr_of(fs, v, ino, &e.attr)) < 0) {
-		if (rc != -ENOENT) {
-			zrfs_reply_err(req, rc);
-			return;
-		}
-		ino = 0;
+	rc = ino != 0 ? attr_of(fs, v, ino, &e.attr) : 0;
+	if (rc < 0 && rc != -ENOENT) {
+		zrfs_reply_err(req, rc);
+		settled(fs, ino, false);
+		return;
 	}
 	/* ino 0: a negative entry, cached by the kernel for entry_timeout */
-	e.ino = ino;
-	if (fuse_reply_entry(req, &e) == 0)
-		looked_up(fs, ino);
+	e.ino = rc == 0 ? ino : 0;
+	rc = fuse_reply_entry(req, &e);
+	settled(fs, ino, rc == 0 && e.ino != 0);
 }
 
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -227,8 +228,6 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		}
 		n = fuse_add_direntry_plus(l->req, l->buf + l->used, l->size - l->used, name, &e,
 					   next);
-		if (n <= l->size - l->used)
-			looked_up(l->fs, ino); /* an entry with attributes is a lookup */
 	} else {
 		struct stat st;
 		memset(&st, 0, sizeof st);
@@ -256,10 +255,13 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 		/* the owner's entries, each maybe stood in for by an overlay's,
 		 * then the overlays' own */
 		if (pos < ZRFS_OVERLAY_POS && (rc = t->entry(fs, v, dir, pos, d)) != 0) {
+			fuse_ino_t own = d->ino;
 			for (size_t k = 0; rc > 0 && k < NSUBTREES; k++)
 				if (subtrees[k]->overlay && subtrees[k] != t &&
-				    subtrees[k]->shadow(fs, v, dir, d))
+				    subtrees[k]->shadow(fs, v, dir, d)) {
+					settled(fs, own, false);
 					break;
+				}
 			return rc;
 		}
 		for (size_t k = 0; k < NSUBTREES; k++)
@@ -299,12 +301,16 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 	} else {
 		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
 		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
-			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
+			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1)) {
+				settled(fs, d.ino, plus); /* an entry with attributes is a lookup */
 				rc = next_entry(fs, l.v, t, ino, d.pos + 1, &d);
+			}
 		}
 		fuse_reply_buf(req, l.buf, l.used);
 		free(l.buf);
 	}
+	if (rc == 1) /* the next entry, not sent */
+		settled(fs, d.ino, false);
 	zrfs_names_end(fs);
 }
 

@@ -348,9 +348,9 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 
 /* A record file's number the kernel holds is not given to newer bytes
  * until it forgets it (view.c). */
-static void fields_looked_up(struct zrfs *fs, fuse_ino_t ino)
+static void fields_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
 {
-	if (zrfs_is_rec_ino(ino))
+	if (handed && zrfs_is_rec_ino(ino))
 		zrfs_rec_handed(fs, ino);
 }
 
@@ -367,7 +367,7 @@ const struct zrfs_subtree zrfs_fields = {
 	.owns = tree_owns,
 	.view_of = tree_view_of,
 	.forget = fields_forget,
-	.looked_up = fields_looked_up,
+	.settled = fields_settled,
 	.lookup = tree_lookup,
 	.attr = tree_attr,
 	.entry = tree_entry,

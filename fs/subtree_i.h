@@ -62,9 +62,11 @@ struct zrfs_subtree {
 	/* The kernel forgot @ino after @nlookup lookups (NULL: nothing to do
 	 * but drop its pin). */
 	void (*forget)(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
-	/* @ino was handed to the kernel once more (a lookup, a listing entry
-	 * with attributes); NULL: not counted. */
-	void (*looked_up)(struct zrfs *fs, fuse_ino_t ino);
+	/* Every number its lookup or entry gave is settled once, after the
+	 * reply: handed to the kernel (a lookup's reply, a listing entry with
+	 * attributes: the kernel counts a lookup of it) or not (an error
+	 * reply, an entry without attributes or not sent); NULL: not counted. */
+	void (*settled)(struct zrfs *fs, fuse_ino_t ino, bool handed);
 	/* An overlay's: entry @d another subtree lists in @dir is one of its
 	 * own now (d->ino replaced: true), or stays (false). */
 	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);

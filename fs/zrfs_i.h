@@ -535,6 +535,9 @@ bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag);
 /* Drop @key, of every tag, where it is cached and not being made (users
  * keep their reference). */
 void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
+/* Forget every cached entry whose key @match says yes to (not those loading). */
+void zrfs_cache_forget_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
+			  const void *ctx);
 /* Buffers for loaders: reused from dropped entries when one fits. */
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);
 void zrfs_cache_free(struct zrfs_cache *c, uint8_t *data);

@@ -9,7 +9,9 @@
 # journals them while readers hold older states) while a reader does what
 # a training job and its users do: random partial epochs of several specs
 # (a few steps each, from any step), random steps of random epochs, record
-# files, and files held open for a while and read again. Every 10 s it
+# files, files held open for a while and read again, and probes of many
+# epochs and specs never seen before (more than the daemon's tables hold
+# at once, within the first minute). Every 10 s it
 # samples the daemon's resident memory (VmRSS), its open descriptors, the
 # dataset's journals, the change log's size and its chunk files (the
 # writer's values fill new ones: the daemon's descriptors follow them, up
@@ -58,6 +60,7 @@ rnd = random.Random(1)
 specs = ["shuffle,seed=1,batch=32,tail=keep", "block,seed=2,batch=16,tail=keep",
          "seq,batch=64,tail=keep"]
 held = []  # files held open, read again now and then
+seeds = iter(range(1000, 1 << 62))  # specs of their own, one after the other
 
 def status(key):
     for line in open(f"/proc/{pid}/status"):
@@ -85,23 +88,23 @@ def read_step(d):
 
 def work():
     k = rnd.random()
-    if k < 0.4:  # a partial epoch: a few steps from anywhere
+    if k < 0.35:  # a partial epoch: a few steps from anywhere
         d = f"{mnt}/.batches/{rnd.choice(specs)}/epoch-{rnd.randrange(1 << 16)}"
         steps = len(os.listdir(d))
         first = rnd.randrange(steps)
         for s in range(first, min(steps, first + rnd.randrange(1, 6))):
             read_step(f"{d}/{s}")
-    elif k < 0.6:  # one random step of a random epoch
+    elif k < 0.55:  # one random step of a random epoch
         d = f"{mnt}/.batches/{rnd.choice(specs)}/epoch-{rnd.randrange(1 << 30)}"
         read_step(f"{d}/{rnd.randrange(len(os.listdir(d)))}")
-    elif k < 0.9:  # a record file
+    elif k < 0.85:  # a record file
         f = rnd.choice(("img", "txt"))
         name = f"{mnt}/{f}/{rnd.randrange(2000)}.{'jpg' if f == 'img' else 'txt'}"
         try:
             open(name, "rb").read()
         except FileNotFoundError:
             pass  # a missing record
-    else:  # a file held open, and one of those held read again or closed
+    elif k < 0.95:  # a file held open, and one of those held read again or closed
         name = f"{mnt}/txt/{rnd.randrange(2000)}.txt"
         try:
             held.append(open(name, "rb"))
@@ -113,6 +116,12 @@ def work():
             f.read()
         while len(held) > 32:
             held.pop(rnd.randrange(len(held))).close()
+    else:  # probes: 200 epochs of a spec, 10 specs never seen, each a lookup
+        spec = rnd.choice(specs)
+        for _ in range(200):
+            os.stat(f"{mnt}/.batches/{spec}/epoch-{rnd.randrange(1 << 40)}")
+        for _ in range(10):
+            os.stat(f"{mnt}/.batches/shuffle,seed={next(seeds)},batch=8")
 
 start = time.monotonic()
 next_sample, rows, ops = start, [], 0

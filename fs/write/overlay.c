@@ -35,8 +35,10 @@ static void writing_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 	pthread_mutex_unlock(&w->names_lock);
 }
 
-static void writing_looked_up(struct zrfs *fs, fuse_ino_t ino)
+static void writing_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
 {
+	if (!handed)
+		return;
 	pthread_mutex_lock(&fs->writes->names_lock);
 	zrfs_inode_looked_up(fs->writes, ino);
 	pthread_mutex_unlock(&fs->writes->names_lock);
@@ -227,7 +229,7 @@ const struct zrfs_subtree zrfs_writing = {
 	.overlay = true,
 	.owns = writing_owns,
 	.forget = writing_forget,
-	.looked_up = writing_looked_up,
+	.settled = writing_settled,
 	.lookup = writing_lookup,
 	.attr = writing_attr,
 	.entry = writing_entry,

@@ -6,9 +6,14 @@
 # FORGET unpins it: a reader of step 0 of 150 epochs, with a commit that changes
 # a record after each, leaves the writer at most 64 journals, not 150, and
 # every step it reads shows the state of its lookup.
+#
+# The tables of specs (4,096) and of epochs opened (65,536) are bounded the
+# same way: 5,000 specs and 70,000 epochs looked up one after the other
+# leave every new spec and epoch working, while an epoch whose file and
+# directory are held open keeps its numbers and its order throughout.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
-make_ds
+make_ds --records 300
 mount_ds
 journals() { find "$DS" -maxdepth 1 -name 'journal*' | wc -l; }
 e=0
@@ -29,6 +34,40 @@ timeout 20 sh -c "until [ \"\$(cat '$MNT/txt/0.txt')\" = v149 ]; do :; done" ||
 	fail "the mount does not show the last commit"
 got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-0/0/txt")
 [ "$got" = "v149" ] || fail "epoch 0's step 0, let go, shows '$got', not v149"
+# the spec and epoch tables: more of each than they hold at once
+"$PY" - "$MNT/.batches" "$ZR" 300 <<'PY' || fail "spec and epoch tables"
+import os, subprocess, sys
+B, zr, n = sys.argv[1], sys.argv[2], sys.argv[3]
+def want(spec, epoch, step):
+    out = subprocess.run([zr, "sample", spec, "--n", n, "--epoch", str(epoch)],
+                         check=True, capture_output=True, text=True).stdout
+    return [int(x) for x in out.splitlines()[step].split()]
+def ids(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    return [int.from_bytes(b[i:i + 8], "little") for i in range(0, len(b), 8)]
+listed = sorted(os.listdir(B))
+held_spec = "shuffle,seed=5,batch=3"
+held_dir = os.open(f"{B}/{held_spec}/epoch-9", os.O_RDONLY | os.O_DIRECTORY)
+held = os.open(f"{B}/{held_spec}/epoch-9/1/ids", os.O_RDONLY)
+held_ino = os.fstat(held).st_ino
+first = os.pread(held, 4096, 0)
+assert ids(f"{B}/{held_spec}/epoch-9/1/ids") == want(held_spec, 9, 1)
+for seed in range(5000):
+    os.stat(f"{B}/shuffle,seed={seed},batch=4")
+for epoch in range(70000):
+    os.stat(f"{B}/seq,batch=4/epoch-{epoch}")
+# new ones work, with the sampler's ids
+for spec, epoch in (("shuffle,seed=123456,batch=4", 0), ("seq,batch=256", 0),
+                    ("seq,batch=4", 70001), ("shuffle,seed=17,batch=4", 3)):
+    assert ids(f"{B}/{spec}/epoch-{epoch}/0/ids") == want(spec, epoch, 0), (spec, epoch)
+# what is held kept its numbers and its order; the listing did not change
+assert os.pread(held, 4096, 0) == first
+assert os.stat(f"{B}/{held_spec}/epoch-9/1/ids").st_ino == held_ino
+assert ids(f"{B}/{held_spec}/epoch-9/2/ids") == want(held_spec, 9, 2)
+assert sorted(os.listdir(held_dir)) == sorted(os.listdir(f"{B}/{held_spec}/epoch-9"))
+assert sorted(os.listdir(B)) == listed
+PY
 fusermount3 -u "$MNT" || fail "unmount"
 n=$(journals)
 [ "$n" -eq 0 ] || {

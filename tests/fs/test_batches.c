@@ -2,9 +2,13 @@
  * Description: /.batches without a mount (fs/batches.c): names parse only
  * in their canonical form, every node's inode number decodes back to the
  * node (owned by this subtree alone, with the right type), step files have
- * named kinds that list in a fixed order, and the listings of each level.
+ * named kinds that list in a fixed order, and the listings of each level;
+ * the tables of specs and epochs give back what the kernel and every lookup
+ * have let go of, and only that, and what was made of an epoch given back
+ * is not its slot's next epoch's.
  */
 #include "fs_fixture.h"
+#include "batch_i.h"
 #include "zrsampler.h"
 
 TestSuite(batches, .init = t_fs_setup, .fini = t_fs_teardown);
@@ -196,4 +200,94 @@ Test(batches, reads_of_directories_and_unknown_nodes_fail)
 	cr_assert_eq(t_reply.err, EISDIR);
 	t_read(B, ZRFS_INO_EPOCH | 999, 4096, 0);
 	cr_assert_eq(t_reply.err, ENOENT);
+}
+
+/* ---- the tables ---- */
+
+/* @name in @parent as dispatch.c looks it up: the number is settled after
+ * the reply, handed to the kernel (which holds it until its FORGET) or not. */
+static fuse_ino_t found(fuse_ino_t parent, const char *name, bool handed)
+{
+	int rc;
+	fuse_ino_t ino = t_lookup(B, parent, name, &rc);
+	cr_assert_eq(rc, 0, "%s: %d", name, rc);
+	B->settled(&t_fs, ino, handed);
+	return ino;
+}
+
+static bool exists(fuse_ino_t ino)
+{
+	struct stat st;
+	return t_attr(B, ino, &st) == 0;
+}
+
+Test(batches, specs_are_given_back_once_the_kernel_and_every_lookup_let_go)
+{
+	char name[64];
+	int rc;
+	fuse_ino_t held = found(ZRFS_INO_BATCHES, "shuffle,seed=1,batch=4", true);
+	fuse_ino_t let_go = found(ZRFS_INO_BATCHES, "shuffle,seed=2,batch=4", false);
+	fuse_ino_t transit = t_lookup(B, ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", &rc);
+	/* past 3/4 of the table, newer ones that nothing holds */
+	for (unsigned k = 4; k < SPECS_MAX / 4 * 3 + 8; k++) {
+		snprintf(name, sizeof name, "shuffle,seed=%u,batch=4", k);
+		found(ZRFS_INO_BATCHES, name, false);
+	}
+	/* a pass asks the oldest back; what nothing holds goes at the next */
+	zrfs_batch_tables_pass(&t_fs);
+	zrfs_batch_tables_pass(&t_fs);
+	cr_assert(!exists(let_go), "a spec nothing holds was not given back");
+	cr_assert(exists(held), "a spec the kernel holds was given back");
+	cr_assert(exists(transit), "a spec a lookup found was given back before its reply");
+	/* the kernel forgets it, the lookup's reply is settled: both go */
+	B->forget(&t_fs, held, 1);
+	B->settled(&t_fs, transit, false);
+	zrfs_batch_tables_pass(&t_fs);
+	zrfs_batch_tables_pass(&t_fs);
+	cr_assert(!exists(held) && !exists(transit));
+	/* the listed ones stay; a spec looked up again works, in a new entry */
+	cr_assert(exists(ZRFS_INO_SPEC), "the listed default spec was given back");
+	fuse_ino_t again = found(ZRFS_INO_BATCHES, "shuffle,seed=2,batch=4", false);
+	cr_assert(exists(again));
+	fuse_ino_t e = found(again, "epoch-1", false);
+	cr_assert(exists(found(e, "1", false)));
+}
+
+Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its_slot)
+{
+	char name[64];
+	size_t n_shuffled, n_seq, n;
+	fuse_ino_t seq = found(ZRFS_INO_BATCHES, "seq,batch=4", true);
+	fuse_ino_t shuffled = found(ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", true);
+	/* step 0 of a shuffled epoch: y is flate, its batch assembled and cached */
+	fuse_ino_t e = found(shuffled, "epoch-0", false);
+	uint32_t slot = ino_slot(e);
+	uint8_t *a = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n_shuffled);
+	/* what a seq epoch's step 0 holds, from another slot */
+	fuse_ino_t other = found(seq, "epoch-0", true);
+	uint8_t *want = t_read_all(B, found(found(other, "0", false), "y", false), 4096, &n_seq);
+	cr_assert(n_seq != n_shuffled || memcmp(a, want, n_seq) != 0);
+	/* past 3/4 of the table; a pass asks the oldest back, the next gives
+	 * them back */
+	for (unsigned k = 1; k <= SLOTS_MAX / 4 * 3; k++) {
+		snprintf(name, sizeof name, "epoch-%u", k);
+		found(seq, name, false);
+	}
+	zrfs_batch_tables_pass(&t_fs);
+	zrfs_batch_tables_pass(&t_fs);
+	cr_assert(!exists(e), "an epoch nothing holds was not given back");
+	cr_assert(exists(other), "an epoch the kernel holds was given back");
+	/* new epochs until one takes the slot again: its step 0 is its own */
+	for (unsigned k = 0; k < SLOTS_MAX; k++) {
+		snprintf(name, sizeof name, "epoch-%u", 1000000 + k);
+		if (ino_slot(e = found(seq, name, false)) == slot)
+			break;
+	}
+	cr_assert_eq(ino_slot(e), slot);
+	uint8_t *got = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n);
+	cr_assert(n == n_seq && memcmp(got, want, n) == 0,
+		  "an epoch in a slot given back reads what its last epoch made");
+	free(a);
+	free(want);
+	free(got);
 }
