@@ -100,8 +100,10 @@ static inline uint32_t ino_slot(fuse_ino_t ino)
 
 /* ---- batch_tables.c ---- */
 
-/* All thread-safe. The tables are fs->batches. */
-int zrfs_batch_tables_create(struct zrfs *fs);
+/* All thread-safe. The tables are fs->batches; @queue_pass queues a pass
+ * (below) on a thread of the owner's, false if it cannot now (it is asked
+ * again). */
+int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs));
 void zrfs_batch_tables_destroy(struct zrfs *fs);
 /* The index of spec @name, found or made (for a dataset of @n records; set
  * up makes the -o batches specs first, @listed, to stay): -ENOENT (logged)
@@ -128,9 +130,12 @@ void zrfs_batch_forgot(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
 /* A prefetch job holds slot @slot (which is held already), or no longer. */
 void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot);
 void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot);
-/* Ask back what has not been used for longest, give back what is no
- * longer held (a prefetch thread's job, queued by the tables). */
-void zrfs_batch_tables_pass(struct zrfs *fs);
+/* A pass over the tables, in two calls: the sweep gives back what is no
+ * longer held (the slots *gone[0, return), whose indices are not free
+ * until the finish, once what was made of their steps is forgotten); the
+ * finish frees them, and asks back what has not been used for longest. */
+uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone);
+void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone);
 
 /* ---- batch_files.c ---- */
 
@@ -174,10 +179,8 @@ void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */
 bool zrfs_prefetch_hinted(struct zrfs *fs, const struct batch_step *at, unsigned field);
 /* Queue a pass over the tables: false if not queued (no thread, a full
- * queue). */
+ * queue). Run one now, on this thread. */
 bool zrfs_prefetch_pass(struct zrfs *fs);
-/* Slots @gone[0, n) were given back: forget what was made of their steps
- * (cached batches, hints, pinned steps) before another epoch takes them. */
-void zrfs_batch_gone(struct zrfs *fs, const uint32_t *gone, uint32_t n);
+void zrfs_prefetch_pass_now(struct zrfs *fs);
 
 #endif /* ZRFS_BATCH_I_H */

@@ -249,7 +249,9 @@ static bool key_gone(uint64_t key, const void *g)
 	return key >> 63 && is_gone(g, (uint32_t)(key >> 40) & (SLOTS_MAX - 1));
 }
 
-void zrfs_batch_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
+/* Slots @slots[0, n) were given back: forget what was made of their steps
+ * (cached batches, hints, pinned steps) before another epoch takes them. */
+static void forget_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
 	struct gone g = {{0}};
@@ -271,12 +273,22 @@ void zrfs_batch_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 	pthread_mutex_unlock(&q->lock);
 }
 
+void zrfs_prefetch_pass_now(struct zrfs *fs)
+{
+	const uint32_t *gone;
+	uint32_t n = zrfs_batch_tables_sweep(fs, &gone);
+
+	if (n)
+		forget_gone(fs, gone, n);
+	zrfs_batch_tables_finish(fs, n);
+}
+
 static void run(struct zrfs *fs, const struct job *j)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
 
 	if (j->kind == JOB_PASS) {
-		zrfs_batch_tables_pass(fs);
+		zrfs_prefetch_pass_now(fs);
 	} else if (j->kind != JOB_AHEAD) {
 		char name[32];
 		for (unsigned kind = STEP_IDS; kind < step_kinds(fs); kind++)

@@ -13,13 +13,18 @@
  *     or an entry gave, handed to the kernel or not);
  *   - no prefetch job holds its slot.
  * The kernel keeps names for -o timeout (a year), so entries are asked
- * back: past 3/4 of a table, a pass (run by a prefetch thread) picks the
- * least recently used entries down to half and tells the kernel to forget
- * their names (FUSE_NOTIFY_INVAL_ENTRY); the names not in use go at once,
- * and their FORGETs bring the next pass, which gives the entries back. A
- * name in use (a file of it open, a directory someone is in) stays, with
- * its entry. A lookup that finds a table full waits (up to a second) for a
- * pass to give something back. The specs -o batches lists never go. An
+ * back: past half a table, a pass (run by a prefetch thread, which forgets
+ * what was made of the steps of the slots given back in between its
+ * sweep and its finish) picks the
+ * least recently used entries down to a quarter and tells the kernel to
+ * forget their names (FUSE_NOTIFY_INVAL_ENTRY); the names not in use go at
+ * once, and their FORGETs bring the next pass, which gives the entries
+ * back. A name in use (a file of it open, a directory someone is in)
+ * stays, with its entry. A lookup that finds a table full waits (up to a
+ * second) for a pass to give something back, but for a spec while the
+ * kernel is being told: it would wait for itself (the kernel forgets a
+ * name of /.batches holding /.batches, which a lookup there holds until it
+ * is answered). The specs -o batches lists never go. An
  * epoch given back and opened again is ordered over the records there are
  * then, as after a remount.
  *
@@ -33,9 +38,10 @@
 #include <string.h>
 #include <time.h>
 
-/* past HIGH of a table's entries a pass asks the oldest back, down to LOW */
-#define HIGH(max) ((max) / 4 * 3)
-#define LOW(max) ((max) / 2)
+/* past HIGH of a table's entries a pass asks the oldest back, down to LOW:
+ * the room above is the lookups the kernel's FORGETs may lag behind */
+#define HIGH(max) ((max) / 2)
+#define LOW(max) ((max) / 4)
 #define FULL_WAIT_MS 1000 /* a lookup waits this long for a full table */
 
 /* What either table keeps of an entry's use. */
@@ -93,7 +99,9 @@ struct zrfs_batches {
 	struct zrfs_table by_name, by_epoch;
 	uint32_t nlisted;          /* specs [0, nlisted) are listed and stay */
 	uint64_t clock;            /* lookups by name so far */
+	bool (*queue_pass)(struct zrfs *fs); /* the owner's: false if not queued */
 	bool pass_queued;
+	unsigned telling;          /* passes telling the kernel to forget names */
 	struct aged *aged;         /* the pass's: SLOTS_MAX */
 	uint64_t *spec_stamp;      /* the pass's: SPECS_MAX */
 	uint32_t *gone;            /* the pass's: SLOTS_MAX slots given back */
@@ -142,7 +150,7 @@ static void want_pass(struct zrfs *fs)
 	struct zrfs_batches *b = fs->batches;
 
 	if (!b->pass_queued)
-		b->pass_queued = zrfs_prefetch_pass(fs); /* none: the next lookup asks again */
+		b->pass_queued = b->queue_pass(fs); /* none: the next lookup asks again */
 }
 
 /* Whether @t has a free index (under the lock), after waiting for a pass
@@ -155,6 +163,8 @@ static bool room(struct zrfs *fs, struct tally *t)
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += FULL_WAIT_MS / 1000;
 	while (t->nfree == 0 && t->top == t->max) {
+		if (t == &b->spec_tally && b->telling)
+			return false;
 		want_pass(fs);
 		if (pthread_cond_timedwait(&b->freed, &b->lock, &until) == ETIMEDOUT)
 			return t->nfree > 0;
@@ -383,8 +393,9 @@ void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot)
 
 /* ---- the pass ---- */
 
-/* Whether entry @u, asked back, is held by nothing (under the lock: no
- * lookup can find it, so no count rises). */
+/* Whether entry @u, asked back, is held by nothing (under the lock, so no
+ * lookup finds it meanwhile: a count rises only through a lookup in
+ * transit, or for a number of an epoch the kernel holds). */
 static bool unheld(const struct use *u)
 {
 	return u->asked && u->transit == 0 && __atomic_load_n(&u->nlookup, __ATOMIC_SEQ_CST) == 0 &&
@@ -521,10 +532,9 @@ static void ask_specs(struct zrfs_batches *b, struct zrfs_notes *notes)
 			ask(&b->slot_tally, &b->slots[i].use);
 }
 
-void zrfs_batch_tables_pass(struct zrfs *fs)
+uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone)
 {
 	struct zrfs_batches *b = fs->batches;
-	struct zrfs_notes notes = {0};
 	uint32_t ngone;
 
 	pthread_mutex_lock(&b->pass_lock);
@@ -532,8 +542,15 @@ void zrfs_batch_tables_pass(struct zrfs *fs)
 	b->pass_queued = false;
 	ngone = sweep(b);
 	pthread_mutex_unlock(&b->lock);
-	if (ngone) /* what was made of a slot's steps is not its next epoch's */
-		zrfs_batch_gone(fs, b->gone, ngone);
+	*gone = b->gone;
+	return ngone;
+}
+
+void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone)
+{
+	struct zrfs_batches *b = fs->batches;
+	struct zrfs_notes notes = {0};
+
 	pthread_mutex_lock(&b->lock);
 	memcpy(b->slot_tally.free + b->slot_tally.nfree, b->gone, ngone * sizeof *b->gone);
 	b->slot_tally.nfree += ngone;
@@ -547,8 +564,16 @@ void zrfs_batch_tables_pass(struct zrfs *fs)
 		want_pass(fs);
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_unlock(&b->pass_lock);
-	if (fs->se) /* a name in use stays */
+	if (fs->se && notes.n) { /* a name in use stays */
+		pthread_mutex_lock(&b->lock);
+		b->telling++;
+		pthread_cond_broadcast(&b->freed); /* no spec lookup waits now */
+		pthread_mutex_unlock(&b->lock);
 		zrfs_notes_send(fs, &notes);
+		pthread_mutex_lock(&b->lock);
+		b->telling--;
+		pthread_mutex_unlock(&b->lock);
+	}
 	zrfs_notes_free(&notes);
 }
 
@@ -560,7 +585,7 @@ static int tally_init(struct tally *t, uint32_t max)
 	return (t->free = calloc(max, sizeof *t->free)) ? 0 : -ENOMEM;
 }
 
-int zrfs_batch_tables_create(struct zrfs *fs)
+int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs))
 {
 	struct zrfs_batches *b = calloc(1, sizeof *b);
 	pthread_condattr_t attr;
@@ -568,6 +593,7 @@ int zrfs_batch_tables_create(struct zrfs *fs)
 	if (!b)
 		return -ENOMEM;
 	fs->batches = b;
+	b->queue_pass = queue_pass;
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_mutex_init(&b->pass_lock, NULL);
 	pthread_condattr_init(&attr);

@@ -228,22 +228,22 @@ Test(batches, specs_are_given_back_once_the_kernel_and_every_lookup_let_go)
 	fuse_ino_t held = found(ZRFS_INO_BATCHES, "shuffle,seed=1,batch=4", true);
 	fuse_ino_t let_go = found(ZRFS_INO_BATCHES, "shuffle,seed=2,batch=4", false);
 	fuse_ino_t transit = t_lookup(B, ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", &rc);
-	/* past 3/4 of the table, newer ones that nothing holds */
-	for (unsigned k = 4; k < SPECS_MAX / 4 * 3 + 8; k++) {
+	/* past half the table, newer ones that nothing holds */
+	for (unsigned k = 4; k < SPECS_MAX / 2 + 8; k++) {
 		snprintf(name, sizeof name, "shuffle,seed=%u,batch=4", k);
 		found(ZRFS_INO_BATCHES, name, false);
 	}
 	/* a pass asks the oldest back; what nothing holds goes at the next */
-	zrfs_batch_tables_pass(&t_fs);
-	zrfs_batch_tables_pass(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
 	cr_assert(!exists(let_go), "a spec nothing holds was not given back");
 	cr_assert(exists(held), "a spec the kernel holds was given back");
 	cr_assert(exists(transit), "a spec a lookup found was given back before its reply");
 	/* the kernel forgets it, the lookup's reply is settled: both go */
 	B->forget(&t_fs, held, 1);
 	B->settled(&t_fs, transit, false);
-	zrfs_batch_tables_pass(&t_fs);
-	zrfs_batch_tables_pass(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
 	cr_assert(!exists(held) && !exists(transit));
 	/* the listed ones stay; a spec looked up again works, in a new entry */
 	cr_assert(exists(ZRFS_INO_SPEC), "the listed default spec was given back");
@@ -267,14 +267,14 @@ Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its
 	fuse_ino_t other = found(seq, "epoch-0", true);
 	uint8_t *want = t_read_all(B, found(found(other, "0", false), "y", false), 4096, &n_seq);
 	cr_assert(n_seq != n_shuffled || memcmp(a, want, n_seq) != 0);
-	/* past 3/4 of the table; a pass asks the oldest back, the next gives
+	/* past half the table; a pass asks the oldest back, the next gives
 	 * them back */
-	for (unsigned k = 1; k <= SLOTS_MAX / 4 * 3; k++) {
+	for (unsigned k = 1; k <= SLOTS_MAX / 2; k++) {
 		snprintf(name, sizeof name, "epoch-%u", k);
 		found(seq, name, false);
 	}
-	zrfs_batch_tables_pass(&t_fs);
-	zrfs_batch_tables_pass(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
 	cr_assert(!exists(e), "an epoch nothing holds was not given back");
 	cr_assert(exists(other), "an epoch the kernel holds was given back");
 	/* new epochs until one takes the slot again: its step 0 is its own */

@@ -147,6 +147,21 @@ def explain(got, had):
     return '; '.join(out)
 
 
+def which(now, before, tried, durable):
+    """Which value @now is, for a failure's message: the record's value
+    before the trial, one of the values @tried in it (by position; where
+    the fsync'd one @durable was), or none of them."""
+    ctx = '%d values tried, the fsync\'d one %s' % (
+        len(tried), ', '.join(str(k + 1) for k, v in enumerate(tried) if v == durable))
+    if now == before:
+        return 'it holds its value from before the trial (%s)' % ctx
+    hits = [str(k + 1) for k, v in enumerate(tried) if v == now]
+    if hits:
+        return 'it holds value %s of those tried (%s)' % (', '.join(hits), ctx)
+    return 'it holds %s, a value never tried (%s)' % (
+        'nothing' if now is None else '%d bytes' % len(now), ctx)
+
+
 class Trial:
     def __init__(self, n, values, rng):
         self.n = n                # record count when the trial began
@@ -154,6 +169,7 @@ class Trial:
         self.had = {k: {v} for k, v in values.items()}  # every value a record has had
         self.durable = {}         # (field, id) -> the value whose fsync returned
         self.after = {}           # (field, id) -> values tried after it
+        self.history = {}         # (field, id) -> every value tried, in order (None: removed)
         self.lock = threading.Lock()
         self.touched = []
         self.errors = []
@@ -176,6 +192,7 @@ class Trial:
         with self.lock:
             self.had.setdefault(key, {None}).add(v)
             self.after.setdefault(key, set()).add(v)
+            self.history.setdefault(key, []).append(v)
             self.touched.append(key)
 
     def writer(self):
@@ -340,7 +357,8 @@ def main():
             now = values2.get(key)
             if key in t.durable:
                 if now != t.durable[key] and now not in t.after.get(key, set()):
-                    fail('trial %d: %s/%d: an fsync\'d value was lost' % ((trial,) + key))
+                    fail('trial %d: %s/%d: an fsync\'d value was lost: %s'
+                         % ((trial,) + key + (which(now, v, t.history[key], t.durable[key]),)))
             elif key in t.had and len(t.had[key]) > 1:
                 if now not in t.had[key]:
                     fail('trial %d: %s/%d: a value it never had' % ((trial,) + key))
