@@ -311,7 +311,8 @@ int zrfs_batches_create(struct zrfs *fs, struct zrfs_view *v, const char *specs)
 	char *list = specs ? strdup(specs) : NULL, *save = NULL;
 	int rc = 0;
 
-	if ((specs && !list) || zrfs_batch_tables_create(fs, zrfs_prefetch_pass) < 0 || zrfs_prefetch_create(fs) < 0) {
+	if ((specs && !list) || zrfs_batch_tables_create(fs, zrfs_prefetch_pass) < 0 ||
+	    zrfs_prefetch_create(fs) < 0) {
 		free(list);
 		fprintf(stderr, "zrfs: out of memory\n");
 		return -ENOMEM;

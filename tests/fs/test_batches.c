@@ -215,6 +215,25 @@ static fuse_ino_t found(fuse_ino_t parent, const char *name, bool handed)
 	return ino;
 }
 
+/* PREFIX<k>SUFFIX in @parent for k in [@first, @last], nothing holding
+ * them: the table past half. */
+static void look_up_many(fuse_ino_t parent, const char *prefix, const char *suffix,
+			 unsigned first, unsigned last)
+{
+	char name[64];
+	for (unsigned k = first; k <= last; k++) {
+		snprintf(name, sizeof name, "%s%u%s", prefix, k, suffix);
+		found(parent, name, false);
+	}
+}
+
+/* A pass asks the oldest back; the next gives back what nothing holds. */
+static void two_passes(void)
+{
+	zrfs_prefetch_pass_now(&t_fs);
+	zrfs_prefetch_pass_now(&t_fs);
+}
+
 static bool exists(fuse_ino_t ino)
 {
 	struct stat st;
@@ -223,27 +242,20 @@ static bool exists(fuse_ino_t ino)
 
 Test(batches, specs_are_given_back_once_the_kernel_and_every_lookup_let_go)
 {
-	char name[64];
 	int rc;
 	fuse_ino_t held = found(ZRFS_INO_BATCHES, "shuffle,seed=1,batch=4", true);
 	fuse_ino_t let_go = found(ZRFS_INO_BATCHES, "shuffle,seed=2,batch=4", false);
 	fuse_ino_t transit = t_lookup(B, ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", &rc);
 	/* past half the table, newer ones that nothing holds */
-	for (unsigned k = 4; k < SPECS_MAX / 2 + 8; k++) {
-		snprintf(name, sizeof name, "shuffle,seed=%u,batch=4", k);
-		found(ZRFS_INO_BATCHES, name, false);
-	}
-	/* a pass asks the oldest back; what nothing holds goes at the next */
-	zrfs_prefetch_pass_now(&t_fs);
-	zrfs_prefetch_pass_now(&t_fs);
+	look_up_many(ZRFS_INO_BATCHES, "shuffle,seed=", ",batch=4", 4, SPECS_MAX / 2 + 7);
+	two_passes();
 	cr_assert(!exists(let_go), "a spec nothing holds was not given back");
 	cr_assert(exists(held), "a spec the kernel holds was given back");
 	cr_assert(exists(transit), "a spec a lookup found was given back before its reply");
 	/* the kernel forgets it, the lookup's reply is settled: both go */
 	B->forget(&t_fs, held, 1);
 	B->settled(&t_fs, transit, false);
-	zrfs_prefetch_pass_now(&t_fs);
-	zrfs_prefetch_pass_now(&t_fs);
+	two_passes();
 	cr_assert(!exists(held) && !exists(transit));
 	/* the listed ones stay; a spec looked up again works, in a new entry */
 	cr_assert(exists(ZRFS_INO_SPEC), "the listed default spec was given back");
@@ -267,14 +279,9 @@ Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its
 	fuse_ino_t other = found(seq, "epoch-0", true);
 	uint8_t *want = t_read_all(B, found(found(other, "0", false), "y", false), 4096, &n_seq);
 	cr_assert(n_seq != n_shuffled || memcmp(a, want, n_seq) != 0);
-	/* past half the table; a pass asks the oldest back, the next gives
-	 * them back */
-	for (unsigned k = 1; k <= SLOTS_MAX / 2; k++) {
-		snprintf(name, sizeof name, "epoch-%u", k);
-		found(seq, name, false);
-	}
-	zrfs_prefetch_pass_now(&t_fs);
-	zrfs_prefetch_pass_now(&t_fs);
+	/* past half the table, newer ones that nothing holds */
+	look_up_many(seq, "epoch-", "", 1, SLOTS_MAX / 2);
+	two_passes();
 	cr_assert(!exists(e), "an epoch nothing holds was not given back");
 	cr_assert(exists(other), "an epoch the kernel holds was given back");
 	/* new epochs until one takes the slot again: its step 0 is its own */

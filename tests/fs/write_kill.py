@@ -149,10 +149,9 @@ def explain(got, had):
 
 def which(now, before, tried, durable):
     """Which value @now is, for a failure's message: the record's value
-    before the trial, one of the values @tried in it (by position; where
-    the fsync'd one @durable was), or none of them."""
-    ctx = '%d values tried, the fsync\'d one %s' % (
-        len(tried), ', '.join(str(k + 1) for k, v in enumerate(tried) if v == durable))
+    before the trial, one of the values @tried in it (by position; the
+    fsync'd one is tried[durable]), or none of them."""
+    ctx = '%d values tried, the fsync\'d one %d' % (len(tried), durable + 1)
     if now == before:
         return 'it holds its value from before the trial (%s)' % ctx
     hits = [str(k + 1) for k, v in enumerate(tried) if v == now]
@@ -167,9 +166,8 @@ class Trial:
         self.n = n                # record count when the trial began
         self.rng = rng
         self.had = {k: {v} for k, v in values.items()}  # every value a record has had
-        self.durable = {}         # (field, id) -> the value whose fsync returned
-        self.after = {}           # (field, id) -> values tried after it
         self.history = {}         # (field, id) -> every value tried, in order (None: removed)
+        self.durable = {}         # (field, id) -> where in its history the last fsync'd one is
         self.lock = threading.Lock()
         self.touched = []
         self.errors = []
@@ -191,7 +189,6 @@ class Trial:
     def tried(self, key, v):
         with self.lock:
             self.had.setdefault(key, {None}).add(v)
-            self.after.setdefault(key, set()).add(v)
             self.history.setdefault(key, []).append(v)
             self.touched.append(key)
 
@@ -221,8 +218,7 @@ class Trial:
                 if sync:
                     os.fsync(fd)
                     with self.lock:
-                        self.durable[key] = v
-                        self.after[key] = set()
+                        self.durable[key] = len(self.history[key]) - 1
                 os.close(fd)
         except OSError as e:
             if e.errno != errno.ENOENT and not self.cut_short(e):
@@ -356,9 +352,10 @@ def main():
         for key, v in values.items():
             now = values2.get(key)
             if key in t.durable:
-                if now != t.durable[key] and now not in t.after.get(key, set()):
+                tried, at = t.history[key], t.durable[key]
+                if now not in tried[at:]:  # the fsync'd value, or one tried after it
                     fail('trial %d: %s/%d: an fsync\'d value was lost: %s'
-                         % ((trial,) + key + (which(now, v, t.history[key], t.durable[key]),)))
+                         % ((trial,) + key + (which(now, v, tried, at),)))
             elif key in t.had and len(t.had[key]) > 1:
                 if now not in t.had[key]:
                     fail('trial %d: %s/%d: a value it never had' % ((trial,) + key))
