@@ -174,6 +174,11 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
  * past STEP_PINS_MAX pinned steps the oldest is dropped. */
 void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at);
 void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at);
+/* The kernel forgot step @at, pinned: whether its pin stays (it is of the
+ * latest STEP_PINS_MAX), or is the caller's to drop. */
+bool zrfs_prefetch_forgotten(struct zrfs *fs, const struct batch_step *at);
+/* The kernel was handed step directory @ino (it may have forgotten it). */
+void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino);
 /* A reader started step @at: drop the files of step - drop_behind. */
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */

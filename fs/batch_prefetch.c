@@ -29,7 +29,12 @@
  * change under it. A pinned view is an older state the writer must keep a
  * journal for; a reader of random steps or of step 0 of every epoch would
  * otherwise pin one per step for as long as the kernel keeps its names (a
- * year, -o timeout).
+ * year, -o timeout). The latest STEP_PINS_MAX keep their views when the
+ * kernel forgets them of itself (memory pressure, a pass over the tables
+ * that drops the names under /.batches): a reader of a step's ids, then
+ * its offsets, then its data, each opened in turn, sees one state. Such a
+ * step, once older, is unpinned at once, unless the kernel has looked it
+ * up again since (its FORGET does it then).
  */
 #include "batch_i.h"
 
@@ -60,6 +65,13 @@ struct job {
 	unsigned field;
 };
 
+/* A step pinned to a view; forgotten: by the kernel, which has not looked
+ * it up again since. */
+struct pinned_step {
+	struct batch_step at;
+	bool forgotten;
+};
+
 struct zrfs_prefetch {
 	pthread_mutex_t lock;     /* everything below */
 	pthread_cond_t cond;      /* a job was queued, or stop */
@@ -73,7 +85,7 @@ struct zrfs_prefetch {
 	uint64_t hinted[HINTS];
 	/* the steps pinned, oldest first: past STEP_PINS_MAX the oldest are
 	 * let go as soon as the queue takes them */
-	struct batch_step pinned[PINNED_CAP];
+	struct pinned_step pinned[PINNED_CAP];
 	unsigned npinned;
 };
 
@@ -183,39 +195,94 @@ bool zrfs_prefetch_pass(struct zrfs *fs)
 	return queued;
 }
 
+/* Where step directory @ino is in the pinned steps (under the lock), the
+ * latest first; -1 if not there. */
+static int find_pinned(const struct zrfs_prefetch *q, fuse_ino_t ino)
+{
+	for (unsigned i = q->npinned; i-- > 0;)
+		if (step_dir_ino(&q->pinned[i].at) == ino)
+			return (int)i;
+	return -1;
+}
+
+/* Unpin step @at, which the kernel holds no number of. */
+static void unpin(struct zrfs *fs, const struct batch_step *at)
+{
+	if (zrfs_unpin(fs, step_dir_ino(at)))
+		zrfs_batch_forget(fs, at); /* its next view may be another */
+}
+
 void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
+	struct batch_step forgotten[8];
+	unsigned k = 0, n = 0;
 
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	if (q->npinned == PINNED_CAP) /* the oldest is left to its FORGET */
+	if (q->npinned == PINNED_CAP) { /* the oldest is left to its FORGET */
+		if (q->pinned[0].forgotten)
+			forgotten[n++] = q->pinned[0].at;
 		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
-	q->pinned[q->npinned++] = *at;
-	/* the oldest past the bound are let go; those the queue has no room
-	 * for (a prefetch fills it) wait for the next pin */
-	unsigned k = 0;
-	while (q->npinned - k > STEP_PINS_MAX && push_job(fs, JOB_LET_GO, &q->pinned[k]))
-		k++;
+	}
+	q->pinned[q->npinned++] = (struct pinned_step){*at, false};
+	/* the oldest past the bound are let go, or unpinned if the kernel
+	 * forgot them; those the queue has no room for (a prefetch fills it)
+	 * wait for the next pin */
+	for (; q->npinned - k > STEP_PINS_MAX && n < sizeof forgotten / sizeof *forgotten; k++) {
+		if (q->pinned[k].forgotten)
+			forgotten[n++] = q->pinned[k].at;
+		else if (!push_job(fs, JOB_LET_GO, &q->pinned[k].at))
+			break;
+	}
 	if (k)
 		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
 	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < n; i++)
+		unpin(fs, &forgotten[i]);
 }
 
 void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
+	int i;
 
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	for (unsigned i = 0; i < q->npinned; i++)
-		if (q->pinned[i].slot == at->slot && q->pinned[i].step == at->step) {
-			memmove(q->pinned + i, q->pinned + i + 1,
-				(--q->npinned - i) * sizeof *q->pinned);
-			break;
-		}
+	if ((i = find_pinned(q, step_dir_ino(at))) >= 0)
+		memmove(q->pinned + i, q->pinned + i + 1,
+			(--q->npinned - (unsigned)i) * sizeof *q->pinned);
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool zrfs_prefetch_forgotten(struct zrfs *fs, const struct batch_step *at)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	bool keep = false;
+	int i;
+
+	if (!q)
+		return false;
+	pthread_mutex_lock(&q->lock);
+	if ((i = find_pinned(q, step_dir_ino(at))) >= 0 &&
+	    q->npinned - (unsigned)i <= STEP_PINS_MAX)
+		keep = q->pinned[i].forgotten = true;
+	pthread_mutex_unlock(&q->lock);
+	return keep;
+}
+
+void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	int i;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	if ((i = find_pinned(q, ino)) >= 0)
+		q->pinned[i].forgotten = false;
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -266,9 +333,13 @@ static void forget_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 	for (unsigned i = 0; i < HINTS; i++)
 		if (key_gone(q->hinted[i], &g))
 			q->hinted[i] = 0;
+	/* the kernel holds no number of a slot given back: its steps' pins
+	 * left are those kept after their FORGETs */
 	for (unsigned i = 0; i < q->npinned; i++)
-		if (!is_gone(&g, q->pinned[i].slot))
+		if (!is_gone(&g, q->pinned[i].at.slot))
 			q->pinned[k++] = q->pinned[i];
+		else
+			zrfs_unpin(fs, step_dir_ino(&q->pinned[i].at));
 	q->npinned = k;
 	pthread_mutex_unlock(&q->lock);
 }

@@ -15,18 +15,20 @@
  * The kernel keeps names for -o timeout (a year), so entries are asked
  * back: past half a table, a pass (run by a prefetch thread, which forgets
  * what was made of the steps of the slots given back in between its
- * sweep and its finish) picks the
- * least recently used entries down to a quarter and tells the kernel to
- * forget their names (FUSE_NOTIFY_INVAL_ENTRY); the names not in use go at
- * once, and their FORGETs bring the next pass, which gives the entries
- * back. A name in use (a file of it open, a directory someone is in)
- * stays, with its entry. A lookup that finds a table full waits (up to a
- * second) for a pass to give something back, but for a spec while the
- * kernel is being told: it would wait for itself (the kernel forgets a
- * name of /.batches holding /.batches, which a lookup there holds until it
- * is answered). The specs -o batches lists never go. An
- * epoch given back and opened again is ordered over the records there are
- * then, as after a remount.
+ * sweep and its finish) picks the least recently used entries down to a
+ * quarter and tells the kernel to forget the name /.batches
+ * (FUSE_NOTIFY_INVAL_ENTRY in the root): every name under it not in use
+ * goes at once, and their FORGETs bring the next pass, which gives the
+ * entries asked back; the others stay, and are found again by name. A
+ * name in use (a file of it open, a directory someone is in) stays, with
+ * its entry. One notification does, where one per name would take the
+ * kernel ~40 us each while lookups fill the table; and one in the root
+ * never waits for a lookup in /.batches, which holds that directory until
+ * it is answered: so a lookup that finds a table full waits (up to a
+ * second) for a pass to give something back. The steps a reader has just
+ * read keep their views (batch_prefetch.c). The specs -o batches lists
+ * never go. An epoch given back and opened again is ordered over the
+ * records there are then, as after a remount.
  *
  * Sections: the tables, counts, the pass, set-up.
  */
@@ -101,7 +103,6 @@ struct zrfs_batches {
 	uint64_t clock;            /* lookups by name so far */
 	bool (*queue_pass)(struct zrfs *fs); /* the owner's: false if not queued */
 	bool pass_queued;
-	unsigned telling;          /* passes telling the kernel to forget names */
 	struct aged *aged;         /* the pass's: SLOTS_MAX */
 	uint64_t *spec_stamp;      /* the pass's: SPECS_MAX */
 	uint32_t *gone;            /* the pass's: SLOTS_MAX slots given back */
@@ -163,8 +164,6 @@ static bool room(struct zrfs *fs, struct tally *t)
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += FULL_WAIT_MS / 1000;
 	while (t->nfree == 0 && t->top == t->max) {
-		if (t == &b->spec_tally && b->telling)
-			return false;
 		want_pass(fs);
 		if (pthread_cond_timedwait(&b->freed, &b->lock, &until) == ETIMEDOUT)
 			return t->nfree > 0;
@@ -475,42 +474,34 @@ static void ask(struct tally *t, struct use *u)
 	}
 }
 
-/* Ask back the least recently used slots of a table past HIGH, down to
- * LOW (under the lock): note for the kernel to forget the names of their
- * specs, all of whose epochs' names not in use go with it at once (one by
- * one, a kernel takes ~40 us for each, while lookups fill the table). An
- * epoch not asked back keeps its slot when looked up again. */
-static void ask_slots(struct zrfs_batches *b, struct zrfs_notes *notes)
+/* Ask back the least recently used slots past HIGH, down to LOW (under the
+ * lock); whether any was. An epoch not asked back keeps its slot when
+ * looked up again. */
+static bool ask_slots(struct zrfs_batches *b)
 {
 	struct tally *t = &b->slot_tally;
-	uint64_t noted[SPECS_MAX / 64] = {0};
 	uint32_t n = 0, want;
 
 	if (t->live - t->asked <= HIGH(t->max))
-		return;
+		return false;
 	for (uint32_t i = 0; i < t->top; i++)
 		if (b->slots[i].s && !b->slots[i].use.asked)
 			b->aged[n++] = (struct aged){stamp_of(&b->slots[i].use), i};
 	want = to_ask(b, t, n);
-	for (uint32_t k = 0; k < want; k++) {
-		struct slot *e = &b->slots[b->aged[k].index];
-		ask(t, &e->use);
-		if (!(noted[e->spec / 64] >> (e->spec % 64) & 1)) {
-			noted[e->spec / 64] |= UINT64_C(1) << (e->spec % 64);
-			zrfs_notes_entry(notes, ZRFS_INO_BATCHES, b->specs[e->spec].name);
-		}
-	}
+	for (uint32_t k = 0; k < want; k++)
+		ask(t, &b->slots[b->aged[k].index].use);
+	return want > 0;
 }
 
 /* The same for specs; a spec's last use is that of its epochs too, and
- * its epochs' names go with its own. */
-static void ask_specs(struct zrfs_batches *b, struct zrfs_notes *notes)
+ * its epochs are asked back with it. */
+static bool ask_specs(struct zrfs_batches *b)
 {
 	struct tally *t = &b->spec_tally;
 	uint32_t n = 0, want;
 
 	if (t->live - t->asked <= HIGH(t->max))
-		return;
+		return false;
 	for (uint32_t i = 0; i < t->top; i++)
 		b->spec_stamp[i] = stamp_of(&b->specs[i].use);
 	for (uint32_t i = 0; i < b->slot_tally.top; i++) {
@@ -522,14 +513,12 @@ static void ask_specs(struct zrfs_batches *b, struct zrfs_notes *notes)
 		if (b->specs[i].live && !b->specs[i].use.asked)
 			b->aged[n++] = (struct aged){b->spec_stamp[i], i};
 	want = to_ask(b, t, n);
-	for (uint32_t k = 0; k < want; k++) {
-		struct spec_entry *e = &b->specs[b->aged[k].index];
-		ask(t, &e->use);
-		zrfs_notes_entry(notes, ZRFS_INO_BATCHES, e->name);
-	}
+	for (uint32_t k = 0; k < want; k++)
+		ask(t, &b->specs[b->aged[k].index].use);
 	for (uint32_t i = 0; i < b->slot_tally.top; i++)
 		if (b->slots[i].s && b->specs[b->slots[i].spec].use.asked)
 			ask(&b->slot_tally, &b->slots[i].use);
+	return want > 0;
 }
 
 uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone)
@@ -549,7 +538,7 @@ uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone)
 void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone)
 {
 	struct zrfs_batches *b = fs->batches;
-	struct zrfs_notes notes = {0};
+	bool tell;
 
 	pthread_mutex_lock(&b->lock);
 	memcpy(b->slot_tally.free + b->slot_tally.nfree, b->gone, ngone * sizeof *b->gone);
@@ -558,23 +547,15 @@ void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone)
 		pthread_cond_broadcast(&b->freed);
 	/* those asked back now and unheld go at the next pass; the others'
 	 * FORGETs bring it */
-	ask_specs(b, &notes);
-	ask_slots(b, &notes);
-	if (notes.n)
+	tell = ask_specs(b);
+	tell |= ask_slots(b);
+	if (tell)
 		want_pass(fs);
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_unlock(&b->pass_lock);
-	if (fs->se && notes.n) { /* a name in use stays */
-		pthread_mutex_lock(&b->lock);
-		b->telling++;
-		pthread_cond_broadcast(&b->freed); /* no spec lookup waits now */
-		pthread_mutex_unlock(&b->lock);
-		zrfs_notes_send(fs, &notes);
-		pthread_mutex_lock(&b->lock);
-		b->telling--;
-		pthread_mutex_unlock(&b->lock);
-	}
-	zrfs_notes_free(&notes);
+	if (fs->se && tell) /* a name in use stays */
+		fuse_lowlevel_notify_inval_entry(fs->se, ZRFS_INO_ROOT, ZRFS_BATCHES_NAME,
+						 strlen(ZRFS_BATCHES_NAME));
 }
 
 /* ---- set-up ---- */

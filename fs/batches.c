@@ -145,12 +145,21 @@ static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct where w = {0};
 
-	/* a step's pin goes with its inode */
-	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR && zrfs_unpin(fs, ino)) {
+	/* a step's pin goes with its inode, but for the latest steps' */
+	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR &&
+	    !zrfs_prefetch_forgotten(fs, &w.at) && zrfs_unpin(fs, ino)) {
 		zrfs_prefetch_unpinned(fs, &w.at);
 		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
 	}
 	zrfs_batch_forgot(fs, ino, nlookup); /* last: this may let its slot go */
+}
+
+static void batches_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
+{
+	if (handed && (ino & ZRFS_INO_STEP) == ZRFS_INO_STEP &&
+	    (ino & ((1u << STEP_KIND_BITS) - 1)) == STEP_DIR)
+		zrfs_prefetch_handed(fs, ino); /* its pin is the kernel's again */
+	zrfs_batch_settled(fs, ino, handed);
 }
 
 static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
@@ -297,7 +306,7 @@ const struct zrfs_subtree zrfs_batches = {
 	.owns = batches_owns,
 	.view_of = batches_view_of,
 	.forget = batches_forget,
-	.settled = zrfs_batch_settled,
+	.settled = batches_settled,
 	.lookup = batches_lookup,
 	.attr = batches_attr,
 	.entry = batches_entry,

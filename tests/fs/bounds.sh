@@ -5,7 +5,8 @@
 # past 64 pinned steps the kernel is told to forget the oldest, whose
 # FORGET unpins it: a reader of step 0 of 150 epochs, with a commit that changes
 # a record after each, leaves the writer at most 64 journals, not 150, and
-# every step it reads shows the state of its lookup.
+# every step it reads shows the state of its lookup, also after the kernel
+# forgets the latest of itself.
 #
 # The tables of specs (4,096) and of epochs opened (65,536) are bounded the
 # same way: 5,000 specs and 70,000 epochs looked up one after the other
@@ -29,6 +30,12 @@ done
 timeout 30 sh -c "until [ \$(find '$DS' -maxdepth 1 -name 'journal*' | wc -l) -le 66 ]; do
 	'$ZR' set '$DS' 0 --txt='$T/v' >/dev/null || exit 1; done" ||
 	fail "$(journals) journals after 150 epochs read, a commit each: pins are not bounded"
+# the latest steps keep their views when the kernel forgets them of itself
+# (here, all it can): a reader of a step's files one after another sees one
+# state
+echo 2 >/proc/sys/vm/drop_caches
+got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-149/0/txt")
+[ "$got" = "v148" ] || fail "epoch 149's step 0, forgotten by the kernel, shows '$got', not v148"
 # a step let go shows, at its next lookup, the state the mount shows then
 timeout 20 sh -c "until [ \"\$(cat '$MNT/txt/0.txt')\" = v149 ]; do :; done" ||
 	fail "the mount does not show the last commit"
