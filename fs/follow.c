@@ -217,19 +217,38 @@ static int check_pins(struct zrfs *fs)
 }
 
 /* Record @id of @field has new bytes, or none: a new number, the old one
- * pinned (and its twin in tree/, a class's text), its name noted. */
+ * pinned (and its twin in tree/, a class's text), its name noted. A number
+ * comes round again after 256 changes: what the cache holds under it is
+ * of older bytes. Once every number of the record is pinned (256 changes
+ * while the kernel keeps each old inode: it keeps one unused until memory
+ * is short), the oldest is taken back: it shows the new bytes, also to a
+ * program that has held it open since, and the kernel is told to forget
+ * what it cached of it. */
 static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, uint64_t id,
 			struct zrfs_notes *notes)
 {
 	fuse_ino_t ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	char name[ZRFS_NAME_MAX + 1];
+	bool text = zrfs_tree_text(fs, field);
 	int rc;
 
 	pin_old(fs, ino, old);
-	if (zrfs_tree_text(fs, field))
+	if (text)
 		pin_old(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT, old);
 	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
 		return rc;
+	ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
+	zrfs_cache_forget(fs->cache, zrfs_rec_cache_key(ino));
+	if (rc == 1) {
+		zrfs_unpin(fs, ino);
+		if ((rc = zrfs_notes_inode(notes, ino)) < 0)
+			return rc;
+		if (text) {
+			zrfs_unpin(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT);
+			if ((rc = zrfs_notes_inode(notes, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT)) < 0)
+				return rc;
+		}
+	}
 	zrfs_record_name_format(fs, field, id, name, sizeof name);
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
 }

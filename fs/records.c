@@ -215,10 +215,8 @@ static void read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fus
 	struct zrfs_cached *e;
 	const uint8_t *data;
 	uint64_t len;
-	/* the key of a record: its inode number without the top bits, so each
-	 * version has its own (below 2^56; batch blobs use bit 63) */
-	int rc = zrfs_cache_get(fs->cache, ino & ((UINT64_C(1) << 56) - 1), 0, load_flate, &j, &e,
-				&data, &len);
+	int rc = zrfs_cache_get(fs->cache, zrfs_rec_cache_key(ino), 0, load_flate, &j, &e, &data,
+				&len);
 
 	if (rc < 0) {
 		/* EFBIG is logged with the reason; a missing record is no damage */

@@ -255,7 +255,9 @@ int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id)
 	}
 	/* the next version whose number no pin holds and the kernel was not
 	 * handed (a version comes round again after 256 changes of one
-	 * record); if none, the next one no pin holds */
+	 * record); if none, the next one no pin holds; if none, the oldest:
+	 * the kernel keeps an inode it was handed, unused, until memory is
+	 * short, and with it the pin of its older bytes */
 	uint8_t from = e->version, free_one = from;
 	for (int k = 1; k < ZRFS_VERSIONS; k++) {
 		uint8_t v = (uint8_t)(from + k);
@@ -269,7 +271,7 @@ int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id)
 		}
 	}
 	e->version = free_one != from ? free_one : (uint8_t)(from + 1);
-	return 0;
+	return free_one == from;
 }
 
 /* The version entry of record file @ino, or NULL (never changed). */

@@ -221,6 +221,8 @@ uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field);
 /* follow.c publishes a new view between these (the names lock, written). */
 void zrfs_state_lock(struct zrfs *fs);
 void zrfs_state_unlock(struct zrfs *fs);
+/* Give record @id of @field its next version: 1 if its number is still
+ * pinned to older bytes (every number of the record is), 0, -ENOMEM. */
 int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id);
 /* Record file @ino was handed to the kernel (under the names lock), or
  * forgotten by it (takes the names lock): a version whose number the
@@ -386,6 +388,14 @@ fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version);
 static inline bool zrfs_is_rec_ino(fuse_ino_t ino)
 {
 	return ino >> 56 == 1;
+}
+/* The cache key of a flate record file's bytes: its number without the top
+ * bits, so each version has its own (below 2^56; batch blobs use bit 63).
+ * A version comes round again after 256 changes: follow.c forgets what its
+ * key held before. */
+static inline uint64_t zrfs_rec_cache_key(fuse_ino_t ino)
+{
+	return ino & ((UINT64_C(1) << 56) - 1);
 }
 /* Whether @ino is a record file's number (of any version), with its field,
  * id and version. */

@@ -12,6 +12,10 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   published;
 - a new file opened twice and truncated by its name (the O_TRUNC of an
   open that has no handle yet) does not hang the mount;
+- a record replaced over and over (open with O_TRUNC, write, close) has
+  each value whole: the RELEASE of one close came after the next open's
+  truncation and stored it (an empty value; in a fixed-shape field it was
+  refused, and what the next writer had written so far dropped with it);
 - O_APPEND appends at the end of what is being written: Python's
   WatchedFileHandler, which stats the file before every line, keeps every
   line (it kept two of five);
@@ -132,6 +136,36 @@ def stat_shows_the_stored_size(d):
     return 'the stored size until the close'
 
 
+def replaced_over_and_over(d):
+    records, rounds, wrong = (180, 181, 182, 183), 300, []
+    said = len(open(LOG, 'rb').read())
+
+    def writer(r):
+        p = os.path.join(MNT, 'lab', str(r))
+        for k in range(rounds):
+            v = (k * 1000003 + r).to_bytes(8, 'little')
+            fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+            os.pwrite(fd, v[4:], 4)  # in two pieces, the second half first
+            os.pwrite(fd, v[:4], 0)
+            os.close(fd)  # returns once the mount shows the value
+            with open(p, 'rb') as f:
+                got = f.read()
+            if got != v and not wrong:
+                wrong.append('lab/%d: round %d read %s after its close, not %s'
+                             % (r, k, got.hex(), v.hex()))
+    threads = [threading.Thread(target=writer, args=(r,)) for r in records]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if wrong:
+        fail(wrong[0])
+    text = open(LOG, 'rb').read()[said:].decode(errors='replace')
+    if 'not stored' in text:
+        fail('a value replaced over and over was refused: %s' % text[-300:])
+    return '%d values, each whole' % (len(records) * rounds)
+
+
 def opened_twice_and_truncated(d):
     p = os.path.join(MNT, 'img', 'twice.jpg')
     fds = [os.open(p, os.O_WRONLY | os.O_CREAT) for _ in range(2)]
@@ -234,7 +268,7 @@ def main():
     said = []
     d = mount()
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
-                 opened_twice_and_truncated, watched_file_handler,
+                 replaced_over_and_over, opened_twice_and_truncated, watched_file_handler,
                  big_record_opened_eight_times):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
