@@ -467,6 +467,24 @@ static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	fuse_reply_err(req, 0);
 }
 
+/* Store draft @n and commit (an fsync): the generation to wait for, 0, or
+ * a negative code. A group that took it before this one (the committer's,
+ * or another fsync's) made it its record's node and stored what it held
+ * then: what was written since is stored as a record's. */
+static int64_t sync_draft(struct zrfs *fs, struct wnode *n)
+{
+	int64_t gen = zrfs_publish_group(fs, n), again;
+	bool record;
+
+	pthread_mutex_lock(&fs->writes->names_lock);
+	record = n->kind == WN_RECORD;
+	pthread_mutex_unlock(&fs->writes->names_lock);
+	if (gen < 0 || !record)
+		return gen;
+	again = publish(fs, n, false);
+	return again != 0 ? again : gen;
+}
+
 static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -482,7 +500,7 @@ static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	if (hidden) /* a temporary file: nothing stores it by itself */
 		fuse_reply_err(req, 0);
 	else if (draft)
-		answer(req, fs, zrfs_publish_group(fs, n));
+		answer(req, fs, sync_draft(fs, n));
 	else
 		answer(req, fs, publish(fs, n, false));
 }

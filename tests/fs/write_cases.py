@@ -16,6 +16,10 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   each value whole: the RELEASE of one close came after the next open's
   truncation and stored it (an empty value; in a fixed-shape field it was
   refused, and what the next writer had written so far dropped with it);
+- an fsync of a new file just closed and opened again is durable when it
+  returns, also when the group that stores new files took the file in
+  between (it made the file its record's, and the fsync committed nothing
+  of what was written since);
 - O_APPEND appends at the end of what is being written: Python's
   WatchedFileHandler, which stats the file before every line, keeps every
   line (it kept two of five);
@@ -32,6 +36,7 @@ import errno
 import logging
 import logging.handlers
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -166,6 +171,30 @@ def replaced_over_and_over(d):
     return '%d values, each whole' % (len(records) * rounds)
 
 
+def fsync_beside_its_group(d):
+    img = os.path.join(MNT, 'img')
+    gone = [i for i in range(150, 200) if not os.path.exists('%s/%d.jpg' % (img, i))]
+    if not gone:
+        fail('the dataset has no record without an img value')
+    rng = random.Random(5)
+    for k in range(40):
+        p = '%s/%d.jpg' % (img, gone[0])
+        with open(p, 'wb') as f:  # a new file: stored by the next group
+            f.write(b'first %d' % k)
+        # the group comes -o commit_ms (100 ms) after: open it again about then
+        time.sleep(rng.uniform(0.09, 0.11))  # the instant, not a synchronisation
+        fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, b'second %d' % k)
+        os.fsync(fd)
+        stored = zr('cat', DS, 'img', str(gone[0]))
+        os.close(fd)
+        if stored != b'second %d' % k:
+            fail('img/%d.jpg: the dataset holds %r after the fsync of %r'
+                 % (gone[0], stored, b'second %d' % k))
+        os.unlink(p)
+    return '40 fsyncs durable'
+
+
 def opened_twice_and_truncated(d):
     p = os.path.join(MNT, 'img', 'twice.jpg')
     fds = [os.open(p, os.O_WRONLY | os.O_CREAT) for _ in range(2)]
@@ -268,7 +297,8 @@ def main():
     said = []
     d = mount()
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
-                 replaced_over_and_over, opened_twice_and_truncated, watched_file_handler,
+                 replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
+                 watched_file_handler,
                  big_record_opened_eight_times):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
