@@ -188,6 +188,23 @@ static inline void t_fs_setup(void)
 	t_fs_open(t_ds, NULL);
 }
 
+/* Make the newest commit the mount's view, as the following thread would
+ * (but for the inode versions and the kernel's notes): a view of its own,
+ * also where nothing was committed since. */
+static inline void t_refresh(void)
+{
+	struct zrfs_view *cur = zrfs_view_hold(&t_fs), *next, *old;
+	zr_dataset *ds;
+
+	cr_assert_eq(zr_reopen(cur->ds, &ds), 0);
+	cr_assert_eq(zrfs_view_make(&t_fs, ds, &next), 0);
+	zrfs_state_lock(&t_fs);
+	old = zrfs_view_publish(&t_fs, next);
+	zrfs_state_unlock(&t_fs);
+	zrfs_view_put(old);
+	zrfs_view_put(cur);
+}
+
 static inline void t_fs_teardown(void)
 {
 	t_fs_close();

@@ -299,20 +299,6 @@ Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its
 	free(got);
 }
 
-/* A newer view of the same state made current, as a commit followed would. */
-static void newer_view(void)
-{
-	struct zrfs_view *cur = zrfs_view_hold(&t_fs), *next, *old;
-	zr_dataset *ds;
-	cr_assert_eq(zr_reopen(cur->ds, &ds), 0);
-	cr_assert_eq(zrfs_view_make(&t_fs, ds, &next), 0);
-	zrfs_state_lock(&t_fs);
-	old = zrfs_view_publish(&t_fs, next);
-	zrfs_state_unlock(&t_fs);
-	zrfs_view_put(old);
-	zrfs_view_put(cur);
-}
-
 /* The view the ids of step 0 of epoch @epoch of seq,batch=4 show; the
  * step and its file are handed to the kernel. */
 static struct zrfs_view *step_view(unsigned epoch, fuse_ino_t *step)
@@ -324,11 +310,20 @@ static struct zrfs_view *step_view(unsigned epoch, fuse_ino_t *step)
 	return t_view_of(B, found(*step, "ids", true));
 }
 
+/* Step 0 of epochs @first .. @first + 63 pinned: every step pinned before
+ * is past the latest 64. */
+static void pin_64_newer(unsigned first)
+{
+	fuse_ino_t step;
+	for (unsigned k = first; k < first + 64; k++)
+		zrfs_view_put(step_view(k, &step));
+}
+
 Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 {
-	fuse_ino_t step, other;
+	fuse_ino_t step;
 	struct zrfs_view *first = step_view(0, &step), *v;
-	newer_view();
+	t_refresh();
 	/* the kernel forgets the step of itself: looked up again, it shows the
 	 * view of its first lookup (the ids, then the data, read in turn) */
 	B->forget(&t_fs, step, 1);
@@ -337,8 +332,7 @@ Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 	zrfs_view_put(v);
 	/* the kernel forgets it again, and 64 newer steps are pinned: it goes */
 	B->forget(&t_fs, step, 2);
-	for (unsigned k = 1; k <= 64; k++)
-		zrfs_view_put(step_view(k, &other));
+	pin_64_newer(1);
 	v = step_view(0, &step);
 	cr_assert_neq(v, first, "a step long forgotten kept its view");
 	zrfs_view_put(v);
@@ -347,9 +341,8 @@ Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 	first = step_view(100, &step);
 	B->forget(&t_fs, step, 1);
 	zrfs_view_put(step_view(100, &step));
-	newer_view();
-	for (unsigned k = 101; k <= 164; k++)
-		zrfs_view_put(step_view(k, &other));
+	t_refresh();
+	pin_64_newer(101);
 	v = step_view(100, &step);
 	cr_assert_eq(v, first, "a step the kernel holds lost its view");
 	zrfs_view_put(v);

@@ -35,7 +35,7 @@ Test(write_names, new_files_are_listed_under_their_names_until_their_group_commi
 	cr_assert_eq(t_entry(&zrfs_writing, ZRFS_INO_DIR + 2, 2, &d), 0,
 		     "listed as its record once committed");
 	cr_assert_not_null(strstr(t_log, "v/photo.bin is now v/10.bin"), "%s", t_log);
-	refresh();
+	t_refresh();
 	t_read(&zrfs_writing, ino, 64, 0); /* its number shows the record */
 	cr_assert_eq(t_reply.len, 3);
 	cr_assert_arr_eq(t_reply.data, "cat", 3);
@@ -358,7 +358,7 @@ Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .
 	group();
 	expect_value(0, 3, "deep");
 	expect_value(1, 3, "sub/in.bin");
-	refresh();
+	t_refresh();
 	cr_assert_eq(t_lookup(&zrfs_writing, sub, "in.bin", NULL), zrfs_rec_ino(0, 3, 0));
 	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
 	cr_assert_eq(t_reply.err, 0);

@@ -258,25 +258,9 @@ static inline void group(void)
 	cr_assert_geq(zrfs_publish_group(&t_fs, NULL), 0);
 }
 
-/* Make the newest commit the mount's view, as the following thread would
- * (but for the inode versions and the kernel's notes). */
-static inline void refresh(void)
-{
-	struct zrfs_view *cur = zrfs_view_hold(&t_fs), *next, *old;
-	zr_dataset *ds;
-
-	cr_assert_eq(zr_reopen(cur->ds, &ds), 0);
-	cr_assert_eq(zrfs_view_make(&t_fs, ds, &next), 0);
-	zrfs_state_lock(&t_fs);
-	old = zrfs_view_publish(&t_fs, next);
-	zrfs_state_unlock(&t_fs);
-	zrfs_view_put(old);
-	zrfs_view_put(cur);
-}
-
 static inline fuse_ino_t lookup(unsigned f, const char *name)
 {
-	refresh();
+	t_refresh();
 	return t_lookup(&zrfs_writing, ZRFS_INO_DIR + f, name, NULL);
 }
 
