@@ -91,6 +91,12 @@ static inline fuse_ino_t epoch_ino(uint32_t slot)
 	return ZRFS_INO_EPOCH | slot;
 }
 
+/* The kind of a step's number: STEP_DIR, STEP_IDS, ... */
+static inline unsigned ino_kind(fuse_ino_t ino)
+{
+	return (unsigned)(ino & ((1u << STEP_KIND_BITS) - 1));
+}
+
 /* The slot of an epoch directory, a step or a step's file. */
 static inline uint32_t ino_slot(fuse_ino_t ino)
 {

@@ -76,7 +76,7 @@ static enum node decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
 	if (top == ZRFS_INO_EPOCH)
 		return N_EPOCH;
 	w->at.step = (ino >> STEP_KIND_BITS) & (STEPS_MAX - 1);
-	w->kind = (unsigned)(ino & ((1u << STEP_KIND_BITS) - 1));
+	w->kind = ino_kind(ino);
 	if (w->at.step >= zs_steps(w->at.s) || (w->kind != STEP_DIR && !kind_exists(fs, w->kind)))
 		return N_NONE;
 	return N_STEP;
@@ -156,8 +156,7 @@ static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 
 static void batches_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
 {
-	if (handed && (ino & ZRFS_INO_STEP) == ZRFS_INO_STEP &&
-	    (ino & ((1u << STEP_KIND_BITS) - 1)) == STEP_DIR)
+	if (handed && (ino & ZRFS_INO_STEP) == ZRFS_INO_STEP && ino_kind(ino) == STEP_DIR)
 		zrfs_prefetch_handed(fs, ino); /* its pin is the kernel's again */
 	zrfs_batch_settled(fs, ino, handed);
 }

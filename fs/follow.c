@@ -216,6 +216,15 @@ static int check_pins(struct zrfs *fs)
 	return next;
 }
 
+/* The numbers of record @id of @field now: its file's, and its twin's in
+ * tree/ where that shows a class as text; how many. */
+static unsigned rec_numbers(struct zrfs *fs, unsigned field, uint64_t id, fuse_ino_t out[2])
+{
+	out[0] = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
+	out[1] = zrfs_rec_text_ino(out[0]);
+	return zrfs_tree_text(fs, field) ? 2 : 1;
+}
+
 /* Record @id of @field has new bytes, or none: a new number, the old one
  * pinned (and its twin in tree/, a class's text), its name noted. A number
  * comes round again after 256 changes: what the cache holds under it is
@@ -227,27 +236,23 @@ static int check_pins(struct zrfs *fs)
 static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, uint64_t id,
 			struct zrfs_notes *notes)
 {
-	fuse_ino_t ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	char name[ZRFS_NAME_MAX + 1];
-	bool text = zrfs_tree_text(fs, field);
+	fuse_ino_t ino[2];
+	unsigned n = rec_numbers(fs, field, id, ino);
+	bool taken_back;
 	int rc;
 
-	pin_old(fs, ino, old);
-	if (text)
-		pin_old(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT, old);
+	for (unsigned i = 0; i < n; i++)
+		pin_old(fs, ino[i], old);
 	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
 		return rc;
-	ino = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
-	zrfs_cache_forget(fs->cache, zrfs_rec_cache_key(ino));
-	if (rc == 1) {
-		zrfs_unpin(fs, ino);
-		if ((rc = zrfs_notes_inode(notes, ino)) < 0)
+	taken_back = rc == 1;
+	rec_numbers(fs, field, id, ino);
+	zrfs_cache_forget(fs->cache, zrfs_rec_cache_key(ino[0]));
+	for (unsigned i = 0; i < n && taken_back; i++) {
+		zrfs_unpin(fs, ino[i]);
+		if ((rc = zrfs_notes_inode(notes, ino[i])) < 0)
 			return rc;
-		if (text) {
-			zrfs_unpin(fs, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT);
-			if ((rc = zrfs_notes_inode(notes, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT)) < 0)
-				return rc;
-		}
 	}
 	zrfs_record_name_format(fs, field, id, name, sizeof name);
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
@@ -260,12 +265,13 @@ static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 	int rc = 0;
 
 	for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
-		fuse_ino_t ino = zrfs_rec_ino(f, id, zrfs_rec_version(fs, f, id));
+		fuse_ino_t ino[2];
+		unsigned n;
 		if ((int)f == fs->names.mtime)
 			continue;
-		rc = zrfs_notes_inode(notes, ino);
-		if (rc == 0 && zrfs_tree_text(fs, f))
-			rc = zrfs_notes_inode(notes, (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT);
+		n = rec_numbers(fs, f, id, ino);
+		for (unsigned i = 0; i < n && rc == 0; i++)
+			rc = zrfs_notes_inode(notes, ino[i]);
 	}
 	return rc;
 }

@@ -69,7 +69,7 @@ static fuse_ino_t file_ino(const struct zrfs *fs, unsigned f, uint64_t id)
 {
 	fuse_ino_t rec = zrfs_rec_ino(f, id, zrfs_rec_version(fs, f, id));
 
-	return fs->tree->text[f] ? (rec & ~ZRFS_INO_REC) | ZRFS_INO_TEXT : rec;
+	return fs->tree->text[f] ? zrfs_rec_text_ino(rec) : rec;
 }
 
 static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)

@@ -389,6 +389,11 @@ static inline bool zrfs_is_rec_ino(fuse_ino_t ino)
 {
 	return ino >> 56 == 1;
 }
+/* The number of record file @ino's twin in tree/: its class as decimal text. */
+static inline fuse_ino_t zrfs_rec_text_ino(fuse_ino_t ino)
+{
+	return (ino & ~ZRFS_INO_REC) | ZRFS_INO_TEXT;
+}
 /* The cache key of a flate record file's bytes: its number without the top
  * bits, so each version has its own (below 2^56; batch blobs use bit 63).
  * A version comes round again after 256 changes: follow.c forgets what its
