@@ -49,6 +49,11 @@ static void ask(int fd, uint64_t pos, uint64_t len, uint64_t w)
 	posix_fadvise(fd, (off_t)pos, (off_t)(end - pos), POSIX_FADV_WILLNEED);
 }
 
+void zrfs_read_ahead_range(struct zrfs *fs, int fd, uint64_t pos, uint64_t len)
+{
+	ask(fd, pos, len, fs->opts.readaround);
+}
+
 size_t zrfs_read_ahead(struct zrfs *fs, const struct zrfs_pieces *p)
 {
 	const struct fuse_bufvec *bv = p->bv;

@@ -6,8 +6,10 @@
  * A read of raw record bytes (a record file, the rows of a .npy view, a
  * batch file) is described as pieces: byte ranges of chunk files, merged
  * where adjacent, each with the address where the dataset maps it, and
- * pieces of memory (a .npy header, zeros). By default they are sent from
- * the mappings with one writev (fuse_reply_iov): the kernel's copy into the
+ * pieces of memory (a .npy header, zeros). A small reply of one piece of
+ * one chunk (a record file's read) is read with pread into this thread's
+ * buffer and sent from there (reply_small). Others are sent from the
+ * mappings with one writev (fuse_reply_iov): the kernel's copy into the
  * reader's pages is the only one, and the daemon never touches the bytes,
  * so a chunk cut short under the mount makes that copy fault and the reader
  * get EIO, not the daemon SIGBUS. Pieces not yet asked for are first asked
@@ -25,6 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
+
+/* The largest reply of one piece read into a buffer rather than sent from
+ * the mapping: a copy of up to this much costs less than the request. */
+#define SMALL_REPLY (64u << 10)
 
 /* ---- errors ---- */
 
@@ -173,6 +180,13 @@ int zrfs_pieces_add(struct zrfs_pieces *p, int fd, uint64_t pos, const void *mem
 	return 0;
 }
 
+static void log_short_chunk(struct zrfs *fs)
+{
+	if (zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
+			 fs->dataset);
+}
+
 /* Send the pieces from where their bytes are mapped: one writev, one copy,
  * by the kernel, into the pages the reader gets. The daemon does not touch
  * the bytes: if a chunk was cut short under the mount, the kernel's copy
@@ -197,9 +211,61 @@ static bool reply_mapped(fuse_req_t req, struct zrfs *fs, const struct zrfs_piec
 	zrfs_reply_mapped = p->bv;
 	int rc = fuse_reply_iov(req, iov, (int)bv->count);
 	zrfs_reply_mapped = NULL;
-	if (rc == -EFAULT && zrfs_log_admit())
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: a chunk file ends early: read failed (EIO)\n",
-			 fs->dataset);
+	if (rc == -EFAULT)
+		log_short_chunk(fs);
+	return true;
+}
+
+/* Whether a read may be tried without waiting for the disk (RWF_NOWAIT):
+ * cleared for good when the chunks' filesystem refuses it. */
+static atomic_bool nowait_refused;
+
+/* Send one small piece of a chunk file from a copy in this thread's
+ * buffer, read with pread. Sent from the mapping instead, the piece would
+ * make the kernel pin the mapping's pages (fault them in, the first time)
+ * and the read-ahead ask which are resident (mincore): both walk the
+ * daemon's page tables under its address space's lock, which every
+ * serving thread shares. A read that would wait for the disk is answered
+ * EAGAIN by the first try, and its read-around window is asked for before
+ * the read that waits, as the mapped path does. false (nothing sent): not
+ * such a reply, no buffer, or the chunks' filesystem reads no other way. */
+static bool reply_small(fuse_req_t req, struct zrfs *fs, const struct zrfs_pieces *p)
+{
+	const struct fuse_buf *b = &p->bv->buf[0];
+	ssize_t got = 0, n;
+	char *buf;
+
+	if (p->bv->count != 1 || !(b->flags & FUSE_BUF_IS_FD) || b->size > SMALL_REPLY ||
+	    atomic_load_explicit(&nowait_refused, memory_order_relaxed) ||
+	    !(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, b->size ? b->size : 1)))
+		return false;
+	do
+		n = preadv2(b->fd, &(struct iovec){buf, b->size}, 1, b->pos, RWF_NOWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+		atomic_store_explicit(&nowait_refused, true, memory_order_relaxed);
+		return false;
+	}
+	if (n > 0)
+		got = n;
+	if ((size_t)got < b->size && (n >= 0 || errno == EAGAIN)) {
+		zrfs_read_ahead_range(fs, b->fd, (uint64_t)b->pos + (uint64_t)got,
+				      b->size - (size_t)got);
+		while ((size_t)got < b->size &&
+		       ((n = pread(b->fd, buf + got, b->size - (size_t)got, b->pos + got)) > 0 ||
+			(n < 0 && errno == EINTR)))
+			got += n > 0 ? n : 0;
+	}
+	if ((size_t)got < b->size) { /* cut short, or unreadable */
+		if (n == 0)
+			log_short_chunk(fs);
+		else if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: reading a chunk file: %s\n", fs->dataset,
+				 strerror(errno));
+		fuse_reply_err(req, EIO);
+		return true;
+	}
+	fuse_reply_buf(req, buf, b->size);
 	return true;
 }
 
@@ -250,6 +316,6 @@ void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		fuse_reply_data(req, p->bv, FUSE_BUF_SPLICE_MOVE);
 		return;
 	}
-	if (!reply_mapped(req, fs, p, ahead))
+	if (!reply_small(req, fs, p) && !reply_mapped(req, fs, p, ahead))
 		reply_buffered(req, fs, v, p);
 }

@@ -516,7 +516,8 @@ void zrfs_pieces_free(struct zrfs_pieces *p);
  * file piece may carry @mem, where the same bytes are mapped. 0 or -ENOMEM. */
 int zrfs_pieces_add(struct zrfs_pieces *p, int fd, uint64_t pos, const void *mem, uint64_t len);
 uint64_t zrfs_pieces_size(const struct zrfs_pieces *p);
-/* Reply with the pieces. File pieces that carry their mapping are sent
+/* Reply with the pieces. One small file piece is read into a buffer and
+ * sent from it; file pieces that carry their mapping are sent
  * from it with one writev (after asking the kernel for their pages, unless
  * @ahead: a prefetch did); others are read into a buffer with the core's
  * reader, or spliced (-o splice). */
@@ -531,6 +532,8 @@ void zrfs_reply_pieces(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
  * the rest. Returns how many pieces it asked for. */
 #define ZRFS_WARM_SAMPLE 16
 size_t zrfs_read_ahead(struct zrfs *fs, const struct zrfs_pieces *p);
+/* Ask for @len bytes at @pos of chunk file @fd, widened the same way. */
+void zrfs_read_ahead_range(struct zrfs *fs, int fd, uint64_t pos, uint64_t len);
 
 /* ---- cache.c: contents expensive to make, bounded by bytes ---- */
 

@@ -27,6 +27,7 @@ static struct t_reply {
 	int err;
 	uint8_t *data;
 	size_t len;
+	const void *from;     /* where the bytes were sent from (the first iovec) */
 	struct fuse_entry_param entry;
 	struct stat attr;
 } t_reply;
@@ -61,6 +62,7 @@ int fuse_reply_buf(fuse_req_t req, const char *buf, size_t size)
 	(void)req;
 	t_reply_reset();
 	t_reply.kind = 'b';
+	t_reply.from = buf;
 	t_reply_add(buf ? buf : "", size);
 	return 0;
 }
@@ -70,6 +72,7 @@ int fuse_reply_iov(fuse_req_t req, const struct iovec *iov, int count)
 	(void)req;
 	t_reply_reset();
 	t_reply.kind = 'b';
+	t_reply.from = count ? iov[0].iov_base : NULL;
 	t_reply_add("", 0); /* an empty reply has bytes too: none */
 	for (int i = 0; i < count; i++)
 		t_reply_add(iov[i].iov_base, iov[i].iov_len);

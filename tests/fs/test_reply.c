@@ -3,11 +3,14 @@
  * maps to one errno; pieces merge only where their bytes follow each other
  * in one file (or in memory) and grow past their first capacity; a reply of
  * pieces sends the same bytes from the mappings (one writev) as read from
- * the files (the core's reader), and a chunk shorter than a piece is EIO.
+ * the files (the core's reader); a reply of one small piece is a copy read
+ * from its file, not sent from the mapping; and a chunk shorter than a piece
+ * is EIO, wherever it ends.
  */
 #include "fs_fixture.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 TestSuite(reply);
 
@@ -122,6 +125,50 @@ Test(reply, a_piece_past_the_end_of_its_file_is_eio, .init = t_fs_setup, .fini =
 	cr_assert_eq(zr_stat(v->ds, 2, 9, &st), 0);
 	cr_assert_eq(zrfs_pieces_init(&p, 1), 0);
 	cr_assert_eq(zrfs_pieces_add(&p, st.fd, UINT64_C(1) << 30, NULL, 100), 0);
+	zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
+	cr_assert_eq(t_reply.kind, 'e');
+	cr_assert_eq(t_reply.err, EIO);
+	zrfs_pieces_free(&p);
+	zrfs_view_put(v);
+}
+
+Test(reply, one_small_piece_is_a_copy_read_from_its_file, .init = t_fs_setup,
+     .fini = t_fs_teardown)
+{
+	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	uint64_t id = 7;
+	struct zrfs_row row;
+	struct zrfs_pieces p;
+	uint8_t val[64];
+	zr_batch *g;
+	size_t len;
+	int n = t_value(2, id, val);
+
+	cr_assert_eq(zrfs_records_locate(&t_fs, v, 2, &id, 1, &row, &g), 0);
+	cr_assert(row.mem != NULL && row.len == (uint64_t)n);
+	cr_assert_eq(zrfs_pieces_init(&p, 1), 0);
+	cr_assert_eq(zrfs_pieces_add(&p, row.fd, row.pos, row.mem, row.len), 0);
+	zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
+	const uint8_t *b = t_bytes(&len);
+	cr_assert(len == (size_t)n && memcmp(b, val, len) == 0);
+	cr_assert_neq(t_reply.from, row.mem, "sent from the mapping");
+	zrfs_pieces_free(&p);
+	zr_batch_release(g);
+	zrfs_view_put(v);
+}
+
+Test(reply, a_piece_its_chunk_ends_inside_is_eio, .init = t_fs_setup, .fini = t_fs_teardown)
+{
+	struct zrfs_pieces p;
+	zr_record_stat rs;
+	struct stat st;
+	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+
+	cr_assert_eq(zr_stat(v->ds, 2, 9, &rs), 0);
+	cr_assert_eq(fstat(rs.fd, &st), 0);
+	cr_assert_geq(st.st_size, 10);
+	cr_assert_eq(zrfs_pieces_init(&p, 1), 0);
+	cr_assert_eq(zrfs_pieces_add(&p, rs.fd, (uint64_t)st.st_size - 10, NULL, 100), 0);
 	zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
 	cr_assert_eq(t_reply.kind, 'e');
 	cr_assert_eq(t_reply.err, EIO);
