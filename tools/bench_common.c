@@ -14,6 +14,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -281,11 +282,14 @@ void bench_unmount(char *mnt)
 /* Unmount zrfs and wait for its daemon to exit. */
 void bench_unmount_zrfs(struct bench_env *c)
 {
+	struct rusage ru;
 	int status;
 
 	bench_unmount(c->zmnt);
-	if (c->zpid > 0)
-		waitpid(c->zpid, &status, 0);
+	c->zcpu = 0;
+	if (c->zpid > 0 && wait4(c->zpid, &status, 0, &ru) == c->zpid)
+		c->zcpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	c->zpid = zrfs_running = 0;
 }
 

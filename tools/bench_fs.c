@@ -19,7 +19,11 @@
  * everything cold; the caches are then filled again. Also per run: `cat
  * data.npy` on a fresh mount against reading a native file of the same
  * size from the page cache, and `ls -lR` of a fresh mount against the
- * native directory. Every file read is checked for its size.
+ * native directory. Every file read is checked for its size. The CPU time
+ * each daemon used (its mount, both passes, its exit; what wait4 says of
+ * it) is reported per file: where contention for something shared makes
+ * the daemon's threads spin or wait, it shows there, as the passes' rates
+ * alone do not say whose time it was.
  */
 #include "bench_i.h"
 
@@ -44,10 +48,11 @@ static const char help[] =
 	"the same files in a native directory (warm, and as root cold: caches\n"
 	"dropped, a native first touch), in an uncompressed squashfs image mounted\n"
 	"with squashfuse_ll, and in the FUSE floor (zrfs-floor next to zrfs: the\n"
-	"same names and sizes, no work but the reply); also cat of the mount's\n"
-	".npy view and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
-	"squashfuse_ll (packaging/deps.sh --bench installs them). Medians of R runs\n"
-	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n"
+	"same names and sizes, no work but the reply), with the CPU time each\n"
+	"daemon used per file; also cat of the mount's .npy view and ls -lR. Needs\n"
+	"root (or FUSE access), mksquashfs and squashfuse_ll (packaging/deps.sh\n"
+	"--bench installs them). Medians of R runs (default 5). --zrfs: the zrfs\n"
+	"binary (default: next to zr, or in PATH).\n"
 	"--uring: also zrfs and the floor through mounts with -o uring (the kernel\n"
 	"must offer FUSE over io_uring), with the ratios of the two transports.\n";
 
@@ -185,9 +190,10 @@ static int warm_inputs(const struct bench_env *c)
 
 /* ---- the benchmark ---- */
 
-/* Files per second, per thread count of a run. */
+/* Per thread count of a run: files per second, and each daemon's CPU. */
 enum { NATIVE, NATIVE_COLD, Z1ST, Z2ND, ZCOLD, U1ST, U2ND, F1ST, F2ND, FU1ST, FU2ND, S1ST, S2ND,
-       NM };
+       /* the daemon's CPU time per file, ns: its mount, both passes, its exit */
+       ZCPU, UCPU, FCPU, FUCPU, NM };
 /* Seconds, once per run: cat of data.npy (/dev/fuse, -o uring), of a
  * native file of its size, ls -lR of the mount and of the native tree. */
 enum { NPY, NPYU, FLAT, LSZ, LSN, NS };
@@ -209,9 +215,10 @@ static int mount_with(struct bench_env *c, const char *zopts)
 
 /* First and second pass through a fresh mount of the dataset, or with
  * @floor of the floor (with -o @zopts), into *@first and *@second
- * (@second NULL: the first only). */
+ * (@second NULL: the first only); into *@cpu (unless NULL) the daemon's CPU
+ * time per file, ns. */
 static int passes(struct bench_env *c, bool floor, const char *zopts, const uint64_t *order,
-		  unsigned th, double *first, double *second)
+		  unsigned th, double *first, double *second, double *cpu)
 {
 	char zdata[PATH_MAX + 8];
 	int rc;
@@ -223,6 +230,8 @@ static int passes(struct bench_env *c, bool floor, const char *zopts, const uint
 	if (rc == 0 && second)
 		rc = read_pass(zdata, order, c, th, second);
 	bench_unmount_zrfs(c);
+	if (cpu)
+		*cpu = c->zcpu * 1e9 / (double)c->records;
 	return rc;
 }
 
@@ -256,7 +265,7 @@ static int cold_passes(struct bench_env *c, const uint64_t *order, unsigned th, 
 	if (bench_drop_caches() < 0)
 		return 1;
 	if (read_pass(c->tree, order, c, th, &a[NATIVE_COLD]) < 0 || bench_drop_caches() < 0 ||
-	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL) < 0)
+	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL, NULL) < 0)
 		return -1;
 	return warm_inputs(c);
 }
@@ -272,11 +281,12 @@ static int one_run(struct bench_env *c, const uint64_t *order, struct run *r)
 		/* native: the first pass warms, the second is the baseline */
 		if (read_pass(c->tree, order, c, th, &t) < 0 ||
 		    read_pass(c->tree, order, c, th, &a[NATIVE]) < 0 ||
-		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND]) < 0 ||
-		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND]) < 0)
+		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND], &a[ZCPU]) < 0 ||
+		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND], &a[FCPU]) < 0)
 			return -1;
-		if (c->uring && (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND]) < 0 ||
-				 passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND]) < 0))
+		if (c->uring &&
+		    (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND], &a[UCPU]) < 0 ||
+		     passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND], &a[FUCPU]) < 0))
 			return -1;
 		if (mount_squash(c) < 0)
 			return -1;
@@ -392,8 +402,16 @@ static void report(const struct bench_env *c, const struct run *v)
 		line(c, v, "zrfs -o uring, first pass", U1ST, -1, "");
 		line(c, v, "zrfs -o uring, second pass", U2ND, -1, "");
 	}
+	header(c, "daemon CPU per file, ns (median)", "");
+	line(c, v, "floor", FCPU, -1, "");
+	line(c, v, "zrfs", ZCPU, -1, "");
+	if (c->uring) {
+		line(c, v, "floor -o uring (polling included)", FUCPU, -1, "");
+		line(c, v, "zrfs -o uring (polling included)", UCPU, -1, "");
+	}
 	header(c, "ratios (median of per-run ratios)", "target");
 	line(c, v, "zrfs first pass / floor first pass", Z1ST, F1ST, ">= 0.8x");
+	line(c, v, "zrfs daemon CPU per file / floor's", ZCPU, FCPU, "");
 	line(c, v, "floor first pass / squashfuse_ll first pass", F1ST, S1ST, ">= 1x (a floor)");
 	line(c, v, "zrfs everything cold / native cold", ZCOLD, NATIVE_COLD, ">= 1.0x");
 	line(c, v, "zrfs second pass / native warm", Z2ND, NATIVE, ">= 1.0x");
@@ -401,6 +419,7 @@ static void report(const struct bench_env *c, const struct run *v)
 	line(c, v, "zrfs first pass / squashfuse_ll second", Z1ST, S2ND, ">= 2x");
 	if (c->uring) {
 		line(c, v, "-o uring: zrfs first pass / floor's", U1ST, FU1ST, ">= 0.8x");
+		line(c, v, "-o uring: zrfs daemon CPU per file / floor's", UCPU, FUCPU, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs first pass", U1ST, Z1ST, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs second pass", U2ND, Z2ND, ">= 1.0x");
 	}

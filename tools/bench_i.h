@@ -50,6 +50,7 @@ struct bench_env {
 	char ds[PATH_MAX], tree[PATH_MAX], img[PATH_MAX], flat[PATH_MAX];
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
+	double zcpu;          /* CPU seconds (user and system) the last one used */
 	bool uring;           /* measure zrfs with -o uring as well (--uring) */
 	const char *zopts;    /* -o of the next zrfs mount; NULL: none */
 	unsigned threads[BENCH_THREADS_MAX], nthreads; /* reader threads to measure with */
@@ -85,7 +86,8 @@ int bench_drop_caches(void);
 int bench_run_quiet(char *const argv[], bool quiet);
 int bench_run(char *const argv[]);
 /* Mount the dataset with zrfs in the foreground as our child; unmount it
- * and wait for the daemon to exit; unmount any mount point, if mounted. */
+ * and wait for the daemon to exit (c->zcpu: the CPU time it used); unmount
+ * any mount point, if mounted. */
 int bench_mount_zrfs(struct bench_env *c);
 /* The same for another FUSE daemon, mounting c->zmnt: @argv its command
  * line, kept in the foreground (bench_unmount_zrfs unmounts it too). */
