@@ -7,8 +7,8 @@
  * its original name's own, zr_names_ext), its
  * inode number ZRFS_INO_REC | version << 48 | field << 40 | id (the version
  * changes with its bytes, view.c), its size the record's logical length
- * from the offset table of the view it shows: all O(1). A raw record is sent
- * from the chunk mapping (reply.c); a flate record is inflated once into
+ * from the offset table of the view it shows: all O(1). A raw record is read
+ * from its chunk file and sent (reply.c); a flate record is inflated once into
  * the bounded cache (cache.c) and served from there, as the kernel asks for
  * a file in pieces and a stream inflates only whole.
  *

@@ -27,7 +27,7 @@ trap 'exit 1' INT TERM
 mkdir "$T/mnt"
 head -c $((N * 8192)) /dev/urandom >"$T/flat"
 "$ZR" import flat "$T/flat" "$T/ds" --record-size 8192 >/dev/null
-/usr/bin/python3 -c '
+python3 -c '
 import random, sys
 n, mnt = int(sys.argv[1]), sys.argv[2]
 ids = list(range(n)); random.Random(7).shuffle(ids)
