@@ -251,10 +251,13 @@ static bool reply_small(fuse_req_t req, struct zrfs *fs, const struct zrfs_piece
 	if ((size_t)got < b->size && (n >= 0 || errno == EAGAIN)) {
 		zrfs_read_ahead_range(fs, b->fd, (uint64_t)b->pos + (uint64_t)got,
 				      b->size - (size_t)got);
-		while ((size_t)got < b->size &&
-		       ((n = pread(b->fd, buf + got, b->size - (size_t)got, b->pos + got)) > 0 ||
-			(n < 0 && errno == EINTR)))
-			got += n > 0 ? n : 0;
+		while ((size_t)got < b->size) {
+			n = pread(b->fd, buf + got, b->size - (size_t)got, b->pos + got);
+			if (n > 0)
+				got += n;
+			else if (n == 0 || errno != EINTR)
+				break;
+		}
 	}
 	if ((size_t)got < b->size) { /* cut short, or unreadable */
 		if (n == 0)
