@@ -21,9 +21,11 @@
  * size from the page cache, and `ls -lR` of a fresh mount against the
  * native directory. Every file read is checked for its size. The CPU time
  * each daemon used (its mount, both passes, its exit; what wait4 says of
- * it) is reported per file: where contention for something shared makes
- * the daemon's threads spin or wait, it shows there, as the passes' rates
- * alone do not say whose time it was.
+ * it) is reported per file, and so are the times its threads waited (its
+ * voluntary context switches: for the next request, a lock, the disk):
+ * where contention for something shared makes the daemon's threads spin or
+ * wait, it shows there, as the passes' rates alone do not say whose time
+ * it was.
  */
 #include "bench_i.h"
 
@@ -49,7 +51,8 @@ static const char help[] =
 	"dropped, a native first touch), in an uncompressed squashfs image mounted\n"
 	"with squashfuse_ll, and in the FUSE floor (zrfs-floor next to zrfs: the\n"
 	"same names and sizes, no work but the reply), with the CPU time each\n"
-	"daemon used per file; also cat of the mount's .npy view and ls -lR. Needs\n"
+	"daemon used per file and the times its threads waited per file (voluntary\n"
+	"context switches); also cat of the mount's .npy view and ls -lR. Needs\n"
 	"root (or FUSE access), mksquashfs and squashfuse_ll (packaging/deps.sh\n"
 	"--bench installs them). Medians of R runs (default 5). --zrfs: the zrfs\n"
 	"binary (default: next to zr, or in PATH).\n"
@@ -193,7 +196,9 @@ static int warm_inputs(const struct bench_env *c)
 /* Per thread count of a run: files per second, and each daemon's CPU. */
 enum { NATIVE, NATIVE_COLD, Z1ST, Z2ND, ZCOLD, U1ST, U2ND, F1ST, F2ND, FU1ST, FU2ND, S1ST, S2ND,
        /* the daemon's CPU time per file, ns: its mount, both passes, its exit */
-       ZCPU, UCPU, FCPU, FUCPU, NM };
+       ZCPU, UCPU, FCPU, FUCPU,
+       /* ... and the times its threads waited per file */
+       ZSLP, USLP, FSLP, FUSLP, NM };
 /* Seconds, once per run: cat of data.npy (/dev/fuse, -o uring), of a
  * native file of its size, ls -lR of the mount and of the native tree. */
 enum { NPY, NPYU, FLAT, LSZ, LSN, NS };
@@ -215,10 +220,10 @@ static int mount_with(struct bench_env *c, const char *zopts)
 
 /* First and second pass through a fresh mount of the dataset, or with
  * @floor of the floor (with -o @zopts), into *@first and *@second
- * (@second NULL: the first only); into *@cpu (unless NULL) the daemon's CPU
- * time per file, ns. */
+ * (@second NULL: the first only); into *@cpu and *@waits (unless NULL) the
+ * daemon's CPU time per file, ns, and the times its threads waited per file. */
 static int passes(struct bench_env *c, bool floor, const char *zopts, const uint64_t *order,
-		  unsigned th, double *first, double *second, double *cpu)
+		  unsigned th, double *first, double *second, double *cpu, double *waits)
 {
 	char zdata[PATH_MAX + 8];
 	int rc;
@@ -230,8 +235,10 @@ static int passes(struct bench_env *c, bool floor, const char *zopts, const uint
 	if (rc == 0 && second)
 		rc = read_pass(zdata, order, c, th, second);
 	bench_unmount_zrfs(c);
-	if (cpu)
+	if (cpu) {
 		*cpu = c->zcpu * 1e9 / (double)c->records;
+		*waits = c->zsleeps / (double)c->records;
+	}
 	return rc;
 }
 
@@ -265,7 +272,7 @@ static int cold_passes(struct bench_env *c, const uint64_t *order, unsigned th, 
 	if (bench_drop_caches() < 0)
 		return 1;
 	if (read_pass(c->tree, order, c, th, &a[NATIVE_COLD]) < 0 || bench_drop_caches() < 0 ||
-	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL, NULL) < 0)
+	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL, NULL, NULL) < 0)
 		return -1;
 	return warm_inputs(c);
 }
@@ -281,12 +288,12 @@ static int one_run(struct bench_env *c, const uint64_t *order, struct run *r)
 		/* native: the first pass warms, the second is the baseline */
 		if (read_pass(c->tree, order, c, th, &t) < 0 ||
 		    read_pass(c->tree, order, c, th, &a[NATIVE]) < 0 ||
-		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND], &a[ZCPU]) < 0 ||
-		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND], &a[FCPU]) < 0)
+		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND], &a[ZCPU], &a[ZSLP]) < 0 ||
+		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND], &a[FCPU], &a[FSLP]) < 0)
 			return -1;
 		if (c->uring &&
-		    (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND], &a[UCPU]) < 0 ||
-		     passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND], &a[FUCPU]) < 0))
+		    (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND], &a[UCPU], &a[USLP]) < 0 ||
+		     passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND], &a[FUCPU], &a[FUSLP]) < 0))
 			return -1;
 		if (mount_squash(c) < 0)
 			return -1;
@@ -366,10 +373,11 @@ static void line(const struct bench_env *c, const struct run *v, const char *wha
 		return;
 	printf("%-46s", what);
 	for (unsigned k = 0; k < c->nthreads; k++) {
+		double x = med_at(c, v, k, m, d);
 		if (d < 0)
-			printf(" %10.0f", med_at(c, v, k, m, -1));
+			printf(x < 100 ? " %10.2f" : " %10.0f", x);
 		else
-			printf(" %9.2fx", med_at(c, v, k, m, d));
+			printf(" %9.2fx", x);
 	}
 	printf("%s%s\n", *target ? "   " : "", target);
 }
@@ -409,9 +417,17 @@ static void report(const struct bench_env *c, const struct run *v)
 		line(c, v, "floor -o uring (polling included)", FUCPU, -1, "");
 		line(c, v, "zrfs -o uring (polling included)", UCPU, -1, "");
 	}
+	header(c, "daemon waits per file (median)", "");
+	line(c, v, "floor", FSLP, -1, "");
+	line(c, v, "zrfs", ZSLP, -1, "");
+	if (c->uring) {
+		line(c, v, "floor -o uring", FUSLP, -1, "");
+		line(c, v, "zrfs -o uring", USLP, -1, "");
+	}
 	header(c, "ratios (median of per-run ratios)", "target");
 	line(c, v, "zrfs first pass / floor first pass", Z1ST, F1ST, ">= 0.8x");
 	line(c, v, "zrfs daemon CPU per file / floor's", ZCPU, FCPU, "");
+	line(c, v, "zrfs daemon waits per file / floor's", ZSLP, FSLP, "");
 	line(c, v, "floor first pass / squashfuse_ll first pass", F1ST, S1ST, ">= 1x (a floor)");
 	line(c, v, "zrfs everything cold / native cold", ZCOLD, NATIVE_COLD, ">= 1.0x");
 	line(c, v, "zrfs second pass / native warm", Z2ND, NATIVE, ">= 1.0x");
@@ -420,6 +436,7 @@ static void report(const struct bench_env *c, const struct run *v)
 	if (c->uring) {
 		line(c, v, "-o uring: zrfs first pass / floor's", U1ST, FU1ST, ">= 0.8x");
 		line(c, v, "-o uring: zrfs daemon CPU per file / floor's", UCPU, FUCPU, "");
+		line(c, v, "-o uring: zrfs daemon waits per file / floor's", USLP, FUSLP, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs first pass", U1ST, Z1ST, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs second pass", U2ND, Z2ND, ">= 1.0x");
 	}
