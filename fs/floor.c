@@ -76,8 +76,9 @@ static void attr(struct floor *f, fuse_ino_t ino, struct stat *st)
 	memset(st, 0, sizeof *st);
 	st->st_ino = ino;
 	st->st_nlink = 1;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
+	st->st_blksize = ZRFS_BLKSIZE; /* programs size their reads by it */
+	st->st_uid = f->fs.uid; /* the daemon's, asked once */
+	st->st_gid = f->fs.gid;
 	if (ino == FUSE_ROOT_ID || ino == FLOOR_DIR) {
 		st->st_mode = S_IFDIR | 0755;
 		st->st_nlink = 2;
@@ -412,6 +413,8 @@ int main(int argc, char **argv)
 	f.ext = cli.ext ? cli.ext : "bin";
 	f.writable = cli.writable;
 	f.fs.opts.uring = cli.uring;
+	f.fs.uid = getuid();
+	f.fs.gid = getgid();
 	pthread_mutex_init(&f.lock, NULL);
 	f.fs.se = fuse_session_new(&args, f.writable ? &floor_rw_ops : &floor_ops, sizeof floor_ops,
 				   &f);

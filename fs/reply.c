@@ -65,7 +65,7 @@ static void base_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino
 	st->st_nlink = 1;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
-	st->st_blksize = 1 << 16;
+	st->st_blksize = ZRFS_BLKSIZE;
 	st->st_atim = st->st_mtim = st->st_ctim = v->mtime;
 }
 

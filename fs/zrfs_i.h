@@ -102,6 +102,7 @@
 #define ZRFS_TREE_NAME "tree"
 /* Longest name the tree has: a class name or a spec (ZS_SPEC_MAX) */
 #define ZRFS_NAME_MAX 255
+#define ZRFS_BLKSIZE (1 << 16) /* st_blksize of every file: what programs read at once */
 
 /* The .npy header of a view of @rows rows of @row_size bytes each; the rows
  * follow at hdr_len. */
