@@ -34,7 +34,8 @@ show() {
 show "$MNT" >"$T/zrfs.stat"
 show "$FMNT" >"$T/floor.stat"
 [ "$(wc -l <"$T/zrfs.stat")" -eq $((N + 1)) ] || fail "zrfs shows $(wc -l <"$T/zrfs.stat") names"
-diff "$T/zrfs.stat" "$T/floor.stat" >"$T/diff" || fail "zrfs and the floor differ: $(head "$T/diff")"
+diff "$T/zrfs.stat" "$T/floor.stat" >"$T/diff" ||
+	fail "zrfs and the floor differ: $(head "$T/diff")"
 
 # the same misses: past the end, a leading zero, a name that is no number
 for name in $N 007 x 1.bin; do
