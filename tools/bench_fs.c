@@ -237,7 +237,7 @@ static int passes(struct bench_env *c, bool floor, const char *zopts, const uint
 	bench_unmount_zrfs(c);
 	if (cpu) {
 		*cpu = c->zcpu * 1e9 / (double)c->records;
-		*waits = c->zsleeps / (double)c->records;
+		*waits = c->zwaits / (double)c->records;
 	}
 	return rc;
 }
@@ -393,6 +393,25 @@ static void header(const struct bench_env *c, const char *what, const char *targ
 	printf("%s%s\n", *target ? "   " : "", target);
 }
 
+/* A table of one figure of each daemon: the floor's (@f) and zrfs's (@z),
+ * and with --uring the same through the rings (@fu, @zu; @note after their
+ * names). */
+static void daemon_rows(const struct bench_env *c, const struct run *v, const char *title, int f,
+			int z, int fu, int zu, const char *note)
+{
+	char name[64];
+
+	header(c, title, "");
+	line(c, v, "floor", f, -1, "");
+	line(c, v, "zrfs", z, -1, "");
+	if (!c->uring)
+		return;
+	snprintf(name, sizeof name, "floor -o uring%s", note);
+	line(c, v, name, fu, -1, "");
+	snprintf(name, sizeof name, "zrfs -o uring%s", note);
+	line(c, v, name, zu, -1, "");
+}
+
 static void report(const struct bench_env *c, const struct run *v)
 {
 	header(c, "files/s (median)", "");
@@ -410,20 +429,9 @@ static void report(const struct bench_env *c, const struct run *v)
 		line(c, v, "zrfs -o uring, first pass", U1ST, -1, "");
 		line(c, v, "zrfs -o uring, second pass", U2ND, -1, "");
 	}
-	header(c, "daemon CPU per file, ns (median)", "");
-	line(c, v, "floor", FCPU, -1, "");
-	line(c, v, "zrfs", ZCPU, -1, "");
-	if (c->uring) {
-		line(c, v, "floor -o uring (polling included)", FUCPU, -1, "");
-		line(c, v, "zrfs -o uring (polling included)", UCPU, -1, "");
-	}
-	header(c, "daemon waits per file (median)", "");
-	line(c, v, "floor", FSLP, -1, "");
-	line(c, v, "zrfs", ZSLP, -1, "");
-	if (c->uring) {
-		line(c, v, "floor -o uring", FUSLP, -1, "");
-		line(c, v, "zrfs -o uring", USLP, -1, "");
-	}
+	daemon_rows(c, v, "daemon CPU per file, ns (median)", FCPU, ZCPU, FUCPU, UCPU,
+		    " (polling included)");
+	daemon_rows(c, v, "daemon waits per file (median)", FSLP, ZSLP, FUSLP, USLP, "");
 	header(c, "ratios (median of per-run ratios)", "target");
 	line(c, v, "zrfs first pass / floor first pass", Z1ST, F1ST, ">= 0.8x");
 	line(c, v, "zrfs daemon CPU per file / floor's", ZCPU, FCPU, "");

@@ -51,7 +51,7 @@ struct bench_env {
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
 	double zcpu;          /* CPU seconds (user and system) the last one used */
-	double zsleeps;       /* ... and the times its threads waited (voluntary
+	double zwaits;        /* ... and the times its threads waited (voluntary
 			       * context switches: for a request, a lock, I/O) */
 	bool uring;           /* measure zrfs with -o uring as well (--uring) */
 	const char *zopts;    /* -o of the next zrfs mount; NULL: none */
@@ -88,7 +88,7 @@ int bench_drop_caches(void);
 int bench_run_quiet(char *const argv[], bool quiet);
 int bench_run(char *const argv[]);
 /* Mount the dataset with zrfs in the foreground as our child; unmount it
- * and wait for the daemon to exit (c->zcpu, c->zsleeps: the CPU time it used,
+ * and wait for the daemon to exit (c->zcpu, c->zwaits: the CPU time it used,
  * the times it waited); unmount
  * any mount point, if mounted. */
 int bench_mount_zrfs(struct bench_env *c);
