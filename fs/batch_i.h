@@ -180,11 +180,11 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
  * past STEP_PINS_MAX pinned steps the oldest is dropped. */
 void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at);
 void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at);
-/* The kernel forgot step @at, pinned: whether its pin stays (it is of the
- * latest STEP_PINS_MAX), or is the caller's to drop. */
-bool zrfs_prefetch_forgotten(struct zrfs *fs, const struct batch_step *at);
-/* The kernel was handed step directory @ino (it may have forgotten it). */
+/* The kernel was handed step directory @ino, or forgot @nlookup lookups of
+ * step @at: once it holds none, the step's pin goes, unless the step is of
+ * the latest STEP_PINS_MAX pinned (then it goes when pushed out of them). */
 void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino);
+void zrfs_prefetch_forgot(struct zrfs *fs, const struct batch_step *at, uint64_t nlookup);
 /* A reader started step @at: drop the files of step - drop_behind. */
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */

@@ -34,7 +34,10 @@
  * that drops the names under /.batches): a reader of a step's ids, then
  * its offsets, then its data, each opened in turn, sees one state. Such a
  * step, once older, is unpinned at once, unless the kernel has looked it
- * up again since (its FORGET does it then).
+ * up again since (its FORGET does it then). The kernel has forgotten a
+ * step when it has forgotten every lookup of its directory, which is
+ * counted here: the FORGET of an inode it dropped can come after the reply
+ * that handed it the same step again.
  */
 #include "batch_i.h"
 
@@ -65,11 +68,13 @@ struct job {
 	unsigned field;
 };
 
-/* A step pinned to a view; forgotten: by the kernel, which has not looked
- * it up again since. */
-struct pinned_step {
-	struct batch_step at;
-	bool forgotten;
+/* The lookups of a step directory that the kernel holds: those handed less
+ * those it forgot (below 0 for a moment when a FORGET is heard before the
+ * reply it counts is settled). None: 0. */
+struct step_held {
+	struct zrfs_link link; /* in holds, by number */
+	fuse_ino_t ino;
+	int64_t n;
 };
 
 struct zrfs_prefetch {
@@ -85,8 +90,9 @@ struct zrfs_prefetch {
 	uint64_t hinted[HINTS];
 	/* the steps pinned, oldest first: past STEP_PINS_MAX the oldest are
 	 * let go as soon as the queue takes them */
-	struct pinned_step pinned[PINNED_CAP];
+	struct batch_step pinned[PINNED_CAP];
 	unsigned npinned;
+	struct zrfs_table holds; /* of step directories: struct step_held */
 };
 
 static unsigned hint_slot(uint64_t key)
@@ -200,47 +206,84 @@ bool zrfs_prefetch_pass(struct zrfs *fs)
 static int find_pinned(const struct zrfs_prefetch *q, fuse_ino_t ino)
 {
 	for (unsigned i = q->npinned; i-- > 0;)
-		if (step_dir_ino(&q->pinned[i].at) == ino)
+		if (step_dir_ino(&q->pinned[i]) == ino)
 			return (int)i;
 	return -1;
 }
 
-/* Unpin step @at, which the kernel holds no number of. */
-static void unpin(struct zrfs *fs, const struct batch_step *at)
+static struct step_held *held_of(const struct zrfs_prefetch *q, fuse_ino_t ino)
 {
-	if (zrfs_unpin(fs, step_dir_ino(at)))
-		zrfs_batch_forget(fs, at); /* its next view may be another */
+	for (struct zrfs_link *l = zrfs_table_first(&q->holds, zrfs_hash_u64(ino)); l;
+	     l = zrfs_table_next(l)) {
+		struct step_held *h = zrfs_container(l, struct step_held, link);
+		if (h->ino == ino)
+			return h;
+	}
+	return NULL;
+}
+
+/* Count @d more lookups of step directory @ino the kernel holds (under the
+ * lock): whether it holds one. Out of memory, the count starts at 0. */
+static bool count_held(struct zrfs_prefetch *q, fuse_ino_t ino, int64_t d)
+{
+	struct step_held *h = held_of(q, ino);
+	int64_t n = (h ? h->n : 0) + d;
+
+	if (h && n == 0) {
+		zrfs_table_del(&q->holds, &h->link);
+		free(h);
+	} else if (h) {
+		h->n = n;
+	} else if (n != 0 && (h = malloc(sizeof *h)) != NULL) {
+		*h = (struct step_held){.ino = ino, .n = n};
+		if (zrfs_table_add(&q->holds, &h->link, zrfs_hash_u64(ino)) < 0)
+			free(h);
+	}
+	return n > 0;
+}
+
+static bool held(const struct zrfs_prefetch *q, fuse_ino_t ino)
+{
+	const struct step_held *h = held_of(q, ino);
+	return h && h->n > 0;
 }
 
 void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct batch_step forgotten[8];
+	struct batch_step unpinned[8];
 	unsigned k = 0, n = 0;
 
 	if (!q)
 		return;
+	/* a step the kernel holds no lookup of is unpinned under the lock, so
+	 * that a lookup of it settled meanwhile finds it pinned or not, never
+	 * a pin going */
 	pthread_mutex_lock(&q->lock);
 	if (q->npinned == PINNED_CAP) { /* the oldest is left to its FORGET */
-		if (q->pinned[0].forgotten)
-			forgotten[n++] = q->pinned[0].at;
+		fuse_ino_t ino = step_dir_ino(&q->pinned[0]);
+		if (!held(q, ino) && zrfs_unpin(fs, ino))
+			unpinned[n++] = q->pinned[0];
 		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
 	}
-	q->pinned[q->npinned++] = (struct pinned_step){*at, false};
+	q->pinned[q->npinned++] = *at;
 	/* the oldest past the bound are let go, or unpinned if the kernel
 	 * forgot them; those the queue has no room for (a prefetch fills it)
 	 * wait for the next pin */
-	for (; q->npinned - k > STEP_PINS_MAX && n < sizeof forgotten / sizeof *forgotten; k++) {
-		if (q->pinned[k].forgotten)
-			forgotten[n++] = q->pinned[k].at;
-		else if (!push_job(fs, JOB_LET_GO, &q->pinned[k].at))
+	for (; q->npinned - k > STEP_PINS_MAX && n < sizeof unpinned / sizeof *unpinned; k++) {
+		fuse_ino_t ino = step_dir_ino(&q->pinned[k]);
+		if (!held(q, ino)) {
+			if (zrfs_unpin(fs, ino))
+				unpinned[n++] = q->pinned[k];
+		} else if (!push_job(fs, JOB_LET_GO, &q->pinned[k])) {
 			break;
+		}
 	}
 	if (k)
 		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < n; i++)
-		unpin(fs, &forgotten[i]);
+		zrfs_batch_forget(fs, &unpinned[i]); /* its next view may be another */
 }
 
 void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
@@ -257,32 +300,41 @@ void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
 	pthread_mutex_unlock(&q->lock);
 }
 
-bool zrfs_prefetch_forgotten(struct zrfs *fs, const struct batch_step *at)
+void zrfs_prefetch_forgot(struct zrfs *fs, const struct batch_step *at, uint64_t nlookup)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	bool keep = false;
-	int i;
+	fuse_ino_t ino = step_dir_ino(at);
+	int64_t d = -(int64_t)(nlookup < INT32_MAX ? nlookup : INT32_MAX);
+	bool gone;
+	int i = -1;
 
-	if (!q)
-		return false;
-	pthread_mutex_lock(&q->lock);
-	if ((i = find_pinned(q, step_dir_ino(at))) >= 0 &&
-	    q->npinned - (unsigned)i <= STEP_PINS_MAX)
-		keep = q->pinned[i].forgotten = true;
-	pthread_mutex_unlock(&q->lock);
-	return keep;
+	if (!q) {
+		gone = zrfs_unpin(fs, ino);
+	} else {
+		/* held still (looked up again), or of the latest pinned: it
+		 * keeps its view; else it goes, under the lock as above */
+		pthread_mutex_lock(&q->lock);
+		gone = !count_held(q, ino, d) &&
+		       ((i = find_pinned(q, ino)) < 0 ||
+			q->npinned - (unsigned)i > STEP_PINS_MAX) &&
+		       zrfs_unpin(fs, ino);
+		if (gone && i >= 0)
+			memmove(q->pinned + i, q->pinned + i + 1,
+				(--q->npinned - (unsigned)i) * sizeof *q->pinned);
+		pthread_mutex_unlock(&q->lock);
+	}
+	if (gone)
+		zrfs_batch_forget(fs, at); /* its next view may be another */
 }
 
 void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	int i;
 
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
-	if ((i = find_pinned(q, ino)) >= 0)
-		q->pinned[i].forgotten = false;
+	count_held(q, ino, 1);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -316,6 +368,20 @@ static bool key_gone(uint64_t key, const void *g)
 	return key >> 63 && is_gone(g, (uint32_t)(key >> 40) & (SLOTS_MAX - 1));
 }
 
+/* Drop the counts of step directories of slots @g (NULL: all). */
+static void drop_holds(struct zrfs_prefetch *q, const struct gone *g)
+{
+	for (size_t i = 0; i < q->holds.cap; i++)
+		for (struct zrfs_link *l = q->holds.buckets[i], *next; l; l = next) {
+			struct step_held *h = zrfs_container(l, struct step_held, link);
+			next = l->next;
+			if (!g || is_gone(g, ino_slot(h->ino))) {
+				zrfs_table_del(&q->holds, l);
+				free(h);
+			}
+		}
+}
+
 /* Slots @slots[0, n) were given back: forget what was made of their steps
  * (cached batches, hints, pinned steps) before another epoch takes them. */
 static void forget_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
@@ -336,11 +402,14 @@ static void forget_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 	/* the kernel holds no number of a slot given back: its steps' pins
 	 * left are those kept after their FORGETs */
 	for (unsigned i = 0; i < q->npinned; i++)
-		if (!is_gone(&g, q->pinned[i].at.slot))
+		if (!is_gone(&g, q->pinned[i].slot))
 			q->pinned[k++] = q->pinned[i];
 		else
-			zrfs_unpin(fs, step_dir_ino(&q->pinned[i].at));
+			zrfs_unpin(fs, step_dir_ino(&q->pinned[i]));
 	q->npinned = k;
+	/* nor a lookup of their steps (none is counted but one the kernel
+	 * did not tell, or miscounted) */
+	drop_holds(q, &g);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -452,6 +521,8 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 		q->qhead = (q->qhead + 1) % QUEUE_MAX;
 		q->qlen--;
 	}
+	drop_holds(q, NULL);
+	zrfs_table_free(&q->holds);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 	free(q);

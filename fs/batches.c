@@ -145,19 +145,16 @@ static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct where w = {0};
 
-	/* a step's pin goes with its inode, but for the latest steps' */
-	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR &&
-	    !zrfs_prefetch_forgotten(fs, &w.at) && zrfs_unpin(fs, ino)) {
-		zrfs_prefetch_unpinned(fs, &w.at);
-		zrfs_batch_forget(fs, &w.at); /* its next view may be another */
-	}
+	/* a step's pin goes with its last lookup, but for the latest steps' */
+	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR)
+		zrfs_prefetch_forgot(fs, &w.at, nlookup);
 	zrfs_batch_forgot(fs, ino, nlookup); /* last: this may let its slot go */
 }
 
 static void batches_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
 {
 	if (handed && (ino & ZRFS_INO_STEP) == ZRFS_INO_STEP && ino_kind(ino) == STEP_DIR)
-		zrfs_prefetch_handed(fs, ino); /* its pin is the kernel's again */
+		zrfs_prefetch_handed(fs, ino); /* one more lookup of the step */
 	zrfs_batch_settled(fs, ino, handed);
 }
 

@@ -348,3 +348,42 @@ Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 	zrfs_view_put(v);
 	zrfs_view_put(first);
 }
+
+/* The kernel counts the lookups of a step directory it holds, and FORGETs
+ * them: a step is forgotten when every lookup of it is. The FORGET of an
+ * inode the kernel dropped can come after the reply that handed it the
+ * same step again: the step is held. */
+Test(batches, a_late_forget_of_a_step_looked_up_again_leaves_its_view)
+{
+	fuse_ino_t step, e;
+	struct zrfs_view *first = step_view(0, &step), *v;
+	t_refresh();
+	e = found(found(ZRFS_INO_BATCHES, "seq,batch=4", true), "epoch-0", true);
+	cr_assert_eq(found(e, "0", true), step);
+	B->forget(&t_fs, step, 1);
+	pin_64_newer(1);
+	v = step_view(0, &step);
+	cr_assert_eq(v, first, "a step the kernel held again lost its view to a late FORGET");
+	zrfs_view_put(v);
+	zrfs_view_put(first);
+}
+
+/* A FORGET can be heard before the lookup whose reply it counts is
+ * settled: that lookup is forgotten all the same. */
+Test(batches, a_forget_heard_before_its_lookup_is_settled_counts)
+{
+	int rc;
+	fuse_ino_t step, e;
+	struct zrfs_view *first = step_view(0, &step), *v;
+	t_refresh();
+	B->forget(&t_fs, step, 1);
+	e = found(found(ZRFS_INO_BATCHES, "seq,batch=4", true), "epoch-0", true);
+	cr_assert_eq(t_lookup(B, e, "0", &rc), step);
+	B->forget(&t_fs, step, 1);
+	B->settled(&t_fs, step, true);
+	pin_64_newer(1);
+	v = step_view(0, &step);
+	cr_assert_neq(v, first, "a step every lookup of which was forgotten kept its view");
+	zrfs_view_put(v);
+	zrfs_view_put(first);
+}
