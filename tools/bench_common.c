@@ -286,10 +286,10 @@ void bench_unmount_zrfs(struct bench_env *c)
 	int status;
 
 	bench_unmount(c->zmnt);
-	c->zcpu = c->zwaits = 0;
+	c->zcpu = c->zsys = c->zwaits = 0;
 	if (c->zpid > 0 && wait4(c->zpid, &status, 0, &ru) == c->zpid) {
-		c->zcpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-			  (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+		c->zsys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		c->zcpu = c->zsys + (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
 		c->zwaits = (double)ru.ru_nvcsw;
 	}
 	c->zpid = zrfs_running = 0;

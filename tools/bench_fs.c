@@ -21,11 +21,12 @@
  * size from the page cache, and `ls -lR` of a fresh mount against the
  * native directory. Every file read is checked for its size. The CPU time
  * each daemon used (its mount, both passes, its exit; what wait4 says of
- * it) is reported per file, and so are the times its threads waited (its
- * voluntary context switches: for the next request, a lock, the disk):
- * where contention for something shared makes the daemon's threads spin or
- * wait, it shows there, as the passes' rates alone do not say whose time
- * it was.
+ * it) is reported per file, with the part of it in the kernel (system
+ * time), and so are the times its threads waited (its voluntary context
+ * switches: for the next request, a lock, the disk): where contention for
+ * something shared makes the daemon's threads spin or wait, it shows
+ * there, as the passes' rates alone do not say whose time it was, and the
+ * split says whether it was the kernel's or the daemon's own.
  */
 #include "bench_i.h"
 
@@ -51,8 +52,9 @@ static const char help[] =
 	"dropped, a native first touch), in an uncompressed squashfs image mounted\n"
 	"with squashfuse_ll, and in the FUSE floor (zrfs-floor next to zrfs: the\n"
 	"same names and sizes, no work but the reply), with the CPU time each\n"
-	"daemon used per file and the times its threads waited per file (voluntary\n"
-	"context switches); also cat of the mount's .npy view and ls -lR. Needs\n"
+	"daemon used per file (and of it, the time in the kernel) and the times its\n"
+	"threads waited per file (voluntary context switches); also cat of the\n"
+	"mount's .npy view and ls -lR. Needs\n"
 	"root (or FUSE access), mksquashfs and squashfuse_ll (packaging/deps.sh\n"
 	"--bench installs them). Medians of R runs (default 5). --zrfs: the zrfs\n"
 	"binary (default: next to zr, or in PATH).\n"
@@ -193,12 +195,14 @@ static int warm_inputs(const struct bench_env *c)
 
 /* ---- the benchmark ---- */
 
-/* Per thread count of a run: files per second, and each daemon's CPU. */
+/* Each daemon's figures per file, over its mount, both passes and its
+ * exit: its CPU time (ns), of it in the kernel (ns), and the times its
+ * threads waited. */
+enum { CPU, SYS, WAITS, FIGURES };
+/* Per thread count of a run: files per second, and the figures of each
+ * daemon: zrfs, zrfs -o uring, the floor, the floor -o uring. */
 enum { NATIVE, NATIVE_COLD, Z1ST, Z2ND, ZCOLD, U1ST, U2ND, F1ST, F2ND, FU1ST, FU2ND, S1ST, S2ND,
-       /* the daemon's CPU time per file, ns: its mount, both passes, its exit */
-       ZCPU, UCPU, FCPU, FUCPU,
-       /* ... and the times its threads waited per file */
-       ZSLP, USLP, FSLP, FUSLP, NM };
+       ZD, UD = ZD + FIGURES, FD = UD + FIGURES, FUD = FD + FIGURES, NM = FUD + FIGURES };
 /* Seconds, once per run: cat of data.npy (/dev/fuse, -o uring), of a
  * native file of its size, ls -lR of the mount and of the native tree. */
 enum { NPY, NPYU, FLAT, LSZ, LSN, NS };
@@ -220,10 +224,10 @@ static int mount_with(struct bench_env *c, const char *zopts)
 
 /* First and second pass through a fresh mount of the dataset, or with
  * @floor of the floor (with -o @zopts), into *@first and *@second
- * (@second NULL: the first only); into *@cpu and *@waits (unless NULL) the
- * daemon's CPU time per file, ns, and the times its threads waited per file. */
+ * (@second NULL: the first only); into @daemon[FIGURES] (unless NULL) the
+ * daemon's figures per file. */
 static int passes(struct bench_env *c, bool floor, const char *zopts, const uint64_t *order,
-		  unsigned th, double *first, double *second, double *cpu, double *waits)
+		  unsigned th, double *first, double *second, double *daemon)
 {
 	char zdata[PATH_MAX + 8];
 	int rc;
@@ -235,9 +239,10 @@ static int passes(struct bench_env *c, bool floor, const char *zopts, const uint
 	if (rc == 0 && second)
 		rc = read_pass(zdata, order, c, th, second);
 	bench_unmount_zrfs(c);
-	if (cpu) {
-		*cpu = c->zcpu * 1e9 / (double)c->records;
-		*waits = c->zwaits / (double)c->records;
+	if (daemon) {
+		daemon[CPU] = c->zcpu * 1e9 / (double)c->records;
+		daemon[SYS] = c->zsys * 1e9 / (double)c->records;
+		daemon[WAITS] = c->zwaits / (double)c->records;
 	}
 	return rc;
 }
@@ -272,7 +277,7 @@ static int cold_passes(struct bench_env *c, const uint64_t *order, unsigned th, 
 	if (bench_drop_caches() < 0)
 		return 1;
 	if (read_pass(c->tree, order, c, th, &a[NATIVE_COLD]) < 0 || bench_drop_caches() < 0 ||
-	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL, NULL, NULL) < 0)
+	    passes(c, false, NULL, order, th, &a[ZCOLD], NULL, NULL) < 0)
 		return -1;
 	return warm_inputs(c);
 }
@@ -288,12 +293,12 @@ static int one_run(struct bench_env *c, const uint64_t *order, struct run *r)
 		/* native: the first pass warms, the second is the baseline */
 		if (read_pass(c->tree, order, c, th, &t) < 0 ||
 		    read_pass(c->tree, order, c, th, &a[NATIVE]) < 0 ||
-		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND], &a[ZCPU], &a[ZSLP]) < 0 ||
-		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND], &a[FCPU], &a[FSLP]) < 0)
+		    passes(c, false, NULL, order, th, &a[Z1ST], &a[Z2ND], &a[ZD]) < 0 ||
+		    passes(c, true, NULL, order, th, &a[F1ST], &a[F2ND], &a[FD]) < 0)
 			return -1;
 		if (c->uring &&
-		    (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND], &a[UCPU], &a[USLP]) < 0 ||
-		     passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND], &a[FUCPU], &a[FUSLP]) < 0))
+		    (passes(c, false, "uring", order, th, &a[U1ST], &a[U2ND], &a[UD]) < 0 ||
+		     passes(c, true, "uring", order, th, &a[FU1ST], &a[FU2ND], &a[FUD]) < 0))
 			return -1;
 		if (mount_squash(c) < 0)
 			return -1;
@@ -393,23 +398,22 @@ static void header(const struct bench_env *c, const char *what, const char *targ
 	printf("%s%s\n", *target ? "   " : "", target);
 }
 
-/* A table of one figure of each daemon: the floor's (@f) and zrfs's (@z),
- * and with --uring the same through the rings (@fu, @zu; @note after their
- * names). */
-static void daemon_rows(const struct bench_env *c, const struct run *v, const char *title, int f,
-			int z, int fu, int zu, const char *note)
+/* A table of figure @fig of each daemon: the floor's and zrfs's, and with
+ * --uring the same through the rings (@note after their names). */
+static void daemon_rows(const struct bench_env *c, const struct run *v, const char *title,
+			int fig, const char *note)
 {
 	char name[64];
 
 	header(c, title, "");
-	line(c, v, "floor", f, -1, "");
-	line(c, v, "zrfs", z, -1, "");
+	line(c, v, "floor", FD + fig, -1, "");
+	line(c, v, "zrfs", ZD + fig, -1, "");
 	if (!c->uring)
 		return;
 	snprintf(name, sizeof name, "floor -o uring%s", note);
-	line(c, v, name, fu, -1, "");
+	line(c, v, name, FUD + fig, -1, "");
 	snprintf(name, sizeof name, "zrfs -o uring%s", note);
-	line(c, v, name, zu, -1, "");
+	line(c, v, name, UD + fig, -1, "");
 }
 
 static void report(const struct bench_env *c, const struct run *v)
@@ -429,13 +433,14 @@ static void report(const struct bench_env *c, const struct run *v)
 		line(c, v, "zrfs -o uring, first pass", U1ST, -1, "");
 		line(c, v, "zrfs -o uring, second pass", U2ND, -1, "");
 	}
-	daemon_rows(c, v, "daemon CPU per file, ns (median)", FCPU, ZCPU, FUCPU, UCPU,
-		    " (polling included)");
-	daemon_rows(c, v, "daemon waits per file (median)", FSLP, ZSLP, FUSLP, USLP, "");
+	daemon_rows(c, v, "daemon CPU per file, ns (median)", CPU, " (polling included)");
+	daemon_rows(c, v, "... of it in the kernel, ns (median)", SYS, "");
+	daemon_rows(c, v, "daemon waits per file (median)", WAITS, "");
 	header(c, "ratios (median of per-run ratios)", "target");
 	line(c, v, "zrfs first pass / floor first pass", Z1ST, F1ST, ">= 0.8x");
-	line(c, v, "zrfs daemon CPU per file / floor's", ZCPU, FCPU, "");
-	line(c, v, "zrfs daemon waits per file / floor's", ZSLP, FSLP, "");
+	line(c, v, "zrfs daemon CPU per file / floor's", ZD + CPU, FD + CPU, "");
+	line(c, v, "... in the kernel / floor's", ZD + SYS, FD + SYS, "");
+	line(c, v, "zrfs daemon waits per file / floor's", ZD + WAITS, FD + WAITS, "");
 	line(c, v, "floor first pass / squashfuse_ll first pass", F1ST, S1ST, ">= 1x (a floor)");
 	line(c, v, "zrfs everything cold / native cold", ZCOLD, NATIVE_COLD, ">= 1.0x");
 	line(c, v, "zrfs second pass / native warm", Z2ND, NATIVE, ">= 1.0x");
@@ -443,8 +448,10 @@ static void report(const struct bench_env *c, const struct run *v)
 	line(c, v, "zrfs first pass / squashfuse_ll second", Z1ST, S2ND, ">= 2x");
 	if (c->uring) {
 		line(c, v, "-o uring: zrfs first pass / floor's", U1ST, FU1ST, ">= 0.8x");
-		line(c, v, "-o uring: zrfs daemon CPU per file / floor's", UCPU, FUCPU, "");
-		line(c, v, "-o uring: zrfs daemon waits per file / floor's", USLP, FUSLP, "");
+		line(c, v, "-o uring: zrfs daemon CPU per file / floor's", UD + CPU, FUD + CPU, "");
+		line(c, v, "-o uring: ... in the kernel / floor's", UD + SYS, FUD + SYS, "");
+		line(c, v, "-o uring: zrfs daemon waits per file / floor's", UD + WAITS,
+		     FUD + WAITS, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs first pass", U1ST, Z1ST, "");
 		line(c, v, "-o uring / /dev/fuse, zrfs second pass", U2ND, Z2ND, ">= 1.0x");
 	}

@@ -51,6 +51,7 @@ struct bench_env {
 	char zmnt[PATH_MAX], smnt[PATH_MAX];
 	pid_t zpid;           /* the zrfs daemon, in the foreground, 0 if none */
 	double zcpu;          /* CPU seconds (user and system) the last one used */
+	double zsys;          /* ... of them in the kernel (system) */
 	double zwaits;        /* ... and the times its threads waited (voluntary
 			       * context switches: for a request, a lock, I/O) */
 	bool uring;           /* measure zrfs with -o uring as well (--uring) */
@@ -88,8 +89,8 @@ int bench_drop_caches(void);
 int bench_run_quiet(char *const argv[], bool quiet);
 int bench_run(char *const argv[]);
 /* Mount the dataset with zrfs in the foreground as our child; unmount it
- * and wait for the daemon to exit (c->zcpu, c->zwaits: the CPU time it used,
- * the times it waited); unmount
+ * and wait for the daemon to exit (c->zcpu, c->zsys, c->zwaits: the CPU time
+ * it used, of it in the kernel, the times it waited); unmount
  * any mount point, if mounted. */
 int bench_mount_zrfs(struct bench_env *c);
 /* The same for another FUSE daemon, mounting c->zmnt: @argv its command
