@@ -54,10 +54,9 @@ static const char help[] =
 	"same names and sizes, no work but the reply), with the CPU time each\n"
 	"daemon used per file (and of it, the time in the kernel) and the times its\n"
 	"threads waited per file (voluntary context switches); also cat of the\n"
-	"mount's .npy view and ls -lR. Needs\n"
-	"root (or FUSE access), mksquashfs and squashfuse_ll (packaging/deps.sh\n"
-	"--bench installs them). Medians of R runs (default 5). --zrfs: the zrfs\n"
-	"binary (default: next to zr, or in PATH).\n"
+	"mount's .npy view and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
+	"squashfuse_ll (packaging/deps.sh --bench installs them). Medians of R runs\n"
+	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n"
 	"--uring: also zrfs and the floor through mounts with -o uring (the kernel\n"
 	"must offer FUSE over io_uring), with the ratios of the two transports.\n";
 
