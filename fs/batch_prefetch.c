@@ -211,6 +211,12 @@ static int find_pinned(const struct zrfs_prefetch *q, fuse_ino_t ino)
 	return -1;
 }
 
+/* Take the pinned step at @i out of the list (under the lock). */
+static void remove_pinned(struct zrfs_prefetch *q, unsigned i)
+{
+	memmove(q->pinned + i, q->pinned + i + 1, (--q->npinned - i) * sizeof *q->pinned);
+}
+
 static struct step_held *held_of(const struct zrfs_prefetch *q, fuse_ino_t ino)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&q->holds, zrfs_hash_u64(ino)); l;
@@ -295,8 +301,7 @@ void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
 		return;
 	pthread_mutex_lock(&q->lock);
 	if ((i = find_pinned(q, step_dir_ino(at))) >= 0)
-		memmove(q->pinned + i, q->pinned + i + 1,
-			(--q->npinned - (unsigned)i) * sizeof *q->pinned);
+		remove_pinned(q, (unsigned)i);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -319,8 +324,7 @@ void zrfs_prefetch_forgot(struct zrfs *fs, const struct batch_step *at, uint64_t
 			q->npinned - (unsigned)i > STEP_PINS_MAX) &&
 		       zrfs_unpin(fs, ino);
 		if (gone && i >= 0)
-			memmove(q->pinned + i, q->pinned + i + 1,
-				(--q->npinned - (unsigned)i) * sizeof *q->pinned);
+			remove_pinned(q, (unsigned)i);
 		pthread_mutex_unlock(&q->lock);
 	}
 	if (gone)
