@@ -116,6 +116,8 @@ grep -q "not permitted" "$T/err" || fail "s0.png said: $(cat "$T/err")"
 mv "$MNT/tree/train/s1.jpg" "$MNT/tree/train/s2.jpg" || fail "mv between keys"
 mv "$T/w2/train/s1.jpg" "$T/w2/train/s2.jpg"
 diff -r "$T/w2" "$MNT/tree" >/dev/null || fail "after mv between keys: $(diff -r "$T/w2" "$MNT/tree" | head -3)"
+# umount returns before the daemon commits what waits (zrfs(8)): sync first
+sync "$MNT/tree" || fail "sync"
 fusermount3 -u "$MNT" || fail "unmount"
 [ "$(records)" = $((n + 2)) ] || fail "the tar's tree: $(records) records, not $((n + 2)) (s9, t0)"
 [ "$("$ZR" cat "$DS" cls "$("$ZR" find "$DS" val/v0)" | od -An -td8 | tr -d ' ')" = 6 ] ||
