@@ -75,7 +75,7 @@ assert ids(f"{B}/{held_spec}/epoch-9/2/ids") == want(held_spec, 9, 2)
 assert sorted(os.listdir(held_dir)) == sorted(os.listdir(f"{B}/{held_spec}/epoch-9"))
 assert sorted(os.listdir(B)) == listed
 PY
-fusermount3 -u "$MNT" || fail "unmount"
+unmount_wait
 n=$(journals)
 [ "$n" -eq 0 ] || {
 	# the next writer applies what no reader holds any more

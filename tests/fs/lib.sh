@@ -49,5 +49,15 @@ mount_ds() {
 	mountpoint -q "$MNT" || fail "zrfs returned but $MNT is not mounted"
 }
 
+# unmount_wait: unmount $MNT and wait for its daemon to exit. umount returns
+# before the daemon has (the kernel does not wait for it): what it does on
+# its way out (the last commit, letting go of the views it held) is done
+# once this returns.
+unmount_wait() {
+	pid=$(pgrep -nf "$DS $MNT")
+	fusermount3 -u "$MNT" || fail "unmount"
+	[ -z "$pid" ] || timeout 60 tail --pid="$pid" -f /dev/null || fail "the daemon did not exit"
+}
+
 # same FILE1 FILE2: byte-identical or fail.
 same() { cmp -s "$1" "$2" || fail "$1 and $2 differ"; }
