@@ -584,8 +584,8 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 	}
 }
 
-void zrfs_batch_forget(struct zrfs *fs, const struct batch_step *at)
+void zrfs_batch_uncache(struct zrfs *fs, const struct batch_step *at)
 {
 	for (unsigned f = 0; f < fs->nfields; f++)
-		zrfs_cache_forget(fs->cache, batch_key(at->slot, at->step, f));
+		zrfs_cache_drop(fs->cache, batch_key(at->slot, at->step, f));
 }

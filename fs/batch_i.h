@@ -129,10 +129,12 @@ const char *zrfs_batch_listed(struct zrfs *fs, uint32_t i);
  * its spec's index, or false: not open. Valid while the kernel holds a
  * number of it or a prefetch job holds it. */
 bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint32_t *spec);
-/* A lookup or a listing gave node @ino of /.batches, and the kernel was
- * handed it (@handed) or not; the kernel forgot it after @nlookup lookups. */
-void zrfs_batch_settled(struct zrfs *fs, fuse_ino_t ino, bool handed);
-void zrfs_batch_forgot(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
+/* A reference to the spec or epoch entry node @ino of /.batches is of
+ * (not the top directory): taken for a number a lookup or a listing gave
+ * (zrfs_batch_spec_index and zrfs_batch_slot_of take one themselves), of
+ * an entry referenced already; let go. */
+void zrfs_batch_ref(struct zrfs *fs, fuse_ino_t ino);
+void zrfs_batch_unref(struct zrfs *fs, fuse_ino_t ino);
 /* A prefetch job holds slot @slot (which is held already), or no longer. */
 void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot);
 void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot);
@@ -163,8 +165,9 @@ int zrfs_batch_assemble(struct zrfs *fs, struct zrfs_view *v, const struct batch
 /* Ask the kernel for the records of raw field @field's batch of step @at. */
 void zrfs_batch_read_ahead(struct zrfs *fs, struct zrfs_view *v, const struct batch_step *at,
 			   unsigned field);
-/* Forget the assembled batches of step @at (its view may change). */
-void zrfs_batch_forget(struct zrfs *fs, const struct batch_step *at);
+/* Drop the assembled batches of step @at from the cache (its view may
+ * change). */
+void zrfs_batch_uncache(struct zrfs *fs, const struct batch_step *at);
 
 /* ---- batch_prefetch.c ---- */
 
@@ -173,18 +176,15 @@ int zrfs_prefetch_create(struct zrfs *fs);
 void zrfs_prefetch_start(struct zrfs *fs);
 void zrfs_prefetch_destroy(struct zrfs *fs);
 /* A reader started step @at of @field: make the steps after it ready, from
- * the views they will show (pinned by a lookup, else the current one),
- * pinning none. */
+ * the views they will show (pinned, else the current one), pinning none. */
 void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned field);
-/* Step @at was pinned to a view (at its first lookup), or is no longer:
- * past STEP_PINS_MAX pinned steps the oldest is dropped. */
-void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at);
-void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at);
-/* The kernel was handed step directory @ino, or forgot @nlookup lookups of
- * step @at: once it holds none, the step's pin goes, unless the step is of
- * the latest STEP_PINS_MAX pinned (then it goes when pushed out of them). */
-void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino);
-void zrfs_prefetch_forgot(struct zrfs *fs, const struct batch_step *at, uint64_t nlookup);
+/* Step pins: a number of a file of step @at was found (a lookup, a
+ * listing): the step shows the view it was pinned to, or from now on @v;
+ * 0 or -ENOMEM. That number is let go. The view step @at is pinned to,
+ * held, or NULL. */
+int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view *v);
+void zrfs_step_unpin(struct zrfs *fs, uint32_t slot, uint64_t step);
+struct zrfs_view *zrfs_step_view(struct zrfs *fs, const struct batch_step *at);
 /* A reader started step @at: drop the files of step - drop_behind. */
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at);
 /* Whether a prefetch asked the kernel for raw @field's records of @at. */

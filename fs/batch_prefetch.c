@@ -22,22 +22,21 @@
  * whose files a training process may map (np.load with mmap_mode): a mapped
  * page dropped under it is read again on its next access.
  *
- * The steps pinned to a view (batches.c: a step shows the view current at
- * its first lookup) are bounded: past STEP_PINS_MAX, the kernel is told to
- * forget the oldest (its name, its files' pages), and its FORGET unpins it;
- * a step whose file is open stays, with its view, so no reader sees a step
- * change under it. A pinned view is an older state the writer must keep a
- * journal for; a reader of random steps or of step 0 of every epoch would
- * otherwise pin one per step for as long as the kernel keeps its names (a
- * year, -o timeout). The latest STEP_PINS_MAX keep their views when the
- * kernel forgets them of itself (memory pressure, a pass over the tables
- * that drops the names under /.batches): a reader of a step's ids, then
- * its offsets, then its data, each opened in turn, sees one state. Such a
- * step, once older, is unpinned at once, unless the kernel has looked it
- * up again since (its FORGET does it then). The kernel has forgotten a
- * step when it has forgotten every lookup of its directory, which is
- * counted here: the FORGET of an inode it dropped can come after the reply
- * that handed it the same step again.
+ * A step shows one view, for all its files: the view current when a number
+ * of one of its files was first found (a lookup, a listing), which the
+ * step's pin keeps (struct step_pin), referenced by every number of its
+ * files found and not let go (the kernel holds it, or a reply is on its
+ * way) and by its place among the latest STEP_PINS_MAX steps pinned. A
+ * step among the latest keeps its view when the kernel forgets its files
+ * of itself (memory pressure, a pass over the tables that drops the names
+ * under /.batches): a reader of a step's ids, then its offsets, then its
+ * data, each opened in turn, sees one state. A step pushed out of them is
+ * let go: the kernel is told to forget its name and its files' pages, and
+ * the pin goes with the last of its files; a step whose file is open
+ * stays, with its view, so no reader sees a step change under it. A pinned
+ * view is an older state the writer must keep a journal for; a reader of
+ * random steps or of step 0 of every epoch would otherwise pin one per step
+ * for as long as the kernel keeps its names (a year, -o timeout).
  */
 #include "batch_i.h"
 
@@ -51,12 +50,11 @@
 #define QUEUE_MAX 64
 #define HINTS 256
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
-#define PINNED_CAP 4096  /* steps tracked, those past the bound waiting for room in the queue */
 
 enum job_kind {
 	JOB_AHEAD,            /* make a step of a field ready */
-	JOB_DROP,             /* drop a step's files from the page cache and its pin */
-	JOB_LET_GO,           /* ... its pin left to the kernel's FORGET */
+	JOB_DROP,             /* drop a step's files from the page cache, and its pin */
+	JOB_LET_GO,           /* ... its pin left to the kernel's FORGETs */
 	JOB_PASS,             /* a pass over the spec and epoch tables */
 };
 
@@ -68,13 +66,14 @@ struct job {
 	unsigned field;
 };
 
-/* The lookups of a step directory that the kernel holds: those handed less
- * those it forgot (below 0 for a moment when a FORGET is heard before the
- * reply it counts is settled). None: 0. */
-struct step_held {
-	struct zrfs_link link; /* in holds, by number */
-	fuse_ino_t ino;
-	int64_t n;
+/* The view a step shows (see the top). */
+struct step_pin {
+	struct zrfs_link link;    /* in pins, by the step directory's number */
+	uint32_t slot;
+	uint64_t step;
+	struct zrfs_view *v;      /* held */
+	unsigned refs;            /* numbers of its files found, and its place in latest */
+	bool latest;
 };
 
 struct zrfs_prefetch {
@@ -88,11 +87,9 @@ struct zrfs_prefetch {
 	/* raw batches whose records a prefetch asked the kernel to read
 	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
-	/* the steps pinned, oldest first: past STEP_PINS_MAX the oldest are
-	 * let go as soon as the queue takes them */
-	struct batch_step pinned[PINNED_CAP];
-	unsigned npinned;
-	struct zrfs_table holds; /* of step directories: struct step_held */
+	struct zrfs_table pins;   /* struct step_pin */
+	struct step_pin *latest[STEP_PINS_MAX]; /* the latest pinned, oldest first */
+	unsigned nlatest;
 };
 
 static unsigned hint_slot(uint64_t key)
@@ -146,12 +143,12 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 		struct job j = {JOB_AHEAD, *at, NULL, field};
 		bool queued;
 		j.at.step = k;
-		/* the view the step will show: the one a lookup pinned it to, else
-		 * the current one, which a lookup now would pin. Nothing is pinned
+		/* the view the step will show: the one it is pinned to, else the
+		 * current one, which a lookup now would pin. Nothing is pinned
 		 * here: a step never looked up holds no view, and what is made
 		 * from a view the step does not show is another cache entry
 		 * (tagged with its generation), never served for it. */
-		if (!(j.v = zrfs_pinned_view(fs, step_dir_ino(&j.at))))
+		if (!(j.v = zrfs_step_view(fs, &j.at)))
 			j.v = zrfs_view_hold(fs);
 		queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field), j.v->gen);
 		pthread_mutex_lock(&q->lock);
@@ -201,146 +198,119 @@ bool zrfs_prefetch_pass(struct zrfs *fs)
 	return queued;
 }
 
-/* Where step directory @ino is in the pinned steps (under the lock), the
- * latest first; -1 if not there. */
-static int find_pinned(const struct zrfs_prefetch *q, fuse_ino_t ino)
-{
-	for (unsigned i = q->npinned; i-- > 0;)
-		if (step_dir_ino(&q->pinned[i]) == ino)
-			return (int)i;
-	return -1;
-}
+/* ---- step pins ---- */
 
-/* Take the pinned step at @i out of the list (under the lock). */
-static void remove_pinned(struct zrfs_prefetch *q, unsigned i)
+static struct step_pin *pin_find(const struct zrfs_prefetch *q, uint32_t slot, uint64_t step)
 {
-	memmove(q->pinned + i, q->pinned + i + 1, (--q->npinned - i) * sizeof *q->pinned);
-}
+	fuse_ino_t ino = step_ino(slot, step, STEP_DIR);
 
-static struct step_held *held_of(const struct zrfs_prefetch *q, fuse_ino_t ino)
-{
-	for (struct zrfs_link *l = zrfs_table_first(&q->holds, zrfs_hash_u64(ino)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&q->pins, zrfs_hash_u64(ino)); l;
 	     l = zrfs_table_next(l)) {
-		struct step_held *h = zrfs_container(l, struct step_held, link);
-		if (h->ino == ino)
-			return h;
+		struct step_pin *p = zrfs_container(l, struct step_pin, link);
+		if (p->slot == slot && p->step == step)
+			return p;
 	}
 	return NULL;
 }
 
-/* Count @d more lookups of step directory @ino the kernel holds (under the
- * lock): whether it holds one. Out of memory, the count starts at 0. */
-static bool count_held(struct zrfs_prefetch *q, fuse_ino_t ino, int64_t d)
+/* One reference less to pin @p (under the lock): whether it goes (the
+ * caller frees it, after the lock: pin_free). */
+static bool pin_drop(struct zrfs_prefetch *q, struct step_pin *p)
 {
-	struct step_held *h = held_of(q, ino);
-	int64_t n = (h ? h->n : 0) + d;
-
-	if (h && n == 0) {
-		zrfs_table_del(&q->holds, &h->link);
-		free(h);
-	} else if (h) {
-		h->n = n;
-	} else if (n != 0 && (h = malloc(sizeof *h)) != NULL) {
-		*h = (struct step_held){.ino = ino, .n = n};
-		if (zrfs_table_add(&q->holds, &h->link, zrfs_hash_u64(ino)) < 0)
-			free(h);
-	}
-	return n > 0;
+	if (--p->refs)
+		return false;
+	zrfs_table_del(&q->pins, &p->link);
+	return true;
 }
 
-static bool held(const struct zrfs_prefetch *q, fuse_ino_t ino)
+static void pin_free(struct zrfs *fs, struct step_pin *p)
 {
-	const struct step_held *h = held_of(q, ino);
-	return h && h->n > 0;
+	struct batch_step at = {.slot = p->slot, .step = p->step};
+
+	zrfs_view_put(p->v);
+	zrfs_batch_uncache(fs, &at); /* its next view may be another */
+	free(p);
 }
 
-void zrfs_prefetch_pinned(struct zrfs *fs, const struct batch_step *at)
+/* Take @p off the latest (under the lock): whether it goes (pin_drop). */
+static bool latest_remove(struct zrfs_prefetch *q, struct step_pin *p)
+{
+	unsigned i = 0;
+
+	while (i < q->nlatest && q->latest[i] != p)
+		i++;
+	if (i == q->nlatest)
+		return false;
+	memmove(q->latest + i, q->latest + i + 1, (--q->nlatest - i) * sizeof *q->latest);
+	p->latest = false;
+	return pin_drop(q, p);
+}
+
+int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view *v)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct batch_step unpinned[8];
-	unsigned k = 0, n = 0;
+	struct step_pin *p, *gone = NULL;
+	int rc = 0;
 
-	if (!q)
-		return;
-	/* a step the kernel holds no lookup of is unpinned under the lock, so
-	 * that a lookup of it settled meanwhile finds it pinned or not, never
-	 * a pin going */
 	pthread_mutex_lock(&q->lock);
-	if (q->npinned == PINNED_CAP) { /* the oldest is left to its FORGET */
-		fuse_ino_t ino = step_dir_ino(&q->pinned[0]);
-		if (!held(q, ino) && zrfs_unpin(fs, ino))
-			unpinned[n++] = q->pinned[0];
-		memmove(q->pinned, q->pinned + 1, --q->npinned * sizeof *q->pinned);
-	}
-	q->pinned[q->npinned++] = *at;
-	/* the oldest past the bound are let go, or unpinned if the kernel
-	 * forgot them; those the queue has no room for (a prefetch fills it)
-	 * wait for the next pin */
-	for (; q->npinned - k > STEP_PINS_MAX && n < sizeof unpinned / sizeof *unpinned; k++) {
-		fuse_ino_t ino = step_dir_ino(&q->pinned[k]);
-		if (!held(q, ino)) {
-			if (zrfs_unpin(fs, ino))
-				unpinned[n++] = q->pinned[k];
-		} else if (!push_job(fs, JOB_LET_GO, &q->pinned[k])) {
-			break;
+	if ((p = pin_find(q, at->slot, at->step)) != NULL) {
+		p->refs++;
+	} else if (!(p = malloc(sizeof *p))) {
+		rc = -ENOMEM;
+	} else {
+		*p = (struct step_pin){.slot = at->slot, .step = at->step, .refs = 2, .latest = true};
+		if (zrfs_table_add(&q->pins, &p->link, zrfs_hash_u64(step_dir_ino(at))) < 0) {
+			free(p);
+			rc = -ENOMEM;
+		} else {
+			p->v = zrfs_view_ref(v);
+			/* among the latest; the oldest of them is let go: the kernel is
+			 * told to forget it (a full queue leaves that to its FORGETs) */
+			if (q->nlatest == STEP_PINS_MAX) {
+				struct step_pin *old = q->latest[0];
+				struct batch_step let = {.slot = old->slot, .step = old->step};
+				if (latest_remove(q, old))
+					gone = old;
+				else
+					push_job(fs, JOB_LET_GO, &let);
+			}
+			q->latest[q->nlatest++] = p;
 		}
 	}
-	if (k)
-		memmove(q->pinned, q->pinned + k, (q->npinned -= k) * sizeof *q->pinned);
 	pthread_mutex_unlock(&q->lock);
-	for (unsigned i = 0; i < n; i++)
-		zrfs_batch_forget(fs, &unpinned[i]); /* its next view may be another */
-}
-
-void zrfs_prefetch_unpinned(struct zrfs *fs, const struct batch_step *at)
-{
-	struct zrfs_prefetch *q = fs->prefetch;
-	int i;
-
-	if (!q)
-		return;
-	pthread_mutex_lock(&q->lock);
-	if ((i = find_pinned(q, step_dir_ino(at))) >= 0)
-		remove_pinned(q, (unsigned)i);
-	pthread_mutex_unlock(&q->lock);
-}
-
-void zrfs_prefetch_forgot(struct zrfs *fs, const struct batch_step *at, uint64_t nlookup)
-{
-	struct zrfs_prefetch *q = fs->prefetch;
-	fuse_ino_t ino = step_dir_ino(at);
-	int64_t d = -(int64_t)(nlookup < INT32_MAX ? nlookup : INT32_MAX);
-	bool gone;
-	int i = -1;
-
-	if (!q) {
-		gone = zrfs_unpin(fs, ino);
-	} else {
-		/* held still (looked up again), or of the latest pinned: it
-		 * keeps its view; else it goes, under the lock as above */
-		pthread_mutex_lock(&q->lock);
-		gone = !count_held(q, ino, d) &&
-		       ((i = find_pinned(q, ino)) < 0 ||
-			q->npinned - (unsigned)i > STEP_PINS_MAX) &&
-		       zrfs_unpin(fs, ino);
-		if (gone && i >= 0)
-			remove_pinned(q, (unsigned)i);
-		pthread_mutex_unlock(&q->lock);
-	}
 	if (gone)
-		zrfs_batch_forget(fs, at); /* its next view may be another */
+		pin_free(fs, gone);
+	return rc;
 }
 
-void zrfs_prefetch_handed(struct zrfs *fs, fuse_ino_t ino)
+void zrfs_step_unpin(struct zrfs *fs, uint32_t slot, uint64_t step)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
+	struct step_pin *p;
+	bool gone = false;
 
-	if (!q)
-		return;
 	pthread_mutex_lock(&q->lock);
-	count_held(q, ino, 1);
+	if ((p = pin_find(q, slot, step)) != NULL)
+		gone = pin_drop(q, p);
 	pthread_mutex_unlock(&q->lock);
+	if (gone)
+		pin_free(fs, p);
 }
+
+struct zrfs_view *zrfs_step_view(struct zrfs *fs, const struct batch_step *at)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	struct zrfs_view *v = NULL;
+	struct step_pin *p;
+
+	pthread_mutex_lock(&q->lock);
+	if ((p = pin_find(q, at->slot, at->step)) != NULL)
+		v = zrfs_view_ref(p->v);
+	pthread_mutex_unlock(&q->lock);
+	return v;
+}
+
+/* ---- jobs ---- */
 
 void zrfs_prefetch_drop_behind(struct zrfs *fs, const struct batch_step *at)
 {
@@ -372,49 +342,38 @@ static bool key_gone(uint64_t key, const void *g)
 	return key >> 63 && is_gone(g, (uint32_t)(key >> 40) & (SLOTS_MAX - 1));
 }
 
-/* Drop the counts of step directories of slots @g (NULL: all). */
-static void drop_holds(struct zrfs_prefetch *q, const struct gone *g)
-{
-	for (size_t i = 0; i < q->holds.cap; i++)
-		for (struct zrfs_link *l = q->holds.buckets[i], *next; l; l = next) {
-			struct step_held *h = zrfs_container(l, struct step_held, link);
-			next = l->next;
-			if (!g || is_gone(g, ino_slot(h->ino))) {
-				zrfs_table_del(&q->holds, l);
-				free(h);
-			}
-		}
-}
-
-/* Slots @slots[0, n) were given back: forget what was made of their steps
+/* Slots @slots[0, n) were given back: drop what was made of their steps
  * (cached batches, hints, pinned steps) before another epoch takes them. */
-static void forget_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
+static void drop_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
+	struct step_pin *gone[STEP_PINS_MAX];
 	struct gone g = {{0}};
-	unsigned k = 0;
+	unsigned k = 0, ngone = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		g.bits[slots[i] / 64] |= UINT64_C(1) << (slots[i] % 64);
-	zrfs_cache_forget_if(fs->cache, key_gone, &g);
-	if (!q)
-		return;
+	zrfs_cache_drop_if(fs->cache, key_gone, &g);
 	pthread_mutex_lock(&q->lock);
 	for (unsigned i = 0; i < HINTS; i++)
 		if (key_gone(q->hinted[i], &g))
 			q->hinted[i] = 0;
-	/* the kernel holds no number of a slot given back: its steps' pins
-	 * left are those kept after their FORGETs */
-	for (unsigned i = 0; i < q->npinned; i++)
-		if (!is_gone(&g, q->pinned[i].slot))
-			q->pinned[k++] = q->pinned[i];
-		else
-			zrfs_unpin(fs, step_dir_ino(&q->pinned[i]));
-	q->npinned = k;
-	/* nor a lookup of their steps (none is counted but one the kernel
-	 * did not tell, or miscounted) */
-	drop_holds(q, &g);
+	/* nothing refers to a slot given back: the pins of its steps left are
+	 * those kept among the latest, which go now */
+	for (unsigned i = 0; i < q->nlatest; i++) {
+		struct step_pin *p = q->latest[i];
+		if (!is_gone(&g, p->slot)) {
+			q->latest[k++] = p;
+			continue;
+		}
+		p->latest = false;
+		if (pin_drop(q, p))
+			gone[ngone++] = p;
+	}
+	q->nlatest = k;
 	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < ngone; i++)
+		pin_free(fs, gone[i]);
 }
 
 void zrfs_prefetch_pass_now(struct zrfs *fs)
@@ -423,7 +382,7 @@ void zrfs_prefetch_pass_now(struct zrfs *fs)
 	uint32_t n = zrfs_batch_tables_sweep(fs, &gone);
 
 	if (n)
-		forget_gone(fs, gone, n);
+		drop_gone(fs, gone, n);
 	zrfs_batch_tables_finish(fs, n);
 }
 
@@ -441,11 +400,19 @@ static void run(struct zrfs *fs, const struct job *j)
 		/* the kernel may forget the step now, and the view it showed */
 		snprintf(name, sizeof name, "%llu", (unsigned long long)j->at.step);
 		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
-		/* a step let go keeps its view while the kernel keeps the step
-		 * (a file of it open): its FORGET unpins it */
-		if (j->kind == JOB_DROP && zrfs_unpin(fs, step_dir_ino(&j->at)))
-			zrfs_prefetch_unpinned(fs, &j->at);
-		zrfs_batch_forget(fs, &j->at);
+		/* a step dropped behind the reader leaves the latest; a step
+		 * keeps its view while the kernel holds a file of it */
+		struct step_pin *p = NULL;
+		if (j->kind == JOB_DROP) {
+			pthread_mutex_lock(&q->lock);
+			if ((p = pin_find(q, j->at.slot, j->at.step)) != NULL && !latest_remove(q, p))
+				p = NULL;
+			pthread_mutex_unlock(&q->lock);
+		}
+		if (p)
+			pin_free(fs, p);
+		else
+			zrfs_batch_uncache(fs, &j->at);
 	} else if (fs->fields[j->field].flate) {
 		zrfs_batch_assemble(fs, j->v, &j->at, j->field);
 	} else {
@@ -525,8 +492,15 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 		q->qhead = (q->qhead + 1) % QUEUE_MAX;
 		q->qlen--;
 	}
-	drop_holds(q, NULL);
-	zrfs_table_free(&q->holds);
+	/* the pins left are the latest (the kernel holds no file any more) */
+	for (size_t b = 0; b < q->pins.cap; b++)
+		for (struct zrfs_link *l = q->pins.buckets[b], *next; l; l = next) {
+			struct step_pin *p = zrfs_container(l, struct step_pin, link);
+			next = l->next;
+			zrfs_view_put(p->v);
+			free(p);
+		}
+	zrfs_table_free(&q->pins);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 	free(q);

@@ -6,14 +6,13 @@
  * epoch directory, its steps and their files carry the epoch's slot (see
  * batch_i.h). A number names one thing for as long as anything may use it,
  * so an entry is given back, and its index to another, only when
- *   - the kernel holds none of its numbers: the lookups that handed them
- *     out, counted here, less the counts their FORGETs bring back;
- *   - no number of it is in transit: found by a lookup (or a listing) whose
- *     reply is not yet settled (dispatch.c settles every number a lookup
- *     or an entry gave, handed to the kernel or not);
+ *   - nothing refers to it: each number of it that a lookup or a listing
+ *     found holds a reference until the number is let go (subtree_i.h:
+ *     at once if the kernel is not handed it, else when the kernel
+ *     forgets it; inodes.c counts its lookups);
  *   - no prefetch job holds its slot.
  * The kernel keeps names for -o timeout (a year), so entries are asked
- * back: past half a table, a pass (run by a prefetch thread, which forgets
+ * back: past half a table, a pass (run by a prefetch thread, which drops
  * what was made of the steps of the slots given back in between its
  * sweep and its finish) picks the least recently used entries down to a
  * quarter and tells the kernel to forget the name /.batches
@@ -48,10 +47,9 @@
 
 /* What either table keeps of an entry's use. */
 struct use {
-	uint64_t nlookup;     /* lookups of its numbers the kernel holds (atomic) */
-	uint64_t stamp;       /* the clock at its last lookup (atomic) */
-	uint32_t jobs;        /* prefetch jobs holding it (atomic; slots only) */
-	uint32_t transit;     /* lookups that found it, not yet settled */
+	atomic_uint_least64_t refs;  /* numbers of it found and not let go */
+	atomic_uint_least64_t stamp; /* the clock at its last lookup */
+	atomic_uint jobs;     /* prefetch jobs holding it (slots only) */
 	bool asked;           /* the kernel was asked to forget its name */
 };
 
@@ -88,9 +86,10 @@ struct aged {
 };
 
 /* An entry is written while taken, under the lock, before its number is
- * handed out, and stays unchanged until given back: while the kernel or a
- * lookup holds one of its numbers or a job its slot, it may be read
- * without the lock. */
+ * handed out, and stays unchanged until given back: while a number of it
+ * is referenced or a job holds its slot, it may be read without the lock.
+ * A count rises under the lock (a lookup by name), or for a number of an
+ * entry referenced already (a step of an epoch the kernel holds). */
 struct zrfs_batches {
 	pthread_mutex_t lock;      /* the tables and tallies, but entries' atomics */
 	pthread_cond_t freed;      /* a pass gave entries back */
@@ -100,7 +99,7 @@ struct zrfs_batches {
 	struct tally spec_tally, slot_tally;
 	struct zrfs_table by_name, by_epoch;
 	uint32_t nlisted;          /* specs [0, nlisted) are listed and stay */
-	uint64_t clock;            /* lookups by name so far */
+	atomic_uint_least64_t clock; /* lookups by name so far (written under lock) */
 	bool (*queue_pass)(struct zrfs *fs); /* the owner's: false if not queued */
 	bool pass_queued;
 	struct aged *aged;         /* the pass's: SLOTS_MAX */
@@ -179,14 +178,15 @@ static uint32_t take(struct tally *t)
 }
 
 /* A lookup found or made entry @u of @t (under the lock): it is in use
- * again, and in transit unless it stays anyway (@keep). A pass is due past
- * HIGH, counting out what was asked back. */
-static void touch(struct zrfs *fs, struct tally *t, struct use *u, bool keep)
+ * again, and its number found (a reference). A pass is due past HIGH,
+ * counting out what was asked back. */
+static void touch(struct zrfs *fs, struct tally *t, struct use *u)
 {
 	struct zrfs_batches *b = fs->batches;
 
-	u->transit += !keep;
-	__atomic_store_n(&u->stamp, ++b->clock, __ATOMIC_RELAXED);
+	atomic_fetch_add(&u->refs, 1);
+	atomic_store_explicit(&u->stamp, atomic_fetch_add(&b->clock, 1) + 1,
+			      memory_order_relaxed);
 	if (u->asked) {
 		u->asked = false;
 		t->asked--;
@@ -214,7 +214,7 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 
 	pthread_mutex_lock(&b->lock);
 	if ((idx = find_spec(b, name)) >= 0)
-		touch(fs, &b->spec_tally, &b->specs[idx].use, (uint32_t)idx < b->nlisted);
+		touch(fs, &b->spec_tally, &b->specs[idx].use);
 	pthread_mutex_unlock(&b->lock);
 	if (idx >= 0)
 		return idx;
@@ -241,7 +241,7 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 			b->nlisted = (uint32_t)idx + 1;
 	}
 	if (idx >= 0)
-		touch(fs, &b->spec_tally, &b->specs[idx].use, (uint32_t)idx < b->nlisted);
+		touch(fs, &b->spec_tally, &b->specs[idx].use);
 	pthread_mutex_unlock(&b->lock);
 	if (idx < 0)
 		log_full("specs", name, SPECS_MAX);
@@ -268,7 +268,7 @@ int zrfs_batch_slot_of(struct zrfs *fs, uint32_t spec, uint64_t epoch, uint64_t 
 		}
 	}
 	if (idx >= 0)
-		touch(fs, &b->slot_tally, &b->slots[idx].use, false);
+		touch(fs, &b->slot_tally, &b->slots[idx].use);
 	pthread_mutex_unlock(&b->lock);
 	if (full) {
 		char name[ZS_SPEC_MAX + 32];
@@ -333,47 +333,24 @@ static struct use *use_of(struct zrfs_batches *b, fuse_ino_t ino)
 	return &b->slots[ino_slot(ino)].use;
 }
 
-void zrfs_batch_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
+void zrfs_batch_ref(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_batches *b = fs->batches;
-	uint64_t top = ino & (UINT64_C(3) << 60);
-	struct use *u;
+	struct use *u = use_of(b, ino);
 
-	if (ino == ZRFS_INO_BATCHES)
-		return;
-	u = use_of(b, ino);
-	if (handed) {
-		__atomic_add_fetch(&u->nlookup, 1, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&u->stamp, __atomic_load_n(&b->clock, __ATOMIC_RELAXED),
-				 __ATOMIC_RELAXED);
-	}
-	/* spec and epoch numbers are found by name (in transit); a step's
-	 * number is of an epoch the kernel holds */
-	if (top == ZRFS_INO_EPOCH || (top < ZRFS_INO_EPOCH && ino - ZRFS_INO_SPEC >= b->nlisted)) {
-		pthread_mutex_lock(&b->lock);
-		if (u->transit)
-			u->transit--;
-		pthread_mutex_unlock(&b->lock);
-	}
+	atomic_fetch_add(&u->refs, 1);
+	atomic_store_explicit(&u->stamp, atomic_load_explicit(&b->clock, memory_order_relaxed),
+			      memory_order_relaxed);
 }
 
-void zrfs_batch_forgot(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
+void zrfs_batch_unref(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_batches *b = fs->batches;
-	struct use *u;
-	uint64_t was, now;
+	struct use *u = use_of(b, ino);
 
-	if (ino == ZRFS_INO_BATCHES)
+	if (atomic_fetch_sub(&u->refs, 1) != 1)
 		return;
-	u = use_of(b, ino);
-	was = __atomic_load_n(&u->nlookup, __ATOMIC_SEQ_CST);
-	do /* never below 0, whatever the kernel says */
-		now = was > nlookup ? was - nlookup : 0;
-	while (!__atomic_compare_exchange_n(&u->nlookup, &was, now, false, __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST));
-	if (now > 0)
-		return;
-	/* the last number of an entry asked back: the next pass gives it back */
+	/* the last reference of an entry asked back: the next pass gives it back */
 	pthread_mutex_lock(&b->lock);
 	if (u->asked)
 		want_pass(fs);
@@ -382,23 +359,21 @@ void zrfs_batch_forgot(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 
 void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot)
 {
-	__atomic_add_fetch(&fs->batches->slots[slot].use.jobs, 1, __ATOMIC_SEQ_CST);
+	atomic_fetch_add(&fs->batches->slots[slot].use.jobs, 1);
 }
 
 void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot)
 {
-	__atomic_sub_fetch(&fs->batches->slots[slot].use.jobs, 1, __ATOMIC_SEQ_CST);
+	atomic_fetch_sub(&fs->batches->slots[slot].use.jobs, 1);
 }
 
 /* ---- the pass ---- */
 
-/* Whether entry @u, asked back, is held by nothing (under the lock, so no
- * lookup finds it meanwhile: a count rises only through a lookup in
- * transit, or for a number of an epoch the kernel holds). */
+/* Whether entry @u, asked back, is referenced by nothing (under the lock,
+ * so that no lookup finds it meanwhile: see struct zrfs_batches). */
 static bool unheld(const struct use *u)
 {
-	return u->asked && u->transit == 0 && __atomic_load_n(&u->nlookup, __ATOMIC_SEQ_CST) == 0 &&
-	       __atomic_load_n(&u->jobs, __ATOMIC_SEQ_CST) == 0;
+	return u->asked && atomic_load(&u->refs) == 0 && atomic_load(&u->jobs) == 0;
 }
 
 /* An entry of @t, of use @u, is free (under the lock); its index is not
@@ -406,7 +381,8 @@ static bool unheld(const struct use *u)
 static void give_back(struct tally *t, struct use *u)
 {
 	t->asked--;
-	memset(u, 0, sizeof *u);
+	atomic_store(&u->stamp, 0);
+	u->asked = false;
 	t->live--;
 }
 
@@ -446,7 +422,7 @@ static uint32_t sweep(struct zrfs_batches *b)
 
 static uint64_t stamp_of(const struct use *u)
 {
-	return __atomic_load_n(&u->stamp, __ATOMIC_RELAXED);
+	return atomic_load_explicit(&u->stamp, memory_order_relaxed);
 }
 
 static int by_age(const void *x, const void *y)

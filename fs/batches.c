@@ -126,36 +126,34 @@ static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur,
 	struct where w = {0};
 	struct zrfs_view *v;
 
-	if (decode(fs, ino, &w) != N_STEP)
-		return zrfs_view_ref(cur);
-	/* a step shows the view it was pinned to first */
-	if ((v = zrfs_pinned_view(fs, step_dir_ino(&w.at))) != NULL)
+	/* a step's files show the view the step is pinned to (the kernel
+	 * holds them: they pinned it); its directory is no view's */
+	if (decode(fs, ino, &w) == N_STEP && w.kind != STEP_DIR &&
+	    (v = zrfs_step_view(fs, &w.at)) != NULL)
 		return v;
-	/* first: pinned to the current one (full: it shows it all the same),
-	 * by its files; the directory's attributes (a listing of its epoch
-	 * with attributes) are no view's */
-	if (w.kind == STEP_DIR)
-		return zrfs_view_ref(cur);
-	if (zrfs_pin(fs, step_dir_ino(&w.at), cur) == 1)
-		zrfs_prefetch_pinned(fs, &w.at);
 	return zrfs_view_ref(cur);
 }
 
-static void batches_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
+/* A number of /.batches found by a lookup or a listing, in view @v: the
+ * reference it holds (the spec's and epoch's are taken by the tables) to
+ * its epoch's slot, and for a step's file to the step's pin. 0 or -ENOMEM. */
+static int take_ref(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, const struct where *w)
 {
-	struct where w = {0};
-
-	/* a step's pin goes with its last lookup, but for the latest steps' */
-	if (decode(fs, ino, &w) == N_STEP && w.kind == STEP_DIR)
-		zrfs_prefetch_forgot(fs, &w.at, nlookup);
-	zrfs_batch_forgot(fs, ino, nlookup); /* last: this may let its slot go */
+	if ((ino & ZRFS_INO_STEP) != ZRFS_INO_STEP)
+		return 0;
+	if (ino_kind(ino) != STEP_DIR && zrfs_step_pin(fs, &w->at, v) < 0)
+		return -ENOMEM;
+	zrfs_batch_ref(fs, ino);
+	return 0;
 }
 
-static void batches_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
+static void batches_let_go(struct zrfs *fs, fuse_ino_t ino)
 {
-	if (handed && (ino & ZRFS_INO_STEP) == ZRFS_INO_STEP && ino_kind(ino) == STEP_DIR)
-		zrfs_prefetch_handed(fs, ino); /* one more lookup of the step */
-	zrfs_batch_settled(fs, ino, handed);
+	if (ino == ZRFS_INO_BATCHES)
+		return;
+	if ((ino & ZRFS_INO_STEP) == ZRFS_INO_STEP && ino_kind(ino) != STEP_DIR)
+		zrfs_step_unpin(fs, ino_slot(ino), (ino >> STEP_KIND_BITS) & (STEPS_MAX - 1));
+	zrfs_batch_unref(fs, ino); /* last: this may let its slot go */
 }
 
 static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
@@ -187,14 +185,14 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 		    num >= zs_steps(w.at.s))
 			return -ENOENT;
 		*out = step_ino(w.at.slot, num, STEP_DIR);
-		return 0;
+		return take_ref(fs, v, *out, &w);
 	case N_STEP:
 		if (w.kind != STEP_DIR)
 			return -ENOTDIR;
 		if ((idx = kind_of(fs, name)) < 0)
 			return idx;
 		*out = step_ino(w.at.slot, w.at.step, (unsigned)idx);
-		return 0;
+		return take_ref(fs, v, *out, &w);
 	case N_NONE:
 		break;
 	}
@@ -241,6 +239,7 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 			return 0;
 		snprintf(out->name, sizeof out->name, "%s", name);
 		out->ino = ZRFS_INO_SPEC + i;
+		zrfs_batch_ref(fs, out->ino); /* listed: never given back */
 		return 1;
 	case N_SPEC: /* epoch-0 is listed; every epoch-<e> works on lookup */
 		if (i > 0 || (slot = zrfs_batch_slot_of(fs, w.spec, 0, v->n)) < 0)
@@ -253,7 +252,7 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 			return 0;
 		snprintf(out->name, sizeof out->name, "%llu", (unsigned long long)i);
 		out->ino = step_ino(w.at.slot, i, STEP_DIR);
-		return 1;
+		return take_ref(fs, v, out->ino, &w) < 0 ? -ENOMEM : 1;
 	case N_STEP:
 		if (w.kind != STEP_DIR)
 			return -ENOTDIR;
@@ -264,7 +263,7 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 			out->ino = step_ino(w.at.slot, w.at.step, kind);
 			out->type = S_IFREG;
 			out->pos = kind - STEP_IDS + 2;
-			return 1;
+			return take_ref(fs, v, out->ino, &w) < 0 ? -ENOMEM : 1;
 		}
 		return 0;
 	case N_NONE:
@@ -301,8 +300,7 @@ const struct zrfs_subtree zrfs_batches = {
 	.view = true,
 	.owns = batches_owns,
 	.view_of = batches_view_of,
-	.forget = batches_forget,
-	.settled = batches_settled,
+	.let_go = batches_let_go,
 	.lookup = batches_lookup,
 	.attr = batches_attr,
 	.entry = batches_entry,

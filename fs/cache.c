@@ -296,7 +296,7 @@ void zrfs_cache_release(struct zrfs_cache *c, struct zrfs_cached *e)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
+void zrfs_cache_drop(struct zrfs_cache *c, uint64_t key)
 {
 	pthread_mutex_lock(&c->lock);
 	for (struct zrfs_link *l = zrfs_table_first(&c->table, zrfs_hash_u64(key)), *next; l;
@@ -309,7 +309,7 @@ void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void zrfs_cache_forget_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
+void zrfs_cache_drop_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
 			  const void *ctx)
 {
 	pthread_mutex_lock(&c->lock);

@@ -149,7 +149,8 @@ int zrfs_dataset_open(struct zrfs *fs)
 			zr_advise_random(true);
 	}
 	if (zrfs_cache_create(&fs->cache, fs->opts.cache_bytes) < 0 ||
-	    zrfs_state_create(fs, v) < 0) {
+	    zrfs_versions_create(fs, v->gen) < 0 || zrfs_inodes_create(fs) < 0 ||
+	    zrfs_state_create(fs, v) < 0) { /* last: then it holds v */
 		zrfs_view_put(v);
 		fprintf(stderr, "zrfs: out of memory\n");
 		return -1;
@@ -160,7 +161,9 @@ int zrfs_dataset_open(struct zrfs *fs)
 void zrfs_dataset_close(struct zrfs *fs)
 {
 	zrfs_scratch_free(); /* this thread's reader, before the dataset closes */
-	zrfs_state_destroy(fs); /* the views: every request is over */
+	zrfs_inodes_destroy(fs); /* the views pinned: every request is over */
+	zrfs_state_destroy(fs);
+	zrfs_versions_destroy(fs);
 	zrfs_cache_destroy(fs->cache);
 	free(fs->fields);
 	fs->cache = NULL;

@@ -99,18 +99,18 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 
 /* ---- lookup and getattr ---- */
 
-/* A subtree's lookup or entry gave @ino, handed to the kernel by the
- * reply or not: its owner counts it, if it does. */
-static void settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
+/* A subtree's lookup or entry gave @ino, which the kernel is not handed:
+ * the reference its owner took for it is let go (subtree_i.h). */
+static void let_go(struct zrfs *fs, fuse_ino_t ino)
 {
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT || ino == 0 ? NULL : owner(fs, ino);
 
-	if (t && t->settled)
-		t->settled(fs, ino, handed);
+	if (t && t->let_go)
+		t->let_go(fs, ino);
 }
 
 /* Reply to a lookup with @ino (0: a negative entry), cached @timeout; the
- * number is settled. */
+ * number is handed to the kernel, or let go. */
 static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 			double timeout)
 {
@@ -123,13 +123,14 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	rc = ino != 0 ? attr_of(fs, v, ino, &e.attr) : 0;
 	if (rc < 0 && rc != -ENOENT) {
 		zrfs_reply_err(req, rc);
-		settled(fs, ino, false);
+		let_go(fs, ino);
 		return;
 	}
 	/* ino 0: a negative entry, cached by the kernel for entry_timeout */
 	e.ino = rc == 0 ? ino : 0;
-	rc = fuse_reply_entry(req, &e);
-	settled(fs, ino, rc == 0 && e.ino != 0);
+	if (e.ino == 0)
+		let_go(fs, ino);
+	zrfs_reply_entry(req, fs, e.ino ? owner(fs, e.ino) : NULL, &e, NULL);
 }
 
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -206,9 +207,17 @@ struct listing {
 	bool plus;
 	char *buf;
 	size_t size, used;
+	fuse_ino_t *handed;   /* plus: the numbers its entries hand the kernel */
+	size_t nhanded, cap;
+	bool uncounted;       /* the last entry could not be counted (let go) */
 };
 
-/* Add one entry to resume after at @next; false when the buffer is full. */
+/* Fewer bytes than any entry with attributes takes (struct fuse_direntplus:
+ * 128 of attributes and 24 of the entry before its name). */
+#define DIRENTPLUS_MIN 128
+
+/* Add one entry to resume after at @next; false when the buffer is full
+ * (or, with attributes, the number cannot be counted). */
 static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t type, off_t next)
 {
 	size_t n;
@@ -235,8 +244,18 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		st.st_mode = type;
 		n = fuse_add_direntry(l->req, l->buf + l->used, l->size - l->used, name, &st, next);
 	}
-	if (n > l->size - l->used)
+	if (n > l->size - l->used || (l->plus && l->nhanded == l->cap))
 		return false;
+	/* an entry with attributes is a lookup, but for "." and ".." */
+	if (l->plus && next > 2) {
+		if (zrfs_inode_hand(l->fs, ino, owner(l->fs, ino)) < 0) {
+			l->uncounted = true; /* the listing goes on from here next time */
+			return false;
+		}
+		l->handed[l->nhanded++] = ino;
+	} else if (next > 2) {
+		let_go(l->fs, ino);
+	}
 	l->used += n;
 	return true;
 }
@@ -259,7 +278,7 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 			for (size_t k = 0; rc > 0 && k < NSUBTREES; k++)
 				if (subtrees[k]->overlay && subtrees[k] != t &&
 				    subtrees[k]->shadow(fs, v, dir, d)) {
-					settled(fs, own, false);
+					let_go(fs, own);
 					break;
 				}
 			return rc;
@@ -287,7 +306,8 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	struct listing l = {req, fs, zrfs_names_begin(fs), plus, NULL, size, 0};
+	struct listing l = {req, fs, zrfs_names_begin(fs), plus, NULL, size, 0, NULL, 0,
+			    size / DIRENTPLUS_MIN + 2, false};
 	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
 	struct zrfs_dirent d;
 	uint64_t pos = off > 2 ? (uint64_t)off : 2;
@@ -296,21 +316,23 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
-	} else if (!(l.buf = malloc(size))) {
+	} else if (!(l.buf = malloc(size)) ||
+		   (plus && !(l.handed = malloc(l.cap * sizeof *l.handed)))) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
 		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
 		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
-			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1)) {
-				settled(fs, d.ino, plus); /* an entry with attributes is a lookup */
+			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
 				rc = next_entry(fs, l.v, t, ino, d.pos + 1, &d);
-			}
 		}
-		fuse_reply_buf(req, l.buf, l.used);
-		free(l.buf);
+		if (fuse_reply_buf(req, l.buf, l.used) != 0) /* nothing handed */
+			for (size_t i = 0; i < l.nhanded; i++)
+				zrfs_inode_forget(fs, l.handed[i], 1);
 	}
-	if (rc == 1) /* the next entry, not sent */
-		settled(fs, d.ino, false);
+	if (rc == 1 && !l.uncounted) /* the next entry, not sent */
+		let_go(fs, d.ino);
+	free(l.buf);
+	free(l.handed);
 	zrfs_names_end(fs);
 }
 
@@ -380,33 +402,16 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	zrfs_view_put(v);
 }
 
-/* The kernel dropped @ino after @nlookup lookups: whatever pinned a view
- * to it lets go; overlays hear of every number. */
-static void forget_one(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
-{
-	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
-
-	for (size_t k = 0; k < NSUBTREES; k++)
-		if (subtrees[k]->overlay)
-			subtrees[k]->forget(fs, ino, nlookup);
-	if (t && t->overlay)
-		return;
-	if (t && t->forget)
-		t->forget(fs, ino, nlookup);
-	else
-		zrfs_unpin(fs, ino);
-}
-
 static void zrfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	forget_one(fuse_req_userdata(req), ino, nlookup);
+	zrfs_inode_forget(fuse_req_userdata(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void zrfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
-		forget_one(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
+		zrfs_inode_forget(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 

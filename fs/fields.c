@@ -110,7 +110,7 @@ static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fu
 		break;
 	}
 	/* an older number: the view it was pinned to when its bytes changed */
-	return current ? zrfs_view_ref(cur) : zrfs_pinned_view(fs, ino);
+	return current ? zrfs_view_ref(cur) : zrfs_inode_view(fs, ino);
 }
 
 /* ---- lookup and attributes ---- */
@@ -346,28 +346,10 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	fuse_reply_err(req, ENOENT);
 }
 
-/* A record file's number the kernel holds is not given to newer bytes
- * until it forgets it (view.c). */
-static void fields_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
-{
-	if (handed && zrfs_is_rec_ino(ino))
-		zrfs_rec_handed(fs, ino);
-}
-
-static void fields_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
-{
-	(void)nlookup; /* the kernel sends one FORGET per inode, with its count */
-	zrfs_unpin(fs, ino);
-	if (zrfs_is_rec_ino(ino))
-		zrfs_rec_forgotten(fs, ino);
-}
-
 const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
 	.owns = tree_owns,
 	.view_of = tree_view_of,
-	.forget = fields_forget,
-	.settled = fields_settled,
 	.lookup = tree_lookup,
 	.attr = tree_attr,
 	.entry = tree_entry,

@@ -11,13 +11,10 @@
  * records changed since the current view (zr_changes, O(changes); a full
  * comparison if the log cannot say), and then, under the names lock:
  *   - gives every changed, removed record file a new inode number (a new
- *     version) and pins the old number to the old view; the same for
- *     FIELD.npy of every field that changed and meta.json. A moment later
- *     (GRACE_MS) it asks the kernel whether it holds each old number and
- *     lets go of the pins of those it does not: the kernel forgets only
- *     inodes it holds, and one it does not may still be on its way (a
- *     lookup answered just before is turned into an inode by the asking
- *     process, after the answer);
+ *     version, versions.c) and pins the old number to the old view if the
+ *     kernel holds it (inodes.c: every number a lookup found under the
+ *     names lock is counted before it is released, so none is on its way);
+ *     the same for FIELD.npy of every field that changed and meta.json;
  *   - updates the labels of /by and the names of /tree;
  *   - publishes the new view.
  * Once the lock is released it tells the kernel the names that now name
@@ -26,6 +23,9 @@
  * caches none of an id no view had, fields.c), the .npy views, meta.json,
  * and the listings of the directories concerned. The work is proportional to the
  * records that changed, never to the dataset.
+ *
+ * Versions of records of which the kernel holds no number any more are
+ * given back at each look, a bounded number at a time (TRIM_BUDGET).
  *
  * A change made through a writable mount (write/) is answered from here:
  * the request waits until the view of its commit is published and the
@@ -47,13 +47,7 @@
 #include <unistd.h>
 
 #define POLL_MS 1000
-#define GRACE_MS 250
-
-/* An old inode number pinned at @ms (monotonic), to be checked. */
-struct pending {
-	fuse_ino_t ino;
-	uint64_t ms;
-};
+#define TRIM_BUDGET 4096 /* versions looked at each time, under the names lock */
 
 /* A request answered once the mount shows generation gen. */
 struct answer {
@@ -71,8 +65,8 @@ struct zrfs_follow {
 	int inotify;          /* -1 where inotify is unavailable */
 	int wake[2];          /* a pipe: written to wake the thread (to stop, or look now) */
 	/* Taken to make a view current (the thread, or a request that must
-	 * see its own commit: zrfs_follow_publish) and for the pins; never
-	 * while telling the kernel anything. */
+	 * see its own commit: zrfs_follow_publish) and to give versions back;
+	 * never while telling the kernel anything. */
 	pthread_mutex_t lock;
 	/* Taken after lock, if both: */
 	pthread_mutex_t answers_lock;
@@ -82,8 +76,7 @@ struct zrfs_follow {
 	struct zrfs_notes unsent; /* of views a request made current */
 	struct stat seen;     /* meta.json when the current view was made */
 	char last_error[256]; /* said once until it changes */
-	struct pending *pending; /* pins to check, oldest first */
-	size_t npending, pending_cap;
+	size_t versions;      /* versions kept at the last look (under lock) */
 	uint64_t high;        /* the most records a view has shown: the kernel
 			       * may hold names of ids below, never of ids above
 			       * (fields.c caches no miss of them) */
@@ -168,54 +161,6 @@ static int changes_between(struct zrfs *fs, struct zrfs_view *old, struct zrfs_v
 
 /* ---- publishing ---- */
 
-/* Pin old number @ino to @v, to be checked after GRACE_MS. */
-static void pin_old(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
-{
-	struct zrfs_follow *w = fs->follow;
-
-	if (w->npending == w->pending_cap) {
-		size_t cap = w->pending_cap ? w->pending_cap * 2 : 256;
-		struct pending *p = realloc(w->pending, cap * sizeof *p);
-		if (!p)
-			return; /* not pinned: ESTALE if the kernel reads it */
-		w->pending = p;
-		w->pending_cap = cap;
-	}
-	if (zrfs_pin(fs, ino, v) >= 0)
-		w->pending[w->npending++] = (struct pending){ino, zrfs_now_ms()};
-}
-
-/* Let go of the pins whose grace is over and whose numbers the kernel does
- * not hold (asked by invalidating their attributes, which the pinned view
- * gives back unchanged: -ENOENT for an inode the kernel does not have);
- * the milliseconds until the next check, or -1. */
-static int check_pins(struct zrfs *fs)
-{
-	struct zrfs_follow *w = fs->follow;
-	uint64_t now = zrfs_now_ms();
-	fuse_ino_t *due = NULL;
-	size_t k = 0;
-	int next;
-
-	pthread_mutex_lock(&w->lock);
-	while (k < w->npending && w->pending[k].ms + GRACE_MS <= now)
-		k++;
-	if (k > 0 && (due = malloc(k * sizeof *due)) != NULL) {
-		for (size_t i = 0; i < k; i++)
-			due[i] = w->pending[i].ino;
-		memmove(w->pending, w->pending + k, (w->npending - k) * sizeof *w->pending);
-		w->npending -= k;
-	}
-	next = !due && k > 0 ? 100 /* short of memory: soon */
-	       : w->npending ? (int)(w->pending[0].ms + GRACE_MS - now) : -1;
-	pthread_mutex_unlock(&w->lock);
-	for (size_t i = 0; due && i < k; i++) /* the kernel, without the lock */
-		if (fuse_lowlevel_notify_inval_inode(fs->se, due[i], -1, 0) != 0)
-			zrfs_unpin(fs, due[i]);
-	free(due);
-	return next;
-}
-
 /* The numbers of record @id of @field now: its file's, and its twin's in
  * tree/ where that shows a class as text; how many. */
 static unsigned rec_numbers(struct zrfs *fs, unsigned field, uint64_t id, fuse_ino_t out[2])
@@ -243,14 +188,14 @@ static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, 
 	int rc;
 
 	for (unsigned i = 0; i < n; i++)
-		pin_old(fs, ino[i], old);
+		zrfs_inode_pin(fs, ino[i], old);
 	if ((rc = zrfs_rec_version_bump(fs, field, id)) < 0)
 		return rc;
 	taken_back = rc == 1;
 	rec_numbers(fs, field, id, ino);
-	zrfs_cache_forget(fs->cache, zrfs_rec_cache_key(ino[0]));
+	zrfs_cache_drop(fs->cache, zrfs_rec_cache_key(ino[0]));
 	for (unsigned i = 0; i < n && taken_back; i++) {
-		zrfs_unpin(fs, ino[i]);
+		zrfs_inode_unpin(fs, ino[i]);
 		if ((rc = zrfs_notes_inode(notes, ino[i])) < 0)
 			return rc;
 	}
@@ -345,9 +290,9 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 			continue;
 		/* its views: FIELD.npy and FIELD.present.npy, of one version */
 		fuse_ino_t npy = ZRFS_INO_NPY | (zrfs_npy_version(fs, f) & ZRFS_GEN_MASK) << 8 | f;
-		pin_old(fs, npy | ZRFS_INO_PRESENT, old);
+		zrfs_inode_pin(fs, npy | ZRFS_INO_PRESENT, old);
 		if (fs->fields[f].has_npy)
-			pin_old(fs, npy, old);
+			zrfs_inode_pin(fs, npy, old);
 		zrfs_npy_version_set(fs, f, new->gen);
 		snprintf(name, sizeof name, "%s.present.npy", fs->fields[f].spec->name);
 		rc = zrfs_notes_entry(notes, ZRFS_INO_ROOT, name);
@@ -356,7 +301,7 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		snprintf(name, sizeof name, "%s.npy", fs->fields[f].spec->name);
 		rc = zrfs_notes_entry(notes, ZRFS_INO_ROOT, name);
 	}
-	pin_old(fs, ZRFS_INO_META | (old->gen & ZRFS_GEN_MASK), old);
+	zrfs_inode_pin(fs, ZRFS_INO_META | (old->gen & ZRFS_GEN_MASK), old);
 	return rc < 0 ? rc : zrfs_notes_entry(notes, ZRFS_INO_ROOT, "meta.json");
 }
 
@@ -409,6 +354,7 @@ static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 	zrfs_state_lock(fs);
 	rc = note_changes(fs, cur, new, &c, touched, notes);
 	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
+	fs->follow->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
 	zrfs_state_unlock(fs);
 	zrfs_view_put(old);
 	say(fs, rc < 0 ? "out of memory: some names may show an older state" : "");
@@ -442,11 +388,20 @@ static bool meta_changed(struct zrfs *fs)
 }
 
 /* If a commit came since the last look, make it the mount's view (noting
- * in @notes what the kernel must be told). Under the lock. */
+ * in @notes what the kernel must be told); else give back the versions of
+ * records the kernel forgot, if any are kept. Under the lock. */
 static void look(struct zrfs *fs, struct zrfs_notes *notes)
 {
-	if (meta_changed(fs) && !refresh(fs, notes))
-		fs->follow->seen.st_ino = 0; /* not followed: try again */
+	struct zrfs_follow *w = fs->follow;
+
+	if (meta_changed(fs)) {
+		if (!refresh(fs, notes))
+			w->seen.st_ino = 0; /* not followed: try again */
+	} else if (w->versions) {
+		zrfs_state_lock(fs);
+		w->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
+		zrfs_state_unlock(fs);
+	}
 }
 
 void zrfs_follow_publish(struct zrfs *fs)
@@ -466,17 +421,6 @@ void zrfs_follow_publish(struct zrfs *fs)
 	if (write(w->wake[1], "", 1) < 0) {
 		/* full: the thread has wake-ups waiting already */
 	}
-}
-
-void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name)
-{
-	struct zrfs_follow *w = fs->follow;
-
-	if (!w || !w->running)
-		return;
-	pthread_mutex_lock(&w->answers_lock);
-	zrfs_notes_entry(&w->unsent, parent, name); /* short of memory: cached until timeout */
-	pthread_mutex_unlock(&w->answers_lock);
 }
 
 /* ---- answers ---- */
@@ -550,8 +494,7 @@ static void *follower(void *arg)
 
 	for (;;) {
 		struct pollfd p[2] = {{w->wake[0], POLLIN, 0}, {w->inotify, POLLIN, 0}};
-		int next = check_pins(fs);
-		poll(p, w->inotify >= 0 ? 2 : 1, next >= 0 && next < POLL_MS ? next : POLL_MS);
+		poll(p, w->inotify >= 0 ? 2 : 1, POLL_MS);
 		if (atomic_load(&w->stopping))
 			break;
 		/* every event and wake-up at once: several commits, one refresh */
@@ -633,7 +576,6 @@ void zrfs_follow_stop(struct zrfs *fs)
 		close(w->inotify);
 	close(w->wake[0]);
 	close(w->wake[1]);
-	free(w->pending); /* their pins go with the state */
 	free(w->answers);
 	zrfs_notes_free(&w->unsent);
 	pthread_mutex_destroy(&w->answers_lock);

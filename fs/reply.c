@@ -19,7 +19,10 @@
  * io_uring submission); with -o splice libfuse splices them (slower on
  * every size measured: BENCHMARKS.md).
  *
- * Sections: errors, attributes, slices, pieces.
+ * An entry (a lookup's, a new file's or directory's) hands the kernel a
+ * number: it is counted in the inode table before the reply is sent.
+ *
+ * Sections: errors, entries, attributes, slices, pieces.
  */
 #include "zrfs_i.h"
 
@@ -52,6 +55,30 @@ void zrfs_reply_err(fuse_req_t req, int rc)
 void zrfs_reply_status(fuse_req_t req, int64_t rc)
 {
 	fuse_reply_err(req, rc < 0 ? -zrfs_errno((int)rc) : 0);
+}
+
+/* ---- entries ---- */
+
+int zrfs_reply_handed(fuse_req_t req, struct zrfs *fs, const struct fuse_entry_param *e,
+		      const struct fuse_file_info *fi)
+{
+	int rc = fi ? fuse_reply_create(req, e, fi) : fuse_reply_entry(req, e);
+
+	if (rc != 0 && e->ino) /* never handed */
+		zrfs_inode_forget(fs, e->ino, 1);
+	return rc;
+}
+
+int zrfs_reply_entry(fuse_req_t req, struct zrfs *fs, const struct zrfs_subtree *t,
+		     const struct fuse_entry_param *e, const struct fuse_file_info *fi)
+{
+	int rc = e->ino ? zrfs_inode_hand(fs, e->ino, t) : 0;
+
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return rc;
+	}
+	return zrfs_reply_handed(req, fs, e, fi);
 }
 
 /* ---- attributes ---- */

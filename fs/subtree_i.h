@@ -57,16 +57,16 @@ struct zrfs_subtree {
 	/* Files being written (-o writable): asked first for a name in any
 	 * directory, and may stand in for another's entries in its listings
 	 * (shadow); its own entries are listed after the owner's. Its names
-	 * are never cached, and it hears every FORGET. */
+	 * are never cached. */
 	bool overlay;
-	/* The kernel forgot @ino after @nlookup lookups (NULL: nothing to do
-	 * but drop its pin). */
-	void (*forget)(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
-	/* Every number its lookup or entry gave is settled once, after the
-	 * reply: handed to the kernel (a lookup's reply, a listing entry with
-	 * attributes: the kernel counts a lookup of it) or not (an error
-	 * reply, an entry without attributes or not sent); NULL: not counted. */
-	void (*settled)(struct zrfs *fs, fuse_ino_t ino, bool handed);
+	/* What a number keeps alive (a table entry, a step's view): each
+	 * number its lookup or entry gives holds a reference it took, let go
+	 * here exactly once: by the dispatcher where the number is not handed
+	 * to the kernel (an error reply, an entry not sent or without
+	 * attributes, a number the kernel held already: inodes.c keeps one
+	 * reference per number held), else when the kernel forgets the number.
+	 * NULL: its numbers keep nothing. */
+	void (*let_go)(struct zrfs *fs, fuse_ino_t ino);
 	/* An overlay's: entry @d another subtree lists in @dir is one of its
 	 * own now (d->ino replaced: true), or stays (false). */
 	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);

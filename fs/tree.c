@@ -88,7 +88,7 @@ static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fu
 	/* a class's text: the view of its version, as a record file's */
 	if (decode(fs, ino, &no, &field, &id, &version) == N_TEXT &&
 	    version != zrfs_rec_version(fs, field, id))
-		return zrfs_pinned_view(fs, ino);
+		return zrfs_inode_view(fs, ino);
 	return zrfs_view_ref(cur);
 }
 

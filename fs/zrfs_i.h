@@ -32,16 +32,20 @@
  *   reply.c           where every reply is built and sent
  *   readahead.c       asking the kernel for pages before they are sent
  *   cache.c           bounded cache of inflated records and batch blobs
+ *   versions.c        the versions of record files and .npy views
+ *   inodes.c          the one table of numbers the kernel holds: lookups
+ *                     counted, views pinned to older numbers
  *   view.c            the committed state shown (a view per generation),
- *                     inode versions, and views pinned to older inodes
+ *                     the names lock
  *   scratch.c         per-thread buffers and core readers
  *   dataset.c         the dataset opened, its fields and first view; closed
  *   log.c             names in log lines escaped; lines users cause limited
  *   table.c           the one hash table the files above share
  *
  * Inode numbers are a pure function of the path and, for files whose bytes
- * a commit can change, a version (view.c: content never changes under a
- * number); each subtree owns one part of the 64-bit space:
+ * a commit can change, a version (versions.c: content never changes under
+ * a number); each subtree owns one part of the 64-bit space. Every number
+ * handed to the kernel is counted in inodes.c, and nowhere else:
  *
  *   /                          ZRFS_INO_ROOT (1)                 dispatch.c
  *   /meta.json                 ZRFS_INO_META | generation        fields.c
@@ -157,6 +161,8 @@ struct zrfs_batches;
 struct zrfs_prefetch;
 struct zrfs_byclass;
 struct zrfs_state;
+struct zrfs_versions;
+struct zrfs_inodes;
 struct zrfs_follow;
 struct zrfs_writes;
 
@@ -186,7 +192,9 @@ struct zrfs {
 	struct zrfs_prefetch *prefetch;
 	struct zrfs_byclass *byclass;
 	struct zrfs_tree *tree;     /* /tree, the index of names (tree.c); NULL: not shown */
-	struct zrfs_state *state;   /* the current view, versions, pins (view.c) */
+	struct zrfs_state *state;   /* the current view, the names lock (view.c) */
+	struct zrfs_versions *versions; /* of changed files (versions.c) */
+	struct zrfs_inodes *inodes; /* the numbers the kernel holds, pins (inodes.c) */
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct zrfs_writes *writes; /* -o writable: the writer (write/); NULL read-only */
 	struct fuse_session *se;
@@ -201,7 +209,7 @@ struct zrfs {
 int zrfs_dataset_open(struct zrfs *fs);
 void zrfs_dataset_close(struct zrfs *fs);
 
-/* ---- view.c: views, versions, pins ---- */
+/* ---- view.c: views, the current one, the names lock ---- */
 
 /* A view of @ds (which it then owns), counted once: 0 or -errno. */
 int zrfs_view_make(struct zrfs *fs, zr_dataset *ds, struct zrfs_view **out);
@@ -215,33 +223,65 @@ struct zrfs_view *zrfs_view_hold(struct zrfs *fs);
  * returned (valid until the end; not held) and its versions. */
 struct zrfs_view *zrfs_names_begin(struct zrfs *fs);
 void zrfs_names_end(struct zrfs *fs);
+/* follow.c publishes a new view between these (the names lock, written). */
+void zrfs_state_lock(struct zrfs *fs);
+void zrfs_state_unlock(struct zrfs *fs);
+/* Make @v current; returns the view it replaces (the caller's to put). */
+struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v);
+
+/* ---- versions.c: versions of record files and .npy views ---- */
+
+/* The versions, with every .npy of generation @gen; freed. */
+int zrfs_versions_create(struct zrfs *fs, uint64_t gen);
+void zrfs_versions_destroy(struct zrfs *fs);
 /* The current version of record (@field, @id), and of @field's .npy (the
  * generation it last changed in); between zrfs_names_begin and _end. */
 unsigned zrfs_rec_version(const struct zrfs *fs, unsigned field, uint64_t id);
 uint64_t zrfs_npy_version(const struct zrfs *fs, unsigned field);
-/* follow.c publishes a new view between these (the names lock, written). */
-void zrfs_state_lock(struct zrfs *fs);
-void zrfs_state_unlock(struct zrfs *fs);
-/* Give record @id of @field its next version: 1 if its number is still
- * pinned to older bytes (every number of the record is), 0, -ENOMEM. */
+/* Give record @id of @field its next version, one of whose numbers the
+ * kernel holds none (inodes.c): 0; if it holds one of every version, the
+ * next one not pinned, or else the oldest is taken back: 1 (that number
+ * shows the new bytes; the caller unpins it). -ENOMEM. Under the names
+ * lock, written; as the next two. */
 int zrfs_rec_version_bump(struct zrfs *fs, unsigned field, uint64_t id);
-/* Record file @ino was handed to the kernel (under the names lock), or
- * forgotten by it (takes the names lock): a version whose number the
- * kernel holds is not given to newer bytes. */
-void zrfs_rec_handed(struct zrfs *fs, fuse_ino_t ino);
-void zrfs_rec_forgotten(struct zrfs *fs, fuse_ino_t ino);
 void zrfs_npy_version_set(struct zrfs *fs, unsigned field, uint64_t version);
-/* Make @v current; returns the view it replaces (the caller's to put). */
-struct zrfs_view *zrfs_view_publish(struct zrfs *fs, struct zrfs_view *v);
-/* Pins: inode @ino shows view @v until the kernel forgets it: 1. A second
- * pin of one number keeps the first: 0. -ENOSPC past a bound (the number
- * is then ESTALE once its content changed), -ENOMEM. */
-int zrfs_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v);
-bool zrfs_pinned(struct zrfs *fs, fuse_ino_t ino);
-/* The view @ino is pinned to, held; NULL if none. */
-struct zrfs_view *zrfs_pinned_view(struct zrfs *fs, fuse_ino_t ino);
-/* Forget @ino's pin; whether it had one. */
-bool zrfs_unpin(struct zrfs *fs, fuse_ino_t ino);
+/* Give back the versions of records of which the kernel holds no number:
+ * such a record's file is numbered as if it had never changed. At most
+ * @budget are looked at, the oldest first. How many are left. */
+size_t zrfs_versions_trim(struct zrfs *fs, size_t budget);
+
+/* ---- inodes.c: the numbers the kernel holds ---- */
+
+struct zrfs_subtree;
+int zrfs_inodes_create(struct zrfs *fs);
+void zrfs_inodes_destroy(struct zrfs *fs);
+/* The kernel is about to be handed @ino once more (the reply is sent
+ * after this call; one that could not be sent is forgotten once), with the
+ * reference the subtree @hook took for it (NULL: none): the table keeps it
+ * while the kernel holds the number, and has @hook let it go at the last
+ * FORGET; a number held already lets it go at once. 0, or -ENOMEM (not
+ * counted, let go: answer with the error). The root is never counted. */
+int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook);
+/* The kernel forgot @nlookup lookups of @ino: true if it holds none now
+ * (its pin goes, its reference is let go). */
+bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);
+/* Whether the kernel holds @ino; any number of @ino's family (a record's
+ * numbers, zrfs_ino_family). */
+bool zrfs_inode_held(struct zrfs *fs, fuse_ino_t ino);
+bool zrfs_inode_family_held(struct zrfs *fs, fuse_ino_t ino);
+/* @hook is told to let go of held number @ino from now on (another
+ * subtree's that kept nothing for it): whether it is held. */
+bool zrfs_inode_adopt(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook);
+/* The numbers held now. */
+uint64_t zrfs_inodes_held(struct zrfs *fs);
+/* Pins: held number @ino shows view @v (referenced) until the kernel
+ * forgets it: 1; 0 if it is not held (nothing may show it any more) or
+ * shows one already (the first stays). Whether it shows one; that view,
+ * held (NULL: none); unpin it (whether it had one). */
+int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v);
+bool zrfs_inode_pinned(struct zrfs *fs, fuse_ino_t ino);
+struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino);
+bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino);
 
 /* ---- follow.c ---- */
 
@@ -257,9 +297,6 @@ void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const str
  * which the kernel holds a directory's lock (unlink): telling the kernel
  * takes that lock, so the request cannot wait for it. */
 void zrfs_follow_publish(struct zrfs *fs);
-/* Tell the kernel that @name in @parent names something else now, with the
- * notes of the next view (before any answer asked for after this call). */
-void zrfs_follow_note_entry(struct zrfs *fs, fuse_ino_t parent, const char *name);
 
 /* ---- transport.c ---- */
 
@@ -390,6 +427,14 @@ static inline bool zrfs_is_rec_ino(fuse_ino_t ino)
 {
 	return ino >> 56 == 1;
 }
+/* The family of @ino: for a record file's number, or its twin's in tree/,
+ * the same for every version and both (inodes.c hashes them alike); any
+ * other number is its own. */
+static inline fuse_ino_t zrfs_ino_family(fuse_ino_t ino)
+{
+	return ino >> 56 == 1 || ino >> 56 == 2 ? (ino & ((UINT64_C(1) << 48) - 1)) | ZRFS_INO_REC
+						  : ino;
+}
 /* The number of record file @ino's twin in tree/: its class as decimal text. */
 static inline fuse_ino_t zrfs_rec_text_ino(fuse_ino_t ino)
 {
@@ -397,7 +442,7 @@ static inline fuse_ino_t zrfs_rec_text_ino(fuse_ino_t ino)
 }
 /* The cache key of a flate record file's bytes: its number without the top
  * bits, so each version has its own (below 2^56; batch blobs use bit 63).
- * A version comes round again after 256 changes: follow.c forgets what its
+ * A version comes round again after 256 changes: follow.c drops what its
  * key held before. */
 static inline uint64_t zrfs_rec_cache_key(fuse_ino_t ino)
 {
@@ -488,6 +533,17 @@ void zrfs_reply_err(fuse_req_t req, int rc);
 /* Reply to a request that returns no data: success for @rc >= 0 (a count,
  * a generation), else its errno. */
 void zrfs_reply_status(fuse_req_t req, int64_t rc);
+/* Reply to a LOOKUP, a MKDIR or (@fi not NULL) a CREATE with @e: its
+ * number (not 0) counted as handed to the kernel first, with the reference
+ * subtree @t took for it (zrfs_inode_hand), and forgotten again if the
+ * reply cannot be sent. 0, or a negative code (not handed: an ENOMEM
+ * reply, or the requester is gone). */
+int zrfs_reply_entry(fuse_req_t req, struct zrfs *fs, const struct zrfs_subtree *t,
+		     const struct fuse_entry_param *e, const struct fuse_file_info *fi);
+/* The same for a number counted already (zrfs_inode_hand, by a caller that
+ * must count it under a lock of its own). */
+int zrfs_reply_handed(fuse_req_t req, struct zrfs *fs, const struct fuse_entry_param *e,
+		      const struct fuse_file_info *fi);
 /* Attributes: a directory (0555) or a read-only file of @size bytes, with
  * the times of view @v. */
 void zrfs_dir_attr(const struct zrfs *fs, const struct zrfs_view *v, fuse_ino_t ino,
@@ -553,9 +609,9 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader
 bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag);
 /* Drop @key, of every tag, where it is cached and not being made (users
  * keep their reference). */
-void zrfs_cache_forget(struct zrfs_cache *c, uint64_t key);
-/* Forget every cached entry whose key @match says yes to (not those loading). */
-void zrfs_cache_forget_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
+void zrfs_cache_drop(struct zrfs_cache *c, uint64_t key);
+/* Drop every cached entry whose key @match says yes to (not those loading). */
+void zrfs_cache_drop_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),
 			  const void *ctx);
 /* Buffers for loaders: reused from dropped entries when one fits. */
 uint8_t *zrfs_cache_alloc(struct zrfs_cache *c, size_t n);

@@ -324,9 +324,9 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 		fuse_reply_write(req, size);
 }
 
-/* Forget what was written to @n (n->lock held): its value is the stored
+/* Drop what was written to @n (n->lock held): its value is the stored
  * one again, to be loaded when changed. */
-static void forget_written(struct wnode *n)
+static void drop_written(struct wnode *n)
 {
 	zrfs_value_free(&n->val);
 	n->loaded = n->changed = n->truncated = false;
@@ -342,7 +342,7 @@ static void discard(struct zrfs *fs, struct wnode *n, const char *why)
 	struct zrfs_writes *w = fs->writes;
 	char esc[ZRFS_LOG_NAME_MAX * 4];
 
-	forget_written(n);
+	drop_written(n);
 	pthread_mutex_lock(&w->names_lock);
 	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
 		char path[4 * ZRFS_NAME_MAX];
@@ -406,7 +406,7 @@ static int64_t publish(struct zrfs *fs, struct wnode *n, bool last)
 		gen = refuse_failed(fs, n);
 	else if (live && !draft && n->changed &&
 		 (gen = zrfs_publish_record(fs, n)) == -EINVAL)
-		forget_written(n); /* refused, as its shape says (logged): once */
+		drop_written(n); /* refused, as its shape says (logged): once */
 	pthread_mutex_unlock(&n->lock);
 	if (!draft)
 		pthread_mutex_unlock(&w->lock);

@@ -36,6 +36,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	w->commit_ms = fs->opts.commit_ms;
 	w->commit_bytes = fs->opts.commit_bytes;
 	w->dirfd = -1;
+	w->fs = fs;
 	fs->writes = w;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
 		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));

@@ -189,9 +189,10 @@ int zrfs_draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const 
 }
 
 /* A new draft (a file, or a directory: @kind) @name in @parent at place
- * @p, filling record @target in (NO_ID: a new one); in the tables, counted
- * as handed to the kernel once, with one reference for the caller. Under
- * the names lock and names_lock. 0 or a negative code. */
+ * @p, filling record @target in (NO_ID: a new one); in the tables, its
+ * number counted as handed to the kernel (the reply hands it: nothing may
+ * take its meaning away meanwhile), with one reference for the caller.
+ * Under the names lock and names_lock. 0 or a negative code. */
 static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, const char *name,
 		     enum wnode_kind kind, uint64_t target, pid_t maker, struct wnode **out)
 {
@@ -226,7 +227,11 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 		zrfs_node_put(d);
 		return rc;
 	}
-	zrfs_inode_looked_up(w, d->ino); /* the reply hands it out */
+	if ((rc = zrfs_inode_hand(fs, d->ino, &zrfs_writing)) < 0) {
+		zrfs_draft_unlist(w, d);
+		zrfs_node_put(d);
+		return rc;
+	}
 	*out = d;
 	return 0;
 }
@@ -273,8 +278,8 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			pthread_mutex_lock(&w->names_lock);
 			d->handles--;
 			zrfs_draft_unlist(w, d);
-			zrfs_inode_forget(w, d->ino, 1);
 			pthread_mutex_unlock(&w->names_lock);
+			zrfs_inode_forget(fs, d->ino, 1); /* never handed */
 		}
 		zrfs_node_put(d);
 		zrfs_reply_err(req, rc);
@@ -294,17 +299,12 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	e.attr_timeout = fs->opts.timeout;
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
-	if (fuse_reply_create(req, &e, fi) != 0) { /* the creator is gone */
-		pthread_mutex_lock(&w->names_lock);
-		zrfs_inode_forget(w, e.ino, 1);
-		pthread_mutex_unlock(&w->names_lock);
+	if (zrfs_reply_handed(req, fs, &e, fi) != 0) /* the creator is gone */
 		zrfs_handle_drop(fs, h);
-	}
 }
 
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
-	struct zrfs_writes *w = fs->writes;
 	struct fuse_entry_param e;
 	struct wnode *d = NULL, *old;
 	struct zrfs_view *v;
@@ -343,14 +343,10 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);
 		e.attr.st_atim = e.attr.st_mtim;
 		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
-		fuse_reply_entry(req, &e);
+		zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 		return;
 	}
-	if (fuse_reply_entry(req, &e) != 0) { /* never cached: the writer's */
-		pthread_mutex_lock(&w->names_lock);
-		zrfs_inode_forget(w, e.ino, 1);
-		pthread_mutex_unlock(&w->names_lock);
-	}
+	zrfs_reply_handed(req, fs, &e, NULL); /* never cached: the writer's */
 }
 
 /* ---- removing ---- */

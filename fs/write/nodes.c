@@ -136,7 +136,7 @@ static void inode_del(struct zrfs_writes *w, struct winode *i)
 
 struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino)
 {
-	struct winode *i = zrfs_inode_find(w, ino);
+	struct winode *i = zrfs_winode_find(w, ino);
 
 	return i && i->draft && i->draft->kind == WN_DIR && i->draft->listed ? i->draft : NULL;
 }
@@ -288,13 +288,13 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 	/* its number, for as long as the kernel holds it: the record it became,
 	 * or (removed, replaced) the bytes it has, as an unlinked file keeps
 	 * them for whoever has it open */
-	if ((i = zrfs_inode_find(w, d->ino)) != NULL) {
+	if ((i = zrfs_winode_find(w, d->ino)) != NULL) {
 		i->id = d->stored;
 		if (d->stored != NO_ID) {
 			zrfs_node_put(i->draft);
 			i->draft = NULL;
 		}
-		if (i->lookups == 0)
+		if (!zrfs_inode_held(w->fs, d->ino))
 			inode_del(w, i);
 	}
 	zrfs_node_put(d); /* the tables' */
@@ -322,7 +322,7 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 
 /* ---- inode numbers ---- */
 
-struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino)
+struct winode *zrfs_winode_find(struct zrfs_writes *w, fuse_ino_t ino)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&w->inodes, zrfs_hash_u64(ino)); l;
 	     l = zrfs_table_next(l)) {
@@ -333,32 +333,22 @@ struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino)
 	return NULL;
 }
 
-void zrfs_inode_looked_up(struct zrfs_writes *w, fuse_ino_t ino)
+void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino)
 {
-	struct winode *i = zrfs_inode_find(w, ino);
+	struct winode *i = zrfs_winode_find(w, ino);
 
-	if (i && !i->moved)
-		i->lookups++;
-}
-
-void zrfs_inode_forget(struct zrfs_writes *w, fuse_ino_t ino, uint64_t n)
-{
-	struct winode *i = zrfs_inode_find(w, ino);
-
-	if (!i)
-		return;
-	/* a moved record number is handed out by no lookup again: the kernel
-	 * forgets it once */
-	i->lookups = i->moved || n >= i->lookups ? 0 : i->lookups - n;
-	if (i->lookups == 0 && !(i->draft && i->draft->listed))
+	if (i && !(i->draft && i->draft->listed) && !zrfs_inode_held(w->fs, ino))
 		inode_del(w, i);
 }
 
-void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id)
+void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id)
 {
-	struct winode *i = zrfs_inode_find(w, ino);
+	struct winode *i = zrfs_winode_find(w, ino);
 
 	if (!i) {
+		/* a number the kernel does not hold: nothing writes through it */
+		if (!zrfs_inode_adopt(w->fs, ino, &zrfs_writing))
+			return;
 		if (w->nmoved >= MOVED_MAX)
 			inode_del(w, w->moved_oldest); /* its writes go to its old record */
 		if (!(i = inode_add(w, ino)))
@@ -533,7 +523,7 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 
 	*rc = -ESTALE; /* a number that shows nothing any more */
 	pthread_mutex_lock(&w->names_lock);
-	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+	if ((i = zrfs_winode_find(w, ino)) != NULL) {
 		if (i->draft && !i->draft->detached && i->draft->kind != WN_DIR)
 			n = zrfs_node_ref(i->draft);
 		else if (i->draft && i->draft->kind == WN_DIR)

@@ -6,8 +6,8 @@
  * renamed onto a record's name in place of that record's file), the
  * directories made for them, and aliases (names of records, resolved,
  * not listed); a draft's number shows its record once its commit is in the
- * view. Its names are never cached; its numbers are counted by lookups
- * until the kernel forgets them (nodes.c).
+ * view. Its names are never cached; what its numbers mean is kept while a
+ * draft is listed or the kernel holds them (nodes.c, inodes.c).
  *
  * Sections: numbers, names, contents, listings.
  */
@@ -24,24 +24,15 @@ static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
 	return fs->writes && (ino >> 62) == 1;
 }
 
-static void writing_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
+/* Drafts' numbers, and records' numbers a rename moved (adopted): what
+ * the number means goes once nothing keeps it. */
+static void writing_let_go(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_writes *w = fs->writes;
 
-	if (!w)
-		return;
 	pthread_mutex_lock(&w->names_lock);
-	zrfs_inode_forget(w, ino, nlookup);
+	zrfs_winode_let_go(w, ino);
 	pthread_mutex_unlock(&w->names_lock);
-}
-
-static void writing_settled(struct zrfs *fs, fuse_ino_t ino, bool handed)
-{
-	if (!handed)
-		return;
-	pthread_mutex_lock(&fs->writes->names_lock);
-	zrfs_inode_looked_up(fs->writes, ino);
-	pthread_mutex_unlock(&fs->writes->names_lock);
 }
 
 /* ---- names ---- */
@@ -86,7 +77,7 @@ static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wn
 
 	*d = NULL;
 	pthread_mutex_lock(&w->names_lock);
-	if ((i = zrfs_inode_find(w, ino)) != NULL) {
+	if ((i = zrfs_winode_find(w, ino)) != NULL) {
 		*field = i->field;
 		*text = i->text;
 		*id = i->draft ? i->draft->stored : i->id;
@@ -228,8 +219,7 @@ const struct zrfs_subtree zrfs_writing = {
 	.name = "writing",
 	.overlay = true,
 	.owns = writing_owns,
-	.forget = writing_forget,
-	.settled = writing_settled,
+	.let_go = writing_let_go,
 	.lookup = writing_lookup,
 	.attr = writing_attr,
 	.entry = writing_entry,

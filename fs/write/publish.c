@@ -264,7 +264,7 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	pthread_mutex_lock(&w->names_lock);
 	zrfs_nodes_detach_record(w, field, to);
 	zrfs_nodes_retarget(w, field, from, to);
-	zrfs_inode_moved(w, zrfs_rec_ino(field, from, version), field, to);
+	zrfs_winode_moved(w, zrfs_rec_ino(field, from, version), field, to);
 	pthread_mutex_unlock(&w->names_lock);
 	if ((rc = remove_if_empty(fs, from, by_name)) < 0)
 		return rc;

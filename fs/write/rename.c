@@ -68,7 +68,7 @@ static int rename_draft(struct zrfs *fs, struct wnode *d, fuse_ino_t newparent,
 		zrfs_draft_target(w, d, NO_ID);
 		if ((rc = zrfs_draft_place(fs, d, newparent, tp)) < 0)
 			return rc;
-		if ((i = zrfs_inode_find(w, d->ino)) != NULL)
+		if ((i = zrfs_winode_find(w, d->ino)) != NULL)
 			i->field = d->field, i->text = d->text;
 	}
 	if (talias)

@@ -14,11 +14,13 @@
  *            only when first changed (values.c).
  *   handle   one OPEN or CREATE for writing (fi->fh): a node, and the ops it
  *            answers with itself (handles.c).
- *   inode    a number the write layer gave the kernel: a draft's
- *            (ZRFS_INO_STAGED | seq, counted by lookups until FORGET), or a
- *            record file's number that a rename moved onto another record
- *            (the kernel keeps an inode with its name: writes through it go
- *            to the record it is now).
+ *   winode   what a number means to the write layer: a draft's
+ *            (ZRFS_INO_STAGED | seq), or a record file's number that a
+ *            rename moved onto another record (the kernel keeps an inode
+ *            with its name: writes through it go to the record it is now).
+ *            The kernel's lookups of either are counted in inodes.c, as of
+ *            every number; a winode goes once its draft is not listed and
+ *            the kernel holds the number no more.
  *   alias    a name that is not an id but names a record in a field
  *            directory: a new file's name after it became a record, or a
  *            record's file renamed to it. Resolved, not listed; bounded.
@@ -162,7 +164,8 @@ struct wnode {
 	bool mtime_set;       /* ... or none: the time it is stored at */
 };
 
-/* A number the kernel holds for the write layer (see the top). */
+/* What a number means to the write layer (see the top): kept while its
+ * draft is listed or the kernel holds the number (inodes.c). */
 struct winode {
 	struct zrfs_link link;
 	fuse_ino_t ino;
@@ -170,7 +173,6 @@ struct winode {
 	unsigned field;       /* else the record it shows */
 	uint64_t id;          /* NO_ID: gone (ESTALE) */
 	bool text;            /* shown as tree/ shows it: a class as decimal text */
-	uint64_t lookups;     /* a draft's number: handed out, not forgotten */
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
 };
@@ -188,6 +190,7 @@ struct whandle;
 
 struct zrfs_writes {
 	/* mount.c, fixed once mounted */
+	struct zrfs *fs;      /* the mount it writes for */
 	zr_dataset *ds;       /* the writer (ZR_RDWR) */
 	int dirfd;            /* the dataset's directory: private files */
 	uint64_t made_from;   /* ids from here on were made through this mount */
@@ -306,14 +309,13 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
  * when nothing needs it (no handle, nothing to store). */
 void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
 /* Inode numbers: what @ino is to the write layer (NULL: nothing); a
- * draft's number handed to the kernel once more; @n lookups forgotten;
- * a record's number @ino moved onto (field, @id). */
-struct winode *zrfs_inode_find(struct zrfs_writes *w, fuse_ino_t ino);
-void zrfs_inode_looked_up(struct zrfs_writes *w, fuse_ino_t ino);
-void zrfs_inode_forget(struct zrfs_writes *w, fuse_ino_t ino, uint64_t n);
-void zrfs_inode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id);
+ * record's number @ino the kernel holds moved onto (field, @id); @ino let
+ * go (the overlay's let_go: it goes if nothing keeps it). */
+struct winode *zrfs_winode_find(struct zrfs_writes *w, fuse_ino_t ino);
+void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id);
+void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino);
 /* Aliases: the record @name names in directory @parent (0 with *id, or
- * -ENOENT); name one (of field @field); forget one, or all in @parent. */
+ * -ENOENT); name one (of field @field); drop one, or all in @parent. */
 int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t *id);
 void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, const char *name,
 		    uint64_t id);

@@ -5,7 +5,8 @@
  * named kinds that list in a fixed order, and the listings of each level;
  * the tables of specs and epochs give back what the kernel and every lookup
  * have let go of, and only that, and what was made of an epoch given back
- * is not its slot's next epoch's.
+ * is not its slot's next epoch's; a step shows one view while the kernel
+ * holds a file of it or it is among the latest pinned.
  */
 #include "fs_fixture.h"
 #include "batch_i.h"
@@ -204,14 +205,17 @@ Test(batches, reads_of_directories_and_unknown_nodes_fail)
 
 /* ---- the tables ---- */
 
-/* @name in @parent as dispatch.c looks it up: the number is settled after
- * the reply, handed to the kernel (which holds it until its FORGET) or not. */
+/* @name in @parent as dispatch.c looks it up: the number is handed to the
+ * kernel (counted: it holds it until its FORGET) or let go. */
 static fuse_ino_t found(fuse_ino_t parent, const char *name, bool handed)
 {
 	int rc;
 	fuse_ino_t ino = t_lookup(B, parent, name, &rc);
 	cr_assert_eq(rc, 0, "%s: %d", name, rc);
-	B->settled(&t_fs, ino, handed);
+	if (handed)
+		cr_assert_eq(zrfs_inode_hand(&t_fs, ino, B), 0);
+	else
+		B->let_go(&t_fs, ino);
 	return ino;
 }
 
@@ -252,9 +256,9 @@ Test(batches, specs_are_given_back_once_the_kernel_and_every_lookup_let_go)
 	cr_assert(!exists(let_go), "a spec nothing holds was not given back");
 	cr_assert(exists(held), "a spec the kernel holds was given back");
 	cr_assert(exists(transit), "a spec a lookup found was given back before its reply");
-	/* the kernel forgets it, the lookup's reply is settled: both go */
-	B->forget(&t_fs, held, 1);
-	B->settled(&t_fs, transit, false);
+	/* the kernel forgets it, the lookup's number is not handed: both go */
+	zrfs_inode_forget(&t_fs, held, 1);
+	B->let_go(&t_fs, transit);
 	two_passes();
 	cr_assert(!exists(held) && !exists(transit));
 	/* the listed ones stay; a spec looked up again works, in a new entry */
@@ -300,90 +304,90 @@ Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its
 }
 
 /* The view the ids of step 0 of epoch @epoch of seq,batch=4 show; the
- * step and its file are handed to the kernel. */
-static struct zrfs_view *step_view(unsigned epoch, fuse_ino_t *step)
+ * step and its file are handed to the kernel (*@ids: the file's number). */
+static struct zrfs_view *step_view(unsigned epoch, fuse_ino_t *step, fuse_ino_t *ids)
 {
 	char name[32];
 	snprintf(name, sizeof name, "epoch-%u", epoch);
 	fuse_ino_t e = found(found(ZRFS_INO_BATCHES, "seq,batch=4", true), name, true);
 	*step = found(e, "0", true);
-	return t_view_of(B, found(*step, "ids", true));
+	*ids = found(*step, "ids", true);
+	return t_view_of(B, *ids);
+}
+
+/* The kernel forgets a step it was handed once, and its ids. */
+static void forget_step(fuse_ino_t step, fuse_ino_t ids)
+{
+	cr_assert(zrfs_inode_forget(&t_fs, ids, 1));
+	cr_assert(zrfs_inode_forget(&t_fs, step, 1));
 }
 
 /* Step 0 of epochs @first .. @first + 63 pinned: every step pinned before
  * is past the latest 64. */
 static void pin_64_newer(unsigned first)
 {
-	fuse_ino_t step;
+	fuse_ino_t step, ids;
 	for (unsigned k = first; k < first + 64; k++)
-		zrfs_view_put(step_view(k, &step));
+		zrfs_view_put(step_view(k, &step, &ids));
 }
 
 Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 {
-	fuse_ino_t step;
-	struct zrfs_view *first = step_view(0, &step), *v;
+	fuse_ino_t step, ids;
+	struct zrfs_view *first = step_view(0, &step, &ids), *v;
 	t_refresh();
 	/* the kernel forgets the step of itself: looked up again, it shows the
 	 * view of its first lookup (the ids, then the data, read in turn) */
-	B->forget(&t_fs, step, 1);
-	v = step_view(0, &step);
+	forget_step(step, ids);
+	v = step_view(0, &step, &ids);
 	cr_assert_eq(v, first, "a step the kernel forgot changed views between its files");
 	zrfs_view_put(v);
 	/* the kernel forgets it again, and 64 newer steps are pinned: it goes */
-	B->forget(&t_fs, step, 1);
+	forget_step(step, ids);
 	pin_64_newer(1);
-	v = step_view(0, &step);
+	v = step_view(0, &step, &ids);
 	cr_assert_neq(v, first, "a step long forgotten kept its view");
 	zrfs_view_put(v);
 	/* looked up again since its FORGET, it stays: its next FORGET unpins it */
 	zrfs_view_put(first);
-	first = step_view(100, &step);
-	B->forget(&t_fs, step, 1);
-	zrfs_view_put(step_view(100, &step));
+	first = step_view(100, &step, &ids);
+	forget_step(step, ids);
+	zrfs_view_put(step_view(100, &step, &ids));
 	t_refresh();
 	pin_64_newer(101);
-	v = step_view(100, &step);
+	v = step_view(100, &step, &ids);
 	cr_assert_eq(v, first, "a step the kernel holds lost its view");
+	zrfs_view_put(v);
+	cr_assert(zrfs_inode_forget(&t_fs, ids, 2), "two lookups of each since");
+	cr_assert(zrfs_inode_forget(&t_fs, step, 2));
+	pin_64_newer(201);
+	v = step_view(100, &step, &ids);
+	cr_assert_neq(v, first, "a step forgotten and pushed out of the latest kept its view");
 	zrfs_view_put(v);
 	zrfs_view_put(first);
 }
 
-/* The kernel counts the lookups of a step directory it holds, and FORGETs
- * them: a step is forgotten when every lookup of it is. The FORGET of an
- * inode the kernel dropped can come after the reply that handed it the
- * same step again: the step is held. */
-Test(batches, a_late_forget_of_a_step_looked_up_again_leaves_its_view)
+/* The kernel counts the lookups of a step's file it holds, and FORGETs
+ * them: the step keeps its view until every lookup of every file is
+ * forgotten, however lookups and FORGETs interleave. */
+Test(batches, a_step_keeps_its_view_while_any_lookup_of_its_files_is_held)
 {
-	fuse_ino_t step, e;
-	struct zrfs_view *first = step_view(0, &step), *v;
+	fuse_ino_t step, ids, e;
+	struct zrfs_view *first = step_view(0, &step, &ids), *v;
 	t_refresh();
 	e = found(found(ZRFS_INO_BATCHES, "seq,batch=4", true), "epoch-0", true);
 	cr_assert_eq(found(e, "0", true), step);
-	B->forget(&t_fs, step, 1);
+	cr_assert_eq(found(step, "ids", true), ids);
+	fuse_ino_t y = found(step, "y", true);
+	cr_assert(!zrfs_inode_forget(&t_fs, ids, 1), "two lookups, one forgotten");
+	cr_assert(zrfs_inode_forget(&t_fs, ids, 1));
 	pin_64_newer(1);
-	v = step_view(0, &step);
-	cr_assert_eq(v, first, "a step the kernel held again lost its view to a late FORGET");
+	v = t_view_of(B, y);
+	cr_assert_eq(v, first, "a step whose file the kernel holds lost its view");
 	zrfs_view_put(v);
-	zrfs_view_put(first);
-}
-
-/* A FORGET can be heard before the lookup whose reply it counts is
- * settled: that lookup is forgotten all the same. */
-Test(batches, a_forget_heard_before_its_lookup_is_settled_counts)
-{
-	int rc;
-	fuse_ino_t step, e;
-	struct zrfs_view *first = step_view(0, &step), *v;
-	t_refresh();
-	B->forget(&t_fs, step, 1);
-	e = found(found(ZRFS_INO_BATCHES, "seq,batch=4", true), "epoch-0", true);
-	cr_assert_eq(t_lookup(B, e, "0", &rc), step);
-	B->forget(&t_fs, step, 1);
-	B->settled(&t_fs, step, true);
-	pin_64_newer(1);
-	v = step_view(0, &step);
-	cr_assert_neq(v, first, "a step every lookup of which was forgotten kept its view");
+	cr_assert(zrfs_inode_forget(&t_fs, y, 1));
+	v = step_view(0, &step, &ids);
+	cr_assert_neq(v, first, "a step every file of which was forgotten kept its view");
 	zrfs_view_put(v);
 	zrfs_view_put(first);
 }

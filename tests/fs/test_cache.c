@@ -87,19 +87,19 @@ Test(cache, dropped_buffers_are_reused_within_the_bound)
 	get(c, 1, &l, 1);
 	uint8_t *first = l.last;
 	get(c, 2, &l, 1);
-	zrfs_cache_forget(c, 1);
+	zrfs_cache_drop(c, 1);
 	cr_assert(!zrfs_cache_has(c, 1, 0));
 	l.fill = 2;
 	get(c, 3, &l, 2); /* fits the buffer key 1 had */
 	cr_assert_eq(l.last, first, "the dropped buffer was not reused");
 	/* held: 2 and 3 (2 MiB); a kept buffer would make 3 MiB, still within */
-	zrfs_cache_forget(c, 2);
+	zrfs_cache_drop(c, 2);
 	l.size = 3 << 20; /* too big for it: the kept buffer is freed to make room */
 	get(c, 4, &l, 2);
 	cr_assert(zrfs_cache_has(c, 4, 0) && !zrfs_cache_has(c, 3, 0));
 	uint8_t *big = l.last;
 	/* a buffer more than twice the size asked is not handed out */
-	zrfs_cache_forget(c, 4);
+	zrfs_cache_drop(c, 4);
 	l.size = 1 << 20;
 	get(c, 5, &l, 2);
 	cr_assert_neq(l.last, big);
@@ -117,7 +117,7 @@ Test(cache, a_forgotten_entry_stays_valid_for_its_user)
 	cr_assert_eq(zrfs_cache_create(&c, 1 << 20), 0);
 	l.c = c;
 	cr_assert_eq(zrfs_cache_get(c, 1, 0, loader, &l, &e, &data, &len), 0);
-	zrfs_cache_forget(c, 1);
+	zrfs_cache_drop(c, 1);
 	cr_assert(!zrfs_cache_has(c, 1, 0));
 	l.fill = 3;
 	get(c, 2, &l, 3); /* must not get the buffer still in use */
@@ -145,7 +145,7 @@ Test(cache, a_key_made_from_another_state_is_another_entry)
 	zrfs_cache_release(c, e);
 	cr_assert_eq(atomic_load(&l.calls), 2);
 	cr_assert(zrfs_cache_has(c, 7, 100) && zrfs_cache_has(c, 7, 101));
-	zrfs_cache_forget(c, 7); /* every state's */
+	zrfs_cache_drop(c, 7); /* every state's */
 	cr_assert(!zrfs_cache_has(c, 7, 100) && !zrfs_cache_has(c, 7, 101));
 	zrfs_cache_destroy(c);
 }

@@ -119,20 +119,43 @@ Test(tree, a_number_the_kernel_holds_is_not_given_to_newer_bytes)
 	unsigned held;
 	bool seen[ZRFS_VERSIONS] = {false};
 
+	cr_assert_eq(zrfs_inode_hand(&t_fs, zrfs_rec_ino(0, 3, 0), T), 0); /* a lookup first */
 	cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
 	held = zrfs_rec_version(&t_fs, 0, 3);
-	zrfs_rec_handed(&t_fs, zrfs_rec_ino(0, 3, held)); /* a lookup of it */
+	cr_assert_eq(zrfs_inode_hand(&t_fs, zrfs_rec_ino(0, 3, held), T), 0); /* and one of it */
 	for (int k = 0; k < 3 * ZRFS_VERSIONS; k++) { /* it wraps round three times */
 		cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
 		seen[zrfs_rec_version(&t_fs, 0, 3)] = true;
 	}
 	cr_assert(!seen[held], "version %u, which the kernel holds, was given again", held);
-	cr_assert(!seen[0], "version 0, shown before any change, may be held");
-	zrfs_rec_forgotten(&t_fs, zrfs_rec_ino(0, 3, held)); /* its FORGET */
+	cr_assert(!seen[0], "version 0, which the kernel holds, was given again");
+	cr_assert(zrfs_inode_forget(&t_fs, zrfs_rec_ino(0, 3, held), 1)); /* its FORGET */
 	for (int k = 0; k < ZRFS_VERSIONS && zrfs_rec_version(&t_fs, 0, 3) != held; k++)
 		cr_assert_eq(zrfs_rec_version_bump(&t_fs, 0, 3), 0);
 	cr_assert_eq(zrfs_rec_version(&t_fs, 0, 3), held, "a forgotten number comes round again");
 	/* another record's numbers are its own */
 	cr_assert_eq(zrfs_rec_version_bump(&t_fs, 1, 3), 0);
 	cr_assert_eq(zrfs_rec_version(&t_fs, 1, 3), 1);
+	zrfs_inode_forget(&t_fs, zrfs_rec_ino(0, 3, 0), 1);
+}
+
+/* The versions of records whose numbers the kernel holds none of any more
+ * are given back: the table shrinks to the records whose files it holds. */
+Test(tree, versions_are_given_back_once_the_kernel_holds_no_number_of_the_record)
+{
+	for (uint64_t id = 0; id < T_N; id++)
+		cr_assert_eq(zrfs_rec_version_bump(&t_fs, 2, id), 0);
+	fuse_ino_t kept = zrfs_rec_ino(2, 4, zrfs_rec_version(&t_fs, 2, 4));
+	fuse_ino_t twin = zrfs_rec_text_ino(zrfs_rec_ino(2, 6, 0)); /* an older one, in tree/ */
+	cr_assert_eq(zrfs_inode_hand(&t_fs, kept, T), 0);
+	cr_assert_eq(zrfs_inode_hand(&t_fs, twin, T), 0);
+	cr_assert_eq(zrfs_versions_trim(&t_fs, 3), T_N - 3, "the 3 oldest looked at, none held");
+	cr_assert_eq(zrfs_versions_trim(&t_fs, 3), T_N - 5, "records 3 and 5 go, 4 stays");
+	cr_assert_eq(zrfs_versions_trim(&t_fs, 1000), 2, "those of records 4 and 6 stay");
+	cr_assert_eq(zrfs_rec_version(&t_fs, 2, 0), 0, "numbered as if never changed");
+	cr_assert_eq(zrfs_rec_version(&t_fs, 2, 4), 1);
+	cr_assert(zrfs_inode_forget(&t_fs, kept, 1));
+	cr_assert(zrfs_inode_forget(&t_fs, twin, 1));
+	cr_assert_eq(zrfs_versions_trim(&t_fs, 1000), 0);
+	cr_assert_eq(zrfs_inodes_held(&t_fs), 0);
 }

@@ -215,6 +215,7 @@ Test(write_names, a_rename_takes_the_open_file_with_it, .init = setup, .fini = t
 	/* mv 1.bin 2.bin, then a write through the inode the kernel now has
 	 * at 2.bin (record 1's) reaches record 2 */
 	fuse_ino_t one = zrfs_rec_ino(2, 1, 0);
+	cr_assert_eq(zrfs_inode_hand(&t_fs, one, &zrfs_fields), 0); /* the kernel looked it up */
 	struct fuse_file_info held = open_ino(one, O_WRONLY); /* open across the rename */
 
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 2, "2.bin", 0);
