@@ -23,6 +23,10 @@ while [ $e -lt 150 ]; do
 	head -c 1 "$MNT/.batches/seq,batch=4/epoch-$e/0/txt" >/dev/null || fail "epoch $e: step 0"
 	printf "v$e" >"$T/v"
 	"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set, epoch $e"
+	# the next epoch's step is looked up once the mount shows this commit
+	# (it follows commits of other processes on its own time)
+	timeout 20 sh -c "until [ \"\$(cat '$MNT/txt/0.txt')\" = v$e ]; do :; done" ||
+		fail "the mount does not show commit v$e"
 	e=$((e + 1))
 done
 # a step let go is unpinned by the kernel's FORGET, which comes on its own
