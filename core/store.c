@@ -28,19 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-char *zr_pathcat(const zr_dataset *ds, const char *rel)
-{
-	size_t a = strlen(ds->path), b = strlen(rel);
-	char *s = malloc(a + b + 2);
-
-	if (s) {
-		memcpy(s, ds->path, a);
-		s[a] = '/';
-		memcpy(s + a + 1, rel, b + 1);
-	}
-	return s;
-}
-
 static int table_name(char *buf, size_t cap, const char *field)
 {
 	return snprintf(buf, cap, "%s.offset", field);

@@ -113,10 +113,6 @@ static inline bool zr_entry_missing(const zr_entry *e)
 {
 	return e->len == 0 && e->chunk_id != ZR_CHUNK_EMPTY;
 }
-static inline bool zr_entry_empty(const zr_entry *e)
-{
-	return e->len == 0 && e->chunk_id == ZR_CHUNK_EMPTY;
-}
 void zr_entry_decode(const uint8_t *p, zr_entry *e);
 void zr_entry_encode(uint8_t *p, const zr_entry *e);
 uint64_t zr_le64(const uint8_t *p);
@@ -377,7 +373,6 @@ int zr_commit_locked(zr_dataset *ds);
 /* zr_stat(), with the record's chunk left pinned in *held (or NULL). */
 int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out,
 		 zr_chunk **held);
-char *zr_pathcat(const zr_dataset *ds, const char *rel);
 int zr_reload(zr_dataset *ds, const zr_meta *m);
 
 /* readers.c: the states readers hold (a byte lock per generation) */

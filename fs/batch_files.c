@@ -366,7 +366,7 @@ static int batch_bytes(zr_dataset *ds, unsigned field, const uint64_t *ids, size
 
 /* zr_reader_read of the present ids (not UINT64_MAX), the others empty:
  * @offs gets n + 1 offsets into @dst. */
-static int read_present(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, uint8_t *dst,
+static int rows_read_present(zr_reader *r, unsigned field, const uint64_t *ids, size_t n, uint8_t *dst,
 			uint64_t cap, uint64_t *offs)
 {
 	size_t k = 0;
@@ -421,7 +421,7 @@ static int load_blob(void *ctx, uint8_t **data, uint64_t *len)
 		if (!offs || !*data)
 			rc = -ENOMEM;
 		if (rc == 0)
-			rc = read_present(r, a->field, ids, n, *data + (n + 1) * 8, total, offs);
+			rc = rows_read_present(r, a->field, ids, n, *data + (n + 1) * 8, total, offs);
 		if (rc == 0)
 			put_le64s(*data, offs, n + 1);
 		*len = (n + 1) * 8 + total;
@@ -495,7 +495,7 @@ static void reply_blob_npy(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 }
 
 /* Reply to a read of part @part of flate field @field's batch of step @at. */
-static void read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+static void batch_read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		       const struct batch_step *at, unsigned field, enum batch_part part,
 		       size_t size, off_t off)
 {
@@ -578,7 +578,7 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		int n = info_json(at, info, sizeof info);
 		zrfs_reply_slice(req, info, (uint64_t)n, size, off);
 	} else if (fs->fields[kind_field(kind)].flate) {
-		read_flate(req, fs, v, at, kind_field(kind), kind_part(kind), size, off);
+		batch_read_flate(req, fs, v, at, kind_field(kind), kind_part(kind), size, off);
 	} else {
 		read_raw(req, fs, v, at, kind_field(kind), kind_part(kind), size, off, ahead);
 	}

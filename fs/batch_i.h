@@ -135,8 +135,9 @@ bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint
  * an entry referenced already; let go. */
 void zrfs_batch_ref(struct zrfs *fs, fuse_ino_t ino);
 void zrfs_batch_unref(struct zrfs *fs, fuse_ino_t ino);
-/* A prefetch job holds slot @slot (which is held already), or no longer. */
-void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot);
+/* A prefetch job takes a reference to slot @slot (referenced already),
+ * or puts it. */
+void zrfs_batch_slot_ref(struct zrfs *fs, uint32_t slot);
 void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot);
 /* A pass over the tables, in two calls: the sweep gives back what is no
  * longer held (the slots *gone[0, return), whose indices are not free
@@ -181,7 +182,7 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 /* Step pins: a number of a file of step @at was found (a lookup, a
  * listing): the step shows the view it was pinned to, or from now on @v;
  * 0 or -ENOMEM. That number is let go. The view step @at is pinned to,
- * held, or NULL. */
+ * referenced, or NULL. */
 int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view *v);
 void zrfs_step_unpin(struct zrfs *fs, uint32_t slot, uint64_t step);
 struct zrfs_view *zrfs_step_view(struct zrfs *fs, const struct batch_step *at);

@@ -62,7 +62,7 @@ enum job_kind {
 struct job {
 	enum job_kind kind;
 	struct batch_step at; /* not for JOB_PASS */
-	struct zrfs_view *v;  /* held: the view the step shows (JOB_AHEAD) */
+	struct zrfs_view *v;  /* referenced: the view the step shows (JOB_AHEAD) */
 	unsigned field;
 };
 
@@ -71,7 +71,7 @@ struct step_pin {
 	struct zrfs_link link;    /* in pins, by the step directory's number */
 	uint32_t slot;
 	uint64_t step;
-	struct zrfs_view *v;      /* held */
+	struct zrfs_view *v;      /* referenced */
 	unsigned refs;            /* numbers of its files found, and its place in latest */
 	bool latest;
 };
@@ -119,12 +119,12 @@ static bool push(struct zrfs *fs, const struct job *j)
 	if (q->qlen == QUEUE_MAX)
 		return false;
 	if (j->kind != JOB_PASS)
-		zrfs_batch_slot_hold(fs, j->at.slot);
+		zrfs_batch_slot_ref(fs, j->at.slot);
 	q->queue[(q->qhead + q->qlen++) % QUEUE_MAX] = *j;
 	return true;
 }
 
-/* Job @j ran, or never will: what it held goes. */
+/* Job @j ran, or never will: what it referenced is put. */
 static void job_done(struct zrfs *fs, const struct job *j)
 {
 	zrfs_view_put(j->v);
@@ -149,7 +149,7 @@ void zrfs_prefetch_ahead(struct zrfs *fs, const struct batch_step *at, unsigned 
 		 * from a view the step does not show is another cache entry
 		 * (tagged with its generation), never served for it. */
 		if (!(j.v = zrfs_step_view(fs, &j.at)))
-			j.v = zrfs_view_hold(fs);
+			j.v = zrfs_view_current(fs);
 		queued = zrfs_cache_has(fs->cache, batch_key(at->slot, k, field), j.v->gen);
 		pthread_mutex_lock(&q->lock);
 		for (unsigned i = 0; i < q->qlen && !queued; i++) {

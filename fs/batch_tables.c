@@ -357,7 +357,7 @@ void zrfs_batch_unref(struct zrfs *fs, fuse_ino_t ino)
 	pthread_mutex_unlock(&b->lock);
 }
 
-void zrfs_batch_slot_hold(struct zrfs *fs, uint32_t slot)
+void zrfs_batch_slot_ref(struct zrfs *fs, uint32_t slot)
 {
 	atomic_fetch_add(&fs->batches->slots[slot].use.jobs, 1);
 }
@@ -442,7 +442,7 @@ static uint32_t to_ask(struct zrfs_batches *b, const struct tally *t, uint32_t n
 	return want < n ? want : n;
 }
 
-static void ask(struct tally *t, struct use *u)
+static void ask_back(struct tally *t, struct use *u)
 {
 	if (!u->asked) {
 		u->asked = true;
@@ -465,7 +465,7 @@ static bool ask_slots(struct zrfs_batches *b)
 			b->aged[n++] = (struct aged){stamp_of(&b->slots[i].use), i};
 	want = to_ask(b, t, n);
 	for (uint32_t k = 0; k < want; k++)
-		ask(t, &b->slots[b->aged[k].index].use);
+		ask_back(t, &b->slots[b->aged[k].index].use);
 	return want > 0;
 }
 
@@ -490,10 +490,10 @@ static bool ask_specs(struct zrfs_batches *b)
 			b->aged[n++] = (struct aged){b->spec_stamp[i], i};
 	want = to_ask(b, t, n);
 	for (uint32_t k = 0; k < want; k++)
-		ask(t, &b->specs[b->aged[k].index].use);
+		ask_back(t, &b->specs[b->aged[k].index].use);
 	for (uint32_t i = 0; i < b->slot_tally.top; i++)
 		if (b->slots[i].s && b->specs[b->slots[i].spec].use.asked)
-			ask(&b->slot_tally, &b->slots[i].use);
+			ask_back(&b->slot_tally, &b->slots[i].use);
 	return want > 0;
 }
 

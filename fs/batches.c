@@ -59,7 +59,7 @@ static bool kind_exists(const struct zrfs *fs, unsigned kind)
 		fs->fields[kind_field(kind)].has_npy);
 }
 
-static enum node decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
+static enum node batches_decode(struct zrfs *fs, fuse_ino_t ino, struct where *w)
 {
 	uint64_t top = ino & (UINT64_C(3) << 60);
 
@@ -128,7 +128,7 @@ static struct zrfs_view *batches_view_of(struct zrfs *fs, struct zrfs_view *cur,
 
 	/* a step's files show the view the step is pinned to (the kernel
 	 * holds them: they pinned it); its directory is no view's */
-	if (decode(fs, ino, &w) == N_STEP && w.kind != STEP_DIR &&
+	if (batches_decode(fs, ino, &w) == N_STEP && w.kind != STEP_DIR &&
 	    (v = zrfs_step_view(fs, &w.at)) != NULL)
 		return v;
 	return zrfs_view_ref(cur);
@@ -167,7 +167,7 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 		*out = ZRFS_INO_BATCHES;
 		return strcmp(name, ZRFS_BATCHES_NAME) == 0 ? 0 : -ENOENT;
 	}
-	switch (decode(fs, parent, &w)) {
+	switch (batches_decode(fs, parent, &w)) {
 	case N_TOP:
 		if ((idx = zrfs_batch_spec_index(fs, v->n, name, false)) < 0)
 			return idx;
@@ -202,7 +202,7 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 static int batches_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct where w = {0};
-	enum node node = decode(fs, ino, &w);
+	enum node node = batches_decode(fs, ino, &w);
 	uint64_t size;
 	int rc;
 
@@ -233,7 +233,7 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 		out->ino = ZRFS_INO_BATCHES;
 		return pos == 2;
 	}
-	switch (decode(fs, dir, &w)) {
+	switch (batches_decode(fs, dir, &w)) {
 	case N_TOP:
 		if (i >= SPECS_MAX || !(name = zrfs_batch_listed(fs, (uint32_t)i)))
 			return 0;
@@ -276,7 +276,7 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 			 size_t size, off_t off)
 {
 	struct where w = {0};
-	enum node node = decode(fs, ino, &w);
+	enum node node = batches_decode(fs, ino, &w);
 	bool ahead = false;
 
 	if (node != N_STEP || w.kind == STEP_DIR) {

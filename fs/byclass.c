@@ -156,7 +156,7 @@ void zrfs_byclass_destroy(struct zrfs *fs)
 }
 
 /* /by is shown: some label field has class names, and no field is called "by". */
-static bool shown(const struct zrfs *fs)
+static bool byclass_shown(const struct zrfs *fs)
 {
 	if (!fs->byclass || fs->byclass->n == 0)
 		return false;
@@ -169,12 +169,12 @@ static bool shown(const struct zrfs *fs)
 enum node { N_NONE, N_TOP, N_FIELD, N_CLASS };
 
 /* Which node @ino is, with its label field @b and class @cls. */
-static enum node decode(const struct zrfs *fs, fuse_ino_t ino, struct by_field **b, unsigned *cls)
+static enum node byclass_decode(const struct zrfs *fs, fuse_ino_t ino, struct by_field **b, unsigned *cls)
 {
 	const struct zrfs_byclass *bc = fs->byclass;
 	uint64_t i;
 
-	if (!shown(fs))
+	if (!byclass_shown(fs))
 		return N_NONE;
 	if (ino == ZRFS_INO_BY)
 		return N_TOP;
@@ -202,7 +202,7 @@ static bool by_owns(const struct zrfs *fs, fuse_ino_t ino)
 	struct by_field *b;
 	unsigned cls;
 
-	return decode(fs, ino, &b, &cls) != N_NONE;
+	return byclass_decode(fs, ino, &b, &cls) != N_NONE;
 }
 
 static int by_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
@@ -210,7 +210,7 @@ static int by_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct 
 	struct by_field *b;
 	unsigned cls;
 
-	if (decode(fs, ino, &b, &cls) == N_NONE)
+	if (byclass_decode(fs, ino, &b, &cls) == N_NONE)
 		return -ENOENT;
 	zrfs_dir_attr(fs, v, ino, st);
 	return 0;
@@ -226,9 +226,9 @@ static int by_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, co
 
 	if (parent == ZRFS_INO_ROOT) {
 		*out = ZRFS_INO_BY;
-		return shown(fs) && strcmp(name, ZRFS_BY_NAME) == 0 ? 0 : -ENOENT;
+		return byclass_shown(fs) && strcmp(name, ZRFS_BY_NAME) == 0 ? 0 : -ENOENT;
 	}
-	switch (decode(fs, parent, &b, &cls)) {
+	switch (byclass_decode(fs, parent, &b, &cls)) {
 	case N_TOP:
 		for (unsigned i = 0; i < bc->n; i++)
 			if (strcmp(name, fs->fields[bc->f[i].label].spec->name) == 0) {
@@ -282,13 +282,13 @@ static int by_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64
 	out->type = S_IFDIR;
 	out->pos = pos;
 	if (dir == ZRFS_INO_ROOT) {
-		if (pos > 2 || !shown(fs))
+		if (pos > 2 || !byclass_shown(fs))
 			return 0;
 		snprintf(out->name, sizeof out->name, "%s", ZRFS_BY_NAME);
 		out->ino = ZRFS_INO_BY;
 		return 1;
 	}
-	switch (decode(fs, dir, &b, &cls)) {
+	switch (byclass_decode(fs, dir, &b, &cls)) {
 	case N_TOP:
 		if (i >= bc->n)
 			return 0;

@@ -160,7 +160,7 @@ static void lru_push(struct zrfs_cache *c, struct zrfs_cached *e)
 }
 
 /* The entry of @key and @tag; with @any_tag, of @key and any tag. */
-static struct zrfs_cached *find(struct zrfs_cache *c, uint64_t key, uint64_t tag, bool any_tag)
+static struct zrfs_cached *cache_find(struct zrfs_cache *c, uint64_t key, uint64_t tag, bool any_tag)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&c->table, zrfs_hash_u64(key)); l;
 	     l = zrfs_table_next(l)) {
@@ -212,7 +212,7 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader
 	int rc;
 
 	pthread_mutex_lock(&c->lock);
-	e = find(c, key, tag, false);
+	e = cache_find(c, key, tag, false);
 	if (e) {
 		e->refs++;
 		while (e->loading)
@@ -284,7 +284,7 @@ bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag)
 	bool has;
 
 	pthread_mutex_lock(&c->lock);
-	has = find(c, key, tag, false) != NULL;
+	has = cache_find(c, key, tag, false) != NULL;
 	pthread_mutex_unlock(&c->lock);
 	return has;
 }

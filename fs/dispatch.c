@@ -46,7 +46,7 @@ static const struct zrfs_subtree *const subtrees[] = {&zrfs_fields, &zrfs_batche
 
 /* ---- owners ---- */
 
-static const struct zrfs_subtree *owner(const struct zrfs *fs, fuse_ino_t ino)
+static const struct zrfs_subtree *owner_of(const struct zrfs *fs, fuse_ino_t ino)
 {
 	for (size_t k = 0; k < NSUBTREES; k++)
 		if (subtrees[k]->owns(fs, ino))
@@ -54,7 +54,7 @@ static const struct zrfs_subtree *owner(const struct zrfs *fs, fuse_ino_t ino)
 	return NULL;
 }
 
-/* The view @ino shows, held, with @cur the current one (under the names
+/* The view @ino shows, referenced, with @cur the current one (under the names
  * lock); NULL when it shows none any more. */
 static struct zrfs_view *view_of(struct zrfs *fs, const struct zrfs_subtree *t,
 				 struct zrfs_view *cur, fuse_ino_t ino)
@@ -62,14 +62,14 @@ static struct zrfs_view *view_of(struct zrfs *fs, const struct zrfs_subtree *t,
 	return t && t->view_of ? t->view_of(fs, cur, ino) : zrfs_view_ref(cur);
 }
 
-/* The owner of @ino and the view it shows, held: 0, -ENOENT (nobody owns
+/* The owner of @ino and the view it shows, referenced: 0, -ENOENT (nobody owns
  * it), -ESTALE (its view is gone). */
 static int resolve(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree **t,
 		   struct zrfs_view **v)
 {
 	struct zrfs_view *cur = zrfs_names_begin(fs);
 
-	*t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
+	*t = ino == ZRFS_INO_ROOT ? NULL : owner_of(fs, ino);
 	*v = ino == ZRFS_INO_ROOT || *t ? view_of(fs, *t, cur, ino) : NULL;
 	zrfs_names_end(fs);
 	return *v ? 0 : ino != ZRFS_INO_ROOT && !*t ? -ENOENT : -ESTALE;
@@ -88,7 +88,7 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 		st->st_nlink = 2 + fs->nfields;
 		return 0;
 	}
-	if (!(t = owner(fs, ino)))
+	if (!(t = owner_of(fs, ino)))
 		return -ENOENT;
 	if (!(v = view_of(fs, t, cur, ino)))
 		return -ESTALE;
@@ -101,9 +101,9 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 
 /* A subtree's lookup or entry gave @ino, which the kernel is not handed:
  * the reference its owner took for it is let go (subtree_i.h). */
-static void let_go(struct zrfs *fs, fuse_ino_t ino)
+static void unhanded(struct zrfs *fs, fuse_ino_t ino)
 {
-	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT || ino == 0 ? NULL : owner(fs, ino);
+	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT || ino == 0 ? NULL : owner_of(fs, ino);
 
 	if (t && t->let_go)
 		t->let_go(fs, ino);
@@ -123,14 +123,14 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	rc = ino != 0 ? attr_of(fs, v, ino, &e.attr) : 0;
 	if (rc < 0 && rc != -ENOENT) {
 		zrfs_reply_err(req, rc);
-		let_go(fs, ino);
+		unhanded(fs, ino);
 		return;
 	}
 	/* ino 0: a negative entry, cached by the kernel for entry_timeout */
 	e.ino = rc == 0 ? ino : 0;
 	if (e.ino == 0)
-		let_go(fs, ino);
-	zrfs_reply_entry(req, fs, e.ino ? owner(fs, e.ino) : NULL, &e, NULL);
+		unhanded(fs, ino);
+	zrfs_reply_entry(req, fs, e.ino ? owner_of(fs, e.ino) : NULL, &e, NULL);
 }
 
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -155,7 +155,7 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		for (k = 0, rc = -ENOENT; k < NSUBTREES && rc == -ENOENT; k++)
 			if (!subtrees[k]->overlay)
 				rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
-	} else if ((t = owner(fs, parent)) != NULL) {
+	} else if ((t = owner_of(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
 	}
 	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
@@ -248,13 +248,13 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		return false;
 	/* an entry with attributes is a lookup, but for "." and ".." */
 	if (l->plus && next > 2) {
-		if (zrfs_inode_hand(l->fs, ino, owner(l->fs, ino)) < 0) {
+		if (zrfs_inode_hand(l->fs, ino, owner_of(l->fs, ino)) < 0) {
 			l->uncounted = true; /* the listing goes on from here next time */
 			return false;
 		}
 		l->handed[l->nhanded++] = ino;
 	} else if (next > 2) {
-		let_go(l->fs, ino);
+		unhanded(l->fs, ino);
 	}
 	l->used += n;
 	return true;
@@ -278,7 +278,7 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 			for (size_t k = 0; rc > 0 && k < NSUBTREES; k++)
 				if (subtrees[k]->overlay && subtrees[k] != t &&
 				    subtrees[k]->shadow(fs, v, dir, d)) {
-					let_go(fs, own);
+					unhanded(fs, own);
 					break;
 				}
 			return rc;
@@ -308,7 +308,7 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 	struct zrfs *fs = fuse_req_userdata(req);
 	struct listing l = {req, fs, zrfs_names_begin(fs), plus, NULL, size, 0, NULL, 0,
 			    size / DIRENTPLUS_MIN + 2, false};
-	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner(fs, ino);
+	const struct zrfs_subtree *t = ino == ZRFS_INO_ROOT ? NULL : owner_of(fs, ino);
 	struct zrfs_dirent d;
 	uint64_t pos = off > 2 ? (uint64_t)off : 2;
 	/* the first entry before anything is added: a file is ENOTDIR */
@@ -330,7 +330,7 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 				zrfs_inode_forget(fs, l.handed[i], 1);
 	}
 	if (rc == 1 && !l.uncounted) /* the next entry, not sent */
-		let_go(fs, d.ino);
+		unhanded(fs, d.ino);
 	free(l.buf);
 	free(l.handed);
 	zrfs_names_end(fs);
@@ -476,7 +476,7 @@ static void zrfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_inf
 static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	struct zrfs_view *v = zrfs_view_hold(fs);
+	struct zrfs_view *v = zrfs_view_current(fs);
 	struct statvfs sv;
 
 	(void)ino;

@@ -28,7 +28,7 @@
 enum node { N_NONE, N_META, N_DIR, N_NPY, N_PRESENT, N_REC };
 
 /* What @ino is; with its field, id and version where it has them. */
-static enum node decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
+static enum node fields_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
 			uint64_t *version)
 {
 	unsigned rv;
@@ -80,21 +80,21 @@ static int present_header(const struct zrfs_view *v, struct zrfs_npy *h)
 	return zrfs_npy_header(&one, v->n, 1, h);
 }
 
-static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)
+static bool fields_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
 	unsigned field;
 	uint64_t id, version;
 
-	return decode(fs, ino, &field, &id, &version) != N_NONE;
+	return fields_decode(fs, ino, &field, &id, &version) != N_NONE;
 }
 
-static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino)
+static struct zrfs_view *fields_view_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino)
 {
 	unsigned field = 0;
 	uint64_t id = 0, version = 0;
 	bool current = true;
 
-	switch (decode(fs, ino, &field, &id, &version)) {
+	switch (fields_decode(fs, ino, &field, &id, &version)) {
 	case N_META:
 		current = version == (cur->gen & ZRFS_GEN_MASK);
 		break;
@@ -136,7 +136,7 @@ static fuse_ino_t root_child(const struct zrfs *fs, const struct zrfs_view *v, c
 	return 0;
 }
 
-static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
+static int fields_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
 		       fuse_ino_t *out)
 {
 	unsigned field = 0;
@@ -146,7 +146,7 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 		*out = root_child(fs, v, name);
 		return *out ? 0 : -ENOENT;
 	}
-	if (decode(fs, parent, &field, &id, &version) != N_DIR)
+	if (fields_decode(fs, parent, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
 	if (zrfs_record_name_parse(fs, field, name, ZR_LENGTH_MAX, &id) < 0)
 		return -ENOENT;
@@ -156,12 +156,12 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 	return 0;
 }
 
-static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
+static int fields_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	unsigned field = 0;
 	uint64_t id = 0, version;
 
-	switch (decode(fs, ino, &field, &id, &version)) {
+	switch (fields_decode(fs, ino, &field, &id, &version)) {
 	case N_META:
 		zrfs_file_attr(fs, v, ino, v->meta_len, st);
 		return 0;
@@ -216,7 +216,7 @@ static int root_entry(struct zrfs *fs, struct zrfs_view *v, uint64_t pos, struct
 	return 0;
 }
 
-static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
+static int fields_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
 		      struct zrfs_dirent *out)
 {
 	unsigned field = 0;
@@ -224,7 +224,7 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 
 	if (dir == ZRFS_INO_ROOT)
 		return root_entry(fs, v, pos, out);
-	if (decode(fs, dir, &field, &id, &version) != N_DIR)
+	if (fields_decode(fs, dir, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
 	for (id = pos - 2; id < v->n; id++) {
 		if (!zrfs_record_listed(v, field, id))
@@ -282,7 +282,7 @@ static void read_view(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsi
 
 /* Bytes [off, off + size) of field @field's .present.npy in @v: made for
  * the records under them, one entry each. */
-static void read_present(fuse_req_t req, struct zrfs_view *v, unsigned field, size_t size,
+static void present_read(fuse_req_t req, struct zrfs_view *v, unsigned field, size_t size,
 			 off_t off)
 {
 	uint64_t pos = (uint64_t)off, end;
@@ -318,13 +318,13 @@ static void read_present(fuse_req_t req, struct zrfs_view *v, unsigned field, si
 	free(buf);
 }
 
-static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+static void fields_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 		      size_t size, off_t off)
 {
 	unsigned field = 0;
 	uint64_t id = 0, version;
 
-	switch (decode(fs, ino, &field, &id, &version)) {
+	switch (fields_decode(fs, ino, &field, &id, &version)) {
 	case N_META:
 		zrfs_reply_slice(req, v->meta, v->meta_len, size, off);
 		return;
@@ -332,7 +332,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 		read_view(req, fs, v, field, size, off);
 		return;
 	case N_PRESENT:
-		read_present(req, v, field, size, off);
+		present_read(req, v, field, size, off);
 		return;
 	case N_REC:
 		zrfs_record_read(req, fs, v, ino, field, id, size, off);
@@ -348,10 +348,10 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 
 const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
-	.owns = tree_owns,
-	.view_of = tree_view_of,
-	.lookup = tree_lookup,
-	.attr = tree_attr,
-	.entry = tree_entry,
-	.read = tree_read,
+	.owns = fields_owns,
+	.view_of = fields_view_of,
+	.lookup = fields_lookup,
+	.attr = fields_attr,
+	.entry = fields_entry,
+	.read = fields_read,
 };

@@ -374,7 +374,7 @@ struct cli {
 	int writable, uring;
 };
 
-static const struct fuse_opt cli_spec[] = {
+static const struct fuse_opt floor_cli_spec[] = {
 	{"records=%s", offsetof(struct cli, records), 0},
 	{"size=%s", offsetof(struct cli, size), 0},
 	{"field=%s", offsetof(struct cli, field), 0},
@@ -396,7 +396,7 @@ int main(int argc, char **argv)
 			  .records = 100000, .size = 8192};
 	int rc = 1;
 
-	if (fuse_opt_parse(&args, &cli, cli_spec, NULL) < 0 ||
+	if (fuse_opt_parse(&args, &cli, floor_cli_spec, NULL) < 0 ||
 	    fuse_opt_add_arg(&args, "-osubtype=zrfs-floor,fsname=floor") < 0 ||
 	    fuse_parse_cmdline(&args, &opts) < 0 || !opts.mountpoint) {
 		fprintf(stderr, "usage: zrfs-floor MOUNTPOINT [-f] [-s] [-o records=N,size=B,"

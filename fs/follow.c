@@ -91,7 +91,7 @@ struct changed {
 	int rc;
 };
 
-static void add_key(struct changed *c, uint64_t key)
+static void changed_add(struct changed *c, uint64_t key)
 {
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 256;
@@ -108,7 +108,7 @@ static void add_key(struct changed *c, uint64_t key)
 
 static void on_change(void *ctx, unsigned field, uint64_t id)
 {
-	add_key(ctx, id * ZR_FIELDS_MAX + field);
+	changed_add(ctx, id * ZR_FIELDS_MAX + field);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -130,7 +130,7 @@ static void compare_all(struct zrfs *fs, struct zrfs_view *a, struct zrfs_view *
 			int rx = zr_stat(a->ds, f, id, &x), ry = zr_stat(b->ds, f, id, &y);
 			if (rx < 0 || ry < 0 || x.present != y.present || x.chunk_id != y.chunk_id ||
 			    x.offset != y.offset || x.physical_len != y.physical_len)
-				add_key(c, id * ZR_FIELDS_MAX + f);
+				changed_add(c, id * ZR_FIELDS_MAX + f);
 		}
 }
 
@@ -321,7 +321,7 @@ static void say(struct zrfs *fs, const char *msg)
  * next poll tries again). Under the lock. */
 static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 {
-	struct zrfs_view *cur = zrfs_view_hold(fs), *new = NULL, *old;
+	struct zrfs_view *cur = zrfs_view_current(fs), *new = NULL, *old;
 	struct changed c = {0};
 	bool *touched = calloc(fs->nfields, sizeof *touched);
 	zr_dataset *ds;
@@ -425,7 +425,7 @@ void zrfs_follow_publish(struct zrfs *fs)
 
 /* ---- answers ---- */
 
-static void answer(const struct answer *a)
+static void answer_send(const struct answer *a)
 {
 	if (a->with_attr)
 		fuse_reply_attr(a->req, &a->st, 0);
@@ -443,7 +443,7 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_lock(&w->answers_lock);
 	for (size_t i = 0; i < w->nanswers; i++)
 		if (all || (w->answers[i].gen <= gen && w->answers[i].ticket <= upto))
-			answer(&w->answers[i]);
+			answer_send(&w->answers[i]);
 		else
 			w->answers[k++] = w->answers[i];
 	w->nanswers = k;
@@ -476,7 +476,7 @@ void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const str
 		pthread_mutex_unlock(&w->answers_lock);
 	}
 	if (!queued) {
-		answer(&a); /* nothing follows, or short of memory: the commit is made */
+		answer_send(&a); /* nothing follows, or short of memory: the commit is made */
 		return;
 	}
 	if (write(w->wake[1], "", 1) < 0) {
@@ -506,7 +506,7 @@ static void *follower(void *arg)
 		struct zrfs_notes notes = {0};
 		pthread_mutex_lock(&w->lock);
 		look(fs, &notes);
-		struct zrfs_view *cur = zrfs_view_hold(fs);
+		struct zrfs_view *cur = zrfs_view_current(fs);
 		uint64_t gen = cur->gen;
 		zrfs_view_put(cur);
 		pthread_mutex_lock(&w->answers_lock);
@@ -538,7 +538,7 @@ int zrfs_follow_start(struct zrfs *fs)
 	}
 	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
 	stat(path, &w->seen);
-	struct zrfs_view *first = zrfs_view_hold(fs);
+	struct zrfs_view *first = zrfs_view_current(fs);
 	w->high = first->n;
 	zrfs_view_put(first);
 	w->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

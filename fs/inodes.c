@@ -43,7 +43,7 @@ struct entry {
 	struct zrfs_link link;    /* in its shard, by the hash of its family */
 	fuse_ino_t ino;
 	uint64_t nlookup;         /* lookups the kernel holds */
-	struct zrfs_view *view;   /* the view it shows (held), or NULL: its owner says */
+	struct zrfs_view *view;   /* the view it shows (referenced), or NULL: its owner says */
 	const struct zrfs_subtree *hook; /* told to let go at the last FORGET, or NULL */
 };
 
@@ -71,7 +71,7 @@ static struct shard *shard_of(struct zrfs_inodes *t, uint64_t hash)
 	return &t->shards[hash >> 58 & (SHARDS - 1)];
 }
 
-static struct entry *find(const struct shard *s, fuse_ino_t ino, uint64_t hash)
+static struct entry *entry_find(const struct shard *s, fuse_ino_t ino, uint64_t hash)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&s->t, hash); l; l = zrfs_table_next(l)) {
 		struct entry *e = zrfs_container(l, struct entry, link);
@@ -84,7 +84,7 @@ static struct entry *find(const struct shard *s, fuse_ino_t ino, uint64_t hash)
 /* ---- counts ---- */
 
 /* Tell @hook's subtree to let go of the reference it took for @ino. */
-static void let_go(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook)
+static void tell_let_go(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook)
 {
 	if (hook && hook->let_go)
 		hook->let_go(fs, ino);
@@ -100,11 +100,11 @@ int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *
 	bool kept = false;
 
 	if (ino == ZRFS_INO_ROOT) {
-		let_go(fs, ino, hook);
+		tell_let_go(fs, ino, hook);
 		return 0;
 	}
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL) {
+	if ((e = entry_find(s, ino, hash)) != NULL) {
 		e->nlookup++;
 	} else if (!(e = malloc(sizeof *e))) {
 		rc = -ENOMEM;
@@ -120,7 +120,7 @@ int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!kept) /* the entry has one already, or none could be made */
-		let_go(fs, ino, hook);
+		tell_let_go(fs, ino, hook);
 	return rc;
 }
 
@@ -132,7 +132,7 @@ bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 	struct entry *e;
 
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL && e->nlookup > nlookup) {
+	if ((e = entry_find(s, ino, hash)) != NULL && e->nlookup > nlookup) {
 		e->nlookup -= nlookup;
 		e = NULL;
 	} else if (e) { /* the last lookup (never below 0, whatever the kernel says) */
@@ -146,7 +146,7 @@ bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 		atomic_fetch_sub(&t->pinned, 1);
 		zrfs_view_put(e->view);
 	}
-	let_go(fs, ino, e->hook);
+	tell_let_go(fs, ino, e->hook);
 	free(e);
 	return true;
 }
@@ -159,7 +159,7 @@ bool zrfs_inode_held(struct zrfs *fs, fuse_ino_t ino)
 	bool yes;
 
 	pthread_mutex_lock(&s->lock);
-	yes = find(s, ino, hash) != NULL;
+	yes = entry_find(s, ino, hash) != NULL;
 	pthread_mutex_unlock(&s->lock);
 	return yes;
 }
@@ -187,7 +187,7 @@ bool zrfs_inode_adopt(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree
 	struct entry *e;
 
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL)
+	if ((e = entry_find(s, ino, hash)) != NULL)
 		e->hook = hook;
 	pthread_mutex_unlock(&s->lock);
 	return e != NULL;
@@ -209,7 +209,7 @@ int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL && !e->view) {
+	if ((e = entry_find(s, ino, hash)) != NULL && !e->view) {
 		e->view = zrfs_view_ref(v);
 		atomic_fetch_add(&t->pinned, 1);
 		rc = 1;
@@ -229,7 +229,7 @@ bool zrfs_inode_pinned(struct zrfs *fs, fuse_ino_t ino)
 	if (!atomic_load(&t->pinned))
 		return false;
 	pthread_mutex_lock(&s->lock);
-	yes = (e = find(s, ino, hash)) != NULL && e->view;
+	yes = (e = entry_find(s, ino, hash)) != NULL && e->view;
 	pthread_mutex_unlock(&s->lock);
 	return yes;
 }
@@ -245,7 +245,7 @@ struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino)
 	if (!atomic_load(&t->pinned))
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL && e->view)
+	if ((e = entry_find(s, ino, hash)) != NULL && e->view)
 		v = zrfs_view_ref(e->view);
 	pthread_mutex_unlock(&s->lock);
 	return v;
@@ -260,7 +260,7 @@ bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino)
 	struct entry *e;
 
 	pthread_mutex_lock(&s->lock);
-	if ((e = find(s, ino, hash)) != NULL && e->view) {
+	if ((e = entry_find(s, ino, hash)) != NULL && e->view) {
 		v = e->view;
 		e->view = NULL;
 		atomic_fetch_sub(&t->pinned, 1);

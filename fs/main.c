@@ -398,7 +398,7 @@ static int take_options(struct cli *c, struct zrfs *fs)
 }
 
 /* Mount, detach, serve until unmounted: the exit status. */
-static int serve(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *opts)
+static int serve_session(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *opts)
 {
 	struct fuse_loop_config *cfg = NULL;
 	int rc;
@@ -546,7 +546,7 @@ int main(int argc, char **argv)
 		goto out;
 	if (zrfs_dataset_open(&fs) < 0 || (cli.writable && zrfs_writes_open(&fs, opts.mountpoint) < 0))
 		goto out;
-	struct zrfs_view *first = zrfs_view_hold(&fs);
+	struct zrfs_view *first = zrfs_view_current(&fs);
 	if (zrfs_batches_create(&fs, first, cli.batches) < 0) {
 		zrfs_view_put(first);
 		rc = 2;
@@ -568,7 +568,7 @@ int main(int argc, char **argv)
 	fuse_set_log_func(log_func);
 	fs.se = fuse_session_new(&args, cli.writable ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
 	if (fs.se)
-		rc = serve(&fs, fs.se, &opts);
+		rc = serve_session(&fs, fs.se, &opts);
 out:
 	teardown(&fs);
 	free(opts.mountpoint);

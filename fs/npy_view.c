@@ -16,20 +16,6 @@
 
 static const uint8_t zeros[ZRFS_ZEROS];
 
-int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t row_size,
-		    struct zrfs_npy *out)
-{
-	int n = zr_npy_header(spec, rows, out->hdr, sizeof out->hdr);
-
-	if (n < 0)
-		return n;
-	out->hdr_len = (size_t)n;
-	out->rows = rows;
-	out->row_size = row_size;
-	out->size = (uint64_t)n + rows * row_size;
-	return 0;
-}
-
 void zrfs_npy_span(const struct zrfs_npy *h, uint64_t pos, uint64_t end, uint64_t *lo,
 		   uint64_t *hi)
 {

@@ -38,7 +38,7 @@ static bool resident(const void *mem, uint64_t len)
 }
 
 /* Ask for @len bytes at @pos of @fd, widened to whole windows of @w bytes. */
-static void ask(int fd, uint64_t pos, uint64_t len, uint64_t w)
+static void advise(int fd, uint64_t pos, uint64_t len, uint64_t w)
 {
 	uint64_t end = pos + len;
 
@@ -51,7 +51,7 @@ static void ask(int fd, uint64_t pos, uint64_t len, uint64_t w)
 
 void zrfs_read_ahead_range(struct zrfs *fs, int fd, uint64_t pos, uint64_t len)
 {
-	ask(fd, pos, len, fs->opts.readaround);
+	advise(fd, pos, len, fs->opts.readaround);
 }
 
 size_t zrfs_read_ahead(struct zrfs *fs, const struct zrfs_pieces *p)
@@ -70,7 +70,7 @@ size_t zrfs_read_ahead(struct zrfs *fs, const struct zrfs_pieces *p)
 		if (b->mem && resident(b->mem, b->size))
 			continue;
 		missed++;
-		ask(b->fd, (uint64_t)b->pos, b->size, fs->opts.readaround);
+		advise(b->fd, (uint64_t)b->pos, b->size, fs->opts.readaround);
 	}
 	if (checked && warm != (missed == 0))
 		atomic_store_explicit(&fs->warm, missed == 0, memory_order_relaxed);

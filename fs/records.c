@@ -23,12 +23,6 @@
 
 /* ---- names and numbers ---- */
 
-fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version)
-{
-	return ZRFS_INO_REC | (uint64_t)(version & (ZRFS_VERSIONS - 1)) << 48 |
-	       (uint64_t)field << ZRFS_ID_BITS | id;
-}
-
 bool zrfs_rec_decode(const struct zrfs *fs, fuse_ino_t ino, unsigned *field, uint64_t *id,
 		     unsigned *version)
 {
@@ -208,7 +202,7 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	return 0;
 }
 
-static void read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+static void record_read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 		       unsigned field, uint64_t id, size_t size, off_t off)
 {
 	struct flate_job j = {fs, v, field, id};
@@ -238,7 +232,7 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	int rc;
 
 	if (fs->fields[field].flate) {
-		read_flate(req, fs, v, ino, field, id, size, off);
+		record_read_flate(req, fs, v, ino, field, id, size, off);
 		return;
 	}
 	if ((rc = zrfs_records_locate(fs, v, field, &id, 1, &row, &g)) < 0 || !row.present) {
@@ -280,7 +274,7 @@ int zrfs_records_stat(struct zrfs *fs, struct zrfs_view *v, unsigned field, cons
 }
 
 /* Gather the records of @ids @v has (a raw field's gather copies nothing:
- * it says where the records are, and pins their chunks open until *g is
+ * it says where the records are, and keeps their chunks open until *g is
  * released). @*pos[i] is record i's place in the batch, or SIZE_MAX; @*pos
  * NULL: record i is at i. */
 static int gather_rows(struct zrfs_view *v, unsigned field, const uint64_t *ids, size_t n,

@@ -1,6 +1,6 @@
 /*
  * ring.c - the ring threads of FUSE over io_uring (-o uring; transport.c
- * says how the transport works): each pinned to a CPU, registering entries
+ * says how the transport works): each bound to a CPU, registering entries
  * with that CPU's queue, putting each request back together as /dev/fuse
  * would have delivered it for libfuse, committing replies and fetching the
  * next request in one io_uring_enter(2), and polling for it poll_us before
@@ -64,7 +64,7 @@ static struct ring_ent *ent_new(struct ring_thread *t)
 		free(e);
 		return NULL;
 	}
-	__atomic_store_n(&u->ents[k], e, __ATOMIC_RELEASE);
+	atomic_store_explicit(&u->ents[k], e, memory_order_release);
 	return e;
 }
 
@@ -141,7 +141,7 @@ char *zrfs_ring_request(const void *in_out, const void *op_in, const void *paylo
 
 /* Serve the request in @e: true if it was answered meanwhile (commit it);
  * false if another thread answers it later (it commits through t->done). */
-static bool serve(struct ring_thread *t, struct ring_ent *e)
+static bool ring_serve(struct ring_thread *t, struct ring_ent *e)
 {
 	struct zrfs_uring *u = t->u;
 	struct fuse_in_header in;
@@ -303,7 +303,7 @@ void *zrfs_ring_main(void *arg)
 			continue;
 		}
 		refused = 0;
-		if (serve(t, e)) {
+		if (ring_serve(t, e)) {
 			ring_cmd(t, e, RING_CMD_COMMIT_AND_FETCH, atomic_exchange(&e->unique, 0));
 			continue;
 		}

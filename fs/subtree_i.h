@@ -49,7 +49,7 @@ struct zrfs_subtree {
 	bool view;
 	/* Whether @ino (not the root) is one of this subtree's nodes. */
 	bool (*owns)(const struct zrfs *fs, fuse_ino_t ino);
-	/* The view owned node @ino shows, held, given the current one @cur
+	/* The view owned node @ino shows, referenced, given the current one @cur
 	 * (under the names lock): @cur itself (referenced), a pinned older one,
 	 * or NULL when it shows none any more (ESTALE). NULL for a subtree
 	 * whose nodes always show the current view. */
@@ -142,7 +142,7 @@ fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *n
  * (files are being written in it); make directory @name in @parent (*out
  * its number; it lives as long as the mount, or until removed); remove an
  * empty one. 0 or -errno. */
-int zrfs_tree_hold(struct zrfs *fs, fuse_ino_t dir);
+int zrfs_tree_keep(struct zrfs *fs, fuse_ino_t dir);
 int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out);
 int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name);
 /* Taking the names lock written: directory @dir shows @mtime from now on,

@@ -15,7 +15,7 @@
  * machine whose idle CPUs halt, two cross-CPU wake-ups per request cost more
  * than serving it (BENCHMARKS.md). With the kernel's io_uring transport each
  * CPU has a queue; a request goes to the queue of the CPU its reader runs
- * on, and to a thread of ours that is pinned there, which commits the reply
+ * on, and to a thread of ours bound to that CPU, which commits the reply
  * and fetches the next request in one io_uring_enter(2).
  *
  * libfuse 3.14 predates that transport, so it is spliced in underneath:
@@ -28,7 +28,7 @@
  *      (flags2 of the request: the module parameter enable_uring is Y), the
  *      reply says we take it, and once the kernel has that reply the ring
  *      threads start.
- *   2. Each ring thread (zrfs_opts.uring_threads per CPU, pinned to it) has
+ *   2. Each ring thread (zrfs_opts.uring_threads per CPU, bound to it) has
  *      its own ring of 128-byte SQEs and registers an entry with the queue
  *      of its CPU: a header buffer and a payload buffer. When every CPU's
  *      queue has an entry the kernel sends requests through the queues; until
@@ -85,13 +85,13 @@
 
 /* ---- hooks ---- */
 
-static struct ring_ent *owner(struct zrfs_uring *u, uint64_t unique)
+static struct ring_ent *ring_ent_of(struct zrfs_uring *u, uint64_t unique)
 {
 	if (zrfs_ring_serving && atomic_load(&zrfs_ring_serving->unique) == unique)
 		return zrfs_ring_serving;
 	unsigned n = atomic_load(&u->nents);
 	for (unsigned i = 0; u->ents && i < n; i++) {
-		struct ring_ent *e = __atomic_load_n(&u->ents[i], __ATOMIC_ACQUIRE);
+		struct ring_ent *e = atomic_load_explicit(&u->ents[i], memory_order_acquire);
 		if (e && atomic_load(&e->unique) == unique)
 			return e;
 	}
@@ -195,7 +195,7 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct fuse_out_header *out = iov[0].iov_base;
 	struct ring_ent *e;
 
-	if (out->unique && (e = owner(u, out->unique)) != NULL)
+	if (out->unique && (e = ring_ent_of(u, out->unique)) != NULL)
 		return commit_reply(e, iov, count);
 	if (u->init_unique && out->unique == u->init_unique && out->error == 0 && count == 2 &&
 	    iov[1].iov_len >= sizeof(struct fuse_init_out) && !u->threads)
@@ -328,8 +328,9 @@ void zrfs_transport_destroy(struct zrfs *fs)
 		return;
 	zrfs_transport_stop(fs);
 	for (unsigned i = 0; u->ents && i < atomic_load(&u->nents); i++) {
-		munmap(u->ents[i]->payload, u->payload_cap);
-		free(u->ents[i]);
+		struct ring_ent *e = atomic_load(&u->ents[i]);
+		munmap(e->payload, u->payload_cap);
+		free(e);
 	}
 	for (unsigned i = 0; u->threads && i < u->nthreads; i++) {
 		struct ring_thread *t = &u->threads[i];

@@ -96,7 +96,7 @@ struct zrfs_uring {
 	bool offered;                /* ... rings we take (-o uring) */
 	bool parallel_dirops;        /* ... parallel lookups and listings */
 	struct ring_thread *threads;
-	struct ring_ent **ents;      /* every entry, never moved or freed while serving */
+	_Atomic(struct ring_ent *) *ents; /* every entry, never moved or freed while serving */
 	atomic_uint nents;
 };
 

@@ -43,7 +43,7 @@
 
 enum node { N_NONE, N_DIR, N_TEXT };
 
-static enum node decode(const struct zrfs *fs, fuse_ino_t ino, uint64_t *no, unsigned *field,
+static enum node tree_decode(const struct zrfs *fs, fuse_ino_t ino, uint64_t *no, unsigned *field,
 			uint64_t *id, unsigned *version)
 {
 	if (!tree_shown(fs))
@@ -77,7 +77,7 @@ static bool tree_owns(const struct zrfs *fs, fuse_ino_t ino)
 	uint64_t no, id;
 	unsigned field, version;
 
-	return decode(fs, ino, &no, &field, &id, &version) != N_NONE;
+	return tree_decode(fs, ino, &no, &field, &id, &version) != N_NONE;
 }
 
 static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino)
@@ -86,7 +86,7 @@ static struct zrfs_view *tree_view_of(struct zrfs *fs, struct zrfs_view *cur, fu
 	unsigned field, version;
 
 	/* a class's text: the view of its version, as a record file's */
-	if (decode(fs, ino, &no, &field, &id, &version) == N_TEXT &&
+	if (tree_decode(fs, ino, &no, &field, &id, &version) == N_TEXT &&
 	    version != zrfs_rec_version(fs, field, id))
 		return zrfs_inode_view(fs, ino);
 	return zrfs_view_ref(cur);
@@ -116,7 +116,7 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 		*out = dir_ino(t->root);
 		return 0;
 	}
-	if (decode(fs, parent, &no, &field, &id, &version) != N_DIR)
+	if (tree_decode(fs, parent, &no, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
 	if (!(d = tree_dir_find(t, no)))
 		return -ENOENT;
@@ -185,7 +185,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 	uint64_t no, id;
 	unsigned field, version;
 
-	switch (decode(fs, ino, &no, &field, &id, &version)) {
+	switch (tree_decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
 		if (!(d = tree_dir_find(fs->tree, no)))
 			return -ENOENT;
@@ -221,7 +221,7 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 		out->pos = 2;
 		return 1;
 	}
-	if (decode(fs, dir, &no, &field, &id, &version) != N_DIR)
+	if (tree_decode(fs, dir, &no, &field, &id, &version) != N_DIR)
 		return -ENOTDIR;
 	if (!(d = tree_dir_find(t, no)))
 		return -ENOENT;
@@ -263,7 +263,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	uint64_t no, id;
 	unsigned field, version;
 
-	switch (decode(fs, ino, &no, &field, &id, &version)) {
+	switch (tree_decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
 		fuse_reply_err(req, EISDIR);
 		return;
@@ -295,7 +295,7 @@ static struct tdir *dir_of(const struct zrfs *fs, fuse_ino_t ino)
 	uint64_t no, id;
 	unsigned field, version;
 
-	return decode(fs, ino, &no, &field, &id, &version) == N_DIR ? tree_dir_find(fs->tree, no) : NULL;
+	return tree_decode(fs, ino, &no, &field, &id, &version) == N_DIR ? tree_dir_find(fs->tree, no) : NULL;
 }
 
 bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino)
@@ -344,16 +344,16 @@ fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *n
 	return e && e->sub ? dir_ino(e->sub) : 0;
 }
 
-int zrfs_tree_hold(struct zrfs *fs, fuse_ino_t dir)
+int zrfs_tree_keep(struct zrfs *fs, fuse_ino_t dir)
 {
 	struct tdir *d;
 	int rc = -ENOENT;
-	bool held;
+	bool kept;
 
-	zrfs_names_begin(fs); /* most often it is held already */
-	held = (d = dir_of(fs, dir)) != NULL && d->made;
+	zrfs_names_begin(fs); /* most often it is kept already */
+	kept = (d = dir_of(fs, dir)) != NULL && d->made;
 	zrfs_names_end(fs);
-	if (held)
+	if (kept)
 		return 0;
 	zrfs_state_lock(fs);
 	if ((d = dir_of(fs, dir)) != NULL) {

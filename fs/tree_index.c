@@ -15,7 +15,7 @@
 
 /* ---- the index ---- */
 
-static uint64_t name_hash(uint64_t dir, const char *name, size_t len)
+static uint64_t tree_name_hash(uint64_t dir, const char *name, size_t len)
 {
 	return zrfs_hash(name, len, dir);
 }
@@ -23,7 +23,7 @@ static uint64_t name_hash(uint64_t dir, const char *name, size_t len)
 struct tent *tree_ent_find(const struct zrfs_tree *t, const struct tdir *d, const char *name,
 			   size_t len)
 {
-	uint64_t h = name_hash(d->no, name, len);
+	uint64_t h = tree_name_hash(d->no, name, len);
 
 	for (struct zrfs_link *l = zrfs_table_first(&t->names, h); l; l = zrfs_table_next(l)) {
 		struct tent *e = zrfs_container(l, struct tent, link);
@@ -96,7 +96,7 @@ struct tent *tree_ent_new(struct zrfs_tree *t, struct tdir *d, const char *name,
 	*e = (struct tent){.dir = d, .id = NO_ID, .slot = d->n, .len = (uint16_t)len};
 	memcpy(e->name, name, len);
 	e->name[len] = 0;
-	if (zrfs_table_add(&t->names, &e->link, name_hash(d->no, name, len)) < 0) {
+	if (zrfs_table_add(&t->names, &e->link, tree_name_hash(d->no, name, len)) < 0) {
 		free(e);
 		return NULL;
 	}

@@ -123,7 +123,7 @@ void zrfs_state_destroy(struct zrfs *fs)
 	fs->state = NULL;
 }
 
-struct zrfs_view *zrfs_view_hold(struct zrfs *fs)
+struct zrfs_view *zrfs_view_current(struct zrfs *fs)
 {
 	struct zrfs_view *v;
 

@@ -1,46 +1,52 @@
 /*
  * zrfs_i.h - internals of the zrfs FUSE driver shared between its files.
  *
- * The driver is a thin adapter from FUSE requests on a read-only tree to
- * libzrecord and libzrsampler. Its files, from the top down; each calls
- * only files below it, never back up:
+ * The driver is a thin adapter from FUSE requests to libzrecord and
+ * libzrsampler. Its files, from the top down; each calls only files below
+ * it, never back up (a subtree's hooks are called through its table):
  *
  *   main.c            the command: options, mount, session loop
+ *   floor.c           zrfs-floor, the FUSE floor the benchmarks measure
+ *                     against (a command of its own, on the same transport)
  *   dispatch.c        the FUSE callbacks: each asks the subtree that owns
  *                     its inode (the table of subtrees), and serves the root
- *   write/            a writable mount (-o writable): the write layer,
- *                     its model, threads and locks in write/write_i.h
- *                     (handles, names, rename, overlay, publish,
- *                     committer, nodes, values, mount)
+ *   dataset.c         the dataset opened, its fields and first view; closed
+ *   write/            a writable mount (-o writable): the write layer, its
+ *                     files, model, threads and locks in write/write_i.h
  *   follow.c          the thread that follows commits: new views, versions,
- *                     and what the kernel must forget; requests answered
- *                     once the mount shows their commit
+ *                     and what the kernel must look up again; requests
+ *                     answered once the mount shows their commit
  *   fields.c          subtree: meta.json, field directories, FIELD.npy
  *   byclass.c         subtree: /by/LABEL/CLASS/, the ImageFolder view
  *   tree.c            subtree: /tree/, the files records' original names make
- *   tree_index.c      its index of names, built at mount and followed
- *                     (tree_i.h)
- *   batches.c         subtree: /.batches, spec and epoch tables, batch names
- *   batch_prefetch.c  batch steps assembled or read ahead, dropped behind
+ *   batches.c         subtree: /.batches, its names and numbers (batch_i.h)
+ *   batch_prefetch.c  batch steps assembled or read ahead, dropped behind;
+ *                     the views steps are pinned to
  *   batch_files.c     where a batch file's bytes are assembled
- *   records.c         record files: names, inode numbers, attributes, bytes
- *   npy_view.c        .npy views: the header and the pieces of a range
+ *   batch_tables.c    the tables of specs and epochs, bounded
+ *   records.c         record files: names, attributes, bytes
+ *   tree_index.c      tree/'s index of names, built at mount and followed
+ *                     (tree_i.h)
+ *   npy_view.c        .npy views: the pieces of a range
  *   transport.c       how requests arrive: /dev/fuse with polling, or
  *                     io_uring rings (-o uring; transport_i.h)
  *   ring.c            the ring threads of -o uring
- *   notify.c          what the kernel must forget, collected, then sent
+ *   notify.c          what the kernel must look up again, collected, sent
  *   reply.c           where every reply is built and sent
  *   readahead.c       asking the kernel for pages before they are sent
- *   cache.c           bounded cache of inflated records and batch blobs
  *   versions.c        the versions of record files and .npy views
  *   inodes.c          the one table of numbers the kernel holds: lookups
  *                     counted, views pinned to older numbers
  *   view.c            the committed state shown (a view per generation),
  *                     the names lock
+ *   cache.c           bounded cache of inflated records and batch blobs
  *   scratch.c         per-thread buffers and core readers
- *   dataset.c         the dataset opened, its fields and first view; closed
  *   log.c             names in log lines escaped; lines users cause limited
  *   table.c           the one hash table the files above share
+ *
+ * Headers: this one (everything shared), subtree_i.h (the subtrees'
+ * interface, included at its end), batch_i.h, tree_i.h, transport_i.h,
+ * write/write_i.h.
  *
  * Inode numbers are a pure function of the path and, for files whose bytes
  * a commit can change, a version (versions.c: content never changes under
@@ -217,8 +223,8 @@ struct zrfs_view *zrfs_view_ref(struct zrfs_view *v);
 void zrfs_view_put(struct zrfs_view *v);
 int zrfs_state_create(struct zrfs *fs, struct zrfs_view *first);
 void zrfs_state_destroy(struct zrfs *fs);
-/* The current view, held. */
-struct zrfs_view *zrfs_view_hold(struct zrfs *fs);
+/* The current view, referenced (zrfs_view_put after). */
+struct zrfs_view *zrfs_view_current(struct zrfs *fs);
 /* Lookups and listings run between these: names resolve against the view
  * returned (valid until the end; not held) and its versions. */
 struct zrfs_view *zrfs_names_begin(struct zrfs *fs);
@@ -421,7 +427,12 @@ void zrfs_notes_free(struct zrfs_notes *notes);
 
 /* ---- records.c: record files ---- */
 
-fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version);
+/* The number of record @id's file of @field, at @version. */
+static inline fuse_ino_t zrfs_rec_ino(unsigned field, uint64_t id, unsigned version)
+{
+	return ZRFS_INO_REC | (uint64_t)(version & (ZRFS_VERSIONS - 1)) << 48 |
+	       (uint64_t)field << ZRFS_ID_BITS | id;
+}
 /* Whether @ino is a record file's number (ZRFS_INO_REC and nothing above). */
 static inline bool zrfs_is_rec_ino(fuse_ino_t ino)
 {
@@ -511,8 +522,21 @@ int zrfs_records_inflate_rows(struct zrfs *fs, struct zrfs_view *v, unsigned fie
 
 /* A zero row piece comes from this much static zeros at a time. */
 #define ZRFS_ZEROS (64u << 10)
-int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t row_size,
-		    struct zrfs_npy *out);
+/* The header of a view of @rows rows of @row_size bytes of a field of
+ * @spec (the layout core's zr_npy_header() gives): 0 or a negative code. */
+static inline int zrfs_npy_header(const zr_field_spec *spec, uint64_t rows, uint64_t row_size,
+				  struct zrfs_npy *out)
+{
+	int n = zr_npy_header(spec, rows, out->hdr, sizeof out->hdr);
+
+	if (n < 0)
+		return n;
+	out->hdr_len = (size_t)n;
+	out->rows = rows;
+	out->row_size = row_size;
+	out->size = (uint64_t)n + rows * row_size;
+	return 0;
+}
 /* The rows under bytes [@pos, @end) of view @h: [*lo, *hi). */
 void zrfs_npy_span(const struct zrfs_npy *h, uint64_t pos, uint64_t end, uint64_t *lo,
 		   uint64_t *hi);

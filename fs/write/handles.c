@@ -509,7 +509,7 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 {
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
-	struct zrfs_view *v = zrfs_view_hold(fs);
+	struct zrfs_view *v = zrfs_view_current(fs);
 	struct stat st;
 
 	/* asked with the handle (lseek SEEK_END): the size being written,

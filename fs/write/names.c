@@ -123,10 +123,10 @@ static bool tree_dir_ino(const struct zrfs *fs, fuse_ino_t dir)
 	return fs->tree && (dir & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR;
 }
 
-void zrfs_dir_hold(struct zrfs *fs, fuse_ino_t dir)
+void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir)
 {
 	if (tree_dir_ino(fs, dir))
-		zrfs_tree_hold(fs, dir);
+		zrfs_tree_keep(fs, dir);
 }
 
 /* A name came or went in directory @dir through this mount: a directory of
@@ -253,7 +253,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	zrfs_dir_hold(fs, parent);
+	zrfs_dir_keep(fs, parent);
 	zrfs_names_lock(fs);
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 && zrfs_no_field_ever(&p, name)) {
 		rc = -EPERM;

@@ -102,7 +102,7 @@ void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id
 
 /* ---- drafts ---- */
 
-static uint64_t name_hash(fuse_ino_t parent, const char *name)
+static uint64_t dir_name_hash(fuse_ino_t parent, const char *name)
 {
 	return zrfs_hash(name, strlen(name), parent);
 }
@@ -158,7 +158,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	d->ino = ZRFS_INO_STAGED | d->seq;
 	if (!(i = inode_add(w, d->ino)))
 		return -ENOMEM;
-	if (zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->parent, d->name)) < 0) {
+	if (zrfs_table_add(&w->drafts_by_name, &d->by_name, dir_name_hash(d->parent, d->name)) < 0) {
 		inode_del(w, i);
 		return -ENOMEM;
 	}
@@ -183,7 +183,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 struct wnode *zrfs_draft_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name,
 			      uint64_t gen)
 {
-	for (struct zrfs_link *l = zrfs_table_first(&w->drafts_by_name, name_hash(parent, name)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&w->drafts_by_name, dir_name_hash(parent, name)); l;
 	     l = zrfs_table_next(l)) {
 		struct wnode *d = zrfs_container(l, struct wnode, by_name);
 		if (d->parent == parent && strcmp(d->name, name) == 0)
@@ -205,7 +205,7 @@ int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent,
 	d->parent = parent;
 	count_child(w, d->parent, 1);
 	/* the bucket array only grows: adding back what was there cannot fail */
-	zrfs_table_add(&w->drafts_by_name, &d->by_name, name_hash(d->parent, d->name));
+	zrfs_table_add(&w->drafts_by_name, &d->by_name, dir_name_hash(d->parent, d->name));
 	return 0;
 }
 
@@ -341,13 +341,14 @@ void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino)
 		inode_del(w, i);
 }
 
-void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id)
+void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id,
+		       const struct zrfs_subtree *hook)
 {
 	struct winode *i = zrfs_winode_find(w, ino);
 
 	if (!i) {
 		/* a number the kernel does not hold: nothing writes through it */
-		if (!zrfs_inode_adopt(w->fs, ino, &zrfs_writing))
+		if (!zrfs_inode_adopt(w->fs, ino, hook))
 			return;
 		if (w->nmoved >= MOVED_MAX)
 			inode_del(w, w->moved_oldest); /* its writes go to its old record */
@@ -367,7 +368,7 @@ void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, ui
 
 static struct walias *alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name)
 {
-	for (struct zrfs_link *l = zrfs_table_first(&w->aliases, name_hash(parent, name)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&w->aliases, dir_name_hash(parent, name)); l;
 	     l = zrfs_table_next(l)) {
 		struct walias *a = zrfs_container(l, struct walias, link);
 		if (a->parent == parent && strcmp(a->name, name) == 0)
@@ -415,7 +416,7 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 	a->newer = NULL;
 	a->older = w->alias_newest;
 	memcpy(a->name, name, len + 1);
-	if (zrfs_table_add(&w->aliases, &a->link, name_hash(parent, name)) < 0) {
+	if (zrfs_table_add(&w->aliases, &a->link, dir_name_hash(parent, name)) < 0) {
 		free(a);
 		return;
 	}

@@ -68,7 +68,7 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 
 /* What draft number @ino shows in view @v: its draft (referenced), or the
  * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
-static int shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
+static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
 		 unsigned *field, uint64_t *id, bool *text)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -95,7 +95,7 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	unsigned field;
 	uint64_t id;
 	bool text;
-	int rc = shown(fs, v, ino, &d, &field, &id, &text);
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
 
 	if (rc < 0)
 		return rc;
@@ -126,7 +126,7 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	char *buf;
 	ssize_t got;
 	bool text;
-	int rc = shown(fs, v, ino, &d, &field, &id, &text);
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);

@@ -264,7 +264,7 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	pthread_mutex_lock(&w->names_lock);
 	zrfs_nodes_detach_record(w, field, to);
 	zrfs_nodes_retarget(w, field, from, to);
-	zrfs_winode_moved(w, zrfs_rec_ino(field, from, version), field, to);
+	zrfs_winode_moved(w, zrfs_rec_ino(field, from, version), field, to, &zrfs_writing);
 	pthread_mutex_unlock(&w->names_lock);
 	if ((rc = remove_if_empty(fs, from, by_name)) < 0)
 		return rc;
@@ -489,7 +489,7 @@ static void find_key_target(struct zrfs *fs, struct wnode *d, const struct group
 }
 
 /* Remember that tree/ draft @d of keys made a new record. */
-static void add_key(struct zrfs *fs, struct wnode *d, struct group_keys *keys, uint64_t n_before)
+static void group_key_add(struct zrfs *fs, struct wnode *d, struct group_keys *keys, uint64_t n_before)
 {
 	struct zrfs_writes *w = fs->writes;
 	char path[4 * ZRFS_NAME_MAX];
@@ -560,7 +560,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		if (needs_store(w, g[i], also) && (rc = store_draft(fs, g[i])) < 0 && g[i] == also)
 			also_rc = rc; /* told to the fsync; the others are logged */
 		pthread_mutex_unlock(&g[i]->lock);
-		add_key(fs, g[i], &keys, before);
+		group_key_add(fs, g[i], &keys, before);
 	}
 	for (size_t i = 0; i < keys.n; i++)
 		free(keys.v[i].key);

@@ -170,7 +170,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	zrfs_dir_hold(fs, newparent);
+	zrfs_dir_keep(fs, newparent);
 	/* a draft's rename changes only the tables: no commit, no writer */
 	zrfs_names_lock(fs);
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) < 0 ||

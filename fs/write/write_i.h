@@ -1,7 +1,23 @@
 /*
  * write_i.h - the write layer of a writable mount (-o writable): what its
  * files share. The model it keeps is stated for users in zrfs(8), "WRITING
- * THROUGH THE MOUNT"; in the daemon's terms:
+ * THROUGH THE MOUNT"; in the daemon's terms below.
+ *
+ * Files, from the top down; each calls only files below it (and fs/ files
+ * below write/ in zrfs_i.h's map):
+ *   mount.c       the writer opened before mounting, and closed
+ *   rename.c      renames, of drafts, records and directories
+ *   names.c       what a name is: files and directories made and removed,
+ *                 attributes changed without a handle
+ *   handles.c     open files that answer for themselves; when a close
+ *                 publishes
+ *   committer.c   the thread that commits ready drafts in groups
+ *   publish.c     values become records: stores and commits
+ *   overlay.c     the subtree zrfs_writing: files being written as lookups
+ *                 and listings show them
+ *   nodes.c       nodes, drafts, what numbers mean, aliases
+ *   values.c      the bytes of a value being written
+ *
  *
  * Objects
  *   node     a file being written: the value of one record's field that
@@ -48,8 +64,9 @@
  *   request threads   every FUSE operation; a close that publishes a record
  *                     node stores and commits on its thread, under the
  *                     writer's lock, and is answered by the follower;
- *   the committer     (publish.c) stores ready drafts and commits them in
- *                     groups, makes the mount show the commit, settles them;
+ *   the committer     (committer.c, with publish.c) stores ready drafts and
+ *                     commits them in groups, makes the mount show the
+ *                     commit, settles them;
  *   the follower      (follow.c) publishes views and answers the requests
  *                     that wait for a generation.
  *
@@ -295,7 +312,6 @@ uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n);
  * listed draft that will replace (@field, @id), if any. */
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
 struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id);
-void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
 /* Whether draft @d is a record in view generation @gen (its commit shows). */
 static inline bool zrfs_draft_settled(const struct wnode *d, uint64_t gen)
 {
@@ -309,10 +325,12 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
  * when nothing needs it (no handle, nothing to store). */
 void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
 /* Inode numbers: what @ino is to the write layer (NULL: nothing); a
- * record's number @ino the kernel holds moved onto (field, @id); @ino let
- * go (the overlay's let_go: it goes if nothing keeps it). */
+ * record's number @ino moved onto (field, @id), tracked if the kernel holds
+ * it, @hook (the overlay) told when it forgets it; @ino let go (the
+ * overlay's let_go: it goes if nothing keeps it). */
 struct winode *zrfs_winode_find(struct zrfs_writes *w, fuse_ino_t ino);
-void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id);
+void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id,
+		       const struct zrfs_subtree *hook);
 void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino);
 /* Aliases: the record @name names in directory @parent (0 with *id, or
  * -ENOENT); name one (of field @field); drop one, or all in @parent. */
@@ -380,10 +398,17 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
  * (stored with it), else stored and committed now (w->lock taken here).
  * The generation (0: kept), or a negative code. */
 int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns);
-/* The thread committing drafts in groups: start, and stop (committing what
- * is ready). */
+
+/* ---- committer.c: the thread that commits drafts in groups ---- */
+
+/* Start it, and stop it (committing what is ready). zrfs_write_listing
+ * (zrfs_i.h) is its too: a group waits for listings to end. */
 void zrfs_committer_start(struct zrfs *fs);
 void zrfs_committer_stop(struct zrfs *fs);
+
+/* ---- overlay.c: the subtree zrfs_writing (subtree_i.h) ---- */
+
+/* ---- mount.c: zrfs_writes_open, _mounted, _close (zrfs_i.h) ---- */
 
 /* ---- names.c: what a name is to the writer (rename.c too) ---- */
 
@@ -416,7 +441,7 @@ void zrfs_names_lock(struct zrfs *fs);
 void zrfs_names_unlock(struct zrfs *fs);
 /* Keep tree/ directory @dir while files are written in it; give it the
  * time now (into @ts when not NULL) when its names changed. */
-void zrfs_dir_hold(struct zrfs *fs, fuse_ino_t dir);
+void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir);
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts);
 /* @name's path below its field's directory: 0 or -ENAMETOOLONG. */
 int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,

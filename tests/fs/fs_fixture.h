@@ -169,7 +169,7 @@ static inline void t_fs_open(const char *dir, const char *specs)
 			     .opts = {.timeout = 1, .cache_bytes = 64 << 20, .prefetch = 2,
 				      .drop_behind = 16, .readaround = 0}};
 	cr_assert_eq(zrfs_dataset_open(&t_fs), 0);
-	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	struct zrfs_view *v = zrfs_view_current(&t_fs);
 	cr_assert_eq(zrfs_batches_create(&t_fs, v, specs), 0);
 	cr_assert_eq(zrfs_byclass_create(&t_fs, v), 0);
 	zrfs_view_put(v);
@@ -196,7 +196,7 @@ static inline void t_fs_setup(void)
  * also where nothing was committed since. */
 static inline void t_refresh(void)
 {
-	struct zrfs_view *cur = zrfs_view_hold(&t_fs), *next, *old;
+	struct zrfs_view *cur = zrfs_view_current(&t_fs), *next, *old;
 	zr_dataset *ds;
 
 	cr_assert_eq(zr_reopen(cur->ds, &ds), 0);

@@ -106,7 +106,7 @@ Test(records, inode_numbers_decode_to_field_id_and_version, .init = t_fs_setup,
 
 Test(records, attributes_and_bytes_of_record_files, .init = t_fs_setup, .fini = t_fs_teardown)
 {
-	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	struct zrfs_view *v = zrfs_view_current(&t_fs);
 
 	for (unsigned f = 0; f < 3; f++)
 		for (uint64_t id = 0; id < T_N; id++) {

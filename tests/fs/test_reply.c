@@ -104,7 +104,7 @@ Test(reply, mapped_and_read_replies_send_the_same_bytes, .init = t_fs_setup,
 		zr_batch *g;
 		uint8_t want[256];
 		size_t want_len, len;
-		struct zrfs_view *v = zrfs_view_hold(&t_fs);
+		struct zrfs_view *v = zrfs_view_current(&t_fs);
 		record_pieces(v, &p, mapped, &g, want, &want_len);
 		zrfs_reply_pieces(NULL, &t_fs, v, &p, false);
 		const uint8_t *b = t_bytes(&len);
@@ -120,7 +120,7 @@ Test(reply, a_piece_past_the_end_of_its_file_is_eio, .init = t_fs_setup, .fini =
 {
 	struct zrfs_pieces p;
 	zr_record_stat st;
-	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	struct zrfs_view *v = zrfs_view_current(&t_fs);
 
 	cr_assert_eq(zr_stat(v->ds, 2, 9, &st), 0);
 	cr_assert_eq(zrfs_pieces_init(&p, 1), 0);
@@ -135,7 +135,7 @@ Test(reply, a_piece_past_the_end_of_its_file_is_eio, .init = t_fs_setup, .fini =
 Test(reply, one_small_piece_is_a_copy_read_from_its_file, .init = t_fs_setup,
      .fini = t_fs_teardown)
 {
-	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	struct zrfs_view *v = zrfs_view_current(&t_fs);
 	uint64_t id = 7;
 	struct zrfs_row row;
 	struct zrfs_pieces p;
@@ -162,7 +162,7 @@ Test(reply, a_piece_its_chunk_ends_inside_is_eio, .init = t_fs_setup, .fini = t_
 	struct zrfs_pieces p;
 	zr_record_stat rs;
 	struct stat st;
-	struct zrfs_view *v = zrfs_view_hold(&t_fs);
+	struct zrfs_view *v = zrfs_view_current(&t_fs);
 
 	cr_assert_eq(zr_stat(v->ds, 2, 9, &rs), 0);
 	cr_assert_eq(fstat(rs.fd, &st), 0);
