@@ -104,7 +104,7 @@ static void reply_ids(fuse_req_t req, const struct batch_step *at, size_t size, 
 		return;
 	}
 	if (!(le = malloc(n * 8 + 1))) {
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 	} else {
 		put_le64s(le, ids, n);
 		zrfs_reply_slice(req, le, (uint64_t)n * 8, size, (off_t)skip);

@@ -280,7 +280,7 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	bool ahead = false;
 
 	if (node != N_STEP || w.kind == STEP_DIR) {
-		fuse_reply_err(req, node == N_NONE ? ENOENT : EISDIR);
+		zrfs_reply_err(req, node == N_NONE ? -ENOENT : -EISDIR);
 		return;
 	}
 	if (off == 0)

@@ -313,7 +313,7 @@ static void by_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_i
 		    size_t size, off_t off)
 {
 	(void)fs, (void)v, (void)ino, (void)size, (void)off;
-	fuse_reply_err(req, EISDIR); /* its files are record files, read through fields.c */
+	zrfs_reply_err(req, -EISDIR); /* its files are record files, read through fields.c */
 }
 
 /* ---- following commits ---- */

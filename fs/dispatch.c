@@ -160,7 +160,7 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
 	    rc == ZRFS_ENOENT_LATER)
-		fuse_reply_err(req, ENOENT); /* not cached */
+		zrfs_reply_err(req, -ENOENT); /* not cached */
 	else if (rc < 0 && rc != -ENOENT)
 		zrfs_reply_err(req, rc);
 	else
@@ -194,7 +194,7 @@ static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, fs->opts.timeout);
+		zrfs_reply_attr(req, &st, fs->opts.timeout);
 }
 
 /* ---- listings ---- */
@@ -318,14 +318,14 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 		zrfs_reply_err(req, rc);
 	} else if (!(l.buf = malloc(size)) ||
 		   (plus && !(l.handed = malloc(l.cap * sizeof *l.handed)))) {
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 	} else {
 		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
 		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
 			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
 				rc = next_entry(fs, l.v, t, ino, d.pos + 1, &d);
 		}
-		if (fuse_reply_buf(req, l.buf, l.used) != 0) /* nothing handed */
+		if (zrfs_reply_buf(req, l.buf, l.used) != 0) /* nothing handed */
 			for (size_t i = 0; i < l.nhanded; i++)
 				zrfs_inode_forget(fs, l.handed[i], 1);
 	}
@@ -360,11 +360,11 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (fs->writes)
 			zrfs_write_open(req, fs, ino, fi); /* a handle of its own */
 		else
-			fuse_reply_err(req, EROFS);
+			zrfs_reply_err(req, -EROFS);
 		return;
 	}
 	if (fs->no_open) {
-		fuse_reply_err(req, ENOSYS); /* stateless: no OPEN/RELEASE from now on */
+		zrfs_reply_err(req, -ENOSYS); /* stateless: no OPEN/RELEASE from now on */
 		return;
 	}
 	fi->noflush = 1; /* nothing to flush: closing costs no request */
@@ -376,7 +376,7 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	zrfs_reply_open(req, fi);
 }
 
 static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -396,7 +396,7 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if ((rc = resolve(fs, ino, &t, &v)) < 0)
 		zrfs_reply_err(req, rc);
 	else if (!t)
-		fuse_reply_err(req, EISDIR); /* the root */
+		zrfs_reply_err(req, -EISDIR); /* the root */
 	else
 		t->read(req, fs, v, ino, size, off);
 	zrfs_view_put(v);
@@ -405,14 +405,14 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void zrfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	zrfs_inode_forget(fuse_req_userdata(req), ino, nlookup);
-	fuse_reply_none(req);
+	zrfs_reply_none(req);
 }
 
 static void zrfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	for (size_t i = 0; i < count; i++)
 		zrfs_inode_forget(fuse_req_userdata(req), forgets[i].ino, forgets[i].nlookup);
-	fuse_reply_none(req);
+	zrfs_reply_none(req);
 }
 
 /* ---- the rest ---- */
@@ -451,14 +451,14 @@ static void zrfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 
 	(void)ino;
 	if (fs->no_open) {
-		fuse_reply_err(req, ENOSYS); /* listings are cached, no OPENDIR again */
+		zrfs_reply_err(req, -ENOSYS); /* listings are cached, no OPENDIR again */
 		return;
 	}
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
 	if (fs->writes)
 		zrfs_write_listing(fs, true);
-	if (fuse_reply_open(req, fi) != 0 && fs->writes) /* no RELEASEDIR will come */
+	if (zrfs_reply_open(req, fi) != 0 && fs->writes) /* no RELEASEDIR will come */
 		zrfs_write_listing(fs, false);
 }
 
@@ -470,7 +470,7 @@ static void zrfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_inf
 	(void)fi;
 	if (fs->writes)
 		zrfs_write_listing(fs, false);
-	fuse_reply_err(req, 0);
+	zrfs_reply_status(req, 0);
 }
 
 static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -494,7 +494,7 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 			sv.f_bavail = under.f_bavail * under.f_frsize / sv.f_frsize;
 		}
 	}
-	fuse_reply_statfs(req, &sv);
+	zrfs_reply_statfs(req, &sv);
 }
 
 /* ---- changes (-o writable): the write layer, and what no mount can do ---- */
@@ -510,7 +510,7 @@ static void zrfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else if ((to_set & FUSE_SET_ATTR_SIZE) && !S_ISREG(now.st_mode))
-		fuse_reply_err(req, EISDIR);
+		zrfs_reply_err(req, -EISDIR);
 	else if (h)
 		h->ops->setattr(req, fs, h, ino, attr, to_set, &now);
 	else
@@ -533,7 +533,7 @@ static void zrfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t s
 	if (h)
 		h->ops->write(req, fuse_req_userdata(req), h, buf, size, off, fi);
 	else
-		fuse_reply_err(req, EBADF);
+		zrfs_reply_err(req, -EBADF);
 }
 
 static void zrfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -544,7 +544,7 @@ static void zrfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (h)
 		h->ops->flush(req, fuse_req_userdata(req), h, fi);
 	else
-		fuse_reply_err(req, 0); /* opened for reading */
+		zrfs_reply_status(req, 0); /* opened for reading */
 }
 
 static void zrfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -556,7 +556,7 @@ static void zrfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse
 	if (h)
 		h->ops->fsync(req, fuse_req_userdata(req), h);
 	else
-		fuse_reply_err(req, 0);
+		zrfs_reply_status(req, 0);
 }
 
 static void zrfs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -574,7 +574,7 @@ static void zrfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	if (h)
 		h->ops->release(req, fuse_req_userdata(req), h);
 	else
-		fuse_reply_err(req, 0);
+		zrfs_reply_status(req, 0);
 }
 
 static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -599,19 +599,19 @@ static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		       dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
-	fuse_reply_err(req, EPERM);
+	zrfs_reply_err(req, -EPERM);
 }
 
 static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	(void)link, (void)parent, (void)name;
-	fuse_reply_err(req, EPERM);
+	zrfs_reply_err(req, -EPERM);
 }
 
 static void zrfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	(void)ino, (void)parent, (void)name;
-	fuse_reply_err(req, EPERM);
+	zrfs_reply_err(req, -EPERM);
 }
 
 static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,

@@ -254,7 +254,7 @@ static void read_view(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsi
 	int rc = 0;
 
 	if (pos >= h->size) {
-		fuse_reply_buf(req, NULL, 0);
+		zrfs_reply_buf(req, NULL, 0);
 		return;
 	}
 	zrfs_npy_span(h, pos, end, &lo, &hi);
@@ -294,12 +294,12 @@ static void present_read(fuse_req_t req, struct zrfs_view *v, unsigned field, si
 		if (rc < 0)
 			zrfs_reply_err(req, rc);
 		else
-			fuse_reply_buf(req, NULL, 0);
+			zrfs_reply_buf(req, NULL, 0);
 		return;
 	}
 	end = h.size - pos < size ? h.size : pos + size;
 	if (!(buf = malloc(end - pos))) {
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 		return;
 	}
 	for (uint64_t at = pos; rc == 0 && at < end; at++) {
@@ -314,7 +314,7 @@ static void present_read(fuse_req_t req, struct zrfs_view *v, unsigned field, si
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
-		fuse_reply_buf(req, (const char *)buf, end - pos);
+		zrfs_reply_buf(req, (const char *)buf, end - pos);
 	free(buf);
 }
 
@@ -338,12 +338,12 @@ static void fields_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 		zrfs_record_read(req, fs, v, ino, field, id, size, off);
 		return;
 	case N_DIR:
-		fuse_reply_err(req, EISDIR);
+		zrfs_reply_err(req, -EISDIR);
 		return;
 	case N_NONE:
 		break;
 	}
-	fuse_reply_err(req, ENOENT);
+	zrfs_reply_err(req, -ENOENT);
 }
 
 const struct zrfs_subtree zrfs_fields = {

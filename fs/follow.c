@@ -428,9 +428,9 @@ void zrfs_follow_publish(struct zrfs *fs)
 static void answer_send(const struct answer *a)
 {
 	if (a->with_attr)
-		fuse_reply_attr(a->req, &a->st, 0);
+		zrfs_reply_attr(a->req, &a->st, 0);
 	else
-		fuse_reply_err(a->req, 0);
+		zrfs_reply_status(a->req, 0);
 }
 
 /* Answer the requests waiting for generation @gen or an older one that
@@ -450,15 +450,19 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_unlock(&w->answers_lock);
 }
 
-void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const struct stat *st)
+void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st)
 {
 	struct zrfs_follow *w = fs->follow;
-	struct answer a = {req, gen, 0, st != NULL, {0}};
+	struct answer a = {req, (uint64_t)gen, 0, st != NULL, {0}};
 	bool queued = false;
 
+	if (gen < 0) {
+		zrfs_reply_err(req, (int)gen);
+		return;
+	}
 	if (st)
 		a.st = *st;
-	if (w && w->running) {
+	if (gen > 0 && w && w->running) {
 		pthread_mutex_lock(&w->answers_lock);
 		if (w->nanswers == w->answers_cap) {
 			size_t cap = w->answers_cap ? w->answers_cap * 2 : 64;
@@ -476,7 +480,9 @@ void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const str
 		pthread_mutex_unlock(&w->answers_lock);
 	}
 	if (!queued) {
-		answer_send(&a); /* nothing follows, or short of memory: the commit is made */
+		/* nothing to wait for, nothing follows, or short of memory: the
+		 * commit is made */
+		answer_send(&a);
 		return;
 	}
 	if (write(w->wake[1], "", 1) < 0) {

@@ -242,7 +242,7 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 		return;
 	}
 	if ((uint64_t)off >= row.len) {
-		fuse_reply_buf(req, NULL, 0);
+		zrfs_reply_buf(req, NULL, 0);
 	} else if ((rc = zrfs_pieces_init(&p, 1)) < 0) {
 		zrfs_reply_err(req, rc);
 	} else {

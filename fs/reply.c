@@ -22,13 +22,18 @@
  * An entry (a lookup's, a new file's or directory's) hands the kernel a
  * number: it is counted in the inode table before the reply is sent.
  *
- * Sections: errors, entries, attributes, slices, pieces.
+ * Nothing else in the daemon calls libfuse's fuse_reply_*() (the transport
+ * sends what they make; floor.c, a program of its own, replies itself).
+ *
+ * Sections: errors, the rest of libfuse's replies, entries, attributes,
+ * slices, pieces.
  */
 #include "zrfs_i.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -55,6 +60,38 @@ void zrfs_reply_err(fuse_req_t req, int rc)
 void zrfs_reply_status(fuse_req_t req, int64_t rc)
 {
 	fuse_reply_err(req, rc < 0 ? -zrfs_errno((int)rc) : 0);
+}
+
+/* ---- the rest of libfuse's replies, each in one place ---- */
+
+void zrfs_reply_attr(fuse_req_t req, const struct stat *st, double timeout)
+{
+	fuse_reply_attr(req, st, timeout);
+}
+
+int zrfs_reply_buf(fuse_req_t req, const void *buf, size_t size)
+{
+	return fuse_reply_buf(req, buf, size);
+}
+
+int zrfs_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
+{
+	return fuse_reply_open(req, fi);
+}
+
+void zrfs_reply_write(fuse_req_t req, size_t count)
+{
+	fuse_reply_write(req, count);
+}
+
+void zrfs_reply_none(fuse_req_t req)
+{
+	fuse_reply_none(req);
+}
+
+void zrfs_reply_statfs(fuse_req_t req, const struct statvfs *sv)
+{
+	fuse_reply_statfs(req, sv);
 }
 
 /* ---- entries ---- */
@@ -124,9 +161,9 @@ void zrfs_reply_slice(fuse_req_t req, const void *data, uint64_t len, size_t siz
 	uint64_t at = (uint64_t)off;
 
 	if (at >= len)
-		fuse_reply_buf(req, NULL, 0);
+		zrfs_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, (const char *)data + at, size < len - at ? size : len - at);
+		zrfs_reply_buf(req, (const char *)data + at, size < len - at ? size : len - at);
 }
 
 /* ---- pieces ---- */

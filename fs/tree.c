@@ -265,7 +265,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 
 	switch (tree_decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
-		fuse_reply_err(req, EISDIR);
+		zrfs_reply_err(req, -EISDIR);
 		return;
 	case N_TEXT:
 		zrfs_tree_text_read(req, fs, v, field, id, size, off);
@@ -273,7 +273,7 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	case N_NONE:
 		break;
 	}
-	fuse_reply_err(req, ENOENT);
+	zrfs_reply_err(req, -ENOENT);
 }
 
 const struct zrfs_subtree zrfs_tree = {

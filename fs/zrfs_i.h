@@ -294,10 +294,14 @@ bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino);
 /* Follow commits from a thread of its own (after fuse_daemonize()); stop. */
 int zrfs_follow_start(struct zrfs *fs);
 void zrfs_follow_stop(struct zrfs *fs);
-/* Answer @req once the mount shows generation @gen or a later one and the
- * kernel has been told what changed: with attributes @st if not NULL, else
- * success. At once when nothing follows. */
-void zrfs_follow_answer(struct zrfs *fs, uint64_t gen, fuse_req_t req, const struct stat *st);
+/* The one answer to a request that changed the dataset (a close, an fsync,
+ * a SETATTR) given what its store returned, @gen: its error (< 0); success
+ * now (0: nothing to wait for); else once the mount shows generation @gen
+ * or a later one and the kernel has been told what changed. Success carries
+ * attributes @st if not NULL. Waiting answers are sent from the follower's
+ * thread, after its notifications: the program that made the change finds
+ * it on its next open. At once when nothing follows. */
+void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st);
 /* Make the newest commit the mount's view now, from a request; the kernel
  * is told what changed by the following thread, later. For a request during
  * which the kernel holds a directory's lock (unlink): telling the kernel
@@ -557,6 +561,15 @@ void zrfs_reply_err(fuse_req_t req, int rc);
 /* Reply to a request that returns no data: success for @rc >= 0 (a count,
  * a generation), else its errno. */
 void zrfs_reply_status(fuse_req_t req, int64_t rc);
+/* libfuse's other replies, as fuse_reply_attr(), _buf(), _open(), _write(),
+ * _none(), _statfs() (those that return, 0 or -errno). */
+struct statvfs;
+void zrfs_reply_attr(fuse_req_t req, const struct stat *st, double timeout);
+int zrfs_reply_buf(fuse_req_t req, const void *buf, size_t size);
+int zrfs_reply_open(fuse_req_t req, const struct fuse_file_info *fi);
+void zrfs_reply_write(fuse_req_t req, size_t count);
+void zrfs_reply_none(fuse_req_t req);
+void zrfs_reply_statfs(fuse_req_t req, const struct statvfs *sv);
 /* Reply to a LOOKUP, a MKDIR or (@fi not NULL) a CREATE with @e: its
  * number (not 0) counted as handed to the kernel first, with the reference
  * subtree @t took for it (zrfs_inode_hand), and forgotten again if the

@@ -237,13 +237,13 @@ void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fus
 		zrfs_node_release(fs->writes, n);
 		pthread_mutex_unlock(&fs->writes->names_lock);
 		zrfs_node_put(n);
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 		return;
 	}
 	zrfs_node_put(n);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1; /* shares no pages with the record's readers */
-	if (fuse_reply_open(req, fi) != 0)
+	if (zrfs_reply_open(req, fi) != 0)
 		zrfs_handle_drop(fs, h); /* the opener is gone: no RELEASE comes */
 }
 
@@ -260,7 +260,7 @@ static void h_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 	(void)ino;
 	fresh_end(fs, h);
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 		return;
 	}
 	pthread_mutex_lock(&n->lock);
@@ -271,7 +271,7 @@ static void h_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 	if (got < 0)
 		zrfs_reply_err(req, (int)got);
 	else
-		fuse_reply_buf(req, buf, (size_t)got);
+		zrfs_reply_buf(req, buf, (size_t)got);
 }
 
 /* A write failed (-errno): the value cannot be whole and is never stored;
@@ -321,7 +321,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
-		fuse_reply_write(req, size);
+		zrfs_reply_write(req, size);
 }
 
 /* Drop what was written to @n (n->lock held): its value is the stored
@@ -388,18 +388,28 @@ static int64_t publish(struct zrfs *fs, struct wnode *n, bool last)
 	int64_t gen = 0;
 	bool draft, live;
 
-	pthread_mutex_lock(&w->names_lock);
+	/* A record node's store needs the writer's lock, taken first (the
+	 * order of write_i.h); a draft's does not, and a close of a new file
+	 * must not wait for the committer's group. The committer may make a
+	 * draft its record's node until names_lock is taken: then it is
+	 * published as a record's, from the writer's lock on (a record node
+	 * stays one, so this happens once). */
 	draft = n->kind == WN_DRAFT;
-	pthread_mutex_unlock(&w->names_lock);
-	if (!draft)
-		pthread_mutex_lock(&w->lock);
-	pthread_mutex_lock(&n->lock);
-	pthread_mutex_lock(&w->names_lock);
+	for (;;) {
+		if (!draft)
+			pthread_mutex_lock(&w->lock);
+		pthread_mutex_lock(&n->lock);
+		pthread_mutex_lock(&w->names_lock);
+		if (draft && n->kind == WN_RECORD) { /* settled by a group meanwhile */
+			pthread_mutex_unlock(&w->names_lock);
+			pthread_mutex_unlock(&n->lock);
+			draft = false;
+			continue;
+		}
+		break;
+	}
 	live = !n->detached && (!last || n->handles == 1);
-	/* a draft whose group committed meanwhile is a record node now: what
-	 * was written since is its record's, stored as a record's (again) */
-	bool became = draft && n->kind == WN_RECORD;
-	if (live && draft && !became && !n->error)
+	if (live && draft && !n->error)
 		zrfs_publish_ready(fs, n);
 	pthread_mutex_unlock(&w->names_lock);
 	if (live && n->error && (draft || n->changed))
@@ -410,18 +420,7 @@ static int64_t publish(struct zrfs *fs, struct wnode *n, bool last)
 	pthread_mutex_unlock(&n->lock);
 	if (!draft)
 		pthread_mutex_unlock(&w->lock);
-	return became && live ? publish(fs, n, last) : gen;
-}
-
-/* Answer @req for a store that gave @gen: once the mount shows it. */
-static void answer(fuse_req_t req, struct zrfs *fs, int64_t gen)
-{
-	if (gen < 0)
-		zrfs_reply_err(req, (int)gen);
-	else if (gen == 0)
-		fuse_reply_err(req, 0);
-	else
-		zrfs_follow_answer(fs, (uint64_t)gen, req, NULL);
+	return gen;
 }
 
 static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
@@ -447,10 +446,8 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 		rc = refuse_failed(fs, n);
 	}
 	pthread_mutex_unlock(&n->lock);
-	if (rc < 0 || dead || !mine)
-		zrfs_reply_status(req, rc); /* success but for a failed write */
-	else
-		answer(req, fs, publish(fs, n, false));
+	/* success but for a failed write, or once its store shows */
+	zrfs_follow_answer(fs, rc < 0 || dead || !mine ? rc : publish(fs, n, false), req, NULL);
 }
 
 static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
@@ -464,7 +461,7 @@ static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	publish(fs, n, true);
 	zrfs_handle_drop(fs, h);
 	zrfs_node_put(n);
-	fuse_reply_err(req, 0);
+	zrfs_reply_status(req, 0);
 }
 
 /* Store draft @n and commit (an fsync): the generation to wait for, 0, or
@@ -476,9 +473,7 @@ static int64_t sync_draft(struct zrfs *fs, struct wnode *n)
 	int64_t gen = zrfs_publish_group(fs, n), again;
 	bool record;
 
-	pthread_mutex_lock(&fs->writes->names_lock);
-	record = n->kind == WN_RECORD;
-	pthread_mutex_unlock(&fs->writes->names_lock);
+	record = n->kind == WN_RECORD; /* the group made it its record's node */
 	if (gen < 0 || !record)
 		return gen;
 	again = publish(fs, n, false);
@@ -498,11 +493,11 @@ static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	hidden = draft && zrfs_node_hidden(w, n);
 	pthread_mutex_unlock(&w->names_lock);
 	if (hidden) /* a temporary file: nothing stores it by itself */
-		fuse_reply_err(req, 0);
+		zrfs_reply_status(req, 0);
 	else if (draft)
-		answer(req, fs, sync_draft(fs, n));
+		zrfs_follow_answer(fs, sync_draft(fs, n), req, NULL);
 	else
-		answer(req, fs, publish(fs, n, false));
+		zrfs_follow_answer(fs, publish(fs, n, false), req, NULL);
 }
 
 static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino)
@@ -526,7 +521,7 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
-		fuse_reply_attr(req, &st, 0);
+		zrfs_reply_attr(req, &st, 0);
 }
 
 int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open)
@@ -577,12 +572,7 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	if (rc == 0 && zrfs_asked_mtime(attr, to_set, &ns, &st.st_mtim) &&
 	    (rc = zrfs_publish_time(fs, n, ns)) >= 0)
 		st.st_atim = st.st_mtim;
-	if (rc < 0)
-		zrfs_reply_err(req, (int)rc);
-	else if (rc > 0)
-		zrfs_follow_answer(fs, (uint64_t)rc, req, &st);
-	else
-		fuse_reply_attr(req, &st, 0);
+	zrfs_follow_answer(fs, rc, req, &st);
 }
 
 static const struct zrfs_handle_ops handle_ops = {

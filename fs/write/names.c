@@ -250,7 +250,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	int rc;
 
 	if (strlen(name) > ZRFS_NAME_MAX) { /* FUSE passes up to 1024 */
-		fuse_reply_err(req, ENAMETOOLONG);
+		zrfs_reply_err(req, -ENAMETOOLONG);
 		return;
 	}
 	zrfs_dir_keep(fs, parent);
@@ -314,7 +314,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	int rc;
 
 	if (strlen(name) > ZRFS_NAME_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
+		zrfs_reply_err(req, -ENAMETOOLONG);
 		return;
 	}
 	memset(&e, 0, sizeof e);

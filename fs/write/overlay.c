@@ -142,9 +142,9 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		zrfs_record_read(req, fs, cur, rec, field, id, size, off);
 		zrfs_view_put(cur);
 	} else if (d->kind == WN_DIR) {
-		fuse_reply_err(req, EISDIR);
+		zrfs_reply_err(req, -EISDIR);
 	} else if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
-		fuse_reply_err(req, ENOMEM);
+		zrfs_reply_err(req, -ENOMEM);
 	} else {
 		pthread_mutex_lock(&d->lock);
 		got = zrfs_value_read(&d->val, buf, size, (uint64_t)off);
@@ -152,7 +152,7 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		if (got < 0)
 			zrfs_reply_err(req, (int)got);
 		else
-			fuse_reply_buf(req, buf, (size_t)got);
+			zrfs_reply_buf(req, buf, (size_t)got);
 	}
 	zrfs_node_put(d);
 }

@@ -163,11 +163,11 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	int64_t rc = 0;
 
 	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* RENAME_EXCHANGE, RENAME_WHITEOUT */
-		fuse_reply_err(req, EINVAL);
+		zrfs_reply_err(req, -EINVAL);
 		return;
 	}
 	if (strlen(newname) > ZRFS_NAME_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
+		zrfs_reply_err(req, -ENAMETOOLONG);
 		return;
 	}
 	zrfs_dir_keep(fs, newparent);
@@ -247,13 +247,13 @@ static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const str
 	int err;
 
 	if (!zrfs_asked_mtime(attr, to_set, &ns, &ts)) {
-		fuse_reply_attr(req, st, 0);
+		zrfs_reply_attr(req, st, 0);
 		return;
 	}
 	if (S_ISDIR(st->st_mode)) {
 		if (zrfs_tree_touch(fs, ino, ts) == 0)
 			st->st_mtim = st->st_atim = ts;
-		fuse_reply_attr(req, st, 0);
+		zrfs_reply_attr(req, st, 0);
 		return;
 	}
 	if (fs->names.mtime >= 0 && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
@@ -264,12 +264,7 @@ static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const str
 		pthread_mutex_unlock(&w->names_lock);
 		zrfs_node_put(n);
 	}
-	if (rc < 0)
-		zrfs_reply_err(req, (int)rc);
-	else if (rc > 0)
-		zrfs_follow_answer(fs, (uint64_t)rc, req, st);
-	else
-		fuse_reply_attr(req, st, 0);
+	zrfs_follow_answer(fs, rc, req, st);
 }
 
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
@@ -289,7 +284,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 		     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
 		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
 		    !(ino & ZRFS_INO_STAGED))
-			fuse_reply_err(req, EPERM);
+			zrfs_reply_err(req, -EPERM);
 		else
 			set_times(req, fs, ino, attr, to_set, &st);
 		return;
@@ -300,10 +295,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 		/* open(O_TRUNC): the handle the same call just opened */
 		rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, pid, true);
 		zrfs_node_put(n);
-		if (rc < 0)
-			zrfs_reply_err(req, (int)rc);
-		else
-			fuse_reply_attr(req, &st, 0);
+		zrfs_follow_answer(fs, rc, req, &st); /* nothing stored yet */
 		return;
 	}
 	/* truncate(2) of a file by its name: a change of its own, stored now
@@ -327,12 +319,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	pthread_mutex_unlock(&w->names_lock);
 	pthread_mutex_unlock(&w->lock);
 	zrfs_node_put(n);
-	if (rc < 0)
-		zrfs_reply_err(req, (int)rc);
-	else if (rc > 0)
-		zrfs_follow_answer(fs, (uint64_t)rc, req, &st);
-	else
-		fuse_reply_attr(req, &st, 0);
+	zrfs_follow_answer(fs, rc, req, &st);
 }
 
 void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)

@@ -145,8 +145,8 @@ enum wnode_kind { WN_RECORD, WN_DRAFT, WN_DIR };
 struct wnode {
 	atomic_uint refs;     /* handles, tables, whoever works on it */
 	unsigned field;
-	/* under w->names_lock */
-	enum wnode_kind kind;
+	/* under w->names_lock; kind also read without it (a draft's close) */
+	_Atomic(enum wnode_kind) kind;
 	uint64_t id;          /* a record node's record; a draft's target (NO_ID: appended) */
 	fuse_ino_t parent;    /* a draft's (or directory's) directory: its field's, or a directory */
 	char *name;           /* its name there */
