@@ -285,7 +285,24 @@ out:
 
 /* ---- commit ---- */
 
-int zr_commit_locked(zr_dataset *ds)
+/* Tell @cb each (field, id) whose entry the commit of @generation changed:
+ * the overlay's slots of that generation (the change log's records), but
+ * those of records it removed (the length says). */
+static void tell_changes(zr_dataset *ds, uint64_t generation, zr_change_cb cb, void *ctx)
+{
+	zr_overlay *o = &ds->overlay;
+	uint64_t n = atomic_load(&ds->length);
+
+	pthread_rwlock_rdlock(&o->lock);
+	for (uint64_t i = 0; i < o->cap; i++) {
+		uint64_t key = o->slots[i].key;
+		if (key && o->slots[i].gen == generation && (key - 1) / ds->nfields < n)
+			cb(ctx, (unsigned)((key - 1) % ds->nfields), (key - 1) / ds->nfields);
+	}
+	pthread_rwlock_unlock(&o->lock);
+}
+
+int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx)
 {
 	uint32_t num = atomic_load(&ds->chunk_num);
 	bool journal = atomic_load(&ds->overlay.count) > 0, created = false;
@@ -345,17 +362,24 @@ int zr_commit_locked(zr_dataset *ds)
 		c->dirty = c->created = false;
 	}
 	atomic_store(&ds->dirty, false);
+	if (changed && journal) /* before settling may empty the overlay */
+		tell_changes(ds, ds->generation, changed, ctx);
 	(void)zr_journal_settle(ds); /* committed whatever it finds; failure: the next open */
 	return 0;
 }
 
-int zr_commit(zr_dataset *ds)
+int zr_commit_changes(zr_dataset *ds, zr_change_cb changed, void *ctx)
 {
 	int rc;
 
 	RETURN_IF(!(ds->flags & ZR_RDWR), -EROFS, "%s: opened read-only", ds->path);
 	pthread_rwlock_wrlock(&ds->wlock);
-	rc = zr_commit_locked(ds);
+	rc = zr_commit_locked(ds, changed, ctx);
 	pthread_rwlock_unlock(&ds->wlock);
 	return rc;
+}
+
+int zr_commit(zr_dataset *ds)
+{
+	return zr_commit_changes(ds, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 void zr_overlay_init(zr_overlay *o)
 {
@@ -98,6 +99,29 @@ int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *
 	s->e = *e;
 	s->gen = generation;
 out:
+	pthread_rwlock_unlock(&o->lock);
+	return rc;
+}
+
+int zr_overlay_copy(zr_dataset *dst, zr_dataset *src)
+{
+	zr_overlay *o = &src->overlay, *d = &dst->overlay;
+	zr_overlay_slot *slots = NULL;
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&o->lock);
+	if (o->cap && !(slots = malloc(o->cap * sizeof *slots)))
+		rc = zr_err(-ENOMEM, "out of memory");
+	if (rc == 0) {
+		if (o->cap)
+			memcpy(slots, o->slots, o->cap * sizeof *slots);
+		pthread_rwlock_wrlock(&d->lock);
+		free(d->slots);
+		d->slots = slots;
+		d->cap = o->cap;
+		atomic_store(&d->count, atomic_load(&o->count));
+		pthread_rwlock_unlock(&d->lock);
+	}
 	pthread_rwlock_unlock(&o->lock);
 	return rc;
 }

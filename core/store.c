@@ -298,6 +298,49 @@ static int meta_missing(zr_dataset *ds, int rc)
 		      ds->path);
 }
 
+/* A handle being opened: allocated, with its locks, its directory open. On
+ * failure *out may be set still (zr_close() it). */
+static int handle_new(zr_dataset **out, const char *dir, unsigned flags)
+{
+	zr_dataset *ds = calloc(1, sizeof *ds);
+
+	*out = ds;
+	RETURN_IF(!ds, -ENOMEM, "out of memory");
+	ds->flags = flags;
+	ds->dirfd = ds->chunkdirfd = ds->readersfd = -1;
+	pthread_rwlock_init(&ds->wlock, NULL);
+	pthread_mutex_init(&ds->grow_lock, NULL);
+	pthread_mutex_init(&ds->default_lock, NULL);
+	zr_overlay_init(&ds->overlay);
+	ds->path = strdup(dir);
+	RETURN_IF(!ds->path, -ENOMEM, "out of memory");
+	ds->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	RETURN_IF(ds->dirfd < 0, -errno, "%s: %s", dir, strerror(errno));
+	return 0;
+}
+
+/* The handle takes state @m: a reader holds it before it opens any of its
+ * files; its tables (@new_tables: a rebalance's being switched) and chunks
+ * (those @donor has open, shared). */
+static int handle_load(zr_dataset *ds, const zr_meta *m, bool new_tables, zr_dataset *donor)
+{
+	if (!(ds->flags & ZR_RDWR))
+		FORWARD_IF_ERR(zr_readers_hold(ds, m->generation));
+	ds->generation = m->generation;
+	ds->created = m->created;
+	ds->modified = m->modified;
+	ds->chunk_size = m->chunk_size;
+	ds->attrs = m->attrs ? json_incref(m->attrs) : NULL;
+	atomic_init(&ds->length, m->length);
+	ds->disk_length = m->length;
+	ds->high = m->high;
+	ds->chunkdirfd = zr_sys.openat(ds->dirfd, "chunk", O_RDONLY | O_DIRECTORY, 0);
+	RETURN_IF(ds->chunkdirfd < 0, errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s",
+		  ds->path, zr_open_strerror(errno));
+	FORWARD_IF_ERR(open_fields(ds, m, new_tables));
+	return zr_chunk_open_all(ds, m, donor);
+}
+
 /* One attempt to open: -EAGAIN when a reader found the state moved on. A
  * reader takes the chunks @donor has open. */
 static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_dataset *donor)
@@ -308,24 +351,8 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	int rc;
 
 	*out = NULL;
-	ds = calloc(1, sizeof *ds);
-	RETURN_IF(!ds, -ENOMEM, "out of memory");
-	ds->flags = flags;
-	ds->dirfd = ds->chunkdirfd = ds->readersfd = -1;
-	pthread_rwlock_init(&ds->wlock, NULL);
-	pthread_mutex_init(&ds->grow_lock, NULL);
-	pthread_mutex_init(&ds->default_lock, NULL);
-	zr_overlay_init(&ds->overlay);
-	ds->path = strdup(dir);
-	if (!ds->path) {
-		rc = zr_err(-ENOMEM, "out of memory");
+	if ((rc = handle_new(&ds, dir, flags)) < 0)
 		goto fail;
-	}
-	ds->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ds->dirfd < 0) {
-		rc = zr_err(-errno, "%s: %s", dir, strerror(errno));
-		goto fail;
-	}
 	if ((flags & ZR_RDWR) && flock(ds->dirfd, LOCK_EX | LOCK_NB) < 0) {
 		char who[256];
 		rc = errno == EWOULDBLOCK
@@ -347,26 +374,8 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	if (flags & ZR_RDWR)
 		writer_write(ds->dirfd, NULL); /* ours on every machine: say who */
 	if ((rc = meta_missing(ds, zr_meta_read(ds->dirfd, dir, "meta.json", &m))) < 0 ||
-	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0)
-		goto fail;
-	/* a reader holds its state before it opens any of its files */
-	if (!(flags & ZR_RDWR) && (rc = zr_readers_hold(ds, m.generation)) < 0)
-		goto fail;
-	ds->generation = m.generation;
-	ds->created = m.created;
-	ds->modified = m.modified;
-	ds->chunk_size = m.chunk_size;
-	ds->attrs = m.attrs ? json_incref(m.attrs) : NULL;
-	atomic_init(&ds->length, m.length);
-	ds->disk_length = m.length;
-	ds->high = m.high;
-	ds->chunkdirfd = zr_sys.openat(ds->dirfd, "chunk", O_RDONLY | O_DIRECTORY, 0);
-	if (ds->chunkdirfd < 0) {
-		rc = zr_err(errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s", dir,
-			    zr_open_strerror(errno));
-		goto fail;
-	}
-	if ((rc = open_fields(ds, &m, new_tables)) < 0 || (rc = zr_chunk_open_all(ds, &m, donor)) < 0 ||
+	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0 ||
+	    (rc = handle_load(ds, &m, new_tables, donor)) < 0 ||
 	    (rc = zr_journal_load(ds, flags & ZR_RDWR)) < 0)
 		goto fail;
 	if (flags & ZR_RDWR)
@@ -381,13 +390,44 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 fail:
 	/* a reader that failed because a commit moved files from under it (a
 	 * rebalance removes the old chunks) starts over */
-	if (!(flags & ZR_RDWR) && m.nfields && ds->generation == m.generation &&
+	if (ds && !(flags & ZR_RDWR) && m.nfields && ds->generation == m.generation &&
 	    !still_current(ds))
 		rc = -EAGAIN;
 	zr_meta_free(&m);
-	ds->flags &= ~(unsigned)ZR_RDWR; /* close must not trim anything */
+	if (ds)
+		ds->flags &= ~(unsigned)ZR_RDWR; /* close must not trim anything */
 	zr_close(ds);
 	return rc;
+}
+
+int zr_snapshot(zr_dataset *w, zr_dataset *donor, zr_dataset **out)
+{
+	zr_dataset *ds = NULL;
+	zr_meta m;
+	int rc;
+
+	*out = NULL;
+	RETURN_IF(!(w->flags & ZR_RDWR), -EINVAL, "%s: zr_snapshot takes the writer's handle",
+		  w->path);
+	RETURN_IF(donor && (donor->flags & ZR_RDWR), -EINVAL,
+		  "%s: zr_snapshot shares a read-only handle's chunks", w->path);
+	RETURN_IF(atomic_load(&w->dirty), -EBUSY, "%s: changes not committed yet", w->path);
+	/* the state as the writer wrote it into meta.json at its commit, and
+	 * the overlay it journalled then (all of it: a reader of the state
+	 * would load the same from journal.<generation>) */
+	zr_meta_from_ds(w, &m);
+	if (!m.unfull || !m.fields)
+		rc = zr_err(-ENOMEM, "out of memory");
+	else if ((rc = handle_new(&ds, w->path, ZR_RDONLY)) == 0 &&
+		 (rc = zr_readers_open(ds)) == 0 && (rc = handle_load(ds, &m, false, donor)) == 0)
+		rc = zr_overlay_copy(ds, w);
+	zr_meta_free(&m);
+	if (rc < 0) {
+		zr_close(ds);
+		return rc;
+	}
+	*out = ds;
+	return 0;
 }
 
 #define OPEN_TRIES 1000

@@ -358,6 +358,9 @@ bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
 int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
 		   uint64_t generation);
 void zr_overlay_clear(zr_dataset *ds);
+/* @dst's overlay becomes a copy of @src's (handles of one dataset, the same
+ * fields). 0 or -ENOMEM. */
+int zr_overlay_copy(zr_dataset *dst, zr_dataset *src);
 
 /* commit.c */
 /* Load the journal of the handle's generation into the overlay; a writer
@@ -367,7 +370,7 @@ int zr_journal_load(zr_dataset *ds, bool apply);
  * than the handle's; remove the journals nobody can read. */
 int zr_journal_settle(zr_dataset *ds);
 void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
-int zr_commit_locked(zr_dataset *ds);
+int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx);
 
 /* store.c */
 /* zr_stat(), with the record's chunk left pinned in *held (or NULL). */

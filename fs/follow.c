@@ -27,6 +27,12 @@
  * Versions of records of which the kernel holds no number any more are
  * given back at each look, a bounded number at a time (TRIM_BUDGET).
  *
+ * A commit this mount's writer makes (-o writable) is not read back: the
+ * writer commits under this file's lock (zrfs_follow_commit), tells which
+ * records of earlier states it changed, and the view is made of a snapshot
+ * of it (zr_snapshot); meta.json is then taken as seen. The change log is
+ * read, and the dataset reopened, only for other processes' commits.
+ *
  * A change made through a writable mount (write/) is answered from here:
  * the request waits until the view of its commit is published and the
  * kernel told, so the program that made it finds it on its next open.
@@ -65,7 +71,7 @@ struct zrfs_follow {
 	int inotify;          /* -1 where inotify is unavailable */
 	int wake[2];          /* a pipe: written to wake the thread (to stop, or look now) */
 	/* Taken to make a view current (the thread, or a request that must
-	 * see its own commit: zrfs_follow_publish) and to give versions back;
+	 * see its own commit: zrfs_follow_commit) and to give versions back;
 	 * never while telling the kernel anything. */
 	pthread_mutex_t lock;
 	/* Taken after lock, if both: */
@@ -134,13 +140,25 @@ static void compare_all(struct zrfs *fs, struct zrfs_view *a, struct zrfs_view *
 		}
 }
 
+/* Keep the keys of @c once each, sorted, and of ids below @n. */
+static void changes_tidy(struct changed *c, uint64_t n)
+{
+	size_t k = 0;
+
+	if (c->n)
+		qsort(c->keys, c->n, sizeof *c->keys, cmp_u64);
+	for (size_t i = 0; i < c->n; i++)
+		if ((i == 0 || c->keys[i] != c->keys[i - 1]) && c->keys[i] / ZR_FIELDS_MAX < n)
+			c->keys[k++] = c->keys[i];
+	c->n = k;
+}
+
 /* The records (field, id) that differ between @old and @new among the ids
- * both have: c->keys, sorted. */
+ * both have, as the change log says: c->keys, sorted. */
 static int changes_between(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view *new,
 			   struct changed *c)
 {
 	int rc = zr_changes(new->ds, old->gen, on_change, c);
-	size_t k = 0;
 
 	if (rc == -ESTALE) { /* no log, or not back that far: compare */
 		c->n = 0;
@@ -149,13 +167,7 @@ static int changes_between(struct zrfs *fs, struct zrfs_view *old, struct zrfs_v
 	}
 	if (rc < 0 || c->rc < 0)
 		return rc < 0 ? rc : c->rc;
-	if (c->n)
-		qsort(c->keys, c->n, sizeof *c->keys, cmp_u64);
-	for (size_t i = 0; i < c->n; i++) /* unique, and below both lengths */
-		if ((i == 0 || c->keys[i] != c->keys[i - 1]) &&
-		    c->keys[i] / ZR_FIELDS_MAX < (old->n < new->n ? old->n : new->n))
-			c->keys[k++] = c->keys[i];
-	c->n = k;
+	changes_tidy(c, old->n < new->n ? old->n : new->n);
 	return 0;
 }
 
@@ -316,16 +328,36 @@ static void say(struct zrfs *fs, const char *msg)
 			 fs->dataset, msg);
 }
 
+/* Make @new the mount's view in place of @cur, with the records of @c
+ * changed between them, noting in @notes what the kernel must be told.
+ * Under the lock. */
+static void show_view(struct zrfs *fs, struct zrfs_view *cur, struct zrfs_view *new,
+		      const struct changed *c, struct zrfs_notes *notes)
+{
+	bool *touched = calloc(fs->nfields, sizeof *touched);
+	struct zrfs_view *old;
+	int rc = touched ? 0 : -ENOMEM;
+
+	zrfs_state_lock(fs);
+	if (rc == 0)
+		rc = note_changes(fs, cur, new, c, touched, notes);
+	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
+	fs->follow->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
+	zrfs_state_unlock(fs);
+	zrfs_view_put(old);
+	free(touched);
+	say(fs, rc < 0 ? "out of memory: some names may show an older state" : "");
+}
+
 /* Make the dataset's current committed state the mount's view, noting in
  * @notes what the kernel must be told: false if it could not (said; the
  * next poll tries again). Under the lock. */
 static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 {
-	struct zrfs_view *cur = zrfs_view_current(fs), *new = NULL, *old;
+	struct zrfs_view *cur = zrfs_view_current(fs), *new = NULL;
 	struct changed c = {0};
-	bool *touched = calloc(fs->nfields, sizeof *touched);
 	zr_dataset *ds;
-	int rc = touched ? zr_reopen(cur->ds, &ds) : -ENOMEM;
+	int rc = zr_reopen(cur->ds, &ds);
 
 	if (rc < 0) {
 		/* the files of a state committed on another machine sharing the
@@ -351,19 +383,49 @@ static bool refresh(struct zrfs *fs, struct zrfs_notes *notes)
 		zrfs_view_put(new);
 		goto out;
 	}
-	zrfs_state_lock(fs);
-	rc = note_changes(fs, cur, new, &c, touched, notes);
-	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
-	fs->follow->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
-	zrfs_state_unlock(fs);
-	zrfs_view_put(old);
-	say(fs, rc < 0 ? "out of memory: some names may show an older state" : "");
-	rc = 0;
+	show_view(fs, cur, new, &c, notes);
 out:
 	free(c.keys);
-	free(touched);
 	zrfs_view_put(cur);
 	return rc == 0;
+}
+
+/* This mount's commit of @writer was made, telling its changes into @c:
+ * make the state it committed the view from what the writer holds
+ * (zr_snapshot), with the changes it told, where the view is the state
+ * before it; else as any commit, read back. Under the lock. */
+static void show_commit(struct zrfs *fs, zr_dataset *writer, struct changed *c,
+			struct zrfs_notes *notes)
+{
+	struct zrfs_view *cur = zrfs_view_current(fs), *new = NULL;
+	char path[4096];
+	zr_dataset *ds;
+	int rc = c->rc;
+
+	if (rc == 0 && (rc = zr_snapshot(writer, cur->ds, &ds)) == 0) {
+		if (zr_generation(ds) == cur->gen) { /* nothing was committed */
+			zr_close(ds);
+			goto out;
+		}
+		if ((rc = zrfs_view_make(fs, ds, &new)) < 0)
+			zr_close(ds);
+	}
+	if (rc < 0 || new->gen != cur->gen + 1) {
+		/* short of memory, or the view is older than the state before
+		 * (a failure said before): the commit is read back */
+		zrfs_view_put(new);
+		if (!refresh(fs, notes))
+			fs->follow->seen.st_ino = 0; /* not followed: the next look tries */
+		goto out;
+	}
+	changes_tidy(c, cur->n < new->n ? cur->n : new->n);
+	show_view(fs, cur, new, c, notes);
+out:
+	/* the commit's meta.json is seen: the next look does not read it back */
+	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
+	if (fs->follow->seen.st_ino && stat(path, &fs->follow->seen) < 0)
+		fs->follow->seen.st_ino = 0;
+	zrfs_view_put(cur);
 }
 
 /* ---- watching ---- */
@@ -404,23 +466,30 @@ static void look(struct zrfs *fs, struct zrfs_notes *notes)
 	}
 }
 
-void zrfs_follow_publish(struct zrfs *fs)
+int zrfs_follow_commit(struct zrfs *fs, zr_dataset *writer)
 {
 	struct zrfs_follow *w = fs->follow;
 	struct zrfs_notes notes = {0};
+	struct changed c = {0};
+	int rc;
 
 	if (!w || !w->running)
-		return;
+		return zr_commit(writer); /* nothing follows */
+	/* the follower does not look while the commit lands: it would read
+	 * back what the writer is about to tell */
 	pthread_mutex_lock(&w->lock);
-	look(fs, &notes);
+	if ((rc = zr_commit_changes(writer, on_change, &c)) == 0)
+		show_commit(fs, writer, &c, &notes);
 	pthread_mutex_lock(&w->answers_lock);
 	zrfs_notes_take(&w->unsent, &notes);
 	pthread_mutex_unlock(&w->answers_lock);
 	pthread_mutex_unlock(&w->lock);
 	zrfs_notes_free(&notes); /* what the swap left it */
-	if (write(w->wake[1], "", 1) < 0) {
+	free(c.keys);
+	if (rc == 0 && write(w->wake[1], "", 1) < 0) {
 		/* full: the thread has wake-ups waiting already */
 	}
+	return rc;
 }
 
 /* ---- answers ---- */

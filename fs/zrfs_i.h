@@ -302,11 +302,14 @@ void zrfs_follow_stop(struct zrfs *fs);
  * thread, after its notifications: the program that made the change finds
  * it on its next open. At once when nothing follows. */
 void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st);
-/* Make the newest commit the mount's view now, from a request; the kernel
- * is told what changed by the following thread, later. For a request during
- * which the kernel holds a directory's lock (unlink): telling the kernel
- * takes that lock, so the request cannot wait for it. */
-void zrfs_follow_publish(struct zrfs *fs);
+/* Commit this mount's writer (zr_commit) and make the state it committed
+ * the mount's view now, from what the writer knows: a snapshot of it and
+ * the records it told changed (no meta.json, change log or reopen read
+ * back); the kernel is told what changed by the following thread, later
+ * (a request during which the kernel holds a directory's lock, as unlink
+ * does, cannot wait for that: telling the kernel takes the lock). 0, or
+ * zr_commit's error (nothing shown). Where nothing follows, only commits. */
+int zrfs_follow_commit(struct zrfs *fs, zr_dataset *writer);
 
 /* ---- transport.c ---- */
 

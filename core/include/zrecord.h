@@ -311,6 +311,10 @@ ZR_API int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int f
 
 /* ---- following a dataset that changes ------------------------------------- */
 
+/** A record that may have changed: zr_changes() and zr_commit_changes() call
+ * it once or more per (field, id). */
+typedef void (*zr_change_cb)(void *ctx, unsigned field, uint64_t id);
+
 /**
  * The generation of the committed state the handle reads (meta.json's
  * commit counter). A read-only handle reads that one state for as long as it
@@ -328,6 +332,21 @@ ZR_API uint64_t zr_generation(const zr_dataset *ds);
 ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
 
 /**
+ * A read-only handle of the state writer @p w has just committed, made from
+ * what the writer holds rather than read back from the dataset's directory
+ * (no meta.json, journal or change log is read): what zr_reopen(@p donor)
+ * would open right after that commit, and reading the same bytes. Chunk
+ * files are shared with read-only handle @p donor (NULL: none), as
+ * zr_reopen() shares them. Nothing may change @p w between its commit and
+ * this call (call it where the commits are made).
+ * @param[out] out the handle, independent of @p w once made; release with
+ *             zr_close().
+ * @return 0; -EINVAL (@p w opened read-only, @p donor for writing); -EBUSY
+ *         (@p w has changes not committed); -ENOMEM, -errno.
+ */
+ZR_API int zr_snapshot(zr_dataset *w, zr_dataset *donor, zr_dataset **out);
+
+/**
  * Open the dataset's current committed state read-only, as zr_open() does,
  * sharing with @p prev (a read-only handle of the same dataset, which stays
  * valid and unchanged) the chunk files it has open: the cost is that of the
@@ -342,8 +361,6 @@ ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
  */
 ZR_API int zr_reopen(zr_dataset *prev, zr_dataset **out);
 
-/** A record that may have changed: zr_changes() calls it once or more per (field, id). */
-typedef void (*zr_change_cb)(void *ctx, unsigned field, uint64_t id);
 
 /**
  * The records whose values may differ between generation @p since and the
@@ -428,6 +445,17 @@ ZR_API int zr_delete(zr_dataset *ds, uint64_t id);
  * @return 0, -ENOSPC, -EIO, -errno; on failure the previous commit stands.
  */
 ZR_API int zr_commit(zr_dataset *ds);
+
+/**
+ * zr_commit(), telling @p changed (if not NULL) each (field, id) of a record
+ * that earlier committed states have whose value this commit changed: what
+ * zr_changes() of the new generation since the one before would list, told
+ * by the writer that knows it, before the call returns. Records appended or
+ * removed are not told: the lengths say. @p changed is called with the
+ * handle's write lock held: it must not call the library on @p ds.
+ * @return as zr_commit().
+ */
+ZR_API int zr_commit_changes(zr_dataset *ds, zr_change_cb changed, void *ctx);
 
 /* ---- reading ------------------------------------------------------------ */
 

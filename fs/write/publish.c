@@ -3,7 +3,7 @@
  * the close that publishes it, drafts in groups, and the changes renames
  * and removals make. Every change is made and committed under the writer's
  * lock (w->lock), and the mount is made to show it before the lock goes
- * (zrfs_follow_publish): so the next change starts from the state the
+ * (zrfs_follow_commit): so the next change starts from the state the
  * mount shows, and a lookup sees a draft or its record, never both (a
  * draft whose commit the view has is settled, write_i.h).
  *
@@ -94,13 +94,12 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 static int64_t commit(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
-	int rc = zr_commit(w->ds);
+	int rc = zrfs_follow_commit(fs, w->ds);
 
 	if (rc < 0) {
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset, zr_errmsg(w->ds));
 		return rc;
 	}
-	zrfs_follow_publish(fs);
 	return (int64_t)zr_generation(w->ds);
 }
 

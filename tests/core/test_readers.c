@@ -504,6 +504,89 @@ Test(readers, changes_name_what_changed_since_a_generation)
 	free(m.tags);
 }
 
+/* A commit tells its writer what it changed, as the change log says it
+ * to a reader afterwards. */
+Test(readers, a_commit_tells_the_records_it_changed)
+{
+	struct model m = make(ZR_RAW, 100); /* generation 1 */
+	uint8_t buf[MAXLEN];
+	struct seen told = {.n = 0}, logged = {.n = 0};
+	zr_dataset *w = t_open(t_ds, ZR_RDWR), *r;
+	cr_assert_eq(zr_modify(w, 0, 5, value_of(500, buf)), 0);
+	cr_assert_eq(zr_modify(w, 0, 17, value_of(501, buf)), 0);
+	cr_assert_eq(zr_delete(w, 40), 0); /* record 99 takes id 40 */
+	zr_value v = value_of(600, buf); /* at id 99 again: changed, for the older state */
+	cr_assert_eq(zr_append(w, &v, NULL), 0);
+	cr_assert_eq(zr_commit_changes(w, note, &told), 0, "%s", zr_errmsg(w));
+	cr_assert(saw(&told, 5) && saw(&told, 17) && saw(&told, 40) && saw(&told, 99));
+	cr_assert_eq(told.n, 4, "exactly the records an older state has that changed (%zu)",
+		     told.n);
+	r = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_changes(r, 1, note, &logged), 0);
+	cr_assert_eq(logged.n, told.n, "the log says what the commit told");
+	for (size_t i = 0; i < told.n; i++)
+		cr_assert(saw(&logged, told.ids[i]));
+	zr_close(r);
+	/* new ids only, and no commit at all: nothing told */
+	told.n = 0;
+	cr_assert_eq(zr_append(w, &v, NULL), 0);
+	cr_assert_eq(zr_commit_changes(w, note, &told), 0);
+	cr_assert_eq(zr_commit_changes(w, note, &told), 0);
+	cr_assert_eq(told.n, 0);
+	zr_close(w);
+	free(m.tags);
+}
+
+/* A snapshot of the writer made just after its commit reads what a reader
+ * opening the dataset then reads, and keeps its state as any reader does,
+ * whether the writer kept its journal for an older reader or settled. */
+static void snapshot_reads_the_commit(zr_compress comp)
+{
+	struct model m = make(comp, 200), held_m = model_copy(&m);
+	uint64_t rng = 7, next = 200;
+	zr_dataset *w = t_open(t_ds, ZR_RDWR), *held = t_open(t_ds, ZR_RDONLY), *s, *r;
+	uint8_t buf[MAXLEN];
+
+	for (int round = 0; round < 24; round++) {
+		edit_round(w, &m, &rng, &next);
+		cr_assert_eq(zr_commit(w), 0, "%s", zr_errmsg(w));
+		cr_assert_eq(zr_snapshot(w, held, &s), 0, "%s", zr_errmsg(w));
+		cr_assert_eq(zr_reopen(held, &r), 0, "%s", zr_errmsg(NULL));
+		cr_assert_eq(zr_generation(s), zr_generation(r));
+		expect_holds(s, &m, "the snapshot");
+		expect_holds(r, &m, "a reader opened after the commit");
+		expect_holds(held, &held_m, "a reader of an older state");
+		zr_close(r);
+		if (round % 3 == 2) { /* the older state let go: the next commit settles */
+			zr_close(held);
+			free(held_m.tags);
+			held = s;
+			held_m = model_copy(&m);
+		} else {
+			zr_close(s);
+		}
+	}
+	cr_assert_eq(zr_snapshot(held, NULL, &s), -EINVAL, "a read-only handle");
+	cr_assert_eq(zr_snapshot(w, w, &s), -EINVAL, "a writer's chunks");
+	cr_assert_eq(zr_modify(w, 0, 0, value_of(9999, buf)), 0);
+	cr_assert_eq(zr_snapshot(w, held, &s), -EBUSY, "changes not committed");
+	cr_assert_null(s);
+	zr_close(held);
+	zr_close(w);
+	free(m.tags);
+	free(held_m.tags);
+}
+
+Test(readers, a_snapshot_of_the_writer_reads_the_commit_raw)
+{
+	snapshot_reads_the_commit(ZR_RAW);
+}
+
+Test(readers, a_snapshot_of_the_writer_reads_the_commit_flate)
+{
+	snapshot_reads_the_commit(ZR_FLATE);
+}
+
 Test(readers, compaction_keeps_what_held_generations_need_within_half_the_bound)
 {
 	struct model m = make(ZR_RAW, 50); /* generation 1 */

@@ -6,11 +6,14 @@
  * closes it, never by the close of a duplicate before a write or of a
  * descriptor another process inherited, and at its last close what is left;
  * refused values change nothing; fixed shapes take exactly their size;
- * truncation of open and closed files. Names are test_write_names.c's. No
- * following or committing thread runs here: every request is answered at
- * once and groups are committed by hand.
+ * truncation of open and closed files; the mount's own commits shown
+ * without reading the dataset back. Names are test_write_names.c's. No
+ * committing thread runs here, and a following one only where said: every
+ * request is answered at once and groups are committed by hand.
  */
 #include "write_fixture.h"
+
+#include <dlfcn.h>
 
 TestSuite(write);
 
@@ -232,4 +235,59 @@ Test(write, truncate_of_an_open_file_and_of_a_closed_one, .init = setup, .fini =
 	cr_assert_eq(t_reply.err, EPERM);
 	zrfs_write_setattr(NULL, &t_fs, zrfs_rec_ino(2, 6, 0), &mode, FUSE_SET_ATTR_MTIME, &now);
 	cr_assert_eq(t_reply.kind, 'a');
+}
+
+/* The dataset opened again, counted: this program's definition stands in
+ * for the library's (which it calls). */
+static atomic_uint reopens;
+
+int zr_reopen(zr_dataset *prev, zr_dataset **out)
+{
+	static int (*real)(zr_dataset *, zr_dataset **);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "zr_reopen");
+	atomic_fetch_add(&reopens, 1);
+	return real(prev, out);
+}
+
+/* The mount's own commits are shown from what the writer knows: the state
+ * it committed (a snapshot) and the records it changed, with no reopen of
+ * the dataset and no change log read back; the changed record gets a new
+ * number and its old one, which the kernel holds, the old view. */
+Test(write, own_commits_are_shown_without_reading_the_dataset_back, .init = setup,
+     .fini = teardown)
+{
+	struct zrfs_writes *w = t_fs.writes;
+	fuse_ino_t held = zrfs_rec_ino(2, 1, 0);
+	struct zrfs_view *v;
+	int64_t gen;
+
+	cr_assert_eq(zrfs_follow_start(&t_fs), 0);
+	cr_assert_eq(zrfs_inode_hand(&t_fs, held, &zrfs_fields), 0); /* the kernel looked it up */
+	unsigned before = atomic_load(&reopens);
+	pthread_mutex_lock(&w->lock);
+	gen = zrfs_publish_remove(&t_fs, 2, 1, false); /* record 1's v: missing */
+	pthread_mutex_unlock(&w->lock);
+	cr_assert_gt(gen, 0, "%s", t_log);
+	v = zrfs_view_current(&t_fs);
+	cr_assert_eq(v->gen, (uint64_t)gen, "the mount shows the commit when it returns");
+	cr_assert_eq(zr_present(v->ds, 2, 1), 0);
+	zrfs_view_put(v);
+	zrfs_names_begin(&t_fs);
+	cr_assert_eq(zrfs_rec_version(&t_fs, 2, 1), 1, "the record told changed has a new number");
+	cr_assert_eq(zrfs_rec_version(&t_fs, 2, 2), 0);
+	zrfs_names_end(&t_fs);
+	cr_assert(zrfs_inode_pinned(&t_fs, held), "its old number keeps the old view");
+	/* new files, committed in a group */
+	create(2, "new.bin", "fresh");
+	group();
+	v = zrfs_view_current(&t_fs);
+	cr_assert_eq(v->gen, generation_now());
+	cr_assert_eq(v->n, T_N + 1);
+	zrfs_view_put(v);
+	cr_assert_eq(atomic_load(&reopens), before, "own commits were read back %u times",
+		     atomic_load(&reopens) - before);
+	zrfs_follow_stop(&t_fs);
+	zrfs_inode_forget(&t_fs, held, 1);
 }
