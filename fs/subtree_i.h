@@ -63,9 +63,12 @@ struct zrfs_subtree {
 	 * number its lookup or entry gives holds a reference it took, let go
 	 * here exactly once: by the dispatcher where the number is not handed
 	 * to the kernel (an error reply, an entry not sent or without
-	 * attributes, a number the kernel held already: inodes.c keeps one
-	 * reference per number held), else when the kernel forgets the number.
-	 * NULL: its numbers keep nothing. */
+	 * attributes), by inodes.c at once for a number the kernel held
+	 * already (it keeps one reference per number held), else when the
+	 * kernel forgets the number. A subtree takes references only for
+	 * numbers it owns (the dispatcher asks the owner to let go); a number
+	 * another subtree adopts (inodes.c) tells the adopter instead. NULL:
+	 * its numbers keep nothing. */
 	void (*let_go)(struct zrfs *fs, fuse_ino_t ino);
 	/* An overlay's: entry @d another subtree lists in @dir is one of its
 	 * own now (d->ino replaced: true), or stays (false). */

@@ -314,7 +314,7 @@ int zrfs_follow_commit(struct zrfs *fs, zr_dataset *writer);
 /* ---- transport.c ---- */
 
 #define ZRFS_POLL_DEFAULT UINT_MAX
-#define ZRFS_RING_POLL_US 50 /* BENCHMARKS.md, "Polling for the next request" */
+#define ZRFS_RING_POLL_US 50 /* BENCHMARKS.md, "FUSE over io_uring and polling" */
 
 /* Set up how @se's requests reach the daemon, after mounting and before
  * serving: with fs->opts.poll_us, a thread polls for the next request

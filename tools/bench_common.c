@@ -122,7 +122,7 @@ int bench_args_parse(int argc, char **argv, const char *help, struct bench_args 
 /* @session: the program gets a session of its own, as a daemon would (a
  * zrfs kept in the foreground): the scheduler then shares the CPUs between
  * it and the readers as between separate programs (autogroups), not as
- * threads of one (BENCHMARKS.md, "Polling for the next request"). */
+ * threads of one (BENCHMARKS-HISTORY.md, "Polling for the next request"). */
 static pid_t spawn(char *const argv[], bool quiet, bool session)
 {
 	posix_spawn_file_actions_t fa;
