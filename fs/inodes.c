@@ -65,12 +65,6 @@ static uint64_t hash_of(fuse_ino_t ino)
 	return zrfs_hash_u64(zrfs_ino_family(ino));
 }
 
-static struct shard *shard_of(struct zrfs_inodes *t, uint64_t hash)
-{
-	/* the top bits: the table's buckets use the bottom ones */
-	return &t->shards[hash >> 58 & (SHARDS - 1)];
-}
-
 static struct entry *entry_find(const struct shard *s, fuse_ino_t ino, uint64_t hash)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&s->t, hash); l; l = zrfs_table_next(l)) {
@@ -79,6 +73,19 @@ static struct entry *entry_find(const struct shard *s, fuse_ino_t ino, uint64_t 
 			return e;
 	}
 	return NULL;
+}
+
+/* The shard of @ino, locked (the caller unlocks it), and @ino's entry in
+ * *e (NULL: not held). */
+static struct shard *shard_lock(struct zrfs_inodes *t, fuse_ino_t ino, struct entry **e)
+{
+	uint64_t hash = hash_of(ino);
+	/* the top bits: the table's buckets use the bottom ones */
+	struct shard *s = &t->shards[hash >> 58 & (SHARDS - 1)];
+
+	pthread_mutex_lock(&s->lock);
+	*e = entry_find(s, ino, hash);
+	return s;
 }
 
 /* ---- counts ---- */
@@ -93,8 +100,7 @@ static void tell_let_go(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtr
 int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct entry *e;
 	int rc = 0;
 	bool kept = false;
@@ -103,14 +109,14 @@ int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *
 		tell_let_go(fs, ino, hook);
 		return 0;
 	}
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL) {
+	s = shard_lock(t, ino, &e);
+	if (e) {
 		e->nlookup++;
 	} else if (!(e = malloc(sizeof *e))) {
 		rc = -ENOMEM;
 	} else {
 		*e = (struct entry){.ino = ino, .nlookup = 1, .hook = hook};
-		if (zrfs_table_add(&s->t, &e->link, hash) < 0) {
+		if (zrfs_table_add(&s->t, &e->link, hash_of(ino)) < 0) {
 			free(e);
 			rc = -ENOMEM;
 		} else {
@@ -127,12 +133,11 @@ int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *
 bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct entry *e;
 
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL && e->nlookup > nlookup) {
+	s = shard_lock(t, ino, &e);
+	if (e && e->nlookup > nlookup) {
 		e->nlookup -= nlookup;
 		e = NULL;
 	} else if (e) { /* the last lookup (never below 0, whatever the kernel says) */
@@ -153,26 +158,21 @@ bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 
 bool zrfs_inode_held(struct zrfs *fs, fuse_ino_t ino)
 {
-	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
-	bool yes;
+	struct entry *e;
+	struct shard *s = shard_lock(fs->inodes, ino, &e);
 
-	pthread_mutex_lock(&s->lock);
-	yes = entry_find(s, ino, hash) != NULL;
 	pthread_mutex_unlock(&s->lock);
-	return yes;
+	return e != NULL;
 }
 
 bool zrfs_inode_family_held(struct zrfs *fs, fuse_ino_t ino)
 {
-	struct zrfs_inodes *t = fs->inodes;
 	fuse_ino_t family = zrfs_ino_family(ino);
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
-	bool yes = false;
+	uint64_t hash = hash_of(ino); /* the family's */
+	struct entry *e;
+	struct shard *s = shard_lock(fs->inodes, ino, &e);
+	bool yes = e != NULL;
 
-	pthread_mutex_lock(&s->lock);
 	for (struct zrfs_link *l = zrfs_table_first(&s->t, hash); l && !yes; l = zrfs_table_next(l))
 		yes = zrfs_ino_family(zrfs_container(l, struct entry, link)->ino) == family;
 	pthread_mutex_unlock(&s->lock);
@@ -182,12 +182,11 @@ bool zrfs_inode_family_held(struct zrfs *fs, fuse_ino_t ino)
 bool zrfs_inode_adopt(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct entry *e;
 
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL)
+	s = shard_lock(t, ino, &e);
+	if (e)
 		e->hook = hook;
 	pthread_mutex_unlock(&s->lock);
 	return e != NULL;
@@ -203,13 +202,12 @@ uint64_t zrfs_inodes_held(struct zrfs *fs)
 int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct entry *e;
 	int rc = 0;
 
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL && !e->view) {
+	s = shard_lock(t, ino, &e);
+	if (e && !e->view) {
 		e->view = zrfs_view_ref(v);
 		atomic_fetch_add(&t->pinned, 1);
 		rc = 1;
@@ -221,15 +219,14 @@ int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 bool zrfs_inode_pinned(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct entry *e;
 	bool yes;
 
 	if (!atomic_load(&t->pinned))
 		return false;
-	pthread_mutex_lock(&s->lock);
-	yes = (e = entry_find(s, ino, hash)) != NULL && e->view;
+	s = shard_lock(t, ino, &e);
+	yes = e && e->view;
 	pthread_mutex_unlock(&s->lock);
 	return yes;
 }
@@ -237,15 +234,14 @@ bool zrfs_inode_pinned(struct zrfs *fs, fuse_ino_t ino)
 struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct zrfs_view *v = NULL;
 	struct entry *e;
 
 	if (!atomic_load(&t->pinned))
 		return NULL;
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL && e->view)
+	s = shard_lock(t, ino, &e);
+	if (e && e->view)
 		v = zrfs_view_ref(e->view);
 	pthread_mutex_unlock(&s->lock);
 	return v;
@@ -254,13 +250,12 @@ struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino)
 bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_inodes *t = fs->inodes;
-	uint64_t hash = hash_of(ino);
-	struct shard *s = shard_of(t, hash);
+	struct shard *s;
 	struct zrfs_view *v = NULL;
 	struct entry *e;
 
-	pthread_mutex_lock(&s->lock);
-	if ((e = entry_find(s, ino, hash)) != NULL && e->view) {
+	s = shard_lock(t, ino, &e);
+	if (e && e->view) {
 		v = e->view;
 		e->view = NULL;
 		atomic_fetch_sub(&t->pinned, 1);
