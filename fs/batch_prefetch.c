@@ -475,6 +475,14 @@ void zrfs_prefetch_start(struct zrfs *fs)
 		q->nthreads++;
 }
 
+static void pin_drop_all(struct zrfs_link *l)
+{
+	struct step_pin *p = zrfs_container(l, struct step_pin, link);
+
+	zrfs_view_put(p->v);
+	free(p);
+}
+
 void zrfs_prefetch_destroy(struct zrfs *fs)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
@@ -493,14 +501,7 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 		q->qlen--;
 	}
 	/* the pins left are the latest (the kernel holds no file any more) */
-	for (size_t b = 0; b < q->pins.cap; b++)
-		for (struct zrfs_link *l = q->pins.buckets[b], *next; l; l = next) {
-			struct step_pin *p = zrfs_container(l, struct step_pin, link);
-			next = l->next;
-			zrfs_view_put(p->v);
-			free(p);
-		}
-	zrfs_table_free(&q->pins);
+	zrfs_table_drain(&q->pins, pin_drop_all);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);
 	free(q);

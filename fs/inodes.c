@@ -280,6 +280,14 @@ int zrfs_inodes_create(struct zrfs *fs)
 	return 0;
 }
 
+static void entry_free(struct zrfs_link *l)
+{
+	struct entry *e = zrfs_container(l, struct entry, link);
+
+	zrfs_view_put(e->view);
+	free(e);
+}
+
 void zrfs_inodes_destroy(struct zrfs *fs)
 {
 	struct zrfs_inodes *t = fs->inodes;
@@ -288,14 +296,7 @@ void zrfs_inodes_destroy(struct zrfs *fs)
 		return;
 	for (unsigned i = 0; i < SHARDS; i++) {
 		struct shard *s = &t->shards[i];
-		for (size_t b = 0; b < s->t.cap; b++)
-			for (struct zrfs_link *l = s->t.buckets[b], *next; l; l = next) {
-				struct entry *e = zrfs_container(l, struct entry, link);
-				next = l->next;
-				zrfs_view_put(e->view);
-				free(e);
-			}
-		zrfs_table_free(&s->t);
+		zrfs_table_drain(&s->t, entry_free);
 		pthread_mutex_destroy(&s->lock);
 	}
 	free(t);

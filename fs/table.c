@@ -97,6 +97,16 @@ struct zrfs_link *zrfs_table_next(const struct zrfs_link *l)
 	return (struct zrfs_link *)l;
 }
 
+void zrfs_table_drain(struct zrfs_table *t, void (*drop)(struct zrfs_link *l))
+{
+	for (size_t i = 0; i < t->cap; i++)
+		for (struct zrfs_link *l = t->buckets[i], *next; l; l = next) {
+			next = l->next;
+			drop(l);
+		}
+	zrfs_table_free(t);
+}
+
 void zrfs_table_free(struct zrfs_table *t)
 {
 	free(t->buckets);

@@ -368,28 +368,30 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 	return rc;
 }
 
+static void tent_free(struct zrfs_link *l)
+{
+	struct tent *e = zrfs_container(l, struct tent, link);
+
+	free(e->more);
+	free(e);
+}
+
+static void tdir_free(struct zrfs_link *l)
+{
+	struct tdir *d = zrfs_container(l, struct tdir, link);
+
+	free(d->ents);
+	free(d);
+}
+
 void zrfs_tree_destroy(struct zrfs *fs)
 {
 	struct zrfs_tree *t = fs->tree;
 
 	if (!t)
 		return;
-	for (size_t b = 0; b < t->names.cap; b++)
-		for (struct zrfs_link *l = t->names.buckets[b], *next; l; l = next) {
-			struct tent *e = zrfs_container(l, struct tent, link);
-			next = l->next;
-			free(e->more);
-			free(e);
-		}
-	for (size_t b = 0; b < t->dirs.cap; b++)
-		for (struct zrfs_link *l = t->dirs.buckets[b], *next; l; l = next) {
-			struct tdir *d = zrfs_container(l, struct tdir, link);
-			next = l->next;
-			free(d->ents);
-			free(d);
-		}
-	zrfs_table_free(&t->names);
-	zrfs_table_free(&t->dirs);
+	zrfs_table_drain(&t->names, tent_free);
+	zrfs_table_drain(&t->dirs, tdir_free);
 	free(t->of_id);
 	free(t);
 	fs->tree = NULL;

@@ -700,8 +700,10 @@ void zrfs_table_del(struct zrfs_table *t, struct zrfs_link *l);
  * owner checks each is the one it wants. */
 struct zrfs_link *zrfs_table_first(const struct zrfs_table *t, uint64_t hash);
 struct zrfs_link *zrfs_table_next(const struct zrfs_link *l);
-/* Free the buckets (the entries are their owner's). */
+/* Free the buckets (the entries are their owner's); or first hand every
+ * entry to @drop, which frees it. */
 void zrfs_table_free(struct zrfs_table *t);
+void zrfs_table_drain(struct zrfs_table *t, void (*drop)(struct zrfs_link *l));
 
 /* ---- log.c: log lines about requests ---- */
 
