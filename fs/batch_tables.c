@@ -90,7 +90,7 @@ struct aged {
  * is referenced or a job holds its slot, it may be read without the lock.
  * A count rises under the lock (a lookup by name), or for a number of an
  * entry referenced already (a step of an epoch the kernel holds). */
-struct zrfs_batches {
+struct zrfs_batch_tables {
 	pthread_mutex_t lock;      /* the tables and tallies, but entries' atomics */
 	pthread_cond_t freed;      /* a pass gave entries back */
 	pthread_mutex_t pass_lock; /* one pass at a time; the arrays below */
@@ -119,7 +119,7 @@ static uint64_t epoch_hash(uint32_t spec, uint64_t epoch)
 	return zrfs_hash(&epoch, sizeof epoch, spec);
 }
 
-static int find_spec(struct zrfs_batches *b, const char *name)
+static int find_spec(struct zrfs_batch_tables *b, const char *name)
 {
 	uint64_t h = spec_hash(name);
 
@@ -131,7 +131,7 @@ static int find_spec(struct zrfs_batches *b, const char *name)
 	return -ENOENT;
 }
 
-static int find_slot(struct zrfs_batches *b, uint32_t spec, uint64_t epoch)
+static int find_slot(struct zrfs_batch_tables *b, uint32_t spec, uint64_t epoch)
 {
 	uint64_t h = epoch_hash(spec, epoch);
 
@@ -147,7 +147,7 @@ static int find_slot(struct zrfs_batches *b, uint32_t spec, uint64_t epoch)
  * the lock never hold the queue's. */
 static void want_pass(struct zrfs *fs)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 
 	if (!b->pass_queued)
 		b->pass_queued = b->queue_pass(fs); /* none: the next lookup asks again */
@@ -157,7 +157,7 @@ static void want_pass(struct zrfs *fs)
  * to give one back if it is full. */
 static bool room(struct zrfs *fs, struct tally *t)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	struct timespec until;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -182,7 +182,7 @@ static uint32_t take(struct tally *t)
  * counting out what was asked back. */
 static void touch(struct zrfs *fs, struct tally *t, struct use *u)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 
 	atomic_fetch_add(&u->refs, 1);
 	atomic_store_explicit(&u->stamp, atomic_fetch_add(&b->clock, 1) + 1,
@@ -207,7 +207,7 @@ static void log_full(const char *what, const char *name, unsigned max)
 
 int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	zs_sampler *s = NULL;
 	zs_spec spec;
 	int idx;
@@ -250,7 +250,7 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 
 int zrfs_batch_slot_of(struct zrfs *fs, uint32_t spec, uint64_t epoch, uint64_t n)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	zs_sampler *s = NULL;
 	bool full = false;
 	int idx;
@@ -284,7 +284,7 @@ int zrfs_batch_slot_of(struct zrfs *fs, uint32_t spec, uint64_t epoch, uint64_t 
 
 const char *zrfs_batch_spec_name(struct zrfs *fs, uint32_t spec)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	bool live;
 
 	pthread_mutex_lock(&b->lock);
@@ -295,7 +295,7 @@ const char *zrfs_batch_spec_name(struct zrfs *fs, uint32_t spec)
 
 const char *zrfs_batch_listed(struct zrfs *fs, uint32_t i)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	bool listed;
 
 	pthread_mutex_lock(&b->lock);
@@ -306,7 +306,7 @@ const char *zrfs_batch_listed(struct zrfs *fs, uint32_t i)
 
 bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint32_t *spec)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	const struct slot *e = &b->slots[slot];
 	bool open;
 
@@ -326,7 +326,7 @@ bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint
 /* ---- counts ---- */
 
 /* The use of the entry node @ino is of (not the top directory). */
-static struct use *use_of(struct zrfs_batches *b, fuse_ino_t ino)
+static struct use *use_of(struct zrfs_batch_tables *b, fuse_ino_t ino)
 {
 	if ((ino & (UINT64_C(3) << 60)) < ZRFS_INO_EPOCH)
 		return &b->specs[(ino - ZRFS_INO_SPEC) & (SPECS_MAX - 1)].use;
@@ -335,7 +335,7 @@ static struct use *use_of(struct zrfs_batches *b, fuse_ino_t ino)
 
 void zrfs_batch_ref(struct zrfs *fs, fuse_ino_t ino)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	struct use *u = use_of(b, ino);
 
 	atomic_fetch_add(&u->refs, 1);
@@ -345,7 +345,7 @@ void zrfs_batch_ref(struct zrfs *fs, fuse_ino_t ino)
 
 void zrfs_batch_unref(struct zrfs *fs, fuse_ino_t ino)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	struct use *u = use_of(b, ino);
 
 	if (atomic_fetch_sub(&u->refs, 1) != 1)
@@ -370,7 +370,7 @@ void zrfs_batch_slot_put(struct zrfs *fs, uint32_t slot)
 /* ---- the pass ---- */
 
 /* Whether entry @u, asked back, is referenced by nothing (under the lock,
- * so that no lookup finds it meanwhile: see struct zrfs_batches). */
+ * so that no lookup finds it meanwhile: see struct zrfs_batch_tables). */
 static bool unheld(const struct use *u)
 {
 	return u->asked && atomic_load(&u->refs) == 0 && atomic_load(&u->jobs) == 0;
@@ -389,7 +389,7 @@ static void give_back(struct tally *t, struct use *u)
 /* Give back what was asked back and is unheld (under the lock). The slots
  * given back are b->gone[0, return), not yet free to take: what was made
  * of their steps is forgotten first. */
-static uint32_t sweep(struct zrfs_batches *b)
+static uint32_t sweep(struct zrfs_batch_tables *b)
 {
 	uint32_t ngone = 0;
 	bool specs = false;
@@ -434,7 +434,7 @@ static int by_age(const void *x, const void *y)
 
 /* The entries of @t to ask back (past HIGH, down to LOW), oldest first,
  * from the @n in b->aged; 0 if none. */
-static uint32_t to_ask(struct zrfs_batches *b, const struct tally *t, uint32_t n)
+static uint32_t to_ask(struct zrfs_batch_tables *b, const struct tally *t, uint32_t n)
 {
 	uint32_t want = t->live - t->asked - LOW(t->max);
 
@@ -453,7 +453,7 @@ static void ask_back(struct tally *t, struct use *u)
 /* Ask back the least recently used slots past HIGH, down to LOW (under the
  * lock); whether any was. An epoch not asked back keeps its slot when
  * looked up again. */
-static bool ask_slots(struct zrfs_batches *b)
+static bool ask_slots(struct zrfs_batch_tables *b)
 {
 	struct tally *t = &b->slot_tally;
 	uint32_t n = 0, want;
@@ -471,7 +471,7 @@ static bool ask_slots(struct zrfs_batches *b)
 
 /* The same for specs; a spec's last use is that of its epochs too, and
  * its epochs are asked back with it. */
-static bool ask_specs(struct zrfs_batches *b)
+static bool ask_specs(struct zrfs_batch_tables *b)
 {
 	struct tally *t = &b->spec_tally;
 	uint32_t n = 0, want;
@@ -499,7 +499,7 @@ static bool ask_specs(struct zrfs_batches *b)
 
 uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	uint32_t ngone;
 
 	pthread_mutex_lock(&b->pass_lock);
@@ -513,7 +513,7 @@ uint32_t zrfs_batch_tables_sweep(struct zrfs *fs, const uint32_t **gone)
 
 void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 	bool tell;
 
 	pthread_mutex_lock(&b->lock);
@@ -544,7 +544,7 @@ static int tally_init(struct tally *t, uint32_t max)
 
 int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs))
 {
-	struct zrfs_batches *b = calloc(1, sizeof *b);
+	struct zrfs_batch_tables *b = calloc(1, sizeof *b);
 	pthread_condattr_t attr;
 
 	if (!b)
@@ -569,7 +569,7 @@ int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs
 
 void zrfs_batch_tables_destroy(struct zrfs *fs)
 {
-	struct zrfs_batches *b = fs->batches;
+	struct zrfs_batch_tables *b = fs->batches;
 
 	if (!b)
 		return;

@@ -31,7 +31,7 @@ struct by_field {
 	uint64_t cap;         /* records label_of has room for */
 };
 
-struct zrfs_byclass {
+struct zrfs_byclass_state {
 	unsigned n;
 	struct by_field *f;
 };
@@ -97,7 +97,7 @@ int zrfs_byclass_create(struct zrfs *fs, struct zrfs_view *view)
 	char *text = zr_attrs(view->ds);
 	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
 	json_t *classes = json_object_get(root, "classes");
-	struct zrfs_byclass *bc = calloc(1, sizeof *bc);
+	struct zrfs_byclass_state *bc = calloc(1, sizeof *bc);
 	int rc = 0;
 
 	free(text);
@@ -140,7 +140,7 @@ int zrfs_byclass_create(struct zrfs *fs, struct zrfs_view *view)
 
 void zrfs_byclass_destroy(struct zrfs *fs)
 {
-	struct zrfs_byclass *bc = fs->byclass;
+	struct zrfs_byclass_state *bc = fs->byclass;
 
 	if (!bc)
 		return;
@@ -171,7 +171,7 @@ enum node { N_NONE, N_TOP, N_FIELD, N_CLASS };
 /* Which node @ino is, with its label field @b and class @cls. */
 static enum node byclass_decode(const struct zrfs *fs, fuse_ino_t ino, struct by_field **b, unsigned *cls)
 {
-	const struct zrfs_byclass *bc = fs->byclass;
+	const struct zrfs_byclass_state *bc = fs->byclass;
 	uint64_t i;
 
 	if (!byclass_shown(fs))
@@ -219,7 +219,7 @@ static int by_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct 
 static int by_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
 		     fuse_ino_t *out)
 {
-	const struct zrfs_byclass *bc = fs->byclass;
+	const struct zrfs_byclass_state *bc = fs->byclass;
 	struct by_field *b = NULL;
 	unsigned cls = 0;
 	uint64_t id;
@@ -274,7 +274,7 @@ static int class_entry(struct zrfs *fs, struct zrfs_view *v, const struct by_fie
 static int by_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
 		    struct zrfs_dirent *out)
 {
-	const struct zrfs_byclass *bc = fs->byclass;
+	const struct zrfs_byclass_state *bc = fs->byclass;
 	struct by_field *b = NULL;
 	unsigned cls = 0;
 	uint64_t i = pos - 2;
@@ -337,7 +337,7 @@ static int note_class(struct zrfs *fs, const struct by_field *b, int32_t cls, ui
 int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 			struct zrfs_notes *notes)
 {
-	struct zrfs_byclass *bc = fs->byclass;
+	struct zrfs_byclass_state *bc = fs->byclass;
 	int rc = 0;
 
 	for (unsigned i = 0; bc && i < bc->n && rc == 0; i++) {

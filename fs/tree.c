@@ -103,7 +103,7 @@ static bool has_file(const struct zrfs *fs, struct zrfs_view *v, unsigned f, uin
 static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
 		       fuse_ino_t *out)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(name), key = len;
 	unsigned field = 0, version;
 	uint64_t no, id;
@@ -207,7 +207,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
 		      struct zrfs_dirent *out)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	uint64_t no, id;
 	unsigned field, version;
 	struct tdir *d;
@@ -366,7 +366,7 @@ int zrfs_tree_keep(struct zrfs *fs, fuse_ino_t dir)
 
 int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t *out)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(name);
 	struct tdir *d;
 	struct tent *e;
@@ -396,7 +396,7 @@ int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_i
 
 int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(name);
 	struct tdir *d, *sub;
 	struct tent *e;

@@ -43,7 +43,7 @@ struct tdir {
 	struct timespec mtime;
 };
 
-struct zrfs_tree {
+struct zrfs_tree_index {
 	struct zrfs_table names, dirs;
 	struct tdir *root;
 	struct tent **of_id;     /* each record's entry (NULL: no name in the tree) */
@@ -56,20 +56,20 @@ struct zrfs_tree {
 /* ---- the index (tree_index.c) ---- */
 
 /* The entry @name (@len bytes) in @d, or NULL. */
-struct tent *tree_ent_find(const struct zrfs_tree *t, const struct tdir *d, const char *name,
+struct tent *tree_ent_find(const struct zrfs_tree_index *t, const struct tdir *d, const char *name,
 			   size_t len);
 /* Directory number @no, or NULL. */
-struct tdir *tree_dir_find(const struct zrfs_tree *t, uint64_t no);
+struct tdir *tree_dir_find(const struct zrfs_tree_index *t, uint64_t no);
 /* A new directory, the one of entry @self (NULL: tree/ itself), numbered
  * with the next number; NULL if out of memory. */
-struct tdir *tree_dir_new(struct zrfs_tree *t, struct tent *self);
-void tree_dir_free(struct zrfs_tree *t, struct tdir *d);
+struct tdir *tree_dir_new(struct zrfs_tree_index *t, struct tent *self);
+void tree_dir_free(struct zrfs_tree_index *t, struct tdir *d);
 /* A new entry @name in @d (neither a directory nor a record yet). */
-struct tent *tree_ent_new(struct zrfs_tree *t, struct tdir *d, const char *name, size_t len);
+struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char *name, size_t len);
 /* Remove entries and directories that hold nothing any more, from @e up;
  * the directories that go are noted in @notes (when not NULL): 0, or
  * -ENOMEM (the notes lost; the index is right). */
-int tree_prune(struct zrfs_tree *t, struct tent *e, struct zrfs_notes *notes);
+int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes);
 /* Whether /tree is shown: the dataset keeps names and no field is "tree". */
 bool tree_shown(const struct zrfs *fs);
 

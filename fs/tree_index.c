@@ -20,7 +20,7 @@ static uint64_t tree_name_hash(uint64_t dir, const char *name, size_t len)
 	return zrfs_hash(name, len, dir);
 }
 
-struct tent *tree_ent_find(const struct zrfs_tree *t, const struct tdir *d, const char *name,
+struct tent *tree_ent_find(const struct zrfs_tree_index *t, const struct tdir *d, const char *name,
 			   size_t len)
 {
 	uint64_t h = tree_name_hash(d->no, name, len);
@@ -33,7 +33,7 @@ struct tent *tree_ent_find(const struct zrfs_tree *t, const struct tdir *d, cons
 	return NULL;
 }
 
-struct tdir *tree_dir_find(const struct zrfs_tree *t, uint64_t no)
+struct tdir *tree_dir_find(const struct zrfs_tree_index *t, uint64_t no)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&t->dirs, zrfs_hash_u64(no)); l;
 	     l = zrfs_table_next(l)) {
@@ -44,7 +44,7 @@ struct tdir *tree_dir_find(const struct zrfs_tree *t, uint64_t no)
 	return NULL;
 }
 
-struct tdir *tree_dir_new(struct zrfs_tree *t, struct tent *self)
+struct tdir *tree_dir_new(struct zrfs_tree_index *t, struct tent *self)
 {
 	struct tdir *d = calloc(1, sizeof *d);
 
@@ -59,14 +59,14 @@ struct tdir *tree_dir_new(struct zrfs_tree *t, struct tent *self)
 	return d;
 }
 
-void tree_dir_free(struct zrfs_tree *t, struct tdir *d)
+void tree_dir_free(struct zrfs_tree_index *t, struct tdir *d)
 {
 	zrfs_table_del(&t->dirs, &d->link);
 	free(d->ents);
 	free(d);
 }
 
-struct tent *tree_ent_new(struct zrfs_tree *t, struct tdir *d, const char *name, size_t len)
+struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char *name, size_t len)
 {
 	struct tent *e;
 
@@ -105,7 +105,7 @@ struct tent *tree_ent_new(struct zrfs_tree *t, struct tdir *d, const char *name,
 	return e;
 }
 
-int tree_prune(struct zrfs_tree *t, struct tent *e, struct zrfs_notes *notes)
+int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes)
 {
 	int rc = 0;
 
@@ -130,7 +130,7 @@ int tree_prune(struct zrfs_tree *t, struct tent *e, struct zrfs_notes *notes)
 }
 
 /* Room for the entries of records below @n. */
-static int of_id_reserve(struct zrfs_tree *t, uint64_t n)
+static int of_id_reserve(struct zrfs_tree_index *t, uint64_t n)
 {
 	uint64_t cap = t->cap ? t->cap : 1024;
 	struct tent **o;
@@ -149,7 +149,7 @@ static int of_id_reserve(struct zrfs_tree *t, uint64_t n)
 
 /* The directory of @path's components but the last (made as needed, with
  * their entries noted in @notes when not NULL), and where the last starts. */
-static struct tdir *walk(struct zrfs_tree *t, const char *path, size_t len, const char **last,
+static struct tdir *walk(struct zrfs_tree_index *t, const char *path, size_t len, const char **last,
 			 struct zrfs_notes *notes, int *rc)
 {
 	struct tdir *d = t->root;
@@ -186,7 +186,7 @@ enomem:
  * something else now, and that its listing changed. */
 static int note_files(struct zrfs *fs, const struct tent *e, struct zrfs_notes *notes)
 {
-	const struct zrfs_tree *t = fs->tree;
+	const struct zrfs_tree_index *t = fs->tree;
 	fuse_ino_t dir = ZRFS_INO_TREE_DIR | e->dir->no;
 	char name[ZRFS_NAME_MAX + 1];
 	int rc = 0;
@@ -209,7 +209,7 @@ static int note_files(struct zrfs *fs, const struct tent *e, struct zrfs_notes *
 static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 		    struct zrfs_notes *notes)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	const char *last;
 	struct tent *e;
 	struct tdir *d;
@@ -241,7 +241,7 @@ static int name_add(struct zrfs *fs, uint64_t id, const char *name, size_t len,
 /* Record @id has no name in the tree any more. */
 static int name_drop(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	struct tent *e = id < t->cap ? t->of_id[id] : NULL;
 	int rc = 0;
 
@@ -308,7 +308,7 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 {
 	enum { STEP = 4096 };
 	uint64_t ids[STEP], unnamed = 0;
-	struct zrfs_tree *t;
+	struct zrfs_tree_index *t;
 	char *buf = NULL;
 	int rc = 0;
 
@@ -386,7 +386,7 @@ static void tdir_free(struct zrfs_link *l)
 
 void zrfs_tree_destroy(struct zrfs *fs)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 
 	if (!t)
 		return;
@@ -400,7 +400,7 @@ void zrfs_tree_destroy(struct zrfs *fs)
 int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		     struct zrfs_notes *notes)
 {
-	struct zrfs_tree *t = fs->tree;
+	struct zrfs_tree_index *t = fs->tree;
 	char *buf;
 	int64_t len;
 	int rc;
@@ -425,7 +425,7 @@ int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint6
 
 const char *zrfs_tree_leaf(const struct zrfs *fs, uint64_t id, size_t *len)
 {
-	const struct zrfs_tree *t = fs->tree;
+	const struct zrfs_tree_index *t = fs->tree;
 	const struct tent *e = t && id < t->cap ? t->of_id[id] : NULL;
 
 	if (!e)

@@ -163,9 +163,9 @@ static inline uint64_t zrfs_now_ms(void)
 
 struct zrfs_cache;
 struct zrfs_uring;
-struct zrfs_batches;
+struct zrfs_batch_tables;
 struct zrfs_prefetch;
-struct zrfs_byclass;
+struct zrfs_byclass_state;
 struct zrfs_state;
 struct zrfs_versions;
 struct zrfs_inodes;
@@ -194,10 +194,10 @@ struct zrfs {
 	gid_t gid;
 	struct zrfs_opts opts;
 	struct zrfs_cache *cache;
-	struct zrfs_batches *batches;
+	struct zrfs_batch_tables *batches;
 	struct zrfs_prefetch *prefetch;
-	struct zrfs_byclass *byclass;
-	struct zrfs_tree *tree;     /* /tree, the index of names (tree.c); NULL: not shown */
+	struct zrfs_byclass_state *byclass;
+	struct zrfs_tree_index *tree;     /* /tree, the index of names (tree.c); NULL: not shown */
 	struct zrfs_state *state;   /* the current view, the names lock (view.c) */
 	struct zrfs_versions *versions; /* of changed files (versions.c) */
 	struct zrfs_inodes *inodes; /* the numbers the kernel holds, pins (inodes.c) */
