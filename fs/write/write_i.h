@@ -79,7 +79,13 @@
  *   w->names_lock     nodes' names, kinds and targets, every table here,
  *                     the ready count; held briefly, never across a commit
  *                     or a system call on a value.
- * A node's size is atomic: listings read it under the names lock alone.
+ * No lock is taken while one after it in this order is held. A request that
+ * decides without the writer's lock whether it needs it (a draft's close or
+ * rename needs none; a record's does) and finds that it does, lets go of
+ * what it holds, takes the writer's lock first and decides again under it
+ * (handles.c's publish, rename.c): once, as a record stays a record.
+ * A node's size and kind are atomic: listings read the size under the names
+ * lock alone, a close reads the kind before it takes any lock.
  */
 #ifndef ZRFS_WRITE_I_H
 #define ZRFS_WRITE_I_H
