@@ -323,9 +323,12 @@ void zrfs_cache_drop_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const 
 
 int zrfs_too_big(const struct zrfs *fs, uint64_t bytes)
 {
-	fuse_log(FUSE_LOG_ERR, "zrfs: %s: a file of %llu bytes to make in memory (records "
-		 "inflated, a batch assembled or its offsets) is larger than the cache "
-		 "(-o cache=%llu bytes): not served (EFBIG); mount with a larger cache\n",
-		 fs->dataset, (unsigned long long)bytes, (unsigned long long)fs->opts.cache_bytes);
+	if (zrfs_log_admit()) /* a reader of such a file, in a loop */
+		fuse_log(FUSE_LOG_ERR,
+			 "zrfs: %s: a file of %llu bytes to make in memory (records inflated, a "
+			 "batch assembled or its offsets) is larger than the cache (-o cache=%llu "
+			 "bytes): not served (EFBIG); mount with a larger cache\n",
+			 fs->dataset, (unsigned long long)bytes,
+			 (unsigned long long)fs->opts.cache_bytes);
 	return -EFBIG;
 }

@@ -4,9 +4,11 @@
  * A name comes from whoever makes the request: it is logged escaped (a
  * byte outside printable ASCII, or a backslash, as \xNN), so that a name
  * holding a newline cannot forge a line of the log. Lines any user can
- * cause by asking (a bad spec under /.batches, looked up in a loop) are
- * admitted at most ZRFS_LOG_BURST a second: the first left out says so,
- * and the next line admitted says how many were.
+ * cause by asking (a bad spec under /.batches looked up in a loop, a
+ * damaged record read again, a killed writer's files, a refused value)
+ * are admitted so that at most ZRFS_LOG_BURST lines a second reach the
+ * log, these two included: the first line left out says so, and the next
+ * second's first line says how many were.
  */
 #include "zrfs_i.h"
 
@@ -49,13 +51,15 @@ bool zrfs_log_admit(void)
 		admit_second = now.tv_sec;
 		admitted = 0;
 	}
-	ok = admitted < ZRFS_LOG_BURST;
+	/* the last line of a second is kept for saying the next are left out,
+	 * and a count of those left out takes one of the next second's */
+	ok = admitted + (left_out ? 1 : 0) < ZRFS_LOG_BURST - 1;
 	if (ok) {
-		admitted++;
 		told = left_out;
+		admitted += told ? 2 : 1;
 		left_out = 0;
-	} else {
-		first_out = left_out++ == 0;
+	} else if ((first_out = left_out++ == 0)) {
+		admitted++;
 	}
 	pthread_mutex_unlock(&admit_lock);
 	if (first_out)

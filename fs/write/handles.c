@@ -348,12 +348,14 @@ static void discard(struct zrfs *fs, struct wnode *n, const char *why)
 		char path[4 * ZRFS_NAME_MAX];
 		if (zrfs_node_path(w, n, path, sizeof path) < 0)
 			snprintf(path, sizeof path, "%s", n->name);
-		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s: not stored\n", fs->dataset,
-			 zrfs_node_top(fs, n), zrfs_log_name(path, esc, sizeof esc), why);
+		if (zrfs_log_admit()) /* a process killed with many files open */
+			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s: not stored\n",
+				 fs->dataset, zrfs_node_top(fs, n),
+				 zrfs_log_name(path, esc, sizeof esc), why);
 		zrfs_publish_unready(w, n);
 		n->detached = true;
 		zrfs_draft_unlist(w, n);
-	} else {
+	} else if (zrfs_log_admit()) {
 		fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%llu: %s: it keeps its value\n", fs->dataset,
 			 fs->fields[n->field].name,
 			 (unsigned long long)(n->kind == WN_DRAFT ? n->stored : n->id), why);

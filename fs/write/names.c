@@ -203,12 +203,13 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 
 	*out = NULL;
 	if (kind == WN_DRAFT ? w->ndrafts >= DRAFTS_MAX : w->ndirs >= DIRS_MAX) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new %s are not stored yet: %s\n",
-			 fs->dataset, p->tree ? ZRFS_TREE_NAME : fs->fields[p->field].name,
-			 zrfs_log_name(name, esc, sizeof esc),
-			 kind == WN_DRAFT ? DRAFTS_MAX : DIRS_MAX,
-			 kind == WN_DRAFT ? "files" : "directories",
-			 kind == WN_DRAFT ? "close some first" : "remove some first");
+		if (zrfs_log_admit()) /* a loop of creates */
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new %s are not stored yet: %s\n",
+				 fs->dataset, p->tree ? ZRFS_TREE_NAME : fs->fields[p->field].name,
+				 zrfs_log_name(name, esc, sizeof esc),
+				 kind == WN_DRAFT ? DRAFTS_MAX : DIRS_MAX,
+				 kind == WN_DRAFT ? "files" : "directories",
+				 kind == WN_DRAFT ? "close some first" : "remove some first");
 		return -ENOSPC;
 	}
 	if (!(d = zrfs_node_new(p->field, kind, target)) || !(d->name = strdup(name)) ||

@@ -83,7 +83,7 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 	} else {
 		rc = id < n ? zr_modify(w->ds, field, id, v) : -ENOENT;
 	}
-	if (rc < 0) /* a change made but not committed goes with the next commit */
+	if (rc < 0 && zrfs_log_admit()) /* not committed: it goes with the next commit */
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot store: %s\n", fs->dataset,
 			 fs->fields[field].name, (unsigned long long)id, zr_errmsg(w->ds));
 	return rc;
@@ -97,7 +97,9 @@ static int64_t commit(struct zrfs *fs)
 	int rc = zrfs_follow_commit(fs, w->ds);
 
 	if (rc < 0) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset, zr_errmsg(w->ds));
+		if (zrfs_log_admit()) /* a full disk, every close */
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset,
+				 zr_errmsg(w->ds));
 		return rc;
 	}
 	return (int64_t)zr_generation(w->ds);
@@ -175,9 +177,12 @@ static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64
 
 	if (!f->record_size || size == f->record_size)
 		return 0;
-	fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %llu bytes written, the field's shape takes %llu: "
-		 "not stored\n", fs->dataset, f->name, zrfs_log_name(what, esc, sizeof esc),
-		 (unsigned long long)size, (unsigned long long)f->record_size);
+	if (zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR,
+			 "zrfs: %s: %s/%s: %llu bytes written, the field's shape takes %llu: "
+			 "not stored\n",
+			 fs->dataset, f->name, zrfs_log_name(what, esc, sizeof esc),
+			 (unsigned long long)size, (unsigned long long)f->record_size);
 	return -EINVAL;
 }
 
@@ -199,8 +204,9 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 		    (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n", fs->dataset,
-			 (unsigned long long)id, zr_errmsg(w->ds));
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: record %llu: cannot remove: %s\n",
+				 fs->dataset, (unsigned long long)id, zr_errmsg(w->ds));
 		return rc;
 	}
 	pthread_mutex_lock(&w->names_lock);
@@ -249,9 +255,10 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	if (timed && (rc = set_time(fs, field, to, ns)) < 0)
 		return rc;
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n", fs->dataset,
-			 fs->fields[field].name, (unsigned long long)from, (unsigned long long)to,
-			 zr_errmsg(w->ds));
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n",
+				 fs->dataset, fs->fields[field].name, (unsigned long long)from,
+				 (unsigned long long)to, zr_errmsg(w->ds));
 		return rc;
 	}
 	/* the kernel moves the source's inode to the new name: what is open
@@ -387,8 +394,10 @@ static int parse_class(struct zrfs *fs, const char *path, const zr_value *v, int
 	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
 		end++;
 	if (len == 0 || end == text || *end || errno) {
-		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: not a class (decimal text): not stored\n",
-			 fs->dataset, ZRFS_TREE_NAME, zrfs_log_name(path, esc, sizeof esc));
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR,
+				 "zrfs: %s: %s/%s: not a class (decimal text): not stored\n",
+				 fs->dataset, ZRFS_TREE_NAME, zrfs_log_name(path, esc, sizeof esc));
 		return -EINVAL;
 	}
 	*out = x;

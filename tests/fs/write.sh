@@ -4,7 +4,8 @@
 # appended or filled in by new files, committed in groups; values removed
 # with rm; a record named by renaming its file; everything else refused
 # with the errno a user expects; a second writer told which mount holds the
-# dataset; every replaced value visible through the mount as soon as the
+# dataset; a killed writer's new files dropped, said at most 10 lines a
+# second; every replaced value visible through the mount as soon as the
 # writing program's close returns, and in zr cat; zr verify clean after;
 # other users kept out of writing by the mode bits (allow_other) or out of
 # the mount by the kernel. (The programs users edit with, compared with a
@@ -235,6 +236,24 @@ for f in img txt vec lab; do
 done
 grep -q "lab/4: 3 bytes written, the field's shape takes 8: not stored" "$T/log" ||
 	fail "no log line for a refused value: $(cat "$T/log")"
+# a process killed with 300 new files open: none is stored, and the lines
+# saying so are at most 10 a second, with one saying the rest were left out
+start=$(date +%s)
+("$PY" - "$MNT/img" <<'PY'
+import os, signal, sys
+fds = [os.open(f"{sys.argv[1]}/killed{i}.bin", os.O_WRONLY | os.O_CREAT) for i in range(300)]
+for fd in fds:
+    os.write(fd, b"x")
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+	: # not exec'd: the subshell says "Killed", to /dev/null
+) 2>/dev/null
+sync "$MNT/img" || fail "sync after the killed writer"
+secs=$(($(date +%s) - start + 1))
+[ -z "$(ls "$MNT/img" | grep killed)" ] || fail "a killed writer's new files are listed"
+n=$(grep -c "was killed: not stored" "$T/log")
+[ "$n" -ge 1 ] && [ "$n" -le $((10 * secs)) ] || fail "$n lines for 300 files of a killed writer in $secs s"
+grep -q "the next are left out" "$T/log" || fail "no line says lines were left out: $(tail -3 "$T/log")"
 fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
 grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files?)"
