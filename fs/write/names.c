@@ -202,14 +202,13 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 	int rc;
 
 	*out = NULL;
-	if (kind == WN_DRAFT ? w->ndrafts >= DRAFTS_MAX : w->ndirs >= DIRS_MAX) {
-		if (zrfs_log_admit()) /* a loop of creates */
-			fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%s: %d new %s are not stored yet: %s\n",
+	if (kind == WN_DIR && w->ndirs >= DIRS_MAX) {
+		if (zrfs_log_admit()) /* a loop of mkdirs */
+			fuse_log(FUSE_LOG_ERR,
+				 "zrfs: %s: %s/%s: %d new directories are not stored yet: "
+				 "remove some first\n",
 				 fs->dataset, p->tree ? ZRFS_TREE_NAME : fs->fields[p->field].name,
-				 zrfs_log_name(name, esc, sizeof esc),
-				 kind == WN_DRAFT ? DRAFTS_MAX : DIRS_MAX,
-				 kind == WN_DRAFT ? "files" : "directories",
-				 kind == WN_DRAFT ? "close some first" : "remove some first");
+				 zrfs_log_name(name, esc, sizeof esc), DIRS_MAX);
 		return -ENOSPC;
 	}
 	if (!(d = zrfs_node_new(p->field, kind, target)) || !(d->name = strdup(name)) ||
@@ -237,6 +236,26 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 	return 0;
 }
 
+/* Before a new file is made: where a full group of new files waits to be
+ * committed (the committer behind: a busy disk), commit it now, on this
+ * request's thread, as writeback throttles a writer of dirty pages. New
+ * files open are not bounded here: their values take memory, then private
+ * files (the descriptor limit). 0, or the error of a group that failed (a
+ * full disk: ENOSPC). */
+static int make_room(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	bool full;
+	int64_t gen;
+
+	pthread_mutex_lock(&w->names_lock);
+	full = w->nready >= DRAFTS_MAX;
+	pthread_mutex_unlock(&w->names_lock);
+	if (!full || (gen = zrfs_publish_group(fs, NULL)) >= 0)
+		return 0;
+	return (int)gen;
+}
+
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       struct fuse_file_info *fi)
 {
@@ -252,6 +271,10 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 
 	if (strlen(name) > ZRFS_NAME_MAX) { /* FUSE passes up to 1024 */
 		zrfs_reply_err(req, -ENAMETOOLONG);
+		return;
+	}
+	if ((rc = make_room(fs)) < 0) {
+		zrfs_reply_err(req, rc);
 		return;
 	}
 	zrfs_dir_keep(fs, parent);

@@ -174,8 +174,6 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	count_child(w, d->parent, 1);
 	if (d->kind == WN_DIR)
 		w->ndirs++;
-	else
-		w->ndrafts++;
 	zrfs_node_ref(d); /* the tables' */
 	return 0;
 }
@@ -283,8 +281,6 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 	d->next = d->prev = NULL;
 	if (d->kind == WN_DIR)
 		w->ndirs--;
-	else if (d->stored == NO_ID)
-		w->ndrafts--;
 	/* its number, for as long as the kernel holds it: the record it became,
 	 * or (removed, replaced) the bytes it has, as an unlinked file keeps
 	 * them for whoever has it open */

@@ -448,10 +448,8 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	d->changed = false;
 	d->shaper = 0;
 	pthread_mutex_lock(&w->names_lock);
-	if (d->stored == NO_ID) {
+	if (d->stored == NO_ID)
 		d->stored = id;
-		w->ndrafts--;
-	}
 	pthread_mutex_unlock(&w->names_lock);
 	say_placed(fs, d, path, id);
 	return 0;

@@ -97,7 +97,8 @@
  * a commit under a listing moves new files from the drafts' positions to
  * the records' (a listing would miss them). */
 #define LISTING_WAIT_MS 500
-/* Drafts not stored yet, at most (each may hold a private file open). */
+/* Drafts closed and ready waiting for their group, at most: past it a
+ * create commits them first (names.c). A group goes at half of it. */
 #define DRAFTS_MAX 1024
 /* Aliases kept; the oldest is forgotten past it. */
 #define ALIASES_MAX 65536
@@ -223,7 +224,6 @@ struct zrfs_writes {
 	pthread_mutex_t names_lock;
 	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
 	struct wnode *first, *last; /* drafts listed, oldest first */
-	size_t ndrafts;       /* drafts not stored yet */
 	size_t ndirs;         /* directories made through the mount */
 	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */
 	bool grouping;        /* the committer is committing a group */

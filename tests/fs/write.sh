@@ -5,7 +5,7 @@
 # with rm; a record named by renaming its file; everything else refused
 # with the errno a user expects; a second writer told which mount holds the
 # dataset; a killed writer's new files dropped, said at most 10 lines a
-# second; every replaced value visible through the mount as soon as the
+# second; 3,000 new files open at once all stored; every replaced value visible through the mount as soon as the
 # writing program's close returns, and in zr cat; zr verify clean after;
 # other users kept out of writing by the mode bits (allow_other) or out of
 # the mount by the kernel. (The programs users edit with, compared with a
@@ -254,6 +254,20 @@ secs=$(($(date +%s) - start + 1))
 n=$(grep -c "was killed: not stored" "$T/log")
 [ "$n" -ge 1 ] && [ "$n" -le $((10 * secs)) ] || fail "$n lines for 300 files of a killed writer in $secs s"
 grep -q "the next are left out" "$T/log" || fail "no line says lines were left out: $(tail -3 "$T/log")"
+# a writer with 3,000 new files open at once (a split into shards): every
+# one is taken and stored (the 1,025th was refused, ENOSPC)
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
+"$PY" - "$MNT/txt" <<'PY' || fail "3,000 new files open at once"
+import os, sys
+fds = [os.open(f"{sys.argv[1]}/shard{i}.txt", os.O_WRONLY | os.O_CREAT) for i in range(3000)]
+for i, fd in enumerate(fds):
+    os.write(fd, b"shard %d\n" % i)
+for fd in fds:
+    os.close(fd)
+PY
+sync "$MNT/txt" || fail "sync after 3,000 new files"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n + 3000)) ] ||
+	fail "3,000 new files open at once: $(("$("$ZR" info "$DS" | awk '/^records/ {print $2}')" - n)) stored"
 fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
 grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files?)"
