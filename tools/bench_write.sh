@@ -7,7 +7,12 @@
 # the kernel and the transport cost here), through /dev/fuse and, where the
 # kernel offers it, io_uring (-o uring); and zr import dir of the tree.
 # Every copy is followed by sync (and, on a mount, sync of the directory:
-# it returns once every new file in it is committed).
+# it returns once every new file in it is committed). Last, a shell loop
+# of REDIRS commands each writing a line to a record file through a
+# descriptor the shell keeps open (exec 3>F; ... >&3; exec 3>&-: bash
+# duplicates fd 3 and closes the duplicate around every command), into a
+# native file, a record of a mount and the floor's file; with the commits
+# it made.
 #
 # usage: tools/bench_write.sh ZR ZRFS [FILES] [RUNS] [DIR]
 #   FILES files for cp -r (default 20000); RUNS runs of everything,
@@ -15,11 +20,13 @@
 #   (default /var/tmp). RSYNC_FILES (default 1000) files for rsync; FLOOR
 #   the zrfs-floor binary (default: beside ZRFS). Prints each run and the
 #   medians with ratios to the native copy and to the floor measured in the
-#   same runs. Needs root (or FUSE access). Daemons run in sessions of their
-#   own (setsid), as a mounted one does.
+#   same runs. REDIRS (default 1000) commands in the shell loop. Needs root
+#   (or FUSE access). Daemons run in sessions of their own (setsid), as a
+#   mounted one does.
 set -eu
 ZR=$1 ZRFS=$2 FILES=${3:-20000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 RSYNC_FILES=${RSYNC_FILES:-1000}
+REDIRS=${REDIRS:-1000}
 FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
 T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
 cleanup() {
@@ -69,6 +76,34 @@ on_mount() {
 	want=$(ls "$src" | wc -l)
 	[ "$n" = "$want" ] || { echo "the mount holds $n records, not $want" >&2; exit 1; }
 }
+# redir FILE: the shell loop into FILE, timed (no sync: a close returns
+# once what it published is committed)
+redir() {
+	loop="exec 3>'$1'; i=0; while [ \$i -lt $REDIRS ]; do echo line \$i >&3; i=\$((i + 1)); done"
+	secs bash -c "$loop; exec 3>&-"
+}
+generation() { "$ZR" info "$T/rds" | sed -n 's/.*generation \([0-9]*\),.*/\1/p'; }
+# redir_on ZRFS|FLOOR: the loop into record 0 of a one-record dataset (or
+# the floor's one file) mounted writable; the commits it made in $T/commits
+redir_on() {
+	rm -rf "$T/rds"
+	"$ZR" create "$T/rds" --field txt:bytes:ext=txt >/dev/null
+	printf 'x' >"$T/one"
+	"$ZR" put "$T/rds" --txt="$T/one" >/dev/null
+	g=$(generation)
+	if [ "$1" = zrfs ]; then
+		setsid -w "$ZRFS" "$T/rds" "$T/mnt" -f -o writable 2>"$T/log" &
+	else
+		setsid -w "$FLOOR" "$T/mnt" -f -o field=txt,ext=txt,records=1,writable 2>"$T/log" &
+	fi
+	pid=$!
+	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
+	redir "$T/mnt/txt/0.txt"
+	fusermount3 -u "$T/mnt"
+	wait $pid
+	[ "$1" = zrfs ] || return 0
+	echo $(($(generation) - g)) >"$T/commits"
+}
 uring=no
 [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && uring=yes
 run=1
@@ -88,10 +123,15 @@ while [ $run -le "$RUNS" ]; do
 	rnat=$(secs rsync -r "$T/rsrc/" "$T/rnative/")
 	rmnt=$(on_mount rsync "$T/rsrc" zrfs -o writable)
 	rflo=$(on_mount rsync "$T/rsrc" floor -o writable)
+	dnat=$(redir "$T/redir.txt")
+	dmnt=$(redir_on zrfs)
+	dflo=$(redir_on floor)
 	echo "run $run: cp -r: native ${nat}s, zrfs ${mnt}s, floor ${flo}s," \
 		"zrfs -o uring ${umnt}s, floor -o uring ${uflo}s; zr import dir ${imp}s;" \
-		"rsync: native ${rnat}s, zrfs ${rmnt}s, floor ${rflo}s"
-	echo "$nat $mnt $flo $umnt $uflo $imp $rnat $rmnt $rflo" >>"$T/times"
+		"rsync: native ${rnat}s, zrfs ${rmnt}s, floor ${rflo}s;" \
+		"shell loop: native ${dnat}s, zrfs ${dmnt}s ($(cat "$T/commits") commits)," \
+		"floor ${dflo}s"
+	echo "$nat $mnt $flo $umnt $uflo $imp $rnat $rmnt $rflo $dnat $dmnt $dflo" >>"$T/times"
 	run=$((run + 1))
 done
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
@@ -101,12 +141,13 @@ ratio() { awk -v a="$1" -v b="$2" '{printf "%.3f\n", $a / $b}' "$T/times" | medi
 # row COLUMN LABEL FILES NATIVE-COLUMN [FLOOR-COLUMN TARGET]
 row() {
 	t=$(col "$1")
-	printf '  %-30s %8.3f s %8.0f files/s   vs native %.2fx' "$2" "$t" \
-		"$(awk "BEGIN {print $3 / $t}")" "$(ratio "$4" "$1")"
+	printf '  %-30s %8.3f s %8.0f %s   vs native %.2fx' "$2" "$t" \
+		"$(awk "BEGIN {print $3 / $t}")" "$UNIT" "$(ratio "$4" "$1")"
 	[ -n "${5:-}" ] && printf ', vs the floor %.2fx (time %.2fx the floor'"'"'s%s)' \
 		"$(ratio "$5" "$1")" "$(ratio "$1" "$5")" "${6:-}"
 	echo
 }
+UNIT=files/s
 echo
 echo "$FILES files of 8 KiB by cp -r, $RSYNC_FILES by rsync; medians of $RUNS runs," \
 	"ratios: medians of the per-run ratios (speed, >1 is faster):"
@@ -123,3 +164,9 @@ row 6 "zr import dir" "$FILES" 1
 row 7 "native rsync" "$RSYNC_FILES" 7
 row 8 "zrfs -o writable, rsync" "$RSYNC_FILES" 7 9 "; target >= 0.3x native"
 row 9 "  floor, rsync" "$RSYNC_FILES" 7
+echo "a shell loop of $REDIRS commands writing through a descriptor it keeps open" \
+	"(the last run's commits: $(cat "$T/commits")):"
+UNIT=cmds/s
+row 10 "native file" "$REDIRS" 10
+row 11 "zrfs -o writable, a record" "$REDIRS" 10 12 "; target <= 2x"
+row 12 "  floor" "$REDIRS" 10

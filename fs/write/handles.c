@@ -11,9 +11,13 @@
  * wrote last (or from the process that ftruncate()d, nothing written
  * since): not the close of a duplicate before a write (a shell redirection
  * opens, duplicates and closes before the program writes), not a forked
- * child's exit. The RELEASE publishes what is left: an open(O_TRUNC)
- * closed with nothing written. An exit by a signal sends the same FLUSH as
- * a close: the closer's exit status in /proc tells them apart.
+ * child's exit; and not the close of a duplicate its process keeps another
+ * descriptor of the file open beside (bash runs `cmd >&3` as dup2, the
+ * command, and a close of the duplicate: a loop of them would publish, and
+ * commit, once per command), which /proc tells from a handle's second FLUSH
+ * on. The RELEASE publishes what is left: an open(O_TRUNC) closed with
+ * nothing written. An exit by a signal sends the same FLUSH as a close: the
+ * closer's exit status in /proc tells them apart.
  *
  * open(O_TRUNC) reaches the daemon as an OPEN without O_TRUNC followed by
  * a SETATTR of the size without the new handle (the kernel strips the flag
@@ -25,6 +29,7 @@
  */
 #include "write_i.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -130,6 +135,46 @@ static bool dying_of_signal(pid_t pid)
 				code = strtoll(p + 1, NULL, 10);
 		}
 	return (flags & 0x4 /* PF_EXITING */) && (code & 0x7f) != 0;
+}
+
+/* Whether process @pid has a descriptor open on inode @ino of this mount
+ * (the closing one is out of its table by the time of its FLUSH): its
+ * /proc/PID/fd links into the mount, and their fdinfo's inode number.
+ * Nothing it reads reaches the mount. false where /proc cannot say. */
+static bool open_elsewhere(struct zrfs *fs, pid_t pid, fuse_ino_t ino)
+{
+	const char *top = fs->writes->mountpoint;
+	size_t top_len = strlen(top);
+	char path[300], link[4200], info[512];
+	struct dirent *e;
+	bool yes = false;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+	if (!top_len || !(d = opendir(path)))
+		return false;
+	while (!yes && (e = readdir(d)) != NULL) {
+		ssize_t n;
+		int fd;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/fd/%s", (int)pid, e->d_name);
+		if ((n = readlink(path, link, sizeof link - 1)) <= (ssize_t)top_len ||
+		    memcmp(link, top, top_len) != 0 || link[top_len] != '/')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/fdinfo/%s", (int)pid, e->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if ((n = read(fd, info, sizeof info - 1)) > 0) {
+			const char *p;
+			info[n] = 0;
+			p = strstr(info, "\nino:");
+			yes = p && strtoull(p + 5, NULL, 10) == (unsigned long long)ino;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return yes;
 }
 
 /* ---- just opened ---- */
@@ -448,6 +493,10 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 		rc = refuse_failed(fs, n);
 	}
 	pthread_mutex_unlock(&n->lock);
+	/* the close of a duplicate: the last descriptor's close publishes */
+	if (mine && !dead && rc == 0 && atomic_fetch_add(&h->flushes, 1) > 0 &&
+	    open_elsewhere(fs, pid, h->ino))
+		mine = false;
 	/* success but for a failed write, or once its store shows */
 	zrfs_follow_answer(fs, rc < 0 || dead || !mine ? rc : publish(fs, n, false), req, NULL);
 }

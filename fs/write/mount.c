@@ -53,6 +53,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	/* named before the mount appears, so that a writer refused from then
 	 * on is told which mount holds the dataset */
 	snprintf(w->holder, sizeof w->holder, "zrfs mount on %s", where ? where : mountpoint);
+	snprintf(w->mountpoint, sizeof w->mountpoint, "%s", where ? where : "");
 	free(where);
 	zr_holder_set(w->ds, w->holder); /* only a message: best effort */
 	return 0;

@@ -46,8 +46,10 @@
  *     write was the last (its descriptor table: fi->lock_owner, the same for
  *     its threads), at fsync, or at the last close (RELEASE) of what is left;
  *     never at the close of a duplicate before anything was written, nor of a
- *     descriptor another process inherited. The close is answered once the
- *     mount shows the commit.
+ *     descriptor another process inherited, nor (from a handle's second
+ *     FLUSH on) of one while the same process keeps another descriptor of
+ *     the file open (/proc says; a shell's `cmd >&3` in a loop). The close
+ *     is answered once the mount shows the commit.
  *   - a draft: "ready" at those same closes; stored and committed with a
  *     group (publish.c) or at once by fsync; until its group commits it is a
  *     temporary file: renamed, it is still a draft; removed, it never was.
@@ -219,6 +221,7 @@ struct zrfs_writes {
 	int dirfd;            /* the dataset's directory: private files */
 	uint64_t made_from;   /* ids from here on were made through this mount */
 	char holder[4200];    /* what DATASET/writer says of the mount */
+	char mountpoint[4096]; /* where it is mounted, resolved ("": unknown) */
 	pthread_mutex_t lock; /* the writer */
 	/* nodes.c, under names_lock */
 	pthread_mutex_t names_lock;
@@ -471,6 +474,7 @@ struct whandle {
 	struct wnode *node;
 	fuse_ino_t ino;        /* the inode it was opened on */
 	pid_t pid;             /* the opener */
+	atomic_uint flushes;   /* FLUSHes that came with it (closes of descriptors) */
 	bool fresh;            /* on the fresh list (under handles_lock) */
 	struct whandle *fresh_next;
 	struct whandle *next, *prev; /* every handle open (under handles_lock) */

@@ -5,7 +5,8 @@
 # with rm; a record named by renaming its file; everything else refused
 # with the errno a user expects; a second writer told which mount holds the
 # dataset; a killed writer's new files dropped, said at most 10 lines a
-# second; 3,000 new files open at once all stored; every replaced value visible through the mount as soon as the
+# second; 3,000 new files open at once all stored; a shell loop of 1,000
+# commands through a descriptor it keeps open, a few commits; every replaced value visible through the mount as soon as the
 # writing program's close returns, and in zr cat; zr verify clean after;
 # other users kept out of writing by the mode bits (allow_other) or out of
 # the mount by the kernel. (The programs users edit with, compared with a
@@ -268,6 +269,17 @@ PY
 sync "$MNT/txt" || fail "sync after 3,000 new files"
 [ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n + 3000)) ] ||
 	fail "3,000 new files open at once: $(("$("$ZR" info "$DS" | awk '/^records/ {print $2}')" - n)) stored"
+# a shell loop writing through a descriptor it keeps open: bash duplicates
+# it and closes the duplicate around every command; the value is whole,
+# and published by the last close, not once per command (a commit each)
+generation() { "$ZR" info "$DS" | sed -n 's/.*generation \([0-9]*\),.*/\1/p'; }
+g=$(generation)
+bash -c "exec 3>'$MNT/txt/1.txt'; for i in \$(seq 1000); do echo line \$i >&3; done; exec 3>&-" ||
+	fail "a shell loop writing through fd 3"
+seq 1000 | sed 's/^/line /' >"$T/lines"
+same "$T/lines" "$MNT/txt/1.txt"
+"$ZR" cat "$DS" txt 1 | cmp -s - "$T/lines" || fail "the loop's value is not the record's"
+[ $(($(generation) - g)) -le 3 ] || fail "a shell loop of 1,000 commands made $(($(generation) - g)) commits"
 fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
 grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files?)"
