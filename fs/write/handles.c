@@ -7,9 +7,9 @@
  * owner of the closing process's descriptor table (its threads share it; a
  * forked child has its own), and a RELEASE once the last descriptor of the
  * open file is gone, without waiting for it. A WRITE carries the writer's
- * lock owner too. So a FLUSH publishes when it comes from the table that
- * wrote last (or from the process that ftruncate()d, nothing written
- * since): not the close of a duplicate before a write (a shell redirection
+ * lock owner too. So a FLUSH publishes when it comes from a table that
+ * wrote since the value was stored (or from the process that ftruncate()d,
+ * nothing written since): not the close of a duplicate before a write (a shell redirection
  * opens, duplicates and closes before the program writes), not a forked
  * child's exit; and not the close of a duplicate its process keeps another
  * descriptor of the file open beside (bash runs `cmd >&3` as dup2, the
@@ -353,7 +353,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 		n->changed = true;
 		n->truncated = false;
 		n->mtime_set = false; /* written: its time is the store's */
-		n->owner = fi->lock_owner;
+		zrfs_node_wrote(n, fi->lock_owner);
 		n->cutter = 0;
 		/* a draft written again is not ready until closed again (one
 		 * stored already is a record's value once its commit is made) */
@@ -375,7 +375,7 @@ static void drop_written(struct wnode *n)
 {
 	zrfs_value_free(&n->val);
 	n->loaded = n->changed = n->truncated = false;
-	n->owner = 0;
+	zrfs_node_writers_clear(n);
 	n->cutter = n->shaper = 0;
 	n->error = 0;
 }
@@ -481,14 +481,18 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 
 	fresh_end(fs, h);
 	pthread_mutex_lock(&n->lock);
-	mine = n->changed && (n->owner ? n->owner == fi->lock_owner : n->cutter && n->cutter == pid);
+	mine = n->changed && (zrfs_node_written(n) ? zrfs_node_written_by(n, fi->lock_owner)
+						    : n->cutter && n->cutter == pid);
 	/* what a process that dies of a signal made is dropped, whether it
-	 * wrote, truncated, or only opened it emptied (exec sleep 60 > f) */
-	by_me = mine || (n->changed && !n->owner && n->shaper == pid);
-	if (by_me && (dead = dying_of_signal(pid))) {
+	 * wrote, truncated, or only opened it emptied (exec sleep 60 > f);
+	 * where another process wrote too, nothing is: its close publishes */
+	by_me = n->changed && (zrfs_node_written(n) ? zrfs_node_written_by_only(n, fi->lock_owner)
+						     : n->cutter == pid || n->shaper == pid);
+	if ((mine || by_me) && (dead = dying_of_signal(pid))) {
 		char why[64];
 		snprintf(why, sizeof why, "its writer (pid %d) was killed", (int)pid);
-		discard(fs, n, why);
+		if (by_me)
+			discard(fs, n, why);
 	} else if (mine && n->error) {
 		rc = refuse_failed(fs, n);
 	}
@@ -593,7 +597,7 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 		if (at_open) {
 			n->truncated = true; /* the last close publishes it */
 			n->shaper = pid;
-		} else if (!n->owner) {
+		} else if (!zrfs_node_written(n)) {
 			n->cutter = pid;
 		}
 	}

@@ -326,7 +326,7 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 		rc = set_time(fs, n->field, n->id, stored_time(n));
 	if (rc == 0 && (rc = commit(fs)) > 0) {
 		n->changed = n->truncated = false;
-		n->owner = 0;
+		zrfs_node_writers_clear(n);
 		n->cutter = n->shaper = 0;
 	}
 	return rc;

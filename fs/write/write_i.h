@@ -42,9 +42,10 @@
  *            record's file renamed to it. Resolved, not listed; bounded.
  *
  * When bytes become a record's value ("published")
- *   - a record node: at the close of a descriptor by the process whose
- *     write was the last (its descriptor table: fi->lock_owner, the same for
- *     its threads), at fsync, or at the last close (RELEASE) of what is left;
+ *   - a record node: at the close of a descriptor by a process that wrote
+ *     since it was stored (its descriptor table: fi->lock_owner, the same for
+ *     its threads; the others' bytes go with it: a shared log's lines), at
+ *     fsync, or at the last close (RELEASE) of what is left;
  *     never at the close of a duplicate before anything was written, nor of a
  *     descriptor another process inherited, nor (from a handle's second
  *     FLUSH on) of one while the same process keeps another descriptor of
@@ -56,7 +57,8 @@
  *   - a process that dies of a signal publishes nothing by its exit (the
  *     kernel sends the same FLUSH for an exit as for a close: the daemon
  *     reads the closer's exit status in /proc): a record keeps its stored
- *     value, a draft goes away.
+ *     value, a draft goes away; but where another process wrote too since
+ *     it was stored, nothing is dropped: that one's close publishes.
  *   - a name starting with a dot is a temporary file until renamed onto
  *     another name: nothing stores it by itself (fsync included).
  * Other readers see a record's stored value until it is published; a
@@ -93,6 +95,8 @@
 #define ZRFS_WRITE_I_H
 
 #include "zrfs_i.h"
+
+#include <string.h>
 
 #define NO_ID UINT64_MAX
 /* How long a timed group waits for the directory listings open to end:
@@ -151,6 +155,10 @@ void zrfs_value_unmap(void *map, size_t len);
 
 enum wnode_kind { WN_RECORD, WN_DRAFT, WN_DIR };
 
+/* Writers of one value kept apart (a shared log's appenders): past them a
+ * value is taken as everyone's. */
+#define WRITERS_KEPT 4
+
 struct wnode {
 	atomic_uint refs;     /* handles, tables, whoever works on it */
 	unsigned field;
@@ -182,7 +190,8 @@ struct wnode {
 	bool loaded;          /* its value holds what it is written over (a draft's: always) */
 	bool changed;         /* differs from what is stored */
 	bool truncated;       /* emptied by an open(O_TRUNC), nothing written since */
-	uint64_t owner;       /* lock owner of the last write since stored; 0: none */
+	uint64_t writers[WRITERS_KEPT]; /* lock owners that wrote since stored (0: free) */
+	bool many_writers;    /* ... more than fit: any writer's close publishes */
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
 	pid_t shaper;         /* process that emptied it opening it (O_TRUNC) or created it */
 	int error;            /* a write failed (-errno): never stored */
@@ -265,6 +274,43 @@ static inline bool zrfs_asked_mtime(const struct stat *attr, int to_set, int64_t
 		return false;
 	*ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 	return true;
+}
+
+/* The processes (descriptor tables: lock owners) that wrote @n since it
+ * was stored (n->lock held): @owner wrote; whether anyone did, whether
+ * @owner did, whether @owner alone did; none did (stored). */
+static inline void zrfs_node_wrote(struct wnode *n, uint64_t owner)
+{
+	for (unsigned i = 0; i < WRITERS_KEPT; i++)
+		if (n->writers[i] == owner || !n->writers[i]) {
+			n->writers[i] = owner;
+			return;
+		}
+	n->many_writers = true;
+}
+
+static inline bool zrfs_node_written(const struct wnode *n)
+{
+	return n->writers[0] || n->many_writers;
+}
+
+static inline bool zrfs_node_written_by(const struct wnode *n, uint64_t owner)
+{
+	for (unsigned i = 0; i < WRITERS_KEPT && n->writers[i]; i++)
+		if (n->writers[i] == owner)
+			return true;
+	return n->many_writers;
+}
+
+static inline bool zrfs_node_written_by_only(const struct wnode *n, uint64_t owner)
+{
+	return !n->many_writers && n->writers[0] == owner && !n->writers[1];
+}
+
+static inline void zrfs_node_writers_clear(struct wnode *n)
+{
+	memset(n->writers, 0, sizeof n->writers);
+	n->many_writers = false;
 }
 
 /* The time set on node @n, if any, in @st (n->lock held). */

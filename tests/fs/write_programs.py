@@ -65,6 +65,23 @@ FORK = ('import os, subprocess\n'
         'os.write(fd, b"two\\n")\n'
         'os.close(fd)\n')
 
+# Two processes append to one file (a shared log): A writes, C writes after
+# it, A closes (its line is kept: the close returned 0), then C is killed.
+APPENDERS = ('import os, signal\n'
+             'a = os.open("6.txt", os.O_WRONLY | os.O_APPEND)\n'
+             'os.write(a, b"from A\\n")\n'
+             'r, w = os.pipe()\n'
+             'pid = os.fork()\n'
+             'if pid == 0:\n'
+             '    c = os.open("6.txt", os.O_WRONLY | os.O_APPEND)\n'
+             '    os.write(c, b"from C\\n")\n'
+             '    os.write(w, b"x")\n'
+             '    signal.pause()\n'
+             'os.read(r, 1)\n'
+             'os.close(a)\n'
+             'os.kill(pid, signal.SIGKILL)\n'
+             'os.waitpid(pid, 0)\n')
+
 # The matrix: a name, a shell command run in the directory ($SRC set), and
 # values a reader may see besides the first and the last (what the model
 # lets a program publish on its way, and why).
@@ -84,6 +101,7 @@ MATRIX = [
     # duplicate after printf wrote: that close is the writing process's
     ('sh exec 3> and forked children', "exec 3>7.txt; printf 'one\\n' >&3; (true); "
      "sh -c 'exit 0'; printf 'two\\n' >&3; exec 3>&-", [b'one\n']),
+    ('two appenders, one killed', "%s -c '%s'" % (PY, APPENDERS)),
     ('dd conv=notrunc', "printf XYZ | dd of=0.txt bs=1 seek=2 conv=notrunc status=none"),
     ('cp', 'cp "$SRC/new1.txt" 1.txt && cp "$SRC/new2.txt" copied.txt'),
     ('cp -a', 'cp -a "$SRC/new3.txt" "$SRC/new1.txt" .'),
