@@ -421,27 +421,38 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	else if (((what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias)) == W_DRAFT &&
 		  d->kind == WN_DIR) || what == W_DIR)
 		rc = -EISDIR;
-	else if (what == W_DRAFT && d->stored == NO_ID)
-		zrfs_draft_drop(w, d); /* never stored: nothing to commit */
+	else if (what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID)
+		zrfs_draft_drop(w, d); /* never stored, in place of nothing: nothing to commit */
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
 	zrfs_names_unlock(fs);
-	if (rc < 0 || (what == W_DRAFT && rc == 0 && d->stored == NO_ID)) {
+	if (rc < 0 || (what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID)) {
 		if (rc == 0)
 			zrfs_dir_changed(fs, parent, NULL);
 		zrfs_reply_status(req, rc);
 		return;
 	}
 	/* a record's file: its value goes, committed at once (in tree/, with
-	 * the record when it was its last) */
+	 * the record when it was its last); so does the value of the record
+	 * a new file was renamed onto and stands in for (git's lockfile, sed
+	 * -i: the name's old value is gone from the rename on) */
 	pthread_mutex_lock(&w->lock);
 	if ((rc = zrfs_settle_stored(fs)) == 0) {
+		unsigned field = p.field;
 		zrfs_names_lock(fs);
 		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+		if (what == W_DRAFT && d->kind != WN_DIR && d->stored == NO_ID) {
+			id = d->id;
+			field = d->field;
+			zrfs_draft_drop(w, d);
+		}
 		if (alias)
 			zrfs_alias_drop(w, parent, name);
 		zrfs_names_unlock(fs);
-		rc = what == W_RECORD ? zrfs_publish_remove(fs, p.field, id, p.tree) : -ENOENT;
+		rc = what == W_RECORD			  ? zrfs_publish_remove(fs, field, id, p.tree)
+		     : what == W_DRAFT && id != NO_ID ? zrfs_publish_replaced(fs, field, id, p.tree)
+		     : what == W_DRAFT		  ? 0
+						  : -ENOENT;
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (rc >= 0)

@@ -237,6 +237,15 @@ int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool b
 	return commit(fs);
 }
 
+int64_t zrfs_publish_replaced(struct zrfs *fs, unsigned field, uint64_t id, bool by_name)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (id >= zr_length(w->ds) || zr_present(w->ds, field, id) != 1)
+		return 0; /* it had no value: a name filled in, not replaced */
+	return zrfs_publish_remove(fs, field, id, by_name);
+}
+
 int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
 			  const char *name, bool by_name)
 {

@@ -158,7 +158,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d, *td;
 	struct place p, tp;
 	uint64_t id, tid;
-	bool alias, talias, record = false;
+	bool alias, talias, record = false, replacing = false;
 	enum what what = W_NONE, to = W_NONE;
 	int64_t rc = 0;
 
@@ -197,20 +197,28 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 									    ? d->field
 									    : p.field)))
 			rc = -EXDEV; /* a value of another field, or of none */
-		else if (!record)
+		else if (!record && (d->kind == WN_DIR || d->id == NO_ID))
 			rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid, talias);
+		else if (!record)
+			replacing = true; /* below, under the writer's lock */
 	}
 	zrfs_names_unlock(fs);
-	if (rc == 0 && record) {
+	if (rc == 0 && (record || replacing)) {
 		pthread_mutex_lock(&w->lock);
 		if ((rc = zrfs_settle_stored(fs)) == 0) {
+			uint64_t left = NO_ID; /* the record a draft stood in for, left */
+			unsigned field = p.field;
 			zrfs_names_lock(fs);
 			what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
 			to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
-			if (what == W_DRAFT) /* a draft again, by another's rename meanwhile */
+			if (what == W_DRAFT) { /* a draft, or one again by another's rename */
+				uint64_t was = d->kind != WN_DIR && d->stored == NO_ID ? d->id : NO_ID;
+				field = d->field;
 				rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid,
 						  talias);
-			else if (what != W_RECORD)
+				if (rc == 0 && was != NO_ID && d->id != was)
+					left = was;
+			} else if (what != W_RECORD)
 				rc = -ENOENT;
 			else if (to == W_RECORD && tid == id && alias) /* onto its own other name */
 				zrfs_alias_drop(w, parent, name);
@@ -218,6 +226,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			if (what == W_RECORD && !(to == W_RECORD && tid == id))
 				rc = rename_record(fs, p.field, id, parent, name, alias, newparent,
 						   &tp, newname, to, td, tid);
+			/* the name it stood in for names nothing now: the value the
+			 * rename onto it replaced is gone (mv x.tmp x; mv x y) */
+			if (rc == 0 && left != NO_ID)
+				rc = zrfs_publish_replaced(fs, field, left, p.tree);
 		}
 		pthread_mutex_unlock(&w->lock);
 	}

@@ -54,6 +54,9 @@
  *   - a draft: "ready" at those same closes; stored and committed with a
  *     group (publish.c) or at once by fsync; until its group commits it is a
  *     temporary file: renamed, it is still a draft; removed, it never was.
+ *     A draft renamed onto a record's name stands in for that record's file
+ *     (its target): removed or renamed away, it takes the value it replaced
+ *     with it (committed then: the name's old value never comes back).
  *   - a process that dies of a signal publishes nothing by its exit (the
  *     kernel sends the same FLUSH for an exit as for a close: the daemon
  *     reads the closer's exit status in /proc): a record keeps its stored
@@ -441,6 +444,11 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
  * Each commits and makes the mount show it: the generation (0: nothing to
  * commit), or a negative code (logged). */
 int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool by_name);
+/* (w->lock held) A new file stood in for record @id's file of @field (a
+ * rename onto it) and was removed or renamed away before its group: the
+ * value it replaced goes as zrfs_publish_remove() removes one; a record
+ * without a value there (a name filled in) is left. As it. */
+int64_t zrfs_publish_replaced(struct zrfs *fs, unsigned field, uint64_t id, bool by_name);
 int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64_t to,
 			  const char *name, bool by_name);
 int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const char *name);

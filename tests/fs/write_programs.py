@@ -116,6 +116,13 @@ MATRIX = [
     ('mv to a new name', 'mv 7.txt moved.txt'),
     ('mv onto a file', 'mv 1.txt 2.txt'),
     ('rm', 'rm 3.txt'),
+    # a name replaced by a rename, then removed or renamed away before the
+    # new file's group is committed: the old value does not come back
+    ('sed -i, then rm', "sed -i 's/a/A/g' 1.txt && rm 1.txt"),
+    ('a lockfile renamed over, then removed', "printf 'v2\\n' > 3.txt.lock && "
+     "mv 3.txt.lock 3.txt && rm 3.txt"),
+    ('mv onto a file, then away', "printf 'new\\n' > x.tmp && mv x.tmp 2.txt && "
+     "mv 2.txt moved.txt"),
     ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
 ]
 
