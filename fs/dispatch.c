@@ -46,10 +46,15 @@ static const struct zrfs_subtree *const subtrees[] = {&zrfs_fields, &zrfs_batche
 
 /* ---- owners ---- */
 
+/* The subtree that owns @ino: an overlay first (it may have taken over a
+ * number of another's: a record's moved by a rename), then the others. */
 static const struct zrfs_subtree *owner_of(const struct zrfs *fs, fuse_ino_t ino)
 {
 	for (size_t k = 0; k < NSUBTREES; k++)
-		if (subtrees[k]->owns(fs, ino))
+		if (subtrees[k]->overlay && subtrees[k]->owns(fs, ino))
+			return subtrees[k];
+	for (size_t k = 0; k < NSUBTREES; k++)
+		if (!subtrees[k]->overlay && subtrees[k]->owns(fs, ino))
 			return subtrees[k];
 	return NULL;
 }

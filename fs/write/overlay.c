@@ -9,6 +9,9 @@
  * view. Its names are never cached; what its numbers mean is kept while a
  * draft is listed or the kernel holds them (nodes.c, inodes.c).
  *
+ * It also owns the record numbers renames moved while the kernel holds
+ * them (nodes.c): asked before the subtree whose numbers they are.
+ *
  * Sections: numbers, names, contents, listings.
  */
 #include "write_i.h"
@@ -19,9 +22,26 @@
 
 /* ---- numbers ---- */
 
+/* Drafts' numbers, and a record's number a rename moved onto another
+ * record while the kernel holds it: the file it names follows the rename
+ * (logrotate's `mv log log.1` while the program writes on), so this shows
+ * the record it is now, not the view of the record it was. */
 static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
-	return fs->writes && (ino >> 62) == 1;
+	struct zrfs_writes *w = fs->writes;
+	struct winode *i;
+	bool moved;
+
+	if (!w)
+		return false;
+	if ((ino >> 62) == 1)
+		return true;
+	if (!zrfs_is_rec_ino(ino) || !atomic_load(&w->nmoved))
+		return false;
+	pthread_mutex_lock(&w->names_lock);
+	moved = (i = zrfs_winode_find(w, ino)) != NULL && i->moved;
+	pthread_mutex_unlock(&w->names_lock);
+	return moved;
 }
 
 /* Drafts' numbers, and records' numbers a rename moved (adopted): what

@@ -247,7 +247,7 @@ struct zrfs_writes {
 	struct walias *alias_oldest, *alias_newest;
 	size_t naliases;
 	struct winode *moved_oldest, *moved_newest;
-	size_t nmoved;
+	atomic_size_t nmoved; /* read without names_lock: whether to look at all */
 	/* publish.c: the group; under names_lock, the committer waits on wake */
 	pthread_cond_t wake;
 	pthread_t committer;

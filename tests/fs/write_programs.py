@@ -82,6 +82,17 @@ APPENDERS = ('import os, signal\n'
              'os.kill(pid, signal.SIGKILL)\n'
              'os.waitpid(pid, 0)\n')
 
+# logrotate's rename of a log its program keeps writing: the program's
+# later lines are in the renamed file, read by name after its close.
+ROTATE = ('import os\n'
+          'fd = os.open("5.txt", os.O_WRONLY | os.O_APPEND)\n'
+          'os.write(fd, b"before\\n")\n'
+          'os.rename("5.txt", "5.txt.1")\n'
+          'os.write(fd, b"after\\n")\n'
+          'os.close(fd)\n'
+          'got = open("5.txt.1", "rb").read()\n'
+          'assert got.endswith(b"before\\nafter\\n"), got\n')
+
 # The matrix: a name, a shell command run in the directory ($SRC set), and
 # values a reader may see besides the first and the last (what the model
 # lets a program publish on its way, and why).
@@ -102,6 +113,7 @@ MATRIX = [
     ('sh exec 3> and forked children', "exec 3>7.txt; printf 'one\\n' >&3; (true); "
      "sh -c 'exit 0'; printf 'two\\n' >&3; exec 3>&-", [b'one\n']),
     ('two appenders, one killed', "%s -c '%s'" % (PY, APPENDERS)),
+    ('logrotate: mv while open', "%s -c '%s'" % (PY, ROTATE)),
     ('dd conv=notrunc', "printf XYZ | dd of=0.txt bs=1 seek=2 conv=notrunc status=none"),
     ('cp', 'cp "$SRC/new1.txt" 1.txt && cp "$SRC/new2.txt" copied.txt'),
     ('cp -a', 'cp -a "$SRC/new3.txt" "$SRC/new1.txt" .'),
