@@ -114,6 +114,39 @@ static void unhanded(struct zrfs *fs, fuse_ino_t ino)
 		t->let_go(fs, ino);
 }
 
+/* The number file @ino another subtree gave is known to the kernel by (an
+ * overlay's identity: a new file's number, kept once it is a record), with
+ * @count counted as handed (zrfs_inode_again); 0 if none. */
+static fuse_ino_t identity_of(struct zrfs *fs, fuse_ino_t ino, bool count)
+{
+	fuse_ino_t id;
+
+	for (size_t k = 0; k < NSUBTREES; k++)
+		if (subtrees[k]->identity && (id = subtrees[k]->identity(fs, ino, count)) != 0)
+			return id;
+	return 0;
+}
+
+/* Answer a lookup that gave file @ino with the number the kernel knows
+ * the file by, if it is not @ino (identity_of): true if answered. */
+static bool reply_identity(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
+{
+	struct fuse_entry_param e;
+	fuse_ino_t id = identity_of(fs, ino, true);
+
+	if (!id)
+		return false;
+	memset(&e, 0, sizeof e); /* never cached: the record may change under it */
+	e.ino = id;
+	if (attr_of(fs, v, id, &e.attr) < 0) {
+		zrfs_inode_forget(fs, id, 1);
+		return false;
+	}
+	unhanded(fs, ino);
+	zrfs_reply_handed(req, fs, &e, NULL);
+	return true;
+}
+
 /* Reply to a lookup with @ino (0: a negative entry), cached @timeout; the
  * number is handed to the kernel, or let go. */
 static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
@@ -152,7 +185,8 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (subtrees[k]->overlay)
 			rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
 	if (rc == 0) { /* never cached: the writer's until stored */
-		reply_entry(req, fs, v, ino, 0);
+		if (!reply_identity(req, fs, v, ino))
+			reply_entry(req, fs, v, ino, 0);
 		zrfs_names_end(fs);
 		return;
 	}
@@ -164,12 +198,13 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = t->lookup(fs, v, parent, name, &ino);
 	}
 	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
-	    rc == ZRFS_ENOENT_LATER)
+	    rc == ZRFS_ENOENT_LATER) {
 		zrfs_reply_err(req, -ENOENT); /* not cached */
-	else if (rc < 0 && rc != -ENOENT)
+	} else if (rc < 0 && rc != -ENOENT) {
 		zrfs_reply_err(req, rc);
-	else
+	} else if (rc < 0 || !reply_identity(req, fs, v, ino)) {
 		reply_entry(req, fs, v, rc < 0 ? 0 : ino, fs->opts.timeout);
+	}
 	zrfs_names_end(fs);
 }
 
@@ -196,10 +231,14 @@ static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 	}
 	rc = attr_now(fs, ino, &st);
 
-	if (rc < 0)
+	if (rc < 0) {
 		zrfs_reply_err(req, rc);
-	else
-		zrfs_reply_attr(req, &st, fs->opts.timeout);
+	} else {
+		/* an overlay's number (a file being written, or one kept by a
+		 * record since) may change under it: not cached */
+		const struct zrfs_subtree *t = owner_of(fs, ino);
+		zrfs_reply_attr(req, &st, t && t->overlay ? 0 : fs->opts.timeout);
+	}
 }
 
 /* ---- listings ---- */
@@ -223,7 +262,8 @@ struct listing {
 
 /* Add one entry to resume after at @next; false when the buffer is full
  * (or, with attributes, the number cannot be counted). */
-static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t type, off_t next)
+static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t type, off_t next,
+		     bool uncached)
 {
 	size_t n;
 
@@ -231,7 +271,7 @@ static bool list_add(struct listing *l, const char *name, fuse_ino_t ino, mode_t
 		struct fuse_entry_param e;
 		memset(&e, 0, sizeof e);
 		e.ino = ino;
-		e.entry_timeout = e.attr_timeout = l->fs->opts.timeout;
+		e.entry_timeout = e.attr_timeout = uncached ? 0 : l->fs->opts.timeout;
 		if (attr_of(l->fs, l->v, ino, &e.attr) < 0) {
 			/* listed, but every access goes through lookup and fails there */
 			if (type == S_IFDIR)
@@ -273,6 +313,7 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 {
 	int rc;
 
+	d->uncached = false;
 	if (dir != ZRFS_INO_ROOT && t->overlay) /* a directory of its own */
 		return t->entry(fs, v, dir, pos, d);
 	if (dir != ZRFS_INO_ROOT) {
@@ -280,12 +321,20 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 		 * then the overlays' own */
 		if (pos < ZRFS_OVERLAY_POS && (rc = t->entry(fs, v, dir, pos, d)) != 0) {
 			fuse_ino_t own = d->ino;
-			for (size_t k = 0; rc > 0 && k < NSUBTREES; k++)
+			bool shadowed = false;
+			for (size_t k = 0; rc > 0 && k < NSUBTREES && !shadowed; k++)
 				if (subtrees[k]->overlay && subtrees[k] != t &&
-				    subtrees[k]->shadow(fs, v, dir, d)) {
+				    (shadowed = subtrees[k]->shadow(fs, v, dir, d)))
 					unhanded(fs, own);
-					break;
-				}
+			fuse_ino_t id;
+			if (rc > 0 && !shadowed && d->type == S_IFREG &&
+			    (id = identity_of(fs, own, false)) != 0) {
+				/* not counted: a listing with attributes hands it,
+				 * uncached, so that the next path walk looks it up */
+				unhanded(fs, own);
+				d->ino = id;
+				d->uncached = true;
+			}
 			return rc;
 		}
 		for (size_t k = 0; k < NSUBTREES; k++)
@@ -325,9 +374,10 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 		   (plus && !(l.handed = malloc(l.cap * sizeof *l.handed)))) {
 		zrfs_reply_err(req, -ENOMEM);
 	} else {
-		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1)) &&
-		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2))) {
-			while (rc == 1 && list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1))
+		if ((off > 0 || list_add(&l, ".", ino, S_IFDIR, 1, false)) &&
+		    (off > 1 || list_add(&l, "..", ZRFS_INO_ROOT, S_IFDIR, 2, false))) {
+			while (rc == 1 &&
+			       list_add(&l, d.name, d.ino, d.type, (off_t)d.pos + 1, d.uncached))
 				rc = next_entry(fs, l.v, t, ino, d.pos + 1, &d);
 		}
 		if (zrfs_reply_buf(req, l.buf, l.used) != 0) /* nothing handed */

@@ -130,6 +130,17 @@ int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *
 	return rc;
 }
 
+bool zrfs_inode_again(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct entry *e;
+	struct shard *s = shard_lock(fs->inodes, ino, &e);
+
+	if (e)
+		e->nlookup++;
+	pthread_mutex_unlock(&s->lock);
+	return e != NULL;
+}
+
 bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct zrfs_inodes *t = fs->inodes;

@@ -20,6 +20,7 @@ struct zrfs_dirent {
 	fuse_ino_t ino;
 	mode_t type;          /* S_IFDIR or S_IFREG */
 	uint64_t pos;         /* its position; a listing goes on at pos + 1 */
+	bool uncached;        /* an overlay's identity: attributes not cached */
 };
 
 /* A lookup's answer for a name nothing has now that a commit may give
@@ -73,6 +74,13 @@ struct zrfs_subtree {
 	/* An overlay's: entry @d another subtree lists in @dir is one of its
 	 * own now (d->ino replaced: true), or stays (false). */
 	bool (*shadow)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, struct zrfs_dirent *d);
+	/* An overlay's: the number of its own the file @ino another subtree
+	 * gave (a lookup, an entry) is known to the kernel by (a new file's
+	 * number, kept once it is a record), or 0; with @count, counted as
+	 * handed to the kernel once more (zrfs_inode_again). Its attributes
+	 * are not cached: the record may change under a number no version
+	 * tells. */
+	fuse_ino_t (*identity)(struct zrfs *fs, fuse_ino_t ino, bool count);
 	/* @name in directory @parent (the root or an owned node): *out, or
 	 * -ENOENT, ZRFS_ENOENT_LATER, -ENOTDIR (@parent is a file). */
 	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,

@@ -268,6 +268,10 @@ void zrfs_inodes_destroy(struct zrfs *fs);
  * FORGET; a number held already lets it go at once. 0, or -ENOMEM (not
  * counted, let go: answer with the error). The root is never counted. */
 int zrfs_inode_hand(struct zrfs *fs, fuse_ino_t ino, const struct zrfs_subtree *hook);
+/* The kernel is about to be handed @ino once more, a number it holds
+ * already (its owner keeps what the number means by a lock of its own):
+ * counted, true; false if it holds it no more (not counted). */
+bool zrfs_inode_again(struct zrfs *fs, fuse_ino_t ino);
 /* The kernel forgot @nlookup lookups of @ino: true if it holds none now
  * (its pin goes, its reference is let go). */
 bool zrfs_inode_forget(struct zrfs *fs, fuse_ino_t ino, uint64_t nlookup);

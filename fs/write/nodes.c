@@ -89,10 +89,15 @@ void zrfs_node_release(struct zrfs_writes *w, struct wnode *n)
 	zrfs_node_put(n);
 }
 
+static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id);
+
 void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id)
 {
 	struct wnode *n = record_find(w, field, id);
 
+	/* a file kept its number when it became the record: the record's
+	 * value is another file's now */
+	identity_drop(w, field, id);
 	if (!n)
 		return;
 	n->detached = true;
@@ -122,8 +127,55 @@ static struct winode *inode_add(struct zrfs_writes *w, fuse_ino_t ino)
 	return i;
 }
 
+/* Winode @i is record (i->field, i->id)'s file from now on (i->id NO_ID:
+ * no record's), in the identities. */
+static void identity_set(struct zrfs_writes *w, struct winode *i)
+{
+	if (i->identity) {
+		zrfs_table_del(&w->identities, &i->by_record);
+		atomic_fetch_sub(&w->nidentities, 1);
+	}
+	if (i->id != NO_ID)
+		identity_drop(w, i->field, i->id); /* the newest file is the record's */
+	i->identity = i->id != NO_ID && !i->draft && !i->moved &&
+		      zrfs_table_add(&w->identities, &i->by_record, record_hash(i->field, i->id)) == 0;
+	if (i->identity)
+		atomic_fetch_add(&w->nidentities, 1);
+}
+
+/* Record (@field, @id)'s files have no number of their own any more. */
+static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	struct zrfs_link *l, *next;
+
+	if (!atomic_load(&w->nidentities))
+		return;
+	for (l = zrfs_table_first(&w->identities, record_hash(field, id)); l; l = next) {
+		struct winode *i = zrfs_container(l, struct winode, by_record);
+		next = zrfs_table_next(l);
+		if (i->field == field && i->id == id) {
+			zrfs_table_del(&w->identities, &i->by_record);
+			atomic_fetch_sub(&w->nidentities, 1);
+			i->identity = false;
+		}
+	}
+}
+
+fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->identities, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct winode *i = zrfs_container(l, struct winode, by_record);
+		if (i->field == field && i->id == id && i->text == text)
+			return i->ino;
+	}
+	return 0;
+}
+
 static void inode_del(struct zrfs_writes *w, struct winode *i)
 {
+	i->id = NO_ID;
+	identity_set(w, i); /* none any more */
 	zrfs_table_del(&w->inodes, &i->link);
 	if (i->moved) {
 		*(i->older ? &i->older->newer : &w->moved_oldest) = i->newer;
@@ -292,6 +344,8 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 		}
 		if (!zrfs_inode_held(w->fs, d->ino))
 			inode_del(w, i);
+		else if (!d->detached)
+			identity_set(w, i); /* the record's file keeps its number */
 	}
 	zrfs_node_put(d); /* the tables' */
 }
@@ -307,9 +361,9 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 	if (!d->tree && (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0))
 		zrfs_alias_set(w, d->parent, d->field, d->name, id);
 	d->stored = id;
-	zrfs_draft_unlist(w, d);
 	/* its handles write the record from now on */
 	zrfs_nodes_detach_record(w, d->field, id);
+	zrfs_draft_unlist(w, d);
 	d->kind = WN_RECORD;
 	d->id = id;
 	if (d->handles && zrfs_table_add(&w->records, &d->by_record, record_hash(d->field, id)) == 0)
@@ -468,8 +522,11 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 	for (size_t b = 0; b < w->inodes.cap; b++)
 		for (struct zrfs_link *l = w->inodes.buckets[b]; l; l = l->next) {
 			struct winode *i = zrfs_container(l, struct winode, link);
-			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field))
+			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field)) {
 				i->id = to;
+				if (i->identity)
+					identity_set(w, i);
+			}
 		}
 	for (struct walias *a = w->alias_oldest; a; a = a->newer)
 		if (a->id == from && (field == ZR_FIELDS_MAX || a->field == field))
@@ -588,4 +645,5 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 	zrfs_table_free(&w->records);
 	zrfs_table_free(&w->inodes);
 	zrfs_table_free(&w->aliases);
+	zrfs_table_free(&w->identities);
 }

@@ -235,6 +235,28 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 	return yes;
 }
 
+static fuse_ino_t writing_identity(struct zrfs *fs, fuse_ino_t ino, bool count)
+{
+	struct zrfs_writes *w = fs->writes;
+	bool text = ino >> 56 == 2; /* a class as text, in tree/ */
+	unsigned field, version;
+	fuse_ino_t out;
+	uint64_t id;
+
+	if (!w || !atomic_load(&w->nidentities) ||
+	    !zrfs_rec_decode(fs, text ? (ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC : ino, &field, &id,
+			     &version))
+		return 0;
+	/* counted while the winode cannot go: a FORGET that came first
+	 * waits for names_lock to let it go */
+	pthread_mutex_lock(&w->names_lock);
+	out = zrfs_winode_identity(w, field, id, text);
+	if (out && count && !zrfs_inode_again(fs, out))
+		out = 0;
+	pthread_mutex_unlock(&w->names_lock);
+	return out;
+}
+
 const struct zrfs_subtree zrfs_writing = {
 	.name = "writing",
 	.overlay = true,
@@ -244,5 +266,6 @@ const struct zrfs_subtree zrfs_writing = {
 	.attr = writing_attr,
 	.entry = writing_entry,
 	.shadow = writing_shadow,
+	.identity = writing_identity,
 	.read = writing_read,
 };

@@ -36,7 +36,10 @@
  *            with its name: writes through it go to the record it is now).
  *            The kernel's lookups of either are counted in inodes.c, as of
  *            every number; a winode goes once its draft is not listed and
- *            the kernel holds the number no more.
+ *            the kernel holds the number no more. A draft's number stays its
+ *            file's once the draft is a record (its identity): lookups and
+ *            listings of the record's file give it while the kernel holds
+ *            it, as a file keeps its inode number on any filesystem.
  *   alias    a name that is not an id but names a record in a field
  *            directory: a new file's name after it became a record, or a
  *            record's file renamed to it. Resolved, not listed; bounded.
@@ -213,6 +216,8 @@ struct winode {
 	bool text;            /* shown as tree/ shows it: a class as decimal text */
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
+	bool identity;        /* a draft's number that became its record's file: */
+	struct zrfs_link by_record; /* ... in identities, by (field, id) */
 };
 
 struct walias {
@@ -238,6 +243,8 @@ struct zrfs_writes {
 	/* nodes.c, under names_lock */
 	pthread_mutex_t names_lock;
 	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
+	struct zrfs_table identities; /* winodes that are records' files, by (field, id) */
+	atomic_size_t nidentities; /* read without names_lock: whether to look at all */
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndirs;         /* directories made through the mount */
 	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */
@@ -382,6 +389,11 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
 /* The node a record node was for @field/@id is dropped from the table
  * when nothing needs it (no handle, nothing to store). */
 void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
+/* The number of record @id's file of @field (@text: its twin in tree/)
+ * that is the number the kernel was handed when the file was created, if
+ * the kernel still holds it (a new file keeps its number when committed);
+ * 0 if none. */
+fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text);
 /* Inode numbers: what @ino is to the write layer (NULL: nothing); a
  * record's number @ino moved onto (field, @id), tracked if the kernel holds
  * it, @hook (the overlay) told when it forgets it; @ino let go (the

@@ -271,8 +271,8 @@ Test(write_names, names_in_log_lines_are_escaped, .init = setup, .fini = teardow
 Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, .init = setup,
      .fini = teardown)
 {
-	create(2, "a.bin", "a");
-	create(2, "b.bin", "b");
+	fuse_ino_t a = create(2, "a.bin", "a"), b = create(2, "b.bin", "b");
+
 	group();
 	expect_value(2, T_N, "a");
 	expect_value(2, T_N + 1, "b");
@@ -281,7 +281,12 @@ Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, 
 	cr_assert_eq(length_now(), T_N + 1);
 	expect_value(2, T_N, "b");
 	cr_assert_not_null(strstr(t_log, "record 11 is now record 10"), "%s", t_log);
-	cr_assert_eq(lookup(2, "b.bin"), zrfs_rec_ino(2, T_N, 0), "its name follows it");
+	cr_assert_eq(kernel_lookup(2, "b.bin"), b, "its name and number follow it");
+	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, T_N, 0), false), b,
+		     "a's number went with its record");
+	zrfs_inode_forget(&t_fs, a, 1);
+	cr_assert(zrfs_inode_forget(&t_fs, b, 2)); /* its create's and that lookup's */
+	cr_assert_eq(kernel_lookup(2, "b.bin"), zrfs_rec_ino(2, T_N, 0), "forgotten: the record's own");
 }
 
 /* More new files open at once than a group takes: none is refused (a split
@@ -333,7 +338,8 @@ static void setup_names(void)
 Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .init = setup_names,
      .fini = teardown)
 {
-	create(0, "cat.bin", "meow");
+	fuse_ino_t cat = create(0, "cat.bin", "meow");
+
 	group();
 	expect_value(0, 1, "meow");
 	expect_value(1, 1, "cat.bin");
@@ -342,7 +348,9 @@ Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .
 	cr_assert_eq(t_reply.err, 0);
 	expect_value(0, 1, "meow");
 	expect_value(1, 1, "kitten.bin");
-	cr_assert_eq(lookup(0, "kitten.bin"), zrfs_rec_ino(0, 1, 0));
+	cr_assert_eq(kernel_lookup(0, "kitten.bin"), cat, "the file keeps its number");
+	cr_assert(zrfs_inode_forget(&t_fs, cat, 2));
+	cr_assert_eq(kernel_lookup(0, "kitten.bin"), zrfs_rec_ino(0, 1, 0));
 	cr_assert_eq(lookup(0, "cat.bin"), 0);
 	/* another record's file renamed: its value moves to a record so named */
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "0.bin", ZRFS_INO_DIR, "dog.bin", 0);
@@ -405,4 +413,50 @@ Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, 
 	cr_assert_eq(t_reply.err, EPERM);
 	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_ROOT, "v");
 	cr_assert_eq(t_reply.err, EPERM);
+}
+
+/* A new file keeps its number once its group makes it a record, for as
+ * long as the kernel holds it (tar's placeholders and sqlite compare inode
+ * numbers): a lookup of its name and an entry of its directory give it,
+ * not the record's file number; once forgotten, the record's. */
+Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fini = teardown)
+{
+	fuse_ino_t ino = create(2, "kept.bin", "kept bytes"); /* counted: the kernel holds it */
+	struct zrfs_dirent d;
+	uint64_t id = T_N;
+
+	group();
+	t_refresh();
+	expect_value(2, id, "kept bytes");
+	zrfs_rw_ops.lookup(NULL, ZRFS_INO_DIR + 2, "kept.bin");
+	cr_assert_eq(t_reply.kind, 'n', "kind %c errno %d", t_reply.kind, t_reply.err);
+	cr_assert_eq(t_reply.entry.ino, ino, "the name gave %llx, not the file's %llx",
+		     (unsigned long long)t_reply.entry.ino, (unsigned long long)ino);
+	cr_assert_eq(t_reply.entry.attr.st_ino, ino);
+	cr_assert_eq(t_reply.entry.attr.st_size, 10);
+	cr_assert_eq(t_reply.entry.attr_timeout, 0, "its attributes are not cached");
+	zrfs_inode_forget(&t_fs, ino, 1); /* that lookup's */
+	/* by the record's own name too */
+	char own[64];
+	zrfs_record_name_format(&t_fs, 2, id, own, sizeof own);
+	zrfs_rw_ops.lookup(NULL, ZRFS_INO_DIR + 2, own);
+	cr_assert_eq(t_reply.entry.ino, ino);
+	zrfs_inode_forget(&t_fs, ino, 1);
+	/* its directory's listing */
+	bool listed = false;
+	for (uint64_t pos = 2; t_entry(&zrfs_fields, ZRFS_INO_DIR + 2, pos, &d) == 1; pos = d.pos + 1)
+		if (d.pos == 2 + id) {
+			cr_assert_eq(zrfs_writing.identity(&t_fs, d.ino, false), ino);
+			listed = true;
+		}
+	cr_assert(listed);
+	/* read through it: the record's bytes */
+	zrfs_rw_ops.read(NULL, ino, 64, 0, &(struct fuse_file_info){0});
+	cr_assert_eq(t_reply.len, 10);
+	cr_assert_arr_eq(t_reply.data, "kept bytes", 10);
+	/* forgotten: the record's own number from then on */
+	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
+	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, id, 0), false), 0);
+	zrfs_rw_ops.lookup(NULL, ZRFS_INO_DIR + 2, "kept.bin");
+	cr_assert(zrfs_is_rec_ino(t_reply.entry.ino));
 }

@@ -264,4 +264,13 @@ static inline fuse_ino_t lookup(unsigned f, const char *name)
 	return t_lookup(&zrfs_writing, ZRFS_INO_DIR + f, name, NULL);
 }
 
+/* The number the kernel's lookup of @name in field @f's directory is
+ * answered with (counted as handed), 0 for none. */
+static inline fuse_ino_t kernel_lookup(unsigned f, const char *name)
+{
+	t_refresh();
+	zrfs_rw_ops.lookup(NULL, ZRFS_INO_DIR + f, name);
+	return t_reply.kind == 'n' ? t_reply.entry.ino : 0;
+}
+
 #endif
