@@ -93,6 +93,18 @@ ROTATE = ('import os\n'
           'got = open("5.txt.1", "rb").read()\n'
           'assert got.endswith(b"before\\nafter\\n"), got\n')
 
+# git in the directory: init, add, commit, stash twice (one popped), a
+# checkout, a commit; the stash counted and the status clean on the way.
+GIT = ('export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t '
+       'GIT_COMMITTER_EMAIL=t@t HOME=/nonexistent; set -e; '
+       'git init -q .; git add -A; git commit -qm one; '
+       'sed -i s/a/A/ 1.txt; git stash -q; git stash pop -q; git stash -q; '
+       'test "$(git stash list | wc -l)" = 1; '
+       'sed -i s/b/B/ 2.txt; git checkout -q -- 2.txt; git stash pop -q; '
+       'test "$(git stash list | wc -l)" = 0; git commit -qam two; '
+       'test -z "$(git status --porcelain)"; '
+       'test "$(git log --oneline | wc -l)" = 2; rm -rf .git')
+
 # The matrix: a name, a shell command run in the directory ($SRC set), and
 # values a reader may see besides the first and the last (what the model
 # lets a program publish on its way, and why), or ANY: what another mount
@@ -144,6 +156,11 @@ MATRIX = [
      "mv 3.txt.lock 3.txt && rm 3.txt"),
     ('mv onto a file, then away', "printf 'new\\n' > x.tmp && mv x.tmp 2.txt && "
      "mv 2.txt moved.txt"),
+    # git's lockfiles (index.lock, HEAD.lock renamed onto their names) and
+    # its stash: a stash popped and made again is one entry, not two; the
+    # repository goes at the end (a dot directory's files are temporary).
+    # 2.txt, edited then checked out, may be read edited
+    ('git', GIT, [b''.join(b'record 2, line %d: aBc bcd cde\n' % k for k in range(4))]),
     ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
 ]
 
