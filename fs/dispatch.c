@@ -478,6 +478,7 @@ static void zrfs_init(void *userdata, struct fuse_conn_info *conn)
 
 	/* a writable mount needs an OPEN per file: a handle for each writer */
 	fs->no_open = !fs->writes && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+	zrfs_notify_setup(fs, conn);
 	/* O_TRUNC as a SETATTR with the new handle, answered with the size the
 	 * record still has: with it in the OPEN, the kernel would empty the
 	 * inode its readers share */

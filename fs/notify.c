@@ -1,17 +1,56 @@
 /*
  * notify.c - what the kernel must forget when a new view is published:
- * names that name something else now (FUSE_NOTIFY_INVAL_ENTRY: a record
- * file with a new inode number, one that came or went, a .npy view or
- * meta.json of a new state) and directories whose listings changed
- * (FUSE_NOTIFY_INVAL_INODE). They are collected while follow.c holds the
- * names lock and sent after it lets go: a notification may wait on the
- * kernel, which may wait on a request, which may wait on the lock.
+ * names that name something else now (a record file with a new inode
+ * number, one that came or went, a .npy view or meta.json of a new state)
+ * and directories whose listings changed (FUSE_NOTIFY_INVAL_INODE). They
+ * are collected while follow.c holds the names lock and sent after it lets
+ * go: a notification may wait on the kernel, which may wait on a request,
+ * which may wait on the lock.
+ *
+ * Names are told with FUSE_NOTIFY_INC_EPOCH where the kernel has it
+ * (Linux 6.16, FUSE 7.44): every name it caches is looked up again before
+ * its next use, and the kernel takes no lock to hear it. The older
+ * FUSE_NOTIFY_INVAL_ENTRY takes the directory's lock, which a program's
+ * rename, create or lookup in that directory holds while it waits for our
+ * answer: if the daemon is killed then (SIGKILL, the OOM killer), its
+ * notifying thread cannot finish dying, /dev/fuse is never closed, and the
+ * program and the mount hang until `umount -f`. An epoch cannot: on those
+ * kernels only, zrfs falls back to the old notification (zrfs(8)).
+ * A listing's notification (INVAL_INODE of a directory) takes no lock that
+ * a request holds across its answer; a record file's, sent only when every
+ * version of it is held and the oldest number is taken back for new bytes
+ * (versions.c), waits for its pages being read, as the old one did.
  */
 #include "zrfs_i.h"
 
 #include <errno.h>
+#include <linux/fuse.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* fuse_notify_code's next after FUSE_NOTIFY_RESEND (7); libfuse 3.14 and
+ * Debian 12's headers have neither */
+#define NOTIFY_INC_EPOCH 8
+#define EPOCH_MINOR 44
+
+void zrfs_notify_setup(struct zrfs *fs, const struct fuse_conn_info *conn)
+{
+	atomic_store(&fs->epochs, conn->proto_major == 7 && conn->proto_minor >= EPOCH_MINOR);
+}
+
+bool zrfs_notify_epoch(struct zrfs *fs)
+{
+	struct fuse_out_header h = {.len = sizeof h, .error = NOTIFY_INC_EPOCH, .unique = 0};
+
+	if (!fs->se || !atomic_load(&fs->epochs))
+		return false;
+	if (write(fuse_session_fd(fs->se), &h, sizeof h) == (ssize_t)sizeof h)
+		return true;
+	if (errno == EINVAL) /* a kernel that says 7.44 but has it not: never again */
+		atomic_store(&fs->epochs, false);
+	return false;
+}
 
 static int note(struct zrfs_notes *notes, fuse_ino_t ino, const char *name)
 {
@@ -54,17 +93,22 @@ static int cmp(const void *a, const void *b)
 
 void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes)
 {
+	bool names = false, epoch;
+
 	if (notes->n)
 		qsort(notes->v, notes->n, sizeof *notes->v, cmp);
 	for (size_t i = 0; i < notes->n; i++) {
 		const struct zrfs_note *t = &notes->v[i];
-		if (i > 0 && cmp(t, t - 1) == 0)
-			continue;
+		names |= t->name != NULL;
 		/* -ENOENT: the kernel has nothing of it cached, which is fine */
-		if (t->name)
-			fuse_lowlevel_notify_inval_entry(fs->se, t->ino, t->name, strlen(t->name));
-		else
+		if (!t->name && (i == 0 || cmp(t, t - 1) != 0))
 			fuse_lowlevel_notify_inval_inode(fs->se, t->ino, 0, 0);
+	}
+	epoch = names && zrfs_notify_epoch(fs);
+	for (size_t i = 0; i < notes->n && names && !epoch; i++) {
+		const struct zrfs_note *t = &notes->v[i];
+		if (t->name && (i == 0 || cmp(t, t - 1) != 0))
+			fuse_lowlevel_notify_inval_entry(fs->se, t->ino, t->name, strlen(t->name));
 	}
 	for (size_t i = 0; i < notes->n; i++)
 		free(notes->v[i].name);

@@ -206,6 +206,7 @@ struct zrfs {
 	struct fuse_session *se;
 	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
+	atomic_bool epochs;   /* names are told with an epoch (notify.c) */
 	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
 };
 
@@ -430,6 +431,11 @@ int zrfs_notes_entry(struct zrfs_notes *notes, fuse_ino_t parent, const char *na
 int zrfs_notes_inode(struct zrfs_notes *notes, fuse_ino_t ino);
 /* Tell the kernel everything noted (duplicates once), and empty @notes. */
 void zrfs_notes_send(struct zrfs *fs, struct zrfs_notes *notes);
+/* At INIT: whether the kernel has FUSE_NOTIFY_INC_EPOCH. */
+void zrfs_notify_setup(struct zrfs *fs, const struct fuse_conn_info *conn);
+/* Have the kernel look up every name it caches again before its next use,
+ * taking no lock: true; false where it cannot (tell names one by one). */
+bool zrfs_notify_epoch(struct zrfs *fs);
 /* Move every note of @src to @dst, leaving @src empty: 0, or -ENOMEM (the
  * notes of @src are then dropped: those names show an older state until
  * the kernel looks them up again after its timeout). */
