@@ -90,6 +90,7 @@ void zrfs_node_release(struct zrfs_writes *w, struct wnode *n)
 }
 
 static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id);
+static void inode_del(struct zrfs_writes *w, struct winode *i);
 
 void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id)
 {
@@ -143,7 +144,8 @@ static void identity_set(struct zrfs_writes *w, struct winode *i)
 		atomic_fetch_add(&w->nidentities, 1);
 }
 
-/* Record (@field, @id)'s files have no number of their own any more. */
+/* Record (@field, @id)'s files have no number of their own any more; one
+ * the kernel does not hold means nothing now. */
 static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
 {
 	struct zrfs_link *l, *next;
@@ -157,6 +159,8 @@ static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
 			zrfs_table_del(&w->identities, &i->by_record);
 			atomic_fetch_sub(&w->nidentities, 1);
 			i->identity = false;
+			if (!i->draft && !zrfs_inode_held(w->fs, i->ino))
+				inode_del(w, i);
 		}
 	}
 }
@@ -342,10 +346,13 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 			zrfs_node_put(i->draft);
 			i->draft = NULL;
 		}
-		if (!zrfs_inode_held(w->fs, d->ino))
+		/* the record's file keeps its number, held or not (while there
+		 * is room for those not held) */
+		bool held = zrfs_inode_held(w->fs, d->ino);
+		if (!d->detached && (held || atomic_load(&w->nidentities) < IDENTITIES_MAX))
+			identity_set(w, i);
+		if (!held && !i->identity)
 			inode_del(w, i);
-		else if (!d->detached)
-			identity_set(w, i); /* the record's file keeps its number */
 	}
 	zrfs_node_put(d); /* the tables' */
 }
@@ -387,7 +394,10 @@ void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino)
 {
 	struct winode *i = zrfs_winode_find(w, ino);
 
-	if (i && !(i->draft && i->draft->listed) && !zrfs_inode_held(w->fs, ino))
+	/* a record's file keeps its number (while there is room): looked up
+	 * again, it is that number */
+	if (i && !(i->draft && i->draft->listed) && !zrfs_inode_held(w->fs, ino) &&
+	    !(i->identity && atomic_load(&w->nidentities) <= IDENTITIES_MAX))
 		inode_del(w, i);
 }
 
@@ -520,12 +530,16 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 			d->stored = to;
 	}
 	for (size_t b = 0; b < w->inodes.cap; b++)
-		for (struct zrfs_link *l = w->inodes.buckets[b]; l; l = l->next) {
+		for (struct zrfs_link *l = w->inodes.buckets[b], *next; l; l = next) {
 			struct winode *i = zrfs_container(l, struct winode, link);
+			next = l->next;
 			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field)) {
 				i->id = to;
 				if (i->identity)
 					identity_set(w, i);
+				next = l->next; /* identity_set may have let the next go */
+				if (to == NO_ID && !zrfs_inode_held(w->fs, i->ino))
+					inode_del(w, i); /* a file removed that nobody holds */
 			}
 		}
 	for (struct walias *a = w->alias_oldest; a; a = a->newer)

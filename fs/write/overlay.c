@@ -242,6 +242,7 @@ static fuse_ino_t writing_identity(struct zrfs *fs, fuse_ino_t ino, bool count)
 	unsigned field, version;
 	fuse_ino_t out;
 	uint64_t id;
+	bool held;
 
 	if (!w || !atomic_load(&w->nidentities) ||
 	    !zrfs_rec_decode(fs, text ? (ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC : ino, &field, &id,
@@ -251,9 +252,13 @@ static fuse_ino_t writing_identity(struct zrfs *fs, fuse_ino_t ino, bool count)
 	 * waits for names_lock to let it go */
 	pthread_mutex_lock(&w->names_lock);
 	out = zrfs_winode_identity(w, field, id, text);
-	if (out && count && !zrfs_inode_again(fs, out))
-		out = 0;
+	held = out && count && zrfs_inode_again(fs, out);
 	pthread_mutex_unlock(&w->names_lock);
+	/* a number the kernel forgot is the file's still: handed afresh (if
+	 * the record changes meanwhile, the number shows nothing, and the
+	 * lookup answers with the record's own: dispatch.c) */
+	if (out && count && !held && zrfs_inode_hand(fs, out, &zrfs_writing) < 0)
+		out = 0;
 	return out;
 }
 

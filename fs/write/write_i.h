@@ -38,8 +38,10 @@
  *            every number; a winode goes once its draft is not listed and
  *            the kernel holds the number no more. A draft's number stays its
  *            file's once the draft is a record (its identity): lookups and
- *            listings of the record's file give it while the kernel holds
- *            it, as a file keeps its inode number on any filesystem.
+ *            listings of the record's file give it, also once the kernel
+ *            forgot it (IDENTITIES_MAX of those at most), until the record's
+ *            value is another file's, as a file keeps its inode number on
+ *            any filesystem.
  *   alias    a name that is not an id but names a record in a field
  *            directory: a new file's name after it became a record, or a
  *            record's file renamed to it. Resolved, not listed; bounded.
@@ -118,6 +120,10 @@
 #define DIRS_MAX 4096
 /* Record numbers moved by renames, kept until the kernel forgets them. */
 #define MOVED_MAX (1u << 20)
+/* Records' files that keep their numbers once the kernel forgets them (a
+ * file made through the mount is its number from create to removal); past
+ * it, one the kernel forgets takes its record's number again. */
+#define IDENTITIES_MAX 65536
 /* Listing positions of drafts in a field directory (records: 2 + id). */
 #define DRAFT_POS ZRFS_OVERLAY_POS
 
@@ -390,9 +396,8 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
  * when nothing needs it (no handle, nothing to store). */
 void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
 /* The number of record @id's file of @field (@text: its twin in tree/)
- * that is the number the kernel was handed when the file was created, if
- * the kernel still holds it (a new file keeps its number when committed);
- * 0 if none. */
+ * that is the number the kernel was handed when the file was created (a
+ * new file keeps its number when committed); 0 if none. */
 fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text);
 /* Inode numbers: what @ino is to the write layer (NULL: nothing); a
  * record's number @ino moved onto (field, @id), tracked if the kernel holds

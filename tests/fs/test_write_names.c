@@ -286,7 +286,7 @@ Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, 
 		     "a's number went with its record");
 	zrfs_inode_forget(&t_fs, a, 1);
 	cr_assert(zrfs_inode_forget(&t_fs, b, 2)); /* its create's and that lookup's */
-	cr_assert_eq(kernel_lookup(2, "b.bin"), zrfs_rec_ino(2, T_N, 0), "forgotten: the record's own");
+	cr_assert_eq(kernel_lookup(2, "b.bin"), b, "forgotten: the file's number still");
 }
 
 /* More new files open at once than a group takes: none is refused (a split
@@ -350,7 +350,8 @@ Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .
 	expect_value(1, 1, "kitten.bin");
 	cr_assert_eq(kernel_lookup(0, "kitten.bin"), cat, "the file keeps its number");
 	cr_assert(zrfs_inode_forget(&t_fs, cat, 2));
-	cr_assert_eq(kernel_lookup(0, "kitten.bin"), zrfs_rec_ino(0, 1, 0));
+	cr_assert_eq(kernel_lookup(0, "kitten.bin"), cat, "forgotten, the number is the file's");
+	cr_assert(zrfs_inode_forget(&t_fs, cat, 1));
 	cr_assert_eq(lookup(0, "cat.bin"), 0);
 	/* another record's file renamed: its value moves to a record so named */
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR, "0.bin", ZRFS_INO_DIR, "dog.bin", 0);
@@ -415,10 +416,10 @@ Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, 
 	cr_assert_eq(t_reply.err, EPERM);
 }
 
-/* A new file keeps its number once its group makes it a record, for as
- * long as the kernel holds it (tar's placeholders and sqlite compare inode
- * numbers): a lookup of its name and an entry of its directory give it,
- * not the record's file number; once forgotten, the record's. */
+/* A new file keeps its number once its group makes it a record (tar's
+ * placeholders and sqlite compare inode numbers): a lookup of its name and
+ * an entry of its directory give it, not the record's file number, also
+ * after the kernel forgot it; removed, the number goes with it. */
 Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fini = teardown)
 {
 	fuse_ino_t ino = create(2, "kept.bin", "kept bytes"); /* counted: the kernel holds it */
@@ -454,9 +455,17 @@ Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fi
 	zrfs_rw_ops.read(NULL, ino, 64, 0, &(struct fuse_file_info){0});
 	cr_assert_eq(t_reply.len, 10);
 	cr_assert_arr_eq(t_reply.data, "kept bytes", 10);
-	/* forgotten: the record's own number from then on */
+	/* forgotten (sqlite's second run finds the file the first made):
+	 * the file's number still, handed again */
 	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
-	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, id, 0), false), 0);
-	zrfs_rw_ops.lookup(NULL, ZRFS_INO_DIR + 2, "kept.bin");
-	cr_assert(zrfs_is_rec_ino(t_reply.entry.ino));
+	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, id, 0), false), ino);
+	cr_assert_eq(kernel_lookup(2, "kept.bin"), ino);
+	cr_assert(zrfs_inode_held(&t_fs, ino));
+	/* removed: nothing keeps the number once the kernel forgets it */
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "kept.bin");
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
+	pthread_mutex_lock(&t_fs.writes->names_lock);
+	cr_assert_null(zrfs_winode_find(t_fs.writes, ino));
+	pthread_mutex_unlock(&t_fs.writes->names_lock);
 }
