@@ -159,8 +159,9 @@ static void ring_start(struct zrfs_uring *u);
  * that lookups and listings of one directory may run in parallel (its
  * FUSE_CAP_PARALLEL_DIROPS never reaches the kernel, which then takes a
  * mutex of the directory around each: readers of one field's files queue
- * there, BENCHMARKS.md), and that we take the rings, if the kernel offered
- * them. */
+ * there, BENCHMARKS.md), that a writable mount's direct_io files may be
+ * mapped shared (libfuse 3.14 has no FUSE_CAP_DIRECT_IO_ALLOW_MMAP), and
+ * that we take the rings, if the kernel offered them. */
 static ssize_t reply_init(struct zrfs_uring *u, int fd, struct iovec *iov, int count)
 {
 	struct fuse_init_out o;
@@ -172,6 +173,10 @@ static ssize_t reply_init(struct zrfs_uring *u, int fd, struct iovec *iov, int c
 	u->init_unique = 0; /* one INIT */
 	if (u->parallel_dirops)
 		o.flags |= FUSE_PARALLEL_DIROPS;
+	if (u->shared_mmap) {
+		o.flags |= FUSE_INIT_EXT;
+		o.flags2 |= MMAP_OFFER;
+	}
 	if (u->offered) {
 		o.flags |= FUSE_INIT_EXT;
 		o.flags2 |= RING_OFFER;
@@ -233,6 +238,11 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 		const struct fuse_init_in *init = (const void *)(in + 1);
 		u->init_unique = in->unique;
 		u->parallel_dirops = (init->flags & FUSE_PARALLEL_DIROPS) != 0;
+		/* a writable mount's files are direct_io (their readers must see
+		 * each write): a shared map of one (sqlite's WAL index) is ENODEV
+		 * unless we say the kernel may map them through its page cache */
+		u->shared_mmap = fs->writes && (init->flags & FUSE_INIT_EXT) &&
+				 (init->flags2 & MMAP_OFFER);
 		u->offered = fs->opts.uring && (init->flags & FUSE_INIT_EXT) &&
 			     (init->flags2 & RING_OFFER);
 		if (fs->opts.uring && !u->offered)

@@ -16,6 +16,7 @@
 /* ---- the kernel's ABI (FUSE 7.42; Debian 12's linux/fuse.h is 7.38) ---- */
 
 #define RING_OFFER (1u << (41 - 32)) /* FUSE_OVER_IO_URING, as a flags2 bit */
+#define MMAP_OFFER (1u << (36 - 32)) /* FUSE_DIRECT_IO_ALLOW_MMAP (7.39), a flags2 bit */
 #define RING_AREA 128                /* the in_out and op_in areas */
 
 enum { RING_CMD_REGISTER = 1, RING_CMD_COMMIT_AND_FETCH = 2 };
@@ -95,6 +96,7 @@ struct zrfs_uring {
 	uint64_t init_unique;        /* the INIT request (0: answered), whether it offered */
 	bool offered;                /* ... rings we take (-o uring) */
 	bool parallel_dirops;        /* ... parallel lookups and listings */
+	bool shared_mmap;            /* ... shared maps of direct_io files (-o writable) */
 	struct ring_thread *threads;
 	_Atomic(struct ring_ent *) *ents; /* every entry, never moved or freed while serving */
 	atomic_uint nents;

@@ -105,6 +105,17 @@ GIT = ('export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t '
        'test -z "$(git status --porcelain)"; '
        'test "$(git log --oneline | wc -l)" = 2; rm -rf .git')
 
+# a file written through a shared map, as databases and numpy.memmap do
+MMAP = ('import mmap, os\n'
+        'fd = os.open("mapped.txt", os.O_RDWR | os.O_CREAT, 0o644)\n'
+        'os.ftruncate(fd, 10000)\n'
+        'm = mmap.mmap(fd, 10000)\n'
+        'm[5000:5012] = b"written by m"\n'
+        'm.flush()\n'
+        'm[0:3] = b"top"\n'
+        'm.close()\n'
+        'os.close(fd)\n')
+
 # The matrix: a name, a shell command run in the directory ($SRC set), and
 # values a reader may see besides the first and the last (what the model
 # lets a program publish on its way, and why), or ANY: what another mount
@@ -134,6 +145,15 @@ MATRIX = [
     ('sqlite3', "sqlite3 db.sqlite 'create table t(x); insert into t values (1);' && "
      "sqlite3 db.sqlite 'insert into t values (2); insert into t values (3);' && "
      "[ \"$(sqlite3 db.sqlite 'select sum(x) from t;')\" = 6 ]", ANY),
+    # what msync wrote back is published before the program ends, as by a
+    # program that writes in place
+    ('python mmap shared', "%s -c '%s'" % (PY, MMAP), ANY),
+    # WAL mode maps the -shm file shared: a writable mount's files are
+    # direct_io, which the kernel maps only if the mount says it may
+    ('sqlite3 WAL', "sqlite3 w.sqlite 'pragma journal_mode=wal; create table t(x); "
+     "insert into t values (1);' >/dev/null && sqlite3 w.sqlite 'insert into t values (2);' && "
+     "[ \"$(sqlite3 w.sqlite 'select sum(x) from t;')\" = 3 ] && "
+     "[ ! -e w.sqlite-wal ] && [ ! -e w.sqlite-shm ]", ANY),
     ('logrotate: mv while open', "%s -c '%s'" % (PY, ROTATE)),
     ('dd conv=notrunc', "printf XYZ | dd of=0.txt bs=1 seek=2 conv=notrunc status=none"),
     ('cp', 'cp "$SRC/new1.txt" 1.txt && cp "$SRC/new2.txt" copied.txt'),
