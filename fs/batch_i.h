@@ -112,8 +112,9 @@ static inline uint32_t ino_slot(fuse_ino_t ino)
 int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs));
 void zrfs_batch_tables_destroy(struct zrfs *fs);
 /* The index of spec @name, found or made (for a dataset of @n records; set
- * up makes the -o batches specs first, @listed, to stay): -ENOENT (logged)
- * if it does not parse or fit, or every index is in use. */
+ * up makes the -o batches specs first, @listed, to stay): -ENOENT (logged,
+ * unless @listed: the caller says why) if it does not parse or fit, or
+ * every index is in use. */
 int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed);
 /* The slot of epoch @epoch of spec @spec (the kernel holds the spec's
  * directory), found or opened with an order over @n records: -ENOENT

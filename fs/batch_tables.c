@@ -220,7 +220,8 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 		return idx;
 	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, n) < 0) {
 		char esc[ZRFS_LOG_NAME_MAX], why[ZRFS_LOG_NAME_MAX];
-		if (zrfs_log_admit()) /* the reason may quote the name */
+		if (!listed && zrfs_log_admit()) /* the reason may quote the name;
+						    * -o batches says it itself */
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s/%s: %s\n", ZRFS_BATCHES_NAME,
 				 zrfs_log_name(name, esc, sizeof esc),
 				 zrfs_log_name(zs_errmsg(), why, sizeof why));

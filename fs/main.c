@@ -229,9 +229,15 @@ static int cli_proc(void *data, const char *arg, int key, struct fuse_args *out)
 			c->dataset = strdup(arg);
 			return 0; /* ours */
 		}
-		if (c->nonopts == 2)
+		if (c->nonopts == 2) {
 			c->mountpoint = arg;
-		return c->nonopts == 2 ? 1 : -1; /* the mountpoint is libfuse's */
+			return 1; /* the mountpoint is libfuse's */
+		}
+		fprintf(stderr, "zrfs: unexpected argument '%s' after DATASET and MOUNTPOINT "
+				"(usage: zrfs DATASET MOUNTPOINT [-o OPTIONS]; zrfs --help)\n",
+			arg);
+		c->bad = true;
+		return -1;
 	}
 	return 1;
 }
@@ -452,6 +458,33 @@ static void teardown(struct zrfs *fs)
 	zrfs_dataset_close(fs);
 }
 
+/* Whether mount(8) started this process (mount.fuse3 becomes a shell that
+ * starts it: mount, sh, zrfs): then rw is mount(8)'s, not the user's. */
+static bool started_by_mount(void)
+{
+	int pid = (int)getppid();
+
+	for (int up = 0; up < 3 && pid > 1; up++) {
+		char path[64], stat[512] = "";
+		FILE *f;
+		snprintf(path, sizeof path, "/proc/%d/stat", pid);
+		if (!(f = fopen(path, "re")))
+			return false;
+		size_t n = fread(stat, 1, sizeof stat - 1, f);
+		fclose(f);
+		stat[n] = 0;
+		/* "PID (COMM) STATE PPID ...": COMM may hold spaces and ')' */
+		char *open = strchr(stat, '('), *end = strrchr(stat, ')');
+		if (!open || !end || end < open)
+			return false;
+		if (end - open - 1 == 5 && memcmp(open + 1, "mount", 5) == 0)
+			return true;
+		if (sscanf(end + 1, " %*c %d", &pid) != 1)
+			return false;
+	}
+	return false;
+}
+
 static void cli_free(struct cli *c)
 {
 	free(c->dataset);
@@ -517,12 +550,10 @@ int main(int argc, char **argv)
 	if (resolve_paths(&cli, &fs) < 0)
 		goto out;
 	/* rw is what mount(8) passes when not told ro (fstab "defaults" too):
-	 * it cannot be told from a user's request, so it never makes the
-	 * mount writable, and a user who meant it learns how */
-	if (cli.rw && !cli.writable)
+	 * it never makes the mount writable; a user who typed it learns how */
+	if (cli.rw && !cli.writable && !started_by_mount())
 		fprintf(stderr, "zrfs: %s: the mount is read-only: 'rw' does not make a zrfs mount "
-				"writable (mount(8) passes it unless told 'ro'); "
-				"-o writable does\n", cli.dataset);
+				"writable; -o writable does\n", cli.dataset);
 	/* read-only unless asked, named after the dataset. Mode bits are
 	 * checked by the kernel where other users may enter (allow_other);
 	 * else only the mounting user can, every write the daemon does not
@@ -540,6 +571,13 @@ int main(int argc, char **argv)
 	if (opts.show_help || opts.show_version || !opts.mountpoint) {
 		fputs(usage, opts.mountpoint ? stdout : stderr);
 		rc = opts.mountpoint ? 0 : 2;
+		goto out;
+	}
+	/* libfuse's options are checked here, before the dataset is opened: one
+	 * it does not know is a usage error (it says which) */
+	fs.se = fuse_session_new(&args, cli.writable ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
+	if (!fs.se) {
+		rc = 2;
 		goto out;
 	}
 	if (open_log(cli.log, opts.foreground) < 0)
@@ -566,9 +604,7 @@ int main(int argc, char **argv)
 	}
 	zrfs_view_put(first);
 	fuse_set_log_func(log_func);
-	fs.se = fuse_session_new(&args, cli.writable ? &zrfs_rw_ops : &zrfs_ops, sizeof zrfs_ops, &fs);
-	if (fs.se)
-		rc = serve_session(&fs, fs.se, &opts);
+	rc = serve_session(&fs, fs.se, &opts);
 out:
 	teardown(&fs);
 	free(opts.mountpoint);

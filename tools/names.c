@@ -39,6 +39,16 @@ int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t 
 	return got > 0;
 }
 
+/* OUT_DIR as given, without the slashes that end it ("out/": out/a.jpg). */
+static int shown_len(const char *shown)
+{
+	size_t n = strlen(shown);
+
+	while (n > 1 && shown[n - 1] == '/')
+		n--;
+	return (int)n;
+}
+
 int names_create_at(int dfd, const char *path, const char *shown)
 {
 	char dir[PATH_MAX];
@@ -60,15 +70,15 @@ int names_create_at(int dfd, const char *path, const char *shown)
 	}
 	fd = openat(at, leaf ? leaf + 1 : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST)
-		zr_warn("export: %s/%s: exists (OUT_DIR must be empty, and names differ)", shown,
-			path);
+		zr_warn("export: %.*s/%s: exists (OUT_DIR must be empty, and names differ)",
+			shown_len(shown), shown, path);
 	else if (fd < 0)
-		zr_warn("export: %s/%s: %s", shown, path, strerror(errno));
+		zr_warn("export: %.*s/%s: %s", shown_len(shown), shown, path, strerror(errno));
 	if (at != dfd)
 		close(at);
 	return fd;
 fail:
-	zr_warn("export: %s/%s: %s", shown, path, strerror(errno));
+	zr_warn("export: %.*s/%s: %s", shown_len(shown), shown, path, strerror(errno));
 	if (at >= 0 && at != dfd)
 		close(at);
 	return -1;

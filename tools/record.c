@@ -61,7 +61,7 @@ static int read_field_args(zr_dataset *ds, int argc, char **argv, int from, cons
 			}
 			stdin_used = true;
 		}
-		if (read_file(optarg, &bufs[f], &len) < 0)
+		if (read_file(what, optarg, &bufs[f], &len) < 0)
 			return 1;
 		values[f].data = bufs[f] ? bufs[f] : "";
 		values[f].len = len;

@@ -36,10 +36,10 @@ static int parse_steps(const char *s, uint64_t max, uint64_t *a, uint64_t *b)
 	*b = max;
 	if (head[0] && parse_u64(head, 0, max, "--steps", a) < 0)
 		return -1;
-	if (colon[1] && parse_u64(colon + 1, *a, max, "--steps", b) < 0)
+	if (colon[1] && parse_u64(colon + 1, 0, max, "--steps", b) < 0)
 		return -1;
 	if (*a > *b) {
-		zr_warn("--steps: %s is an empty range", s);
+		zr_warn("--steps: %s is an empty range (A:B runs from step A to B-1; A <= B)", s);
 		return -1;
 	}
 	return 0;

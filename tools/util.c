@@ -128,21 +128,21 @@ bool is_help(const char *arg)
 	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-int read_file(const char *path, void **buf, size_t *len)
+int read_file(const char *what, const char *path, void **buf, size_t *len)
 {
 	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
 	size_t cap = 1 << 16, n = 0;
 	char *p;
 
 	if (fd < 0) {
-		zr_warn("%s: %s", path, strerror(errno));
+		zr_warn("%s: %s: %s", what, path, strerror(errno));
 		return -1;
 	}
 	p = malloc(cap);
 	for (;;) {
 		ssize_t r;
 		if (!p) {
-			zr_warn("%s: out of memory", path);
+			zr_warn("%s: %s: out of memory", what, path);
 			break;
 		}
 		if (n == cap) {
@@ -158,7 +158,7 @@ int read_file(const char *path, void **buf, size_t *len)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			zr_warn("%s: read failed: %s", path, strerror(errno));
+			zr_warn("%s: %s: read failed: %s", what, path, strerror(errno));
 			free(p);
 			p = NULL;
 			break;

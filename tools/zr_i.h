@@ -97,8 +97,9 @@ int parse_u64(const char *s, uint64_t lo, uint64_t hi, const char *what, uint64_
 int parse_size(const char *s, uint64_t hi, const char *what, uint64_t *out);
 /* Is argv[i] asking for help? */
 bool is_help(const char *arg);
-/* Read a whole file ("-" = stdin) into a malloc'd buffer. */
-int read_file(const char *path, void **buf, size_t *len);
+/* Read a whole file ("-" = stdin) into a malloc'd buffer; failures are
+ * said as "@what: PATH: why". */
+int read_file(const char *what, const char *path, void **buf, size_t *len);
 /* Write all of buf to fd. */
 int write_all(int fd, const void *buf, size_t len);
 /* Monotonic seconds. */

@@ -58,3 +58,6 @@ expect_out 'out: 4 files'
 zr export dir ds doc out
 expect_rc 1
 expect_err_has '*out/0.txt: exists (OUT_DIR must be empty*'
+zr export dir ds doc out/
+expect_rc 1
+expect_err_has 'zr: export: out/0.txt: exists (OUT_DIR must be empty*'

@@ -41,6 +41,6 @@ zr put ds --nofield=big
 expect_rc 2
 zr put ds --data=/nonexistent/file
 expect_rc 1
-expect_err_has '*/nonexistent/file: No such file or directory'
+expect_err_has 'zr: put: /nonexistent/file: No such file or directory'
 zr info ds
 expect_out_has 'records      3'

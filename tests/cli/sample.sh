@@ -34,6 +34,10 @@ expect_rc 2
 expect_err_has "*no full batch*"
 zr sample seq --n 10 --steps 3:2
 expect_rc 2
+expect_err_has "zr: --steps: 3:2 is an empty range*"
+zr sample seq --n 10 --steps 1:0
+expect_rc 2
+expect_err_has "zr: --steps: 1:0 is an empty range*"
 zr sample seq --n 10 --steps 0:11
 expect_rc 2
 zr sample seq

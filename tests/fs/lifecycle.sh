@@ -37,11 +37,24 @@ for o in readaround=1T readaround=-1 drop_behind=x prefetch=65; do
 	out=$("$ZRFS" "$DS" "$MNT" -o $o 2>&1) && fail "-o $o accepted"
 	case $out in *"${o%%=*}"*) ;; *) fail "-o $o: the error does not name the option: $out" ;; esac
 done
+# an operand too many, an option libfuse does not know: usage errors (2),
+# said in one line that names them; a bad -o batches spec is said once
+out=$("$ZRFS" "$DS" "$MNT" extra 2>&1)
+[ $? -eq 2 ] || fail "an extra operand: not exit 2"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "an extra operand: more than a line: $out"
+case $out in *"unexpected argument 'extra'"*) ;; *) fail "an extra operand: $out" ;; esac
+out=$("$ZRFS" "$DS" "$MNT" -o nosuchoption 2>&1)
+[ $? -eq 2 ] || fail "an unknown -o: not exit 2"
+case $out in *nosuchoption*) ;; *) fail "an unknown -o does not name it: $out" ;; esac
+out=$("$ZRFS" "$DS" "$MNT" -o batches=shufle 2>&1)
+[ $? -eq 2 ] || fail "-o batches=shufle: not exit 2"
+[ "$(echo "$out" | grep -c shufle)" -eq 1 ] || fail "-o batches=shufle: said more than once: $out"
 mountpoint -q "$MNT" && fail "something got mounted"
 
 # read-only unless -o writable: mount(8) passes rw to every helper unless
 # told ro (it cannot say whether rw was asked for), so rw, from mount(8) or
-# given by hand, mounts read-only and says how to write; ro and writable
+# given by hand, mounts read-only; given by hand, it says how to write
+# (from mount(8), nothing: the user did not type it); ro and writable
 # together are refused
 writes_refused() { # writes_refused HOW
 	grep -q " $MNT fuse.zrfs ro," /proc/mounts || fail "$1: not a read-only mount"
@@ -50,7 +63,7 @@ writes_refused() { # writes_refused HOW
 	fusermount3 -u "$MNT" || fail "$1: unmount"
 }
 "$ZRFS" "$DS" "$MNT" -o rw 2>"$T/err" || fail "-o rw: $(cat "$T/err")"
-grep -q "the mount is read-only: 'rw' does not make a zrfs mount writable.*-o writable does" \
+grep -q "the mount is read-only: 'rw' does not make a zrfs mount writable; -o writable does" \
 	"$T/err" || fail "-o rw says nothing: $(cat "$T/err")"
 writes_refused "-o rw"
 # (mount(8) resets PATH for its helpers, so mount.fuse3 is given the
@@ -59,6 +72,8 @@ for opts in "" "-o rw" "-o defaults"; do
 	# shellcheck disable=SC2086
 	mount -t fuse "$ZRFS#$DS" "$MNT" $opts 2>"$T/err" ||
 		fail "mount -t fuse $opts: $(cat "$T/err")"
+	grep -q "does not make a zrfs mount writable" "$T/err" &&
+		fail "mount -t fuse $opts: a warning about mount(8)'s own rw: $(cat "$T/err")"
 	writes_refused "mount -t fuse $opts"
 done
 mount -t fuse "$ZRFS#$DS" "$MNT" -o writable 2>"$T/err" ||
