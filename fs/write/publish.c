@@ -560,7 +560,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	struct wnode **g;
 	size_t n;
 	int64_t gen = 0;
-	int rc, also_rc = 0;
+	int rc, also_rc = 0, store_rc = 0;
 	bool any = false;
 
 	pthread_mutex_lock(&w->lock);
@@ -572,8 +572,12 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		uint64_t before = zr_length(w->ds);
 		find_key_target(fs, g[i], &keys);
 		pthread_mutex_lock(&g[i]->lock);
-		if (needs_store(w, g[i], also) && (rc = store_draft(fs, g[i])) < 0 && g[i] == also)
-			also_rc = rc; /* told to the fsync; the others are logged */
+		if (needs_store(w, g[i], also) && (rc = store_draft(fs, g[i])) < 0) {
+			if (g[i] == also)
+				also_rc = rc; /* told to the fsync; the others are logged */
+			else if (!store_rc)
+				store_rc = rc;
+		}
 		pthread_mutex_unlock(&g[i]->lock);
 		group_key_add(fs, g[i], &keys, before);
 	}
@@ -603,5 +607,9 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	for (size_t i = 0; i < n; i++)
 		zrfs_node_put(g[i]);
 	free(g);
+	/* the committer's group: nothing stored is a failure, which it
+	 * retries less and less often, not a group with nothing to commit */
+	if (!also && gen == 0 && store_rc < 0)
+		return store_rc;
 	return also_rc < 0 ? also_rc : gen;
 }

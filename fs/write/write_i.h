@@ -451,7 +451,8 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d);
 void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d);
 /* Store the ready drafts (and @d if not NULL: an fsync) and commit them now,
  * make the mount show the commit and settle them: the generation (0: none
- * was waiting), or a negative code. */
+ * was waiting), or a negative code (@d's failure; with @d NULL, the first
+ * store's where none could be stored). */
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
 /* (w->lock held) Make (@field, @id) missing, then remove the record if it
  * has no value left and was made through this mount or, @by_name, is

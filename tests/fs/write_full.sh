@@ -26,9 +26,9 @@ ${ZRFS_WRAP:-} "$ZRFS" "$SMALL/ds" "$MNT" -o writable -f 2>"$T/log" &
 pid=$!
 timeout 60 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted: $(cat "$T/log")"
 
-"$PY" - "$MNT" "$SMALL" "$T/want" <<'EOF' || fail "writing on a full disk (daemon said: $(tail -5 "$T/log"))"
-import errno, os, sys
-mnt, small, want = sys.argv[1:]
+"$PY" - "$MNT" "$SMALL" "$T/want" "$T/log" <<'EOF' || fail "writing on a full disk (daemon said: $(tail -5 "$T/log"))"
+import errno, os, sys, time
+mnt, small, want, log = sys.argv[1:]
 img = mnt + '/img'
 
 def put(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_EXCL):
@@ -77,6 +77,19 @@ try:
 except OSError as e:
     assert e.errno == errno.ENOSPC, e
 os.close(fd)
+# a new file closed on the full disk: the committer retries it less and
+# less often (100 ms, then twice as long each time, 5 s at most: 5 tries in
+# 3 s), not every 100 ms (30). Each try logs a line for it and one for the
+# file that failed above; the log's own limit (10 lines a second) would
+# let a spin write 30. The count is over a window, not a wait for it
+with open(img + '/retried.bin', 'wb') as f:
+    f.write(os.urandom(50_000))
+def tries():
+    return sum('cannot store' in l for l in open(log, errors='replace'))
+t0 = tries()
+time.sleep(3)
+assert tries() - t0 <= 16, f'{tries() - t0} lines of tries to store two files in 3 s'
+os.remove(img + '/retried.bin')
 new0 = os.urandom(300_000)
 err = put(img + '/0.bin', new0, os.O_WRONLY | os.O_TRUNC)
 got0 = open(img + '/0.bin', 'rb').read()
