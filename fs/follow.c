@@ -53,6 +53,10 @@
 #include <unistd.h>
 
 #define POLL_MS 1000
+/* A request waits this long at most for the mount to show the commit it
+ * made (a close, an fsync): past it, the dataset moved or was damaged from
+ * outside and the mount cannot follow it; the request gets EIO. */
+#define SHOW_WAIT_MS 10000
 #define TRIM_BUDGET 4096 /* versions looked at each time, under the names lock */
 
 /* A request answered once the mount shows generation gen. */
@@ -60,6 +64,7 @@ struct answer {
 	fuse_req_t req;
 	uint64_t gen;
 	uint64_t ticket;      /* in the order asked: notes noted before it are sent first */
+	uint64_t asked_ms;    /* when: it waits SHOW_WAIT_MS at most */
 	bool with_attr;
 	struct stat st;
 };
@@ -519,10 +524,36 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_unlock(&w->answers_lock);
 }
 
+/* Answer EIO to the requests that waited SHOW_WAIT_MS for a generation the
+ * mount has not shown (it is at @gen), saying why once. */
+static void answer_late(struct zrfs *fs, uint64_t gen)
+{
+	struct zrfs_follow *w = fs->follow;
+	uint64_t now = zrfs_now_ms(), late = 0;
+	size_t k = 0;
+
+	pthread_mutex_lock(&w->answers_lock);
+	for (size_t i = 0; i < w->nanswers; i++)
+		if (w->answers[i].gen > gen && now - w->answers[i].asked_ms >= SHOW_WAIT_MS) {
+			late = w->answers[i].gen;
+			zrfs_reply_err(w->answers[i].req, -EIO);
+		} else {
+			w->answers[k++] = w->answers[i];
+		}
+	w->nanswers = k;
+	pthread_mutex_unlock(&w->answers_lock);
+	if (late && zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR,
+			 "zrfs: %s: the mount cannot show commit %llu, made through it (%s): "
+			 "its close or fsync fails with EIO\n",
+			 fs->dataset, (unsigned long long)late,
+			 w->last_error[0] ? w->last_error : "the dataset is not where it was");
+}
+
 void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st)
 {
 	struct zrfs_follow *w = fs->follow;
-	struct answer a = {req, (uint64_t)gen, 0, st != NULL, {0}};
+	struct answer a = {req, (uint64_t)gen, 0, zrfs_now_ms(), st != NULL, {0}};
 	bool queued = false;
 
 	if (gen < 0) {
@@ -592,6 +623,7 @@ static void *follower(void *arg)
 		zrfs_notes_send(fs, &notes);
 		zrfs_notes_free(&notes);
 		answer_up_to(fs, gen, upto, false);
+		answer_late(fs, gen);
 	}
 	return NULL;
 }

@@ -55,7 +55,8 @@
  *     descriptor another process inherited, nor (from a handle's second
  *     FLUSH on) of one while the same process keeps another descriptor of
  *     the file open (/proc says; a shell's `cmd >&3` in a loop). The close
- *     is answered once the mount shows the commit.
+ *     is answered once the mount shows the commit (EIO after 10 s if it
+ *     cannot: follow.c).
  *   - a draft: "ready" at those same closes; stored and committed with a
  *     group (publish.c) or at once by fsync; until its group commits it is a
  *     temporary file: renamed, it is still a draft; removed, it never was.

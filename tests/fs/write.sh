@@ -337,3 +337,27 @@ rw_unmount
 "$ZR" cat "$DS" img 6 >"$T/after" || fail "zr cat"
 same "$T/want" "$T/after"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the other user's tries"
+
+# the dataset moved away under the mount: a close that waits for the mount
+# to show its commit gets EIO within 10 s (zrfs(8)), not never, the log
+# says why, and the mount unmounts; the commit itself was made, where the
+# dataset is now
+rw_mount writable
+mv "$DS" "$DS.moved"
+timeout -s KILL 60 "$PY" - "$MNT/img/6.jpg" <<'PYEOF' || fail "a close after the dataset moved: $(tail -3 "$T/log")"
+import errno, os, sys, time
+t0 = time.monotonic()
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b'written after the move')
+try:
+    os.close(fd)
+    sys.exit('the close succeeded though the mount cannot show its commit')
+except OSError as e:
+    assert e.errno == errno.EIO, e
+assert time.monotonic() - t0 < 30, 'the close took %.0f s' % (time.monotonic() - t0)
+PYEOF
+grep -q "cannot show commit .*No such file or directory.*EIO" "$T/log" ||
+	fail "the log does not say why the close failed: $(tail -3 "$T/log")"
+rw_unmount
+[ "$("$ZR" cat "$DS.moved" img 6)" = "written after the move" ] || fail "the commit is not in the moved dataset"
+mv "$DS.moved" "$DS"
