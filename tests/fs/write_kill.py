@@ -29,7 +29,11 @@ directories, overwrites and removes them, while a reader lists and stats
 the directories; checked: zr verify, every save whose fsync returned, and
 no daemon that cannot die.
 
-Then, on one mount that stays, programs that write are killed instead
+Last, FOLLOW_KILLS (default TRIALS) read-only daemons are killed while
+readers list, stat and read the records and another process commits to
+the dataset (zr put), which the mount follows: every daemon dies.
+
+Before that, on one mount that stays, programs that write are killed instead
 (SIGKILL or SIGTERM, at a random instant): a Python writer replacing a
 record in many writes, cp and dd of a large file onto a record, a shell
 that opened a record for its redirection and exec'd a program that never
@@ -90,9 +94,10 @@ def zr(*args, check=True):
     return r
 
 
-def start_daemon(what, ds=DS):
-    """A writable mount of dataset @ds, its daemon this process's child."""
-    d = subprocess.Popen([ZRFS, ds, MNT, '-o', 'writable', '-f'],
+def start_daemon(what, ds=DS, opts=('-o', 'writable')):
+    """A mount of dataset @ds (writable unless @opts says otherwise), its
+    daemon this process's child."""
+    d = subprocess.Popen([ZRFS, ds, MNT, *opts, '-f'],
                          stderr=open('%s.log' % DS, 'ab'))
     DAEMON[:] = [d]
     t0 = time.monotonic()
@@ -403,6 +408,52 @@ def tree_trials(rng, trials):
     return aborted
 
 
+class FollowTrial(Trial):
+    """A read-only mount killed while programs read it and another process
+    commits to the dataset (zr put): the mount tells the kernel about each
+    commit while readers' lookups and listings hold its directories."""
+
+    def writer(self):
+        i = 0
+        while not self.stop:
+            p = '%s.put%d' % (DS, i % 2)
+            open(p, 'wb').write(b'appended %d' % i)
+            r = subprocess.run([ZR, 'put', DS, '--txt=' + p], capture_output=True)
+            if r.returncode != 0:
+                self.errors.append('zr put: %s' % r.stderr.decode(errors='replace'))
+                return
+            i += 1
+
+    def reader(self):
+        rng = self.rng.__class__(self.rng.random())
+        d = MNT + '/txt'
+        while not self.stop:
+            try:
+                names = os.listdir(d)
+                for n in rng.sample(names, min(8, len(names))):
+                    os.stat('%s/%s' % (d, n))
+                    with open('%s/%s' % (d, n), 'rb') as f:
+                        f.read()
+            except OSError as e:
+                if self.cut_short(e):
+                    return
+                if e.errno != errno.ENOENT:
+                    self.errors.append('reader: %s (%s the daemon was killed)'
+                                       % (e, 'after' if self.killed else 'before'))
+
+
+def follow_trials(rng, trials):
+    """Read-only daemons killed while they follow another writer's commits."""
+    aborted = 0
+    for trial in range(trials):
+        d = start_daemon('read-only trial %d' % trial, DS, ())
+        aborted += run_trial(FollowTrial(0, {}, rng), d, 'read-only trial %d' % trial)
+    r = zr('verify', DS, check=False)
+    if r.returncode != 0:
+        fail('read-only trials: zr verify: %s%s' % (r.stdout.decode(), r.stderr.decode()))
+    return aborted
+
+
 def program_kills(rng, trials):
     """Programs killed while they write through a mount that stays."""
     big = '%s.big' % DS
@@ -550,6 +601,10 @@ def main():
     program_kills(rng, kills)
     print('%d writing programs killed: every record old or whole, no new file cut short'
           % kills)
+    ro = int(os.environ.get('FOLLOW_KILLS', str(TRIALS)))
+    aborted = follow_trials(rng, ro)
+    print('%d read-only daemons killed while following another writer\'s commits under '
+          'readers (%d stuck until the mount was aborted)' % (ro, aborted))
 
 
 main()
