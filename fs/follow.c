@@ -508,38 +508,27 @@ static void answer_send(const struct answer *a)
 }
 
 /* Answer the requests waiting for generation @gen or an older one that
- * were asked for up to ticket @upto (all of them when @all). */
+ * were asked for up to ticket @upto (all of them when @all); and EIO to
+ * those that waited SHOW_WAIT_MS for a generation the mount has not shown
+ * (it is at @gen), saying why once. */
 static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
-{
-	struct zrfs_follow *w = fs->follow;
-	size_t k = 0;
-
-	pthread_mutex_lock(&w->answers_lock);
-	for (size_t i = 0; i < w->nanswers; i++)
-		if (all || (w->answers[i].gen <= gen && w->answers[i].ticket <= upto))
-			answer_send(&w->answers[i]);
-		else
-			w->answers[k++] = w->answers[i];
-	w->nanswers = k;
-	pthread_mutex_unlock(&w->answers_lock);
-}
-
-/* Answer EIO to the requests that waited SHOW_WAIT_MS for a generation the
- * mount has not shown (it is at @gen), saying why once. */
-static void answer_late(struct zrfs *fs, uint64_t gen)
 {
 	struct zrfs_follow *w = fs->follow;
 	uint64_t now = zrfs_now_ms(), late = 0;
 	size_t k = 0;
 
 	pthread_mutex_lock(&w->answers_lock);
-	for (size_t i = 0; i < w->nanswers; i++)
-		if (w->answers[i].gen > gen && now - w->answers[i].asked_ms >= SHOW_WAIT_MS) {
-			late = w->answers[i].gen;
-			zrfs_reply_err(w->answers[i].req, -EIO);
+	for (size_t i = 0; i < w->nanswers; i++) {
+		const struct answer *a = &w->answers[i];
+		if (all || (a->gen <= gen && a->ticket <= upto)) {
+			answer_send(a);
+		} else if (a->gen > gen && now - a->asked_ms >= SHOW_WAIT_MS) {
+			late = a->gen;
+			zrfs_reply_err(a->req, -EIO);
 		} else {
-			w->answers[k++] = w->answers[i];
+			w->answers[k++] = *a;
 		}
+	}
 	w->nanswers = k;
 	pthread_mutex_unlock(&w->answers_lock);
 	if (late && zrfs_log_admit())
@@ -623,7 +612,6 @@ static void *follower(void *arg)
 		zrfs_notes_send(fs, &notes);
 		zrfs_notes_free(&notes);
 		answer_up_to(fs, gen, upto, false);
-		answer_late(fs, gen);
 	}
 	return NULL;
 }
