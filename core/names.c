@@ -4,7 +4,7 @@
  *
  * A dataset keeps names when its attrs say so (core/FORMAT.md, "Original
  * names"): {"names": {"field": F, "kind": "path"|"key", "files": D,
- * "mtime": M}}, M the files' modification times.
+ * "mtime": M, "mode": P}}, M the files' modification times, P their modes.
  * Names come from outside the dataset (a directory walked, a tar read), so
  * a name makes a file only when it is a relative path that stays below its
  * directory, each component a file name (no empty, "." or ".."
@@ -32,6 +32,21 @@ static int field_named(const zr_dataset *ds, const char *name)
 	return -1;
 }
 
+/* Whether field @f (-1: none) holds @dtype values of the files a record
+ * makes: one, or one per field. */
+static bool per_file(const zr_dataset *ds, int f, zr_dtype dtype)
+{
+	const zr_field_spec *t = f >= 0 ? zr_field(ds, (unsigned)f) : NULL;
+
+	return t && t->dtype == dtype && t->fixed &&
+	       (t->ndim == 0 || (t->ndim == 1 && t->shape[0] == zr_field_count(ds)));
+}
+
+int zr_names_own(const zr_names *n, unsigned field)
+{
+	return (int)field == n->field || (int)field == n->mtime || (int)field == n->mode;
+}
+
 /* Whether field @f is a label with class names (attrs.classes.FIELD). */
 static bool labelled(const zr_dataset *ds, json_t *classes, unsigned f)
 {
@@ -47,8 +62,9 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 	int field = field_named(ds, json_string_value(json_object_get(names, "field")));
 
 	int mtime = field_named(ds, json_string_value(json_object_get(names, "mtime")));
+	int mode = field_named(ds, json_string_value(json_object_get(names, "mode")));
 
-	*out = (zr_names){.field = -1, .files = -1, .mtime = -1};
+	*out = (zr_names){.field = -1, .files = -1, .mtime = -1, .mode = -1};
 	if (!text)
 		return -ENOMEM;
 	/* names are text of any length: a variable-size bytes field */
@@ -58,10 +74,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 		out->key = kind && strcmp(kind, "key") == 0;
 	}
 	/* times are i64 nanoseconds: one for the record, or one per field */
-	const zr_field_spec *t = mtime >= 0 ? zr_field(ds, (unsigned)mtime) : NULL;
-	if (out->field >= 0 && t && mtime != field && t->dtype == ZR_I64 && t->fixed &&
-	    (t->ndim == 0 || (t->ndim == 1 && t->shape[0] == zr_field_count(ds))))
+	if (out->field >= 0 && per_file(ds, mtime, ZR_I64) && mtime != field)
 		out->mtime = mtime;
+	/* modes are u32 st_mode values, as many */
+	if (out->field >= 0 && per_file(ds, mode, ZR_U32) && mode != field && mode != mtime)
+		out->mode = mode;
 	if (out->field >= 0 && !out->key) {
 		/* the files the paths name: as the import said, else the first
 		 * field that is neither the names nor a label of classes (an
@@ -69,9 +86,9 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 		json_t *classes = json_object_get(root, "classes");
 		out->files = field_named(ds, json_string_value(json_object_get(names, "files")));
 		for (unsigned f = 0; out->files < 0 && f < zr_field_count(ds); f++)
-			if ((int)f != out->field && (int)f != out->mtime && !labelled(ds, classes, f))
+			if (!zr_names_own(out, f) && !labelled(ds, classes, f))
 				out->files = (int)f;
-		if (out->files == out->field || out->files == out->mtime)
+		if (out->files >= 0 && zr_names_own(out, (unsigned)out->files))
 			out->files = -1;
 	}
 	json_decref(root);
@@ -94,23 +111,43 @@ int zr_name_safe(const char *name, size_t len)
 	return 1;
 }
 
-int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+/* The value of the file field @field of record @id makes, in field @of
+ * (-1: none) of @width-byte values, one a record or one a field, into
+ * @out: 1, 0 (none kept), or a negative code. */
+static int per_file_value(zr_dataset *ds, int of, uint64_t id, unsigned field, void *out,
+			  size_t width)
 {
-	int64_t times[ZR_FIELDS_MAX], got;
+	unsigned char vals[ZR_FIELDS_MAX * 8];
+	int rc = of < 0 ? 0 : zr_present(ds, (unsigned)of, id);
 	unsigned each;
+	int64_t got;
 
-	if (n->mtime < 0 || zr_present(ds, (unsigned)n->mtime, id) != 1)
-		return 0;
-	each = zr_field(ds, (unsigned)n->mtime)->ndim; /* one per field, or one */
+	if (rc != 1)
+		return rc; /* none kept, none for this record, or a bad id */
+	each = zr_field(ds, (unsigned)of)->ndim; /* one per field, or one */
 	if (each && field >= zr_field_count(ds))
 		return -ENOENT;
-	got = zr_record_load(ds, (unsigned)n->mtime, id, times, sizeof times);
+	got = zr_record_load(ds, (unsigned)of, id, vals, sizeof vals);
 	if (got < 0)
 		return (int)got;
-	if ((uint64_t)got != (each ? zr_field_count(ds) : 1) * sizeof *times)
+	if ((uint64_t)got != (each ? zr_field_count(ds) : 1) * width)
 		return ZR_ECORRUPT;
-	*ns = times[each ? field : 0];
-	return *ns != ZR_MTIME_NONE;
+	memcpy(out, vals + (each ? field : 0) * width, width); /* little-endian: as stored */
+	return 1;
+}
+
+int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+{
+	int rc = per_file_value(ds, n->mtime, id, field, ns, sizeof *ns);
+
+	return rc == 1 ? *ns != ZR_MTIME_NONE : rc;
+}
+
+int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, uint32_t *mode)
+{
+	int rc = per_file_value(ds, n->mode, id, field, mode, sizeof *mode);
+
+	return rc == 1 ? *mode != ZR_MODE_NONE : rc;
 }
 
 int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap)
@@ -138,7 +175,7 @@ static int member_field(const zr_dataset *ds, const zr_names *n, const char *ext
 {
 	for (unsigned f = 0; f < zr_field_count(ds); f++) {
 		const char *name = zr_field(ds, f)->name;
-		if ((int)f != n->field && (int)f != n->mtime && strlen(name) == len &&
+		if (!zr_names_own(n, f) && strlen(name) == len &&
 		    memcmp(name, ext, len) == 0)
 			return (int)f;
 	}
@@ -152,7 +189,7 @@ int zr_names_file(const zr_dataset *ds, const zr_names *n, unsigned field, const
 	size_t flen = f ? strlen(f->name) : 0;
 	size_t want = n->key ? len + 1 + flen : len;
 
-	if (!f || n->field < 0 || (int)field == n->field || (int)field == n->mtime ||
+	if (!f || n->field < 0 || zr_names_own(n, field) ||
 	    (!n->key && (int)field != n->files))
 		return 0;
 	if (!zr_name_safe(name, len))

@@ -576,8 +576,7 @@ static void zrfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int 
 static void zrfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 			struct fuse_file_info *fi)
 {
-	(void)mode; /* every record file has the same mode */
-	zrfs_write_create(req, fuse_req_userdata(req), parent, name, fi);
+	zrfs_write_create(req, fuse_req_userdata(req), parent, name, mode, fi);
 }
 
 static void zrfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

@@ -220,8 +220,9 @@ static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, 
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
 }
 
-/* Record @id's files' times changed (zr_names.mtime): the kernel must ask
- * for the attributes of its other files again (their bytes are the same). */
+/* Record @id's files' times or modes changed (zr_names.mtime, .mode): the
+ * kernel must ask for the attributes of its other files again (their
+ * bytes are the same). */
 static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 {
 	int rc = 0;
@@ -229,7 +230,7 @@ static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 	for (unsigned f = 0; f < fs->nfields && rc == 0; f++) {
 		fuse_ino_t ino[2];
 		unsigned n;
-		if ((int)f == fs->names.mtime)
+		if (zr_names_own(&fs->names, f) && (int)f != fs->names.field)
 			continue;
 		n = rec_numbers(fs, f, id, ino);
 		for (unsigned i = 0; i < n && rc == 0; i++)
@@ -279,7 +280,7 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		touched[f] = true;
 		if ((rc = record_moved(fs, old, f, id, notes)) == 0)
 			rc = views_update(fs, new, f, id, notes);
-		if (rc == 0 && (int)f == fs->names.mtime)
+		if (rc == 0 && ((int)f == fs->names.mtime || (int)f == fs->names.mode))
 			rc = times_changed(fs, id, notes);
 	}
 	/* records gone (a delete takes the last one) and records appended (a

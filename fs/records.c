@@ -136,17 +136,20 @@ int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsig
 	if (!rs.present)
 		return -ENOENT;
 	zrfs_file_attr(fs, v, ino, rs.logical_len, st);
-	zrfs_record_times(fs, v, field, id, st);
+	zrfs_record_meta(fs, v, field, id, st);
 	return 0;
 }
 
-void zrfs_record_times(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		       struct stat *st)
 {
+	uint32_t mode;
 	int64_t ns;
 
-	/* the file's own time where the dataset keeps one (zr import keeps
-	 * them beside the names), else the commit's */
+	/* the file's own mode and time where the dataset keeps them (zr
+	 * import keeps them beside the names), else 0644 and the commit's */
+	if (fs->names.mode >= 0 && zr_name_mode(v->ds, &fs->names, id, field, &mode) == 1)
+		st->st_mode = (st->st_mode & S_IFMT) | (mode & 07777);
 	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1) {
 		st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
 		st->st_mtim.tv_nsec = (long)(ns % 1000000000);

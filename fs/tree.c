@@ -163,7 +163,7 @@ int zrfs_tree_text_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, un
 	if (rc < 0)
 		return rc;
 	zrfs_file_attr(fs, v, ino, (uint64_t)rc, st);
-	zrfs_record_times(fs, v, field, id, st);
+	zrfs_record_meta(fs, v, field, id, st);
 	return 0;
 }
 

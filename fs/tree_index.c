@@ -324,7 +324,7 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 	}
 	fs->tree = t;
 	for (unsigned f = 0; f < fs->nfields; f++) {
-		t->makes[f] = (int)f != fs->names.field && (int)f != fs->names.mtime &&
+		t->makes[f] = !zr_names_own(&fs->names, f) &&
 			      (fs->names.key || (int)f == fs->names.files);
 		t->text[f] = t->makes[f] && zr_names_text(v->ds, &fs->names, f);
 	}

@@ -364,7 +364,7 @@ void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fus
  * created (a new file and its handle), a directory made (for new files),
  * either removed, renamed. */
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		       struct fuse_file_info *fi);
+		       mode_t mode, struct fuse_file_info *fi);
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
@@ -501,9 +501,10 @@ void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint
  * (missing), -errno (logged). */
 int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
 		     uint64_t id, struct stat *st);
-/* The times of the file of (@field, @id) in @st: its own modification
- * time where the dataset keeps one (zr_names.mtime), else left as they are. */
-void zrfs_record_times(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+/* The file of (@field, @id)'s own modification time and permission bits
+ * in @st, where the dataset keeps them (zr_names.mtime, zr_names.mode);
+ * else they are left as they are. */
+void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		       struct stat *st);
 /* Whether record @id of @field has a file (is present, or cannot be
  * checked: a damaged record is listed and fails when accessed). */

@@ -45,9 +45,11 @@ static const char export_help[] =
 	"npy and tar: OUT - (or a FIFO, a device, /dev/stdout) writes to it as it\n"
 	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n";
 
-/* One ustar header for a regular file: -1 if @name does not fit (a name of
- * up to 100 bytes, after a prefix of up to 155 ending at a '/'). */
-static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime)
+/* One ustar header for a regular file of permission bits @mode: -1 if
+ * @name does not fit (a name of up to 100 bytes, after a prefix of up to
+ * 155 ending at a '/'). */
+static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime,
+		      unsigned mode)
 {
 	size_t len = strlen(name), cut = 0;
 	unsigned sum = 0;
@@ -67,7 +69,7 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 		cut++;
 	}
 	memcpy(h, name + cut, len - cut);
-	snprintf((char *)h + 100, 8, "%07o", 0644);
+	snprintf((char *)h + 100, 8, "%07o", mode & 07777);
 	snprintf((char *)h + 108, 8, "%07o", 0);
 	snprintf((char *)h + 116, 8, "%07o", 0);
 	/* 11 octal digits: up to 8 GiB, more than a record holds; times to 2242 */
@@ -182,7 +184,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	bool stream;
 	int fd = open_out(out, &stream), status = 1;
 	int64_t mtime = 0;
-	zr_names nm = {-1, -1, 0, -1};
+	zr_names nm;
 	zr_info in;
 
 	if (fd < 0)
@@ -202,8 +204,9 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 			snprintf(key, sizeof key, "%09llu", (unsigned long long)id);
 		for (unsigned f = 0; f < zr_field_count(ds); f++) {
 			int64_t n, ns;
-			if ((int)f == names || (int)f == nm.mtime)
-				continue; /* the key itself, the members' times */
+			uint32_t mode;
+			if ((int)f == names || zr_names_own(&nm, f))
+				continue; /* the key itself, the members' times and modes */
 			if ((n = member_load(ds, f, id, class_field(ds, f), &buf, &cap)) == -ENOENT)
 				continue;
 			if (n < 0)
@@ -211,7 +214,10 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 			snprintf(name, sizeof name, "%s.%s", key, zr_field(ds, f)->name);
 			if (zr_name_mtime(ds, &nm, id, f, &ns) != 1)
 				ns = mtime * 1000000000;
-			if (tar_header(h, name, (uint64_t)n, ns / 1000000000) < 0) {
+			/* a file's mode is its member's (with paths: the files') */
+			if ((!nm.key && (int)f != nm.files) || zr_name_mode(ds, &nm, id, f, &mode) != 1)
+				mode = 0644;
+			if (tar_header(h, name, (uint64_t)n, ns / 1000000000, mode) < 0) {
 				zr_warn("export: %s: record %llu: member name '%s' is too long for "
 					"a tar header (--by-id names members by id)", out,
 					(unsigned long long)id, name);
@@ -286,7 +292,7 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
-	zr_names nm = {-1, -1, 0, -1}, kept;
+	zr_names nm, kept;
 	uint64_t count = 0, unnamed = 0;
 	uint8_t *buf = NULL;
 	size_t cap = 0;
@@ -349,8 +355,15 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 				close(fd);
 				goto out;
 			}
-			/* the file's time, where the dataset keeps it (zr import does) */
+			/* the file's mode and time, where the dataset keeps them
+			 * (zr import does): the bits as they were, as rsync -a sets them */
 			int64_t ns;
+			uint32_t mode;
+			if (zr_name_mode(ds, &nm, id, f, &mode) == 1 && fchmod(fd, mode & 07777) < 0) {
+				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
+				close(fd);
+				goto out;
+			}
 			if (zr_name_mtime(ds, &nm, id, f, &ns) == 1) {
 				struct timespec ts[2] = {{ns / 1000000000, ns % 1000000000}};
 				if (ts[0].tv_nsec < 0) {

@@ -262,7 +262,8 @@ static char *import_attrs(const struct import *im)
 				       "files", im->o.field)
 			   : json_pack("{s:s,s:s}", "field", im->o.names, "kind", "key")) ||
 	     json_object_set_new(root, "names", v) < 0 ||
-	     (im->p.mtimes && json_object_set_new(v, "mtime", json_string(MTIME_FIELD)) < 0)))
+	     (im->p.mtimes && json_object_set_new(v, "mtime", json_string(MTIME_FIELD)) < 0) ||
+	     (im->p.modes && json_object_set_new(v, "mode", json_string(MODE_FIELD)) < 0)))
 		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 out:
@@ -312,6 +313,14 @@ static int plan_names(struct import *im)
 			im->f[im->nf].shape[0] = im->mtime_width;
 		}
 		im->nf++;
+	}
+	/* and their modes (permission bits: git status, a script's x bit) */
+	taken = taken || im->nf == ZR_FIELDS_MAX || !im->modes;
+	for (unsigned f = 0; !taken && f < im->nf; f++)
+		taken = strcmp(im->f[f].name, MODE_FIELD) == 0;
+	if (!taken) {
+		p->modes = im->modes;
+		im->f[im->nf++] = (zr_field_spec){.name = MODE_FIELD, .dtype = ZR_U32, .fixed = 1};
 	}
 	return 0;
 }
@@ -575,6 +584,7 @@ int cmd_import(int argc, char **argv)
 	free(im->p.unlabelled);
 	free(im->p.names);
 	free(im->mtimes);
+	free(im->modes);
 	free(attrs);
 	free(im);
 	return status;

@@ -15,8 +15,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* The field of the files' times, beside the names (zr_names.mtime). */
+/* The fields of the files' times and modes, beside the names
+ * (zr_names.mtime, zr_names.mode). */
 #define MTIME_FIELD "mtime"
+#define MODE_FIELD "mode"
 
 /* ---- the plan: where each record's bytes come from ---- */
 
@@ -35,6 +37,7 @@ struct plan {
 	const char **names; /* each record's original name, a field after the label, or NULL */
 	int64_t *mtimes;  /* with names: each record's files' times (ns), the field after */
 	unsigned mtime_width; /* times a record has: 1, or one per field */
+	uint32_t *modes;  /* with times: each record's file's mode (dir), the field after */
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -80,6 +83,7 @@ struct import {
 	struct strs files, classes; /* dir: the files, the class names */
 	int64_t *mtimes;              /* dir, tar: each record's files' times (ns), or NULL */
 	unsigned mtime_width;         /* ... 1 a record (dir), or one per field (tar) */
+	uint32_t *modes;              /* dir: each record's file's mode (st_mode), or NULL */
 	struct zr_tar t;              /* tar: the members */
 	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
 	int unpacked_fd[64];

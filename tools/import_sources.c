@@ -325,7 +325,8 @@ int plan_dir(struct import *im)
 	if (labels && find_classes(files, srclen + 1, im->o.label_top, classes, p->err,
 				   sizeof p->err) < 0)
 		return -1;
-	if (!(im->mtimes = malloc((files->n ? files->n : 1) * sizeof *im->mtimes)))
+	if (!(im->mtimes = malloc((files->n ? files->n : 1) * sizeof *im->mtimes)) ||
+	    !(im->modes = malloc((files->n ? files->n : 1) * sizeof *im->modes)))
 		return -1;
 	for (size_t i = 0; i < files->n; i++) {
 		const char *rel = files->v[i] + srclen + 1;
@@ -351,6 +352,7 @@ int plan_dir(struct import *im)
 		}
 		im->mtimes[i] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		im->mtime_width = 1;
+		im->modes[i] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
 		if (count_ext(&exts, e) < 0)
 			return -1;
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)

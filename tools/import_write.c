@@ -157,6 +157,8 @@ static void *writer(void *arg)
 				v[p->width + !!p->labels + 1] =
 					(zr_value){&p->mtimes[i * p->mtime_width],
 						   p->mtime_width * sizeof *p->mtimes};
+			if (p->modes)
+				v[p->width + !!p->labels + 2] = (zr_value){&p->modes[i], sizeof *p->modes};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),

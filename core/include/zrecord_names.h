@@ -37,10 +37,15 @@ typedef struct zr_names {
 	int mtime;  /**< the field of the files' modification times (i64, ns since
 			 the epoch, one per record or one per field; makes no
 			 file); -1: none kept */
+	int mode;   /**< the field of the files' modes (u32, st_mode: type and
+			 permission bits, one per record or one per field;
+			 makes no file); -1: none kept */
 } zr_names;
 
 /** A time a record's field has not (zr_names.mtime holding one per field). */
 #define ZR_MTIME_NONE INT64_MIN
+/** A mode a record's field has not (zr_names.mode holding one per field). */
+#define ZR_MODE_NONE 0u
 
 /**
  * What @p ds's attrs say of its names (field -1 when it keeps none).
@@ -77,10 +82,26 @@ ZR_API int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigne
 			 int64_t *ns);
 
 /**
+ * The mode of the file field @p field of record @p id makes (st_mode: its
+ * type and permission bits) into @p mode, as zr_name_mtime() finds times.
+ * Thread-safe.
+ * @return 1, 0 when it has none (no value, ZR_MODE_NONE, or no modes
+ *         kept), -ENOENT (bad id or field), ZR_ECORRUPT or -EIO (damaged)
+ */
+ZR_API int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			uint32_t *mode);
+
+/**
+ * Whether field @p field is one the names keep for themselves (the names,
+ * the times, the modes): a value of no file. @return 1 or 0
+ */
+ZR_API int zr_names_own(const zr_names *n, unsigned field);
+
+/**
  * The path, in the dataset's tree, of the file that field @p field of a
  * record named @p name (@p len bytes) makes, into @p buf (NUL-terminated).
- * @return its length; 0 when that field makes no file (the names' or the
- *         times' own field, or not the files' field of paths); -EINVAL (the name makes
+ * @return its length; 0 when that field makes no file (zr_names_own(), or
+ *         not the files' field of paths); -EINVAL (the name makes
  *         no file: not safe, or a key with a dot in its last component);
  *         -ENAMETOOLONG
  */

@@ -569,7 +569,7 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	pthread_mutex_lock(&n->lock);
 	int rc = zrfs_node_load(fs, n);
 	st.st_size = (off_t)atomic_load(&n->val.size);
-	zrfs_node_times(n, &st);
+	zrfs_node_meta(n, &st);
 	pthread_mutex_unlock(&n->lock);
 	st.st_blocks = (st.st_size + 511) / 512;
 	zrfs_view_put(v);

@@ -257,7 +257,7 @@ static int make_room(struct zrfs *fs)
 }
 
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		       struct fuse_file_info *fi)
+		       mode_t mode, struct fuse_file_info *fi)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct fuse_entry_param e;
@@ -292,8 +292,13 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 					 what == W_ID && id < zr_length(w->ds) ? id : NO_ID,
 					 fuse_req_ctx(req)->pid, &d);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		d->handles++; /* the handle's, made next */
+		/* its mode, where the dataset keeps modes (the umask applied by
+		 * the kernel): the record's when it is stored */
+		d->mode = S_IFREG | (mode & 07777);
+		d->mode_set = fs->names.mode >= 0;
+	}
 	zrfs_names_unlock(fs);
 	if (rc == 0 && !(h = zrfs_handle_new(fs, d, d->ino, fuse_req_ctx(req)->pid, false)))
 		rc = -ENOMEM;
@@ -315,6 +320,9 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	e.ino = d->ino;
 	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
 	zrfs_names_end(fs);
+	pthread_mutex_lock(&d->lock);
+	zrfs_node_meta(d, &e.attr);
+	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d); /* the handle and the tables hold it */
 	/* the name is not cached: it is the writer's until it is stored; the
 	 * attributes are (the kernel keeps the size as it writes), which spares

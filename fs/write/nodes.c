@@ -265,8 +265,8 @@ int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent,
 
 bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d)
 {
-	if (d->fieldless)
-		return true;
+	if (d->fieldless || d->tree)
+		return d->fieldless;
 	for (int depth = 0; d && depth < ZRFS_NAME_MAX; depth++) {
 		if (zrfs_name_hidden(d->name))
 			return true;

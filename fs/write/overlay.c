@@ -131,7 +131,7 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	}
 	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
 	pthread_mutex_lock(&d->lock);
-	zrfs_node_times(d, st);
+	zrfs_node_meta(d, st);
 	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d);
 	return 0;

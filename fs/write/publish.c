@@ -105,25 +105,46 @@ static int64_t commit(struct zrfs *fs)
 	return (int64_t)zr_generation(w->ds);
 }
 
-/* The time of the file of (@field, @id) is @ns from now on, where the
- * dataset keeps times (one a record, or one a field); not committed (under
- * w->lock). 0 or a negative code (logged). */
-static int set_time(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
+/* The value, in field @of (-1: the dataset keeps none) of @width-byte
+ * values one a record or one a field (zr_names.mtime, .mode), of the file
+ * of (@field, @id) is @val from now on (@none: the other fields' where the
+ * record has none yet); not committed (under w->lock). 0 or a negative
+ * code (logged). */
+static int set_per_file(struct zrfs *fs, int of, unsigned field, uint64_t id, const void *val,
+			size_t width, const void *none)
 {
 	struct zrfs_writes *w = fs->writes;
-	int64_t times[ZR_FIELDS_MAX];
-	unsigned mtime = (unsigned)fs->names.mtime, each;
+	unsigned char vals[ZR_FIELDS_MAX * 8];
+	unsigned each;
 
-	if (fs->names.mtime < 0)
+	if (of < 0)
 		return 0;
-	each = fs->fields[mtime].spec->ndim ? fs->nfields : 1;
-	if (each > 1 && (zr_present(w->ds, mtime, id) != 1 ||
-			 zr_record_load(w->ds, mtime, id, times, sizeof times) !=
-				 (int64_t)(each * sizeof *times)))
+	each = fs->fields[of].spec->ndim ? fs->nfields : 1;
+	if (each > 1 && (zr_present(w->ds, (unsigned)of, id) != 1 ||
+			 zr_record_load(w->ds, (unsigned)of, id, vals, sizeof vals) !=
+				 (int64_t)(each * width)))
 		for (unsigned f = 0; f < each; f++)
-			times[f] = ZR_MTIME_NONE;
-	times[each > 1 ? field : 0] = ns;
-	return set_value(fs, mtime, id, (zr_value){times, each * sizeof *times}, NULL);
+			memcpy(vals + f * width, none, width);
+	memcpy(vals + (each > 1 ? field : 0) * width, val, width);
+	return set_value(fs, (unsigned)of, id, (zr_value){vals, each * width}, NULL);
+}
+
+/* The time of the file of (@field, @id) is @ns from now on, where the
+ * dataset keeps times; not committed (under w->lock). */
+static int set_time(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
+{
+	static const int64_t none = ZR_MTIME_NONE;
+
+	return set_per_file(fs, fs->names.mtime, field, id, &ns, sizeof ns, &none);
+}
+
+/* The mode of the file of (@field, @id) is @mode from now on, where the
+ * dataset keeps modes; not committed (under w->lock). */
+static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)
+{
+	static const uint32_t none = ZR_MODE_NONE;
+
+	return set_per_file(fs, fs->names.mode, field, id, &mode, sizeof mode, &none);
 }
 
 /* The time of node @n's value being stored now (n->lock held): the one
@@ -169,6 +190,37 @@ int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)
 	return rc;
 }
 
+int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t id;
+	int64_t rc;
+	bool kept;
+
+	if (fs->names.mode < 0)
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&n->lock);
+	pthread_mutex_lock(&w->names_lock);
+	kept = n->kind == WN_DRAFT && n->stored == NO_ID;
+	id = n->kind == WN_DRAFT ? n->stored : n->id;
+	pthread_mutex_unlock(&w->names_lock);
+	if (n->kind == WN_DRAFT) { /* stored with it, and shown meanwhile */
+		n->mode = mode;
+		n->mode_set = true;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (kept || id == NO_ID) {
+		pthread_mutex_unlock(&w->lock);
+		return 0;
+	}
+	rc = id < zr_length(w->ds) ? set_mode(fs, n->field, id, mode) : -ENOENT;
+	if (rc == 0)
+		rc = commit(fs);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 /* A value of the wrong size for a fixed shape is refused, and logged. */
 static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64_t size)
 {
@@ -199,9 +251,8 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 
 	if ((id < w->made_from && !by_name) || id > last)
 		return 0;
-	for (unsigned f = 0; f < fs->nfields; f++) /* its name and time are no values */
-		if ((int)f != fs->names.field && (int)f != fs->names.mtime &&
-		    (rc = zr_present(w->ds, f, id)) != 0)
+	for (unsigned f = 0; f < fs->nfields; f++) /* its name, time, mode are no values */
+		if (!zr_names_own(&fs->names, f) && (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
 		if (zrfs_log_admit())
@@ -258,10 +309,13 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	/* onto a name no record has: a new record takes the value, named so;
 	 * the value keeps its time, as mv keeps a file's */
 	int64_t ns;
+	uint32_t mode;
 	bool timed = zr_name_mtime(w->ds, &fs->names, from, field, &ns) == 1;
+	bool moded = zr_name_mode(w->ds, &fs->names, from, field, &mode) == 1;
 	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, name)) < 0)
 		return rc;
-	if (timed && (rc = set_time(fs, field, to, ns)) < 0)
+	if ((timed && (rc = set_time(fs, field, to, ns)) < 0) ||
+	    (moded && (rc = set_mode(fs, field, to, mode)) < 0))
 		return rc;
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
 		if (zrfs_log_admit())
@@ -452,6 +506,8 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	zrfs_value_unmap(map, v.len);
 	if (rc == 0)
 		rc = set_time(fs, d->field, id, stored_time(d));
+	if (rc == 0 && d->mode_set)
+		rc = set_mode(fs, d->field, id, d->mode);
 	if (rc < 0)
 		return rc;
 	d->changed = false;

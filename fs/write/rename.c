@@ -84,12 +84,12 @@ static int rename_draft(struct zrfs *fs, struct wnode *d, fuse_ino_t newparent,
 	return 0;
 }
 
-/* Whether record @id has no value but that of @field (its name and time
- * aside). */
+/* Whether record @id has no value but that of @field (its name, time and
+ * mode aside). */
 static bool alone(struct zrfs *fs, unsigned field, uint64_t id)
 {
 	for (unsigned f = 0; f < fs->nfields; f++)
-		if (f != field && (int)f != fs->names.field && (int)f != fs->names.mtime &&
+		if (f != field && !zr_names_own(&fs->names, f) &&
 		    zr_present(fs->writes->ds, f, id) != 0)
 			return false;
 	return true;
@@ -245,20 +245,22 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 
 /* ---- attributes ---- */
 
-/* The times a SETATTR asks for, answered with attributes @st: a file's,
- * where the dataset keeps times (zr_names.mtime), kept with what is being
- * written or stored now; a directory of tree/'s, for as long as the mount;
- * anything else's accepted and ignored (the commit's time shows). */
-static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
-		      int to_set, struct stat *st)
+/* The times and (@mode) the permission bits a SETATTR asks for, answered
+ * with attributes @st: a file's, where the dataset keeps them
+ * (zr_names.mtime, .mode), kept with what is being written or stored now;
+ * a directory of tree/'s times, for as long as the mount; anything else's
+ * times accepted and ignored (the commit's time shows). */
+static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
+		     int to_set, bool mode, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct timespec ts;
 	struct wnode *n;
 	int64_t ns, rc = 0;
+	bool timed = zrfs_asked_mtime(attr, to_set, &ns, &ts);
 	int err;
 
-	if (!zrfs_asked_mtime(attr, to_set, &ns, &ts)) {
+	if (!timed && !mode) {
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
@@ -268,8 +270,11 @@ static void set_times(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const str
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if (fs->names.mtime >= 0 && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
-		if ((rc = zrfs_publish_time(fs, n, ns)) >= 0)
+	if ((fs->names.mtime >= 0 || mode) && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
+		if (mode && (rc = zrfs_publish_mode(fs, n, S_IFREG | (attr->st_mode & 07777))) >= 0)
+			st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
+		if (rc >= 0 && timed && fs->names.mtime >= 0 &&
+		    (rc = zrfs_publish_time(fs, n, ns)) >= 0)
 			st->st_mtim = st->st_atim = ts;
 		pthread_mutex_lock(&w->names_lock);
 		zrfs_node_release(w, n);
@@ -290,15 +295,19 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	bool record;
 
 	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
-		/* a mode or owner of a file at rest: refused (a new file's:
-		 * ignored, as cp -p and rsync -a set them before it is stored) */
-		if ((((to_set & FUSE_SET_ATTR_MODE) && (attr->st_mode & 07777) != (now->st_mode & 07777)) ||
-		     ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
+		/* a file's mode is stored where the dataset keeps modes; an owner,
+		 * or a mode nothing keeps (a directory's, a dataset's without
+		 * modes), of a file at rest is refused (a new file's: ignored, as
+		 * cp -p and rsync -a set them before it is stored) */
+		bool mode = (to_set & FUSE_SET_ATTR_MODE) &&
+			    (attr->st_mode & 07777) != (now->st_mode & 07777);
+		bool kept = mode && fs->names.mode >= 0 && S_ISREG(now->st_mode);
+		if (((mode && !kept) || ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
 		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
 		    !(ino & ZRFS_INO_STAGED))
 			zrfs_reply_err(req, -EPERM);
 		else
-			set_times(req, fs, ino, attr, to_set, &st);
+			set_meta(req, fs, ino, attr, to_set, kept, &st);
 		return;
 	}
 	st.st_size = attr->st_size;

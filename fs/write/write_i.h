@@ -210,6 +210,8 @@ struct wnode {
 	int error;            /* a write failed (-errno): never stored */
 	int64_t mtime;        /* a time set (utimensat) since last written, ns */
 	bool mtime_set;       /* ... or none: the time it is stored at */
+	uint32_t mode;        /* a draft's mode (st_mode), where the dataset keeps */
+	bool mode_set;        /* ... modes: from its create, or a chmod since */
 };
 
 /* What a number means to the write layer (see the top): kept while its
@@ -330,9 +332,11 @@ static inline void zrfs_node_writers_clear(struct wnode *n)
 	n->many_writers = false;
 }
 
-/* The time set on node @n, if any, in @st (n->lock held). */
-static inline void zrfs_node_times(const struct wnode *n, struct stat *st)
+/* The time and mode set on node @n, if any, in @st (n->lock held). */
+static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
+	if (n->mode_set)
+		st->st_mode = (st->st_mode & S_IFMT) | (n->mode & 07777);
 	if (n->mtime_set) {
 		st->st_mtim.tv_sec = (time_t)(n->mtime / 1000000000);
 		st->st_mtim.tv_nsec = (long)(n->mtime % 1000000000);
@@ -344,7 +348,8 @@ static inline void zrfs_node_times(const struct wnode *n, struct stat *st)
 	}
 }
 
-/* Whether @name names no record but is a temporary file (a dot name). */
+/* Whether @name, in a field directory, names no record but is a temporary
+ * file (a dot name). */
 static inline bool zrfs_name_hidden(const char *name)
 {
 	return name[0] == '.';
@@ -369,8 +374,10 @@ int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent,
 void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
 /* The directory made through the mount that @ino is (NULL: none). */
 struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino);
-/* Whether draft @d is a temporary file: its name, or a directory's it is
- * in, starts with a dot, or its name makes no field's file (tree/). */
+/* Whether draft @d is a temporary file: in a field directory, its name or
+ * a directory's it is in starts with a dot; in tree/, where a dot name is
+ * a name of the tree (.gitignore), its name makes no field's file (a key's
+ * without one). */
 bool zrfs_node_hidden(struct zrfs_writes *w, const struct wnode *d);
 /* @d's path below its field directory ("dir/name"), or below tree/, into
  * @buf: 0 or -ENAMETOOLONG. */
@@ -480,6 +487,11 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
  * (stored with it), else stored and committed now (w->lock taken here).
  * The generation (0: kept), or a negative code. */
 int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns);
+/* Permission bits @mode set on node @n (chmod), where the dataset keeps
+ * modes (zr_names.mode): kept with a new file not stored yet, else stored
+ * and committed now (w->lock taken here). The generation (0: kept), or a
+ * negative code. */
+int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode);
 
 /* ---- committer.c: the thread that commits drafts in groups ---- */
 

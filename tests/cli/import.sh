@@ -10,6 +10,7 @@ mkdir -p src/cat src/dog "src/zz/ünï cödé"
 for i in 1 2 3; do gen "src/cat/$i.jpg" $((i * 1000)); gen "src/dog/$i.jpg" $((i * 777)); done
 : >src/dog/empty.jpg
 gen "src/zz/ünï cödé/big.jpg" 17000000
+chmod 750 src/cat/2.jpg
 zr import dir src ds --label-from-parent label --writers 3
 expect_rc 0
 expect_out 'ds: 8 records, 17.0 MB'
@@ -19,7 +20,7 @@ run "$PY" - <<'PY'
 import json
 d = json.load(open("info.json"))
 assert d["length"] == 8
-assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None)]
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None), ("mode", "u32", None)]
 PY
 expect_rc 0
 # beside each name, the file's modification time (ns), so the tree shows it
@@ -28,6 +29,20 @@ cp "$T/.out" mtime7
 run "$PY" -c 'import os, struct
 got = struct.unpack("<q", open("mtime7", "rb").read())[0]
 assert got == os.stat("src/zz/ünï cödé/big.jpg").st_mtime_ns, got'
+expect_rc 0
+# and its mode (st_mode): permission bits, as zr export gives back
+zr cat ds mode 7
+cp "$T/.out" mode7
+run "$PY" -c 'import os, struct
+got = struct.unpack("<I", open("mode7", "rb").read())[0]
+assert got == os.stat("src/zz/ünï cödé/big.jpg").st_mode, oct(got)'
+expect_rc 0
+zr export tar ds modes.tar
+expect_rc 0
+run sh -c "tar tvf modes.tar | grep -c '^-rwxr-x---'"
+expect_out 1
+run sh -c "tar tvf modes.tar | grep -c '^-rw-r--r--'"
+expect_out 15
 expect_rc 0
 grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
 # records in byte-wise path order, labels by sorted class
@@ -280,6 +295,7 @@ expect_err_has 'zr: import: running: an import into it did not finish (killed?):
 [ "$(ls running)" = "chunk
 data.offset
 meta.json
+mode.offset
 mtime.offset
 name.offset
 readers

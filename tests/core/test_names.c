@@ -98,9 +98,9 @@ static void ext_is(const zr_names *n, unsigned field, const char *name, const ch
 
 Test(names, a_path_gives_its_files_field_its_own_extension)
 {
-	zr_names paths = {.field = 2, .files = 0, .key = 0, .mtime = -1};
-	zr_names keys = {.field = 2, .files = -1, .key = 1, .mtime = -1};
-	zr_names none = {.field = -1, .files = -1, .key = 0, .mtime = -1};
+	zr_names paths = {.field = 2, .files = 0, .key = 0, .mtime = -1, .mode = -1};
+	zr_names keys = {.field = 2, .files = -1, .key = 1, .mtime = -1, .mode = -1};
+	zr_names none = {.field = -1, .files = -1, .key = 0, .mtime = -1, .mode = -1};
 
 	ext_is(&paths, 0, "cats/4.png", "png");
 	ext_is(&paths, 0, "4.tar.gz", "gz");
@@ -190,5 +190,72 @@ Test(names, unsafe_names_make_no_file)
 	memset(big, 'x', sizeof big);
 	cr_assert_eq(zr_name_safe(big, ZR_NAME_FILE_MAX), 1);
 	cr_assert_eq(zr_name_safe(big, ZR_NAME_FILE_MAX + 1), 0);
+	zr_close(ds);
+}
+
+Test(names, times_and_modes_kept_per_record_make_no_file)
+{
+	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "mtime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "mode", .dtype = ZR_U32, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\", "
+				     "\"files\": \"data\", \"mtime\": \"mtime\", \"mode\": \"mode\"}}"};
+	int64_t ns = 1234567890123456789LL, got_ns;
+	uint32_t mode = 0100755, none = ZR_MODE_NONE, other = 0100600, got;
+	zr_dataset *ds;
+	zr_names n;
+	char buf[64];
+
+	cr_assert_eq(zr_create(t_ds, f, 4, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	zr_value rows[3][4] = {{{"x", 1}, {"a.sh", 4}, {&ns, 8}, {&mode, 4}},
+			       {{"y", 1}, {"b", 1}, {NULL, 0}, {&none, 4}},
+			       {{"z", 1}, {"c", 1}, {NULL, 0}, {&other, 4}}};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(zr_append(ds, rows[i], NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.field, 1);
+	cr_assert_eq(n.files, 0);
+	cr_assert_eq(n.mtime, 2);
+	cr_assert_eq(n.mode, 3);
+	for (unsigned i = 1; i < 4; i++) {
+		cr_assert(zr_names_own(&n, i), "field %u", i);
+		cr_assert_eq(zr_names_file(ds, &n, i, "a.sh", 4, buf, sizeof buf), 0);
+	}
+	cr_assert_not(zr_names_own(&n, 0));
+	cr_assert_eq(zr_name_mode(ds, &n, 0, 0, &got), 1);
+	cr_assert_eq(got, 0100755);
+	cr_assert_eq(zr_name_mtime(ds, &n, 0, 0, &got_ns), 1);
+	cr_assert_eq(got_ns, ns);
+	/* none kept for record 1 (ZR_MODE_NONE, a missing time); record 2 has
+	 * a mode and no time; record 3 is not there */
+	cr_assert_eq(zr_name_mode(ds, &n, 1, 0, &got), 0);
+	cr_assert_eq(zr_name_mtime(ds, &n, 1, 0, &got_ns), 0);
+	cr_assert_eq(zr_name_mode(ds, &n, 2, 0, &got), 1);
+	cr_assert_eq(got, 0100600);
+	cr_assert_eq(zr_name_mtime(ds, &n, 2, 0, &got_ns), 0);
+	cr_assert_eq(zr_name_mode(ds, &n, 3, 0, &got), -ENOENT);
+	zr_close(ds);
+}
+
+Test(names, a_mode_field_of_another_type_or_the_times_is_no_mode)
+{
+	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "mtime", .dtype = ZR_I64, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\", "
+				     "\"mtime\": \"mtime\", \"mode\": \"mtime\"}}"};
+	zr_dataset *ds;
+	zr_names n;
+	uint32_t got;
+
+	cr_assert_eq(zr_create(t_ds, f, 3, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.mtime, 2);
+	cr_assert_eq(n.mode, -1);
+	cr_assert_eq(zr_name_mode(ds, &n, 0, 0, &got), 0);
 	zr_close(ds);
 }

@@ -58,7 +58,7 @@ Test(write_names, creating_names_fills_in_appends_and_refuses, .init = setup, .f
 	longname[299] = 0;
 	create_open(2, longname, ENAMETOOLONG);
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
-	zrfs_write_create(NULL, &t_fs, ZRFS_INO_ROOT, "new", &fi);
+	zrfs_write_create(NULL, &t_fs, ZRFS_INO_ROOT, "new", 0644, &fi);
 	cr_assert_eq(t_reply.err, EPERM, "not a field directory");
 }
 
@@ -366,7 +366,7 @@ Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .
 	cr_assert_eq(t_reply.kind, 'n', "mkdir: kind %c errno %d", t_reply.kind, t_reply.err);
 	fuse_ino_t sub = e->ino;
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
-	zrfs_write_create(NULL, &t_fs, sub, "in.bin", &fi);
+	zrfs_write_create(NULL, &t_fs, sub, "in.bin", 0644, &fi);
 	cr_assert_eq(t_reply.kind, 'c');
 	fi = t_opened;
 	write_at(&fi, "deep", 0);
@@ -389,7 +389,7 @@ Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, 
 	cr_assert_eq(t_reply.kind, 'n');
 	fuse_ino_t tmp = e->ino;
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
-	zrfs_write_create(NULL, &t_fs, tmp, "0.bin", &fi);
+	zrfs_write_create(NULL, &t_fs, tmp, "0.bin", 0644, &fi);
 	cr_assert_eq(t_reply.kind, 'c');
 	fi = t_opened;
 	write_at(&fi, "delayed", 0);

@@ -2,7 +2,7 @@
 # tree/: the dataset as the tree its records' original names make. A
 # directory import and a WebDataset tar import (nested keys, a class as
 # text) show their source again: diff -r, find (names, sizes, kinds, link
-# counts, times), ls -l, du, rsync --dry-run and zr export dir all agree
+# counts, times, permission bits), ls -l, du, rsync --dry-run and zr export dir all agree
 # with it; a record's file by id keeps its name's extension (zr ls and zr
 # export --by-id agree); the mount follows commits (a name changed, a
 # record added, one removed, a value changed); names that would leave the
@@ -29,11 +29,11 @@ agree() { # agree SRC MOUNTED-TREE WHAT
 	out=$(rsync -rlnic --no-times "$1/" "$2/") || fail "$3: rsync --dry-run failed"
 	[ -z "$out" ] || fail "$3: rsync --dry-run would change: $(echo "$out" | head -3)"
 }
-# the files' modification times too (kept by zr import beside the names):
-# rsync -a finds no file to send
-same_times() { # same_times SRC MOUNTED-TREE WHAT
-	(cd "$1" && find . -type f -printf '%T@ %P\n' | sort) >"$T/src.times"
-	(cd "$2" && find . -type f -printf '%T@ %P\n' | sort) >"$T/mnt.times"
+# the files' modification times and permission bits too (kept by zr
+# import beside the names): rsync -a finds no file to send
+same_meta() { # same_meta SRC MOUNTED-TREE WHAT
+	(cd "$1" && find . -type f -printf '%T@ %M %P\n' | sort) >"$T/src.times"
+	(cd "$2" && find . -type f -printf '%T@ %M %P\n' | sort) >"$T/mnt.times"
 	diff "$T/src.times" "$T/mnt.times" >/dev/null ||
 		fail "$3: times differ: $(diff "$T/src.times" "$T/mnt.times" | head -4)"
 	out=$(rsync -ain "$1/" "$2/" | grep -v '^\.d') || :
@@ -51,10 +51,13 @@ done
 : >"$SRC/train/empty.jpg"
 printf 'no extension' >"$SRC/README"
 printf 'dot' >"$SRC/train/.hidden"
+chmod 755 "$SRC/README"
+chmod 600 "$SRC/train/cat/2.jpg"
+chmod 640 "$SRC/train/.hidden"
 "$ZR" import dir "$SRC" "$DS" --hidden >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
 mount_ds
 agree "$SRC" "$MNT/tree" "directory import"
-same_times "$SRC" "$MNT/tree" "directory import"
+same_meta "$SRC" "$MNT/tree" "directory import"
 # a file of tree/ is the record file itself: one inode, one page cache
 id=$("$ZR" find "$DS" train/dog/1.jpg)
 [ "$(stat -c %i "$MNT/tree/train/dog/1.jpg")" = "$(stat -c %i "$MNT/data/$id.jpg")" ] ||
@@ -68,6 +71,7 @@ ls "$MNT" | grep -qx tree && fail "tree/ is listed in the root without -o list_v
 # zr export dir of the tree writes what the mount shows
 "$ZR" export dir "$DS" "$T/exported" >/dev/null || fail "export dir"
 diff -r "$T/exported" "$MNT/tree" >/dev/null || fail "zr export dir and tree/ differ"
+same_meta "$SRC" "$T/exported" "zr export dir"
 # a record keeps its own kind by id: README (no extension) among .jpg files
 # is data/ID, not data/ID.jpg; zr ls, zr export --by-id and the mount agree
 rid=$("$ZR" find "$DS" README)
@@ -130,7 +134,7 @@ mount_ds
 agree "$W" "$MNT/tree" "tar import"
 # tar keeps seconds: the tree shows them, as tar x restores them
 (mkdir "$T/wx" && cd "$T/wx" && tar xf "$T/w.tar") || fail "tar x"
-same_times "$T/wx" "$MNT/tree" "tar import"
+same_meta "$T/wx" "$MNT/tree" "tar import"
 # a class changed: its text follows
 printf '99' >"$T/cls99"
 "$PY" -c 'import struct, sys; sys.stdout.buffer.write(struct.pack("<q", 99))' >"$T/cls.bin"

@@ -230,7 +230,7 @@ static inline struct fuse_file_info create_open(unsigned f, const char *name, in
 {
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
 
-	zrfs_write_create(NULL, &t_fs, ZRFS_INO_DIR + f, name, &fi);
+	zrfs_write_create(NULL, &t_fs, ZRFS_INO_DIR + f, name, 0644, &fi);
 	if (want_errno) {
 		cr_assert_eq(t_reply.kind, 'e', "%s: kind %c", name, t_reply.kind);
 		cr_assert_eq(t_reply.err, want_errno, "%s: errno %d", name, t_reply.err);

@@ -12,8 +12,9 @@ their names), and a reader on a second, read-only mount of the dataset
 reads every file there over and over meanwhile. Then, after the mount is
 gone:
 - `zr export dir` writes every record back under its name: the same files,
-  byte for byte, as the native directory (a new file keeps the name it was
-  written under; a file renamed away leaves nothing behind);
+  byte for byte and with the same permission bits, as the native directory
+  (a new file keeps the name it was written under; a file renamed away
+  leaves nothing behind), and the mount showed those bits too;
 - no program made a record it did not mean to: the dataset has the
   records it started with plus one per name the native directory gained
   (in tree/: one record per file, as removing a file's last value removes
@@ -182,6 +183,15 @@ MATRIX = [
     # 2.txt, edited then checked out, may be read edited
     ('git', GIT, [b''.join(b'record 2, line %d: aBc bcd cde\n' % k for k in range(4))]),
     ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
+    # permission bits: chmod of a file at rest, a new file's mode at
+    # create (mkstemp's 0600, the umask's), a script made executable runs
+    ('chmod', "chmod 755 1.txt && chmod 600 2.txt && umask 027 && printf 'x\\n' > masked.txt && "
+     "printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh && ./run.sh > ran.txt && "
+     "%s -c 'import os, tempfile; os.replace(tempfile.mkstemp(dir=\".\")[1], \"made.txt\")' && "
+     "chmod 640 run.sh" % PY),
+    # in tree/ a dot name is a name of the tree: it is stored as any
+    ('tree: dotfiles', "printf '*.o\\n' > .gitignore && mkdir -p .cfg && printf 'k=v\\n' > .cfg/.env "
+     "&& printf 'x\\n' > .keep && mv .keep .kept && chmod 700 .kept"),
 ]
 
 
@@ -225,6 +235,16 @@ def files(d):
         for n in names:
             p = os.path.join(root, n)
             out[os.path.relpath(p, d)] = open(p, 'rb').read()
+    return out
+
+
+def modes(d):
+    """Every file under @d: relative path -> its permission bits."""
+    out = {}
+    for root, dirs, names in os.walk(d):
+        for n in names:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, d)] = oct(os.lstat(p).st_mode & 0o7777)
     return out
 
 
@@ -313,6 +333,7 @@ def entry(k, name, cmd, also=()):
         fd = os.open(field, os.O_RDONLY | os.O_DIRECTORY)
         os.fsync(fd)  # sync DIR: new files committed now
         os.close(fd)
+        shown = modes(field)
         reader.finish()
     finally:
         rcs = [m.close() for m in reversed(mounts)]
@@ -330,6 +351,15 @@ def entry(k, name, cmd, also=()):
         fail('%s: a reader of another mount read %d value(s) no program finished'
              % (name, len(reader.seen - allowed)))
     run([ZR, 'export', 'dir', ds] + ([] if TREE else ['txt']) + [out])
+    # (a field directory shows a new record by id: the bits it showed are
+    # the native ones, whatever the names)
+    for what, m in (('the mount showed', shown), ('zr export dir wrote', modes(out))):
+        if m != modes(native) and (TREE or what != 'the mount showed' or
+                                   sorted(m.values()) != sorted(modes(native).values())):
+            bad = sorted(p for p in set(m) | set(modes(native))
+                         if m.get(p) != modes(native).get(p))
+            fail('%s: %s other permission bits than a native directory has: %s'
+                 % (name, what, {p: (m.get(p), modes(native).get(p)) for p in bad}))
     got = files(out)
     if got != want:
         diff = sorted(set(got) ^ set(want)) or sorted(p for p in want if got[p] != want[p])
@@ -348,7 +378,7 @@ def main():
     make_inputs()
     ran = 0
     for k, (name, cmd, *also) in enumerate(MATRIX):
-        if ONLY and name not in ONLY:
+        if (ONLY and name not in ONLY) or (name.startswith('tree: ') and not TREE):
             continue
         reads = entry(k, name, cmd, *also)
         print('ok: %-32s %6d reads of the other mount' % (name, reads))

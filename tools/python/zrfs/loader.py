@@ -63,6 +63,19 @@ def npy_array(buf):
     return np.frombuffer(buf, dtype, count, head.tell()).reshape(shape), head.tell()
 
 
+def tensor_of(torch, arr):
+    """torch.from_numpy(@arr), or where this torch has no tensors of its
+    unsigned dtype (u16, u32 before torch 2.3: a file's mode is u32), a
+    copy widened to the next signed one (i32, i64), which holds every value."""
+    try:
+        return torch.from_numpy(arr)
+    except TypeError:
+        wider = {2: np.int32, 4: np.int64}.get(arr.dtype.itemsize) if arr.dtype.kind == "u" else None
+        if wider is None:
+            raise
+        return torch.from_numpy(arr.astype(wider))
+
+
 class Host:
     """Buffers for NumPy arrays and host tensors, one pool per batch file
     name (their sizes match from step to step), each reused once nothing
@@ -120,6 +133,8 @@ class Loader:
     (B, *shape) for a fixed-shape field (missing records read as zeros), or
     (data, offsets) for a variable-size one: record i is
     data[offsets[i]:offsets[i + 1]] (uint8; flate records come inflated).
+    As tensors, with a torch that has none of a field's unsigned dtype (u16,
+    u32 before torch 2.3), the field comes widened to int32 or int64.
 
     @device: None for NumPy arrays; "cpu" for torch tensors; a CUDA device
     ("cuda", "cuda:1", a torch.device) for tensors there, copied from
@@ -228,8 +243,8 @@ class Loader:
         if self.device is None:
             out = host
         elif not self.cuda:
-            out = {k: tuple(map(self.torch.from_numpy, v)) if isinstance(v, tuple)
-                   else self.torch.from_numpy(v) for k, v in host.items()}
+            out = {k: tuple(tensor_of(self.torch, a) for a in v) if isinstance(v, tuple)
+                   else tensor_of(self.torch, v) for k, v in host.items()}
         else:
             out = self._to_device(host, bufs, pool, stream)
         if self.info:
@@ -246,9 +261,13 @@ class Loader:
                 if f.shape is not None:
                     buf, pinned = bufs[f.name + ".npy"]
                     arr = host[f.name]
+                    empty = tensor_of(torch, arr[:0])
+                    if empty.element_size() != arr.dtype.itemsize:  # widened: a copy
+                        out[f.name] = tensor_of(torch, arr).to(self.device)
+                        continue
                     start = arr.ctypes.data - buf.ctypes.data
                     t = pinned[start:start + arr.nbytes].to(self.device, non_blocking=True)
-                    out[f.name] = t.view(torch.from_numpy(arr[:0]).dtype).reshape(arr.shape)
+                    out[f.name] = t.view(empty.dtype).reshape(arr.shape)
                 else:
                     buf, pinned = bufs[f.name]
                     out[f.name] = (pinned[:buf.size].to(self.device, non_blocking=True),
