@@ -173,6 +173,36 @@ static bool class_field(const zr_dataset *ds, unsigned f)
 	return fs->dtype == ZR_I64 && fs->fixed && fs->ndim == 0;
 }
 
+/* Records a tree leaves out: their names make no file (not a relative
+ * path below OUT, too long, or a key with a dot in its last part), as the
+ * mount's tree/ leaves them out. The export writes the others, then says
+ * so, naming the first, and fails. */
+struct left_out {
+	uint64_t n, first;
+	char name[128];
+};
+
+static void leave_out(struct left_out *lo, uint64_t id, const char *name)
+{
+	if (lo->n++ == 0) {
+		lo->first = id;
+		snprintf(lo->name, sizeof lo->name, "%.120s", name);
+	}
+}
+
+/* 0, or 1 (said) if records were left out. */
+static int say_left_out(const struct left_out *lo, const char *how)
+{
+	if (!lo->n)
+		return 0;
+	zr_warn("export: %llu record%s a name that makes no file (not a relative path below the "
+		"output, too long, or a key with a dot in its last part), so %s left out; the "
+		"first: record %llu, '%s' (%s)",
+		(unsigned long long)lo->n, lo->n == 1 ? " has" : "s have",
+		lo->n == 1 ? "it was" : "they were", (unsigned long long)lo->first, lo->name, how);
+	return 1;
+}
+
 static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 {
 	static const unsigned char zeros[1024];
@@ -184,6 +214,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	bool stream;
 	int fd = open_out(out, &stream), status = 1;
 	int64_t mtime = 0;
+	struct left_out lo = {0};
 	zr_names nm;
 	zr_info in;
 
@@ -198,6 +229,10 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		nm.field = -1; /* paths are not keys: ids then */
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int got = nm.field >= 0 ? names_get(ds, &nm, id, key, sizeof key) : 0;
+		if (got == -EINVAL) {
+			leave_out(&lo, id, key);
+			continue;
+		}
 		if (got < 0)
 			goto out;
 		if (got == 0)
@@ -236,11 +271,13 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		goto out;
 	}
 	fprintf(stream ? stderr : stdout, "%s: %llu records, %llu members\n", out,
-		(unsigned long long)zr_length(ds), (unsigned long long)members);
+		(unsigned long long)(zr_length(ds) - lo.n), (unsigned long long)members);
 	status = 0;
 out:
 	free(buf);
-	return finish_file(fd, out, stream, status);
+	/* the archive of the others is kept, and the export fails */
+	status = finish_file(fd, out, stream, status);
+	return status ? status : say_left_out(&lo, "--by-id names every member by id");
 }
 
 static int export_npy(zr_dataset *ds, unsigned f, const char *out)
@@ -294,6 +331,7 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
 	zr_names nm, kept;
 	uint64_t count = 0, unnamed = 0;
+	struct left_out lo = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0;
 	int dfd = -1, status = 1;
@@ -320,6 +358,12 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 	}
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int named = nm.field >= 0 ? names_get(ds, &nm, id, name, sizeof name) : 0;
+		if (named == -EINVAL && field < 0) { /* no place in the tree */
+			leave_out(&lo, id, name);
+			continue;
+		}
+		if (named == -EINVAL)
+			named = 0; /* one field's records: by id */
 		if (named < 0)
 			goto out;
 		if (!named && field < 0) {
@@ -332,12 +376,12 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 							sizeof path)
 					: 0;
 			int64_t n;
-			if (len < 0) {
-				zr_warn("export: record %llu: its name '%s' makes no file name%s",
-					(unsigned long long)id, name,
-					len == -EINVAL ? " (a key's last part holds no dot)" : "");
-				goto out;
+			if (len < 0 && field < 0) {
+				leave_out(&lo, id, name);
+				break;
 			}
+			if (len < 0)
+				len = 0; /* one field's records: by id */
 			if (len == 0 && field < 0)
 				continue; /* not a file of the tree */
 			if (len == 0)
@@ -382,7 +426,8 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 			"DS FIELD OUT_DIR' writes a field's records, those by id",
 			(unsigned long long)unnamed, unnamed == 1 ? " has" : "s have");
 	printf("%s: %llu files\n", out, (unsigned long long)count);
-	status = 0;
+	status = say_left_out(&lo, "'zr export dir DS FIELD OUT_DIR' writes a field's records, "
+				   "those by id");
 out:
 	close(dfd);
 	free(buf);

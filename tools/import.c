@@ -295,8 +295,20 @@ static int plan_names(struct import *im)
 		zr_warn("import: out of memory");
 		return -1;
 	}
-	for (uint64_t i = 0; i < p->n; i++)
+	uint64_t unsafe = 0;
+	const char *first = NULL;
+	for (uint64_t i = 0; i < p->n; i++) {
 		p->names[i] = im->src->plan == plan_dir ? im->files.v[i] + skip : im->t.key_names.v[i];
+		if (!zr_name_safe(p->names[i], strlen(p->names[i])) && unsafe++ == 0)
+			first = p->names[i];
+	}
+	/* a key from a tar may be anything (../x, /etc/x): kept as a name,
+	 * it makes no file where the tree is written */
+	if (unsafe)
+		zr_warn("import: %llu key%s not a relative path below a directory (the first: '%s'): "
+			"kept as %s, but tree/ and zr export dir and tar leave %s out",
+			(unsigned long long)unsafe, unsafe == 1 ? " is" : "s are", first,
+			unsafe == 1 ? "a name" : "names", unsafe == 1 ? "its record" : "their records");
 	im->f[im->nf++] = (zr_field_spec){.name = im->o.names, .dtype = ZR_BYTES, .ext = "txt"};
 	/* and the files' times, so that the tree shows them (rsync -a then finds
 	 * nothing to do): unless a field has the name, or none is left */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,19 +24,15 @@ int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t 
 	int64_t got = zr_name_load(ds, n, id, buf, cap);
 
 	if (got == -ENAMETOOLONG) {
-		zr_warn("record %llu: its name is longer than a path may be",
-			(unsigned long long)id);
-		return -ENAMETOOLONG;
+		snprintf(buf, cap, "%s", "(longer than a path may be)");
+		return -EINVAL;
 	}
 	if (got < 0) {
 		zr_fail((int)got, "export");
 		return (int)got;
 	}
-	if (got > 0 && !zr_name_safe(buf, (size_t)got)) {
-		zr_warn("record %llu: its name '%.*s' is not a relative path below a directory",
-			(unsigned long long)id, (int)(got > 200 ? 200 : got), buf);
+	if (got > 0 && !zr_name_safe(buf, (size_t)got))
 		return -EINVAL;
-	}
 	return got > 0;
 }
 

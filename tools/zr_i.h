@@ -34,9 +34,10 @@ int cmd_stat(int argc, char **argv);
 int cmd_find(int argc, char **argv);
 
 /* Records' original names (zr_names, core): record @id's name into @buf
- * (NUL-terminated): 1, 0 when it has none, or a negative code (said on
- * stderr: unreadable, too long, or not a relative path that stays below
- * its directory). */
+ * (NUL-terminated): 1, 0 when it has none, -EINVAL when it makes no file
+ * (not a relative path that stays below its directory, or too long: @buf
+ * then says so; nothing said), or another negative code (said on stderr:
+ * unreadable). */
 int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap);
 /* Create @path (relative, checked) under the directory @dfd, making its
  * directories: a descriptor to write, or -1 (said on stderr; @shown names

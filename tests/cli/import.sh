@@ -423,7 +423,9 @@ for i in 0 1 2 3; do
 	[ "$(cat "webtree/${L#wds/}/sample-number-$i.cls")" = $i ] || fail "tree of a tar: class $i"
 done
 [ "$(find webtree -type f | wc -l)" = 8 ] || fail "tree of a tar: $(find webtree -type f)"
-# a key that would leave OUT_DIR (../, /) stops the export, naming the record
+# a key that would leave OUT_DIR (../, /) makes no file of the tree: the
+# export writes the others, names the first left out, and fails; one
+# field's records are written by id
 "$PY" - evil.tar <<'PY'
 import io, sys, tarfile
 with tarfile.open(sys.argv[1], "w") as t:
@@ -432,10 +434,23 @@ with tarfile.open(sys.argv[1], "w") as t:
 PY
 zr import tar evil.tar evil
 expect_rc 0
-zr export dir evil jpg evilout
+expect_err_has "zr: import: 2 keys are not a relative path below a directory (the first: '../escaped'): kept as names, but tree/ and zr export dir and tar leave their records out"
+zr export dir evil eviltree
 expect_rc 1
-expect_err_has "*record 1: its name '../escaped' is not a relative path below a directory*"
-[ ! -e escaped.jpg ] && [ ! -e evilout/../escaped.jpg ] || fail "an export wrote outside OUT_DIR"
+expect_out 'eviltree: 1 files'
+expect_err_has "zr: export: 2 records have a name that makes no file (*), so they were left out; the first: record 1, '../escaped' (*)"
+[ "$(cd eviltree && find . -type f | sort | tr '\n' ' ')" = "./ok.jpg " ] ||
+	fail "export dir of bad keys: $(find eviltree)"
+zr export tar evil evil2.tar
+expect_rc 1
+expect_out 'evil2.tar: 1 records, 1 members'
+expect_err_has "*the first: record 1, '../escaped' (--by-id names every member by id)"
+[ "$(tar tf evil2.tar)" = ok.jpg ] || fail "export tar of bad keys: $(tar tf evil2.tar)"
+zr export dir evil jpg evilout
+expect_rc 0
+[ -f evilout/1.jpg ] && [ -f evilout/2.jpg ] && [ -f evilout/ok.jpg ] || fail "export of a field: $(find evilout)"
+[ ! -e escaped.jpg ] && [ ! -e evilout/../escaped.jpg ] && [ ! -e eviltree/../escaped.jpg ] ||
+	fail "an export wrote outside OUT_DIR"
 zr import tar back.tar web2
 expect_rc 0
 # members that are not KEY.EXT (a README, a directory's dot-less file) are
