@@ -93,7 +93,7 @@ enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct pla
 			return W_NONE;
 		return zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
 	}
-	if (zrfs_alias_find(w, parent, name, id) == 0)
+	if (zrfs_alias_find(w, parent, name, UINT64_MAX, id) == 0)
 		return *alias = true, W_RECORD;
 	if (parent != ZRFS_INO_DIR + p->field ||
 	    zrfs_record_name_parse(fs, p->field, name, n + 1, id) < 0)

@@ -342,6 +342,7 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 	 * them for whoever has it open */
 	if ((i = zrfs_winode_find(w, d->ino)) != NULL) {
 		i->id = d->stored;
+		i->id_moved = d->stored_moved; /* older views: where it was */
 		if (d->stored != NO_ID) {
 			zrfs_node_put(i->draft);
 			i->draft = NULL;
@@ -437,13 +438,15 @@ static struct walias *alias_find(struct zrfs_writes *w, fuse_ino_t parent, const
 	return NULL;
 }
 
-int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t *id)
+int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t gen,
+		    uint64_t *id)
 {
 	struct walias *a = alias_find(w, parent, name);
+	uint64_t at = a ? zrfs_moved_at(&a->id_moved, a->id, gen) : NO_ID;
 
-	if (!a || a->id == NO_ID)
+	if (at == NO_ID)
 		return -ENOENT;
-	*id = a->id;
+	*id = at;
 	return 0;
 }
 
@@ -464,6 +467,7 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 
 	if (a) {
 		a->id = id;
+		a->id_moved = (struct wmoved){0};
 		return;
 	}
 	if (w->naliases >= ALIASES_MAX)
@@ -473,6 +477,7 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 	a->parent = parent;
 	a->field = field;
 	a->id = id;
+	a->id_moved = (struct wmoved){0};
 	a->newer = NULL;
 	a->older = w->alias_newest;
 	memcpy(a->name, name, len + 1);
@@ -504,8 +509,21 @@ void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent)
 
 /* ---- records moving ---- */
 
+/* @*id of @m moves to @to with the commit of generation @gen: views before
+ * it keep the id they have (a second move before that commit keeps the
+ * first one's id before). */
+static void move_id(uint64_t *id, struct wmoved *m, uint64_t to, uint64_t gen)
+{
+	if (m->since != gen) {
+		m->was = *id;
+		m->since = gen;
+	}
+	*id = to;
+}
+
 void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to)
 {
+	uint64_t gen = zr_generation(w->ds) + 1; /* the commit that moves it */
 	unsigned f0 = field == ZR_FIELDS_MAX ? 0 : field, f1 = field == ZR_FIELDS_MAX ? ZR_FIELDS_MAX : field + 1;
 
 	for (unsigned f = f0; f < f1; f++) {
@@ -527,14 +545,14 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 		if (d->id == from)
 			zrfs_draft_target(w, d, to); /* NO_ID: the draft becomes a new record */
 		if (d->stored == from)
-			d->stored = to;
+			move_id(&d->stored, &d->stored_moved, to, gen);
 	}
 	for (size_t b = 0; b < w->inodes.cap; b++)
 		for (struct zrfs_link *l = w->inodes.buckets[b], *next; l; l = next) {
 			struct winode *i = zrfs_container(l, struct winode, link);
 			next = l->next;
 			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field)) {
-				i->id = to;
+				move_id(&i->id, &i->id_moved, to, gen);
 				if (i->identity)
 					identity_set(w, i);
 				next = l->next; /* identity_set may have let the next go */
@@ -544,7 +562,7 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 		}
 	for (struct walias *a = w->alias_oldest; a; a = a->newer)
 		if (a->id == from && (field == ZR_FIELDS_MAX || a->field == field))
-			a->id = to;
+			move_id(&a->id, &a->id_moved, to, gen);
 }
 
 /* ---- what a number is ---- */

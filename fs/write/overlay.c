@@ -75,7 +75,7 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	} else if ((d = zrfs_draft_find(w, parent, name, v->gen)) != NULL) {
 		*out = d->ino;
 		rc = 0;
-	} else if (!tree && zrfs_alias_find(w, parent, name, &id) == 0 && id < v->n &&
+	} else if (!tree && zrfs_alias_find(w, parent, name, v->gen, &id) == 0 && id < v->n &&
 		   zrfs_record_listed(v, field, id)) {
 		*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 		rc = 0;
@@ -100,7 +100,10 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	if ((i = zrfs_winode_find(w, ino)) != NULL) {
 		*field = i->field;
 		*text = i->text;
-		*id = i->draft ? i->draft->stored : i->id;
+		/* the record the number shows in @v, which may not have the
+		 * last delete's or rename's move yet */
+		*id = i->draft ? zrfs_moved_at(&i->draft->stored_moved, i->draft->stored, v->gen)
+			       : zrfs_moved_at(&i->id_moved, i->id, v->gen);
 		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
 			*d = zrfs_node_ref(i->draft);
 		rc = *d || (*id != NO_ID && *id < v->n) ? 0 : -ESTALE;

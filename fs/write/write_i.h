@@ -172,6 +172,19 @@ enum wnode_kind { WN_RECORD, WN_DRAFT, WN_DIR };
  * value is taken as everyone's. */
 #define WRITERS_KEPT 4
 
+/* A record id that a delete or a rename moves (zrfs_nodes_retarget) before
+ * the commit that moves it is in the view: a request holding an older view
+ * reads the id that view has, never another record's (zrfs_moved_at). */
+struct wmoved {
+	uint64_t was;         /* the id before the last move */
+	uint64_t since;       /* the generation from which the id is the new one */
+};
+
+static inline uint64_t zrfs_moved_at(const struct wmoved *m, uint64_t now, uint64_t gen)
+{
+	return gen < m->since ? m->was : now;
+}
+
 struct wnode {
 	atomic_uint refs;     /* handles, tables, whoever works on it */
 	unsigned field;
@@ -184,6 +197,7 @@ struct wnode {
 	size_t children;      /* a directory's drafts and directories */
 	uint64_t seq;         /* a draft's: creation order, its listing position */
 	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
+	struct wmoved stored_moved; /* ... and the record older views have */
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
 	bool ready;           /* a draft closed after its last write: the next group takes it */
 	uint64_t ready_size;  /* its bytes as the group counts them, while ready */
@@ -222,6 +236,7 @@ struct winode {
 	struct wnode *draft;  /* a draft's number while it is one (referenced) */
 	unsigned field;       /* else the record it shows */
 	uint64_t id;          /* NO_ID: gone (ESTALE) */
+	struct wmoved id_moved;  /* ... and the id older views have */
 	bool text;            /* shown as tree/ shows it: a class as decimal text */
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
@@ -234,6 +249,7 @@ struct walias {
 	fuse_ino_t parent;    /* the directory it is in */
 	unsigned field;
 	uint64_t id;
+	struct wmoved id_moved; /* ... and the id older views have */
 	struct walias *older, *newer;
 	char name[];
 };
@@ -417,14 +433,18 @@ void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, ui
 void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino);
 /* Aliases: the record @name names in directory @parent (0 with *id, or
  * -ENOENT); name one (of field @field); drop one, or all in @parent. */
-int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t *id);
+/* The record alias @name in @parent names in a view of generation @gen
+ * (UINT64_MAX: the writer's, now). */
+int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, uint64_t gen,
+		    uint64_t *id);
 void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, const char *name,
 		    uint64_t id);
 void zrfs_alias_drop(struct zrfs_writes *w, fuse_ino_t parent, const char *name);
 void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent);
 /* Everything here that refers to record @from of @field (every field if
  * @field is ZR_FIELDS_MAX) refers to @to from now on (NO_ID: to nothing):
- * a record moved by a delete, or a value moved by a rename. */
+ * a record moved by a delete, or a value moved by a rename. Under w->lock:
+ * the move is the next commit's; views before it still read @from. */
 void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to);
 /* Handles open on record node (@field, @id): their inode was replaced by a
  * rename; what they write is never published. */

@@ -29,6 +29,11 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
 - a file still being written when the daemon is told to stop is logged, its
   name escaped (a newline in a name forged a line; the file was dropped
   silently).
+- a name never reads another file's bytes while records move under it:
+  files of B/ read over and over while A/'s are removed (removing a record
+  moves the last one into its id; B's files read the removed A's bytes
+  until the commit was in the view), and two threads that each create,
+  read back and remove their own files.
 
 Exit 0 on success; a message and 1 on the first failure.
 """
@@ -271,6 +276,56 @@ def big_record_opened_eight_times(d):
     return 'the daemon grew %d MiB at most' % (grown >> 10)
 
 
+def reads_while_removing(d):
+    img = os.path.join(MNT, 'img')
+    wrong, reads = [], [0]
+
+    def value(d, k):
+        return ('%s %d\n' % (d, k)).encode() * (k + 1)
+
+    def reader(b, stop):
+        while not stop:
+            for k in range(64):
+                got = open(os.path.join(img, b, 'f%d' % k), 'rb').read()
+                reads[0] += 1
+                if got != value(b, k):
+                    wrong.append('%s/f%d read %r' % (b, k, got[:12]))
+
+    def cycle(c):
+        os.mkdir(os.path.join(img, c))
+        for k in range(64):
+            p = os.path.join(img, c, 'f%d' % k)
+            open(p, 'wb').write(value(c, k))
+            got = open(p, 'rb').read()
+            reads[0] += 1
+            if got != value(c, k):
+                wrong.append('%s/f%d read back %r' % (c, k, got[:12]))
+            os.unlink(p)
+
+    for r in range(10):
+        a, b = 'A%d' % r, 'B%d' % r
+        for x in (a, b):
+            os.mkdir(os.path.join(img, x))
+            for k in range(64):
+                open(os.path.join(img, x, 'f%d' % k), 'wb').write(value(x, k))
+        sync('img')
+        stop = []
+        t = threading.Thread(target=reader, args=(b, stop))
+        t.start()
+        for k in range(64):
+            os.unlink(os.path.join(img, a, 'f%d' % k))
+        stop.append(1)
+        t.join()
+        pair = [threading.Thread(target=cycle, args=('C%d%s' % (r, x),)) for x in 'xy']
+        for t in pair:
+            t.start()
+        for t in pair:
+            t.join()
+    if wrong:
+        fail('%d of %d reads returned another file\'s bytes: %s' % (len(wrong), reads[0], wrong[:3]))
+    return '%d reads while records moved, each its own file\'s bytes' % reads[0]
+
+
 def unstored_at_stop(_):
     d = mount()
     fd = os.open(os.path.join(MNT, 'img', 'held\nopen.jpg'), os.O_WRONLY | os.O_CREAT)
@@ -299,7 +354,7 @@ def main():
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
-                 big_record_opened_eight_times):
+                 big_record_opened_eight_times, reads_while_removing):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)

@@ -26,8 +26,9 @@ Then TRIALS times the same in tree/ of a directory import, where the writer
 saves files as editors and git do (write a new name, fsync it or not,
 rename it over the old one, fsync the directory), moves files between
 directories, overwrites and removes them, while a reader lists and stats
-the directories; checked: zr verify, every save whose fsync returned, and
-no daemon that cannot die.
+the directories and reads the files the writer touches; checked: every
+read as above, zr verify, every save whose fsync returned, and no daemon
+that cannot die.
 
 Last, FOLLOW_KILLS (default TRIALS) read-only daemons are killed while
 readers list, stat and read the records and another process commits to
@@ -246,28 +247,34 @@ class Trial:
 
     def reader(self):
         rng = self.rng.__class__(self.rng.random())
-        while not self.stop:
-            with self.lock:
-                keys = self.touched[-20:] or [self.first]
-            key = rng.choice(keys)
-            try:
-                with open(self.path(key), 'rb') as f:
-                    got = f.read()
-            except OSError as e:
-                if self.cut_short(e):
-                    return
-                if e.errno != errno.ENOENT:
-                    self.errors.append('reader: %s: %s (%s the daemon was killed)'
-                                       % (self.path(key), e, 'after' if self.killed else 'before'))
-                continue
-            with self.lock:
-                had = self.had.get(key, set())
-                # a file being created (the record had no value) shows what is
-                # written so far (zrfs(8)), holes as zeros, as a file being
-                # copied does; a value being replaced shows the old one whole
-                if got not in had and not (None in had and pieced(got, had)):
-                    self.errors.append('reader: %s: %d bytes that it never had (it had %s)'
-                                       % (self.path(key), len(got), explain(got, had)))
+        while not self.stop and self.read_one(rng):
+            pass
+
+    def read_one(self, rng):
+        """Read a file the writer touched lately, and check what it holds:
+        False once the daemon is gone."""
+        with self.lock:
+            keys = self.touched[-20:] or [self.first]
+        key = rng.choice(keys)
+        try:
+            with open(self.path(key), 'rb') as f:
+                got = f.read()
+        except OSError as e:
+            if self.cut_short(e):
+                return False
+            if e.errno != errno.ENOENT:
+                self.errors.append('reader: %s: %s (%s the daemon was killed)'
+                                   % (self.path(key), e, 'after' if self.killed else 'before'))
+            return True
+        with self.lock:
+            had = self.had.get(key, set())
+            # a file being created (the record had no value) shows what is
+            # written so far (zrfs(8)), holes as zeros, as a file being
+            # copied does; a value being replaced shows the old one whole
+            if got not in had and not (None in had and pieced(got, had)):
+                self.errors.append('reader: %s: %d bytes that it never had (it had %s)'
+                                   % (self.path(key), len(got), explain(got, had)))
+        return True
 
 
 class TreeTrial(Trial):
@@ -333,10 +340,11 @@ class TreeTrial(Trial):
             self.now[key] = None
 
     def reader(self):
-        """Lists and stats a directory of tree/ over and over: requests that
-        hold the directory's lock while they wait for the daemon. (What a
-        file read shows while records move ids under names the kernel
-        holds is issue 54's: not checked here.)"""
+        """Lists and stats a directory of tree/ over and over (requests that
+        hold the directory's lock while they wait for the daemon), and reads
+        the files the writer touched, as Trial's reader does: records move
+        ids under names the kernel holds, and no read returns another
+        file's bytes."""
         rng = self.rng.__class__(self.rng.random())
         while not self.stop:
             d = '%s/tree/d%d' % (MNT, rng.randrange(4))
@@ -349,6 +357,8 @@ class TreeTrial(Trial):
                 if e.errno != errno.ENOENT:
                     self.errors.append('reader: %s: %s (%s the daemon was killed)'
                                        % (d, e, 'after' if self.killed else 'before'))
+            if not self.read_one(rng):
+                return
 
     def writer(self):
         rng = self.rng
