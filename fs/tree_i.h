@@ -49,6 +49,8 @@ struct zrfs_tree_index {
 	struct tent **of_id;     /* each record's entry (NULL: no name in the tree) */
 	uint64_t cap;            /* records of_id has room for */
 	uint64_t next_no;
+	bool keep_emptied;       /* a writable mount's: a directory whose last entry
+				  * goes stays until removed (tree_prune) */
 	bool makes[ZR_FIELDS_MAX]; /* fields whose values are files of the tree */
 	bool text[ZR_FIELDS_MAX];  /* ... holding decimal text (zr_names_text) */
 };
@@ -66,7 +68,8 @@ struct tdir *tree_dir_new(struct zrfs_tree_index *t, struct tent *self);
 void tree_dir_free(struct zrfs_tree_index *t, struct tdir *d);
 /* A new entry @name in @d (neither a directory nor a record yet). */
 struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char *name, size_t len);
-/* Remove entries and directories that hold nothing any more, from @e up;
+/* Remove entries and directories that hold nothing any more, from @e up
+ * (directories only where the index does not keep them: keep_emptied);
  * the directories that go are noted in @notes (when not NULL): 0, or
  * -ENOMEM (the notes lost; the index is right). */
 int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes);

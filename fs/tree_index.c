@@ -116,7 +116,7 @@ int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *not
 		zrfs_table_del(&t->names, &e->link);
 		free(e->more);
 		free(e);
-		if (d->live || d->made || !d->self)
+		if (d->live || d->made || t->keep_emptied || !d->self)
 			break;
 		e = d->self;
 		e->sub = NULL;
@@ -323,6 +323,10 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 		return -ENOMEM;
 	}
 	fs->tree = t;
+	/* on a writable mount every change is a program's: a directory it
+	 * empties stays until it removes it, as on any filesystem (rm -r,
+	 * rsync --delete, a file written into it next) */
+	t->keep_emptied = fs->writes != NULL;
 	for (unsigned f = 0; f < fs->nfields; f++) {
 		t->makes[f] = !zr_names_own(&fs->names, f) &&
 			      (fs->names.key || (int)f == fs->names.files);

@@ -4,8 +4,9 @@
 # of a changed tree lands by name and a second run sends nothing (rsync -ai
 # prints nothing), for a directory import and a WebDataset tar import (two
 # new members of one key make one record; a class rewritten as text);
-# directories made, removed, renamed (EXDEV: mv copies); the last file of a
-# record removed removes the record; a key's file whose extension is no
+# directories made, removed, renamed (EXDEV: mv copies), emptied (they stay
+# until removed: rm -r works); the last file of a record removed removes the
+# record; a key's file whose extension is no
 # field is refused; after unmounting zr export dir equals what the mount
 # showed. A read-only mount refuses every change.
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +65,17 @@ grep -q "not empty" "$T/err" || fail "rmdir of a directory with files said: $(ca
 # renaming a directory: mv copies and removes (EXDEV), the names follow
 mv "$MNT/tree/new" "$MNT/tree/renamed" || fail "mv of a directory"
 mv "$T/src2/new" "$T/src2/renamed"
+# a directory whose last file goes stays until removed, as on any
+# filesystem (it went with its last record): a file written into it next,
+# rm -r, mv of a directory of imported files (mv copies, then removes)
+for r in "$T/src2" "$MNT/tree"; do
+	rm "$r/a/b/x.txt" || fail "rm $r/a/b/x.txt"
+	[ -d "$r/a/b" ] || fail "$r/a/b went with its last file"
+	printf 'after\n' >"$r/a/b/after.txt" || fail "a file into $r/a/b, emptied"
+	mv "$r/c" "$r/c2" || fail "mv $r/c $r/c2"
+	rm -r "$r/a/b" || fail "rm -r $r/a/b"
+done
+[ ! -e "$MNT/tree/a/b" ] && [ ! -e "$MNT/tree/c" ] || fail "rm -r or mv left $(ls -R "$MNT/tree")"
 # rm of a record's only file removes the record
 sync "$MNT/tree" || fail "sync" # what mv copied is committed: counted
 n=$(records)
