@@ -419,7 +419,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d;
 	struct place p;
 	uint64_t id;
-	bool alias;
+	bool alias, dropped = false;
 	int64_t rc = 0;
 	enum what what = W_NONE;
 
@@ -429,12 +429,13 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	else if (((what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias)) == W_DRAFT &&
 		  d->kind == WN_DIR) || what == W_DIR)
 		rc = -EISDIR;
-	else if (what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID)
+	else if ((dropped = what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID &&
+			    !d->storing))
 		zrfs_draft_drop(w, d); /* never stored, in place of nothing: nothing to commit */
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
 	zrfs_names_unlock(fs);
-	if (rc < 0 || (what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID)) {
+	if (rc < 0 || dropped) {
 		if (rc == 0)
 			zrfs_dir_changed(fs, parent, NULL);
 		zrfs_reply_status(req, rc);

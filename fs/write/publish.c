@@ -467,26 +467,16 @@ static int parse_class(struct zrfs *fs, const char *path, const zr_value *v, int
 	return 0;
 }
 
-/* Store draft @d (w->lock and d->lock held; checked to be a listed draft
- * that needs it): replacing or filling the record it names, or as a new
- * one; not committed. 0 or a negative code (logged). */
-static int store_draft(struct zrfs *fs, struct wnode *d)
+/* The bytes of draft @d as record @id (@n the length: a new one, named
+ * @path), not committed (store_draft). */
+static int store_value(struct zrfs *fs, struct wnode *d, uint64_t id, uint64_t n, const char *path)
 {
-	struct zrfs_writes *w = fs->writes;
-	uint64_t n = zr_length(w->ds);
-	uint64_t id = d->stored != NO_ID ? d->stored : d->id != NO_ID && d->id < n ? d->id : n;
-	char path[4 * ZRFS_NAME_MAX];
 	int64_t cls;
 	zr_value v;
 	void *map;
 	int rc;
 
-	if (d->error)
-		return d->error;
-	pthread_mutex_lock(&w->names_lock);
-	rc = zrfs_node_path(w, d, path, sizeof path);
-	pthread_mutex_unlock(&w->names_lock);
-	if (rc < 0 || (rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
+	if ((rc = zrfs_value_bytes(&d->val, &v, &map)) < 0)
 		return rc;
 	if (d->text && (rc = parse_class(fs, path, &v, &cls)) == 0) {
 		zrfs_value_unmap(map, v.len);
@@ -512,12 +502,41 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 		return rc;
 	d->changed = false;
 	d->shaper = 0;
+	return 0;
+}
+
+/* Store draft @d (w->lock and d->lock held; checked to be a listed draft
+ * that needs it): replacing or filling the record it names, or as a new
+ * one; not committed. 0 or a negative code (logged). */
+static int store_draft(struct zrfs *fs, struct wnode *d)
+{
+	struct zrfs_writes *w = fs->writes;
+	uint64_t n = zr_length(w->ds), id;
+	char path[4 * ZRFS_NAME_MAX];
+	int rc;
+
+	if (d->error)
+		return d->error;
+	/* where it goes and under which name, decided at once: a rename or an
+	 * unlink of the draft from now on waits for the writer's lock (a
+	 * rename in between stored a save as a new record under its temporary
+	 * name, and left the record it replaced as it was) */
 	pthread_mutex_lock(&w->names_lock);
-	if (d->stored == NO_ID)
+	id = d->stored != NO_ID ? d->stored : d->id != NO_ID && d->id < n ? d->id : n;
+	rc = zrfs_node_path(w, d, path, sizeof path);
+	d->storing = rc == 0;
+	pthread_mutex_unlock(&w->names_lock);
+	if (rc < 0)
+		return rc;
+	rc = store_value(fs, d, id, n, path);
+	pthread_mutex_lock(&w->names_lock);
+	d->storing = false;
+	if (rc == 0 && d->stored == NO_ID)
 		d->stored = id;
 	pthread_mutex_unlock(&w->names_lock);
-	say_placed(fs, d, path, id);
-	return 0;
+	if (rc == 0)
+		say_placed(fs, d, path, id);
+	return rc;
 }
 
 /* Records a group appended for keys (tree/ of a dataset of keys): a key's

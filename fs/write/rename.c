@@ -181,7 +181,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	} else {
 		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
 		to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
-		record = what == W_RECORD || (what == W_DRAFT && d->stored != NO_ID);
+		/* a draft a group is storing goes by the writer's lock, as a
+		 * record does: the group then has put it where it decided */
+		record = what == W_RECORD ||
+			 (what == W_DRAFT && (d->stored != NO_ID || d->storing));
 		if (what == W_NONE || what == W_ID)
 			rc = -ENOENT;
 		else if (what == W_DIR)
@@ -197,7 +200,8 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 									    ? d->field
 									    : p.field)))
 			rc = -EXDEV; /* a value of another field, or of none */
-		else if (!record && (d->kind == WN_DIR || d->id == NO_ID))
+		else if (!record && (d->kind == WN_DIR || d->id == NO_ID) &&
+			 !(to == W_DRAFT && td->storing))
 			rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid, talias);
 		else if (!record)
 			replacing = true; /* below, under the writer's lock */

@@ -197,6 +197,8 @@ struct wnode {
 	size_t children;      /* a directory's drafts and directories */
 	uint64_t seq;         /* a draft's: creation order, its listing position */
 	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
+	bool storing;         /* a group decided where it goes and is storing it: a
+			       * rename or unlink takes the writer's lock first */
 	struct wmoved stored_moved; /* ... and the record older views have */
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
 	bool ready;           /* a draft closed after its last write: the next group takes it */

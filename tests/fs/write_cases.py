@@ -34,6 +34,11 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   moves the last one into its id; B's files read the removed A's bytes
   until the commit was in the view), and two threads that each create,
   read back and remove their own files.
+- an atomic save acknowledged by fsync of its directory is what the
+  record holds, with six threads saving and moving their own records at
+  once (a rename while a group stored the new file stored it as a new
+  record under its temporary name: a stray record, and the save lost once
+  remounted).
 
 Exit 0 on success; a message and 1 on the first failure.
 """
@@ -58,7 +63,8 @@ def fail(msg):
     print('FAIL: ' + msg, file=sys.stderr)
     for d in DAEMON:
         d.kill()
-    subprocess.run(['umount', '-l', MNT], capture_output=True)
+    for m in (MNT, os.path.join(T, 'storm.mnt')):
+        subprocess.run(['umount', '-l', m], capture_output=True)
     sys.exit(1)
 
 
@@ -326,6 +332,68 @@ def reads_while_removing(d):
     return '%d reads while records moved, each its own file\'s bytes' % reads[0]
 
 
+def saves_in_a_storm(_):
+    """On a dataset of its own (no names kept: a new file's name is an
+    alias of its record), mounted beside the other."""
+    ds, mnt = os.path.join(T, 'storm'), os.path.join(T, 'storm.mnt')
+    zr('create', ds, '--field', 'img:bytes:ext=png')
+    for i in range(30):
+        open(os.path.join(T, 'v'), 'wb').write(b'first %d' % i)
+        zr('put', ds, '--img=' + os.path.join(T, 'v'))
+    os.makedirs(mnt)
+    d = subprocess.Popen([ZRFS, ds, mnt, '-o', 'writable', '-f'], stderr=open(LOG, 'ab'))
+    DAEMON.append(d)
+    while not os.path.ismount(mnt):
+        if d.poll() is not None:
+            fail('zrfs exited %s: %s' % (d.returncode, open(LOG).read()[-300:]))
+    img = os.path.join(mnt, 'img')
+    wrong, done, last = [], [0], {}
+
+    def worker(w):
+        rng = random.Random(w)
+        for k in range(700):
+            i = rng.randrange(w * 5, w * 5 + 5)
+            name = os.path.join(img, '%d.png' % i)
+            if rng.random() < 0.3:  # away and back
+                t = os.path.join(img, 'away%d' % w)
+                os.rename(name, t)
+                os.rename(t, name)
+                continue
+            # large enough that a group storing it takes a while: a rename
+            # then lands while another thread's fsync stores it
+            v = b'saved by %d, %d ' % (w, k) * 8192
+            tmp = os.path.join(img, 'save%d.tmp' % w)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(fd, v)
+            if rng.random() < 0.2:
+                os.fsync(fd)
+            os.close(fd)
+            os.rename(tmp, name)
+            fd = os.open(img, os.O_RDONLY | os.O_DIRECTORY)
+            os.fsync(fd)
+            os.close(fd)
+            if open(name, 'rb').read() != v:
+                wrong.append('%d.png read other bytes after its save' % i)
+            last[i] = v
+            done[0] += 1
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    subprocess.run(['fusermount3', '-u', mnt], capture_output=True)
+    if d.wait(60) != 0:
+        fail('zrfs exited %d: %s' % (d.returncode, open(LOG).read()[-300:]))
+    n = int(zr('info', ds).decode().split('records')[1].split()[0])
+    wrong += ['%d.png: the dataset holds another value than its last save' % i
+              for i, v in sorted(last.items()) if zr('cat', ds, 'img', str(i)) != v]
+    if wrong or n != 30:
+        fail('%d acknowledged saves: %d lost (%s); %d records, 30 before'
+             % (done[0], len(wrong), wrong[:2], n))
+    return '%d saves acknowledged by fsync of the directory, each kept' % done[0]
+
+
 def unstored_at_stop(_):
     d = mount()
     fd = os.open(os.path.join(MNT, 'img', 'held\nopen.jpg'), os.O_WRONLY | os.O_CREAT)
@@ -358,6 +426,8 @@ def main():
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
+    if not ONLY or 'saves_in_a_storm' in ONLY:
+        said.append('saves_in_a_storm: %s' % saves_in_a_storm(None))
     if not ONLY or 'unstored_at_stop' in ONLY:
         said.append('unstored_at_stop: %s' % unstored_at_stop(None))
     zr('verify', DS)
