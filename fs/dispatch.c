@@ -423,6 +423,10 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->noflush = 1; /* nothing to flush: closing costs no request */
+	if (fs->writes && zrfs_writing.owns(fs, ino)) {
+		zrfs_write_open_read(req, fs, ino, fi); /* reads the value it opened */
+		return;
+	}
 	/* -o writable: a record file's writer shares its inode with the
 	 * readers, and the kernel changes the inode's size as the writer
 	 * writes; read past the page cache, a reader gets the value the mount

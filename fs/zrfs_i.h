@@ -360,6 +360,10 @@ void zrfs_writes_close(struct zrfs *fs);
 /* An open for writing of @ino: a handle of its own in fi->fh, which
  * answers every request made with it (struct zrfs_handle). */
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi);
+/* A file of the write layer's numbers (zrfs_writing.owns) opened for
+ * reading: a record's reads, until closed, the value it had at the open. */
+void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
+			  struct fuse_file_info *fi);
 /* Names in a field directory (or a directory made in one): a file
  * created (a new file and its handle), a directory made (for new files),
  * either removed, renamed. */

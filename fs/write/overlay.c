@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- numbers ---- */
@@ -178,6 +179,136 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 			zrfs_reply_buf(req, buf, (size_t)got);
 	}
 	zrfs_node_put(d);
+}
+
+/* ---- reading through an open of its own ----
+ *
+ * A record's file shown through one of this subtree's numbers (a file made
+ * through the mount, which keeps its number once it is a record; a number
+ * a rename moved) shows the record as it is now, whatever the commits do:
+ * a file opened for reading then reads, until it is closed, the value it
+ * had at its open, as a file renamed over is read whole on any filesystem
+ * by whoever had it open, and never the start of one value and the rest of
+ * the next (each READ asked the view of its own moment). */
+
+struct rhandle {
+	struct zrfs_handle base;
+	struct zrfs_view *v;  /* the view at the open (referenced) */
+	unsigned field, version;
+	uint64_t id;
+	bool text;            /* a class shown as decimal text (tree/) */
+};
+
+static const struct zrfs_handle_ops rhandle_ops;
+
+static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino,
+		   size_t size, off_t off)
+{
+	struct rhandle *h = (struct rhandle *)hh;
+
+	(void)ino;
+	if (h->text)
+		zrfs_tree_text_read(req, fs, h->v, h->field, h->id, size, off);
+	else
+		zrfs_record_read(req, fs, h->v, zrfs_rec_ino(h->field, h->id, h->version), h->field,
+				 h->id, size, off);
+}
+
+static void r_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
+		    size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)fs, (void)h, (void)buf, (void)size, (void)off, (void)fi;
+	zrfs_reply_err(req, -EBADF); /* opened for reading */
+}
+
+static void r_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
+		    struct fuse_file_info *fi)
+{
+	(void)fs, (void)h, (void)fi;
+	zrfs_reply_status(req, 0);
+}
+
+static void r_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+{
+	(void)fs, (void)h;
+	zrfs_reply_status(req, 0); /* nothing written through it */
+}
+
+static void rhandle_free(struct rhandle *h)
+{
+	zrfs_view_put(h->v);
+	free(h);
+}
+
+static void r_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+{
+	(void)fs;
+	rhandle_free((struct rhandle *)h);
+	zrfs_reply_status(req, 0);
+}
+
+/* fstat(2) of the descriptor: the value it reads */
+static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino)
+{
+	struct rhandle *h = (struct rhandle *)hh;
+	struct stat st;
+	int rc = h->text ? zrfs_tree_text_attr(fs, h->v, ino, h->field, h->id, &st)
+			 : zrfs_record_attr(fs, h->v, ino, h->field, h->id, &st);
+
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		zrfs_reply_attr(req, &st, 0);
+}
+
+static void r_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+		      const struct stat *attr, int to_set, const struct stat *now)
+{
+	(void)h;
+	zrfs_write_setattr(req, fs, ino, attr, to_set, now); /* by its name's rules */
+}
+
+static const struct zrfs_handle_ops rhandle_ops = {
+	.read = r_read,
+	.write = r_write,
+	.flush = r_flush,
+	.fsync = r_fsync,
+	.release = r_release,
+	.getattr = r_getattr,
+	.setattr = r_setattr,
+};
+
+void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct zrfs_view *v = zrfs_view_ref(zrfs_names_begin(fs));
+	struct rhandle *h = NULL;
+	struct wnode *d;
+	unsigned field, version = 0;
+	uint64_t id;
+	bool text;
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
+
+	if (rc == 0 && !d)
+		version = zrfs_rec_version(fs, field, id);
+	zrfs_names_end(fs);
+	if (rc == 0 && !d && !(h = calloc(1, sizeof *h)))
+		rc = -ENOMEM;
+	zrfs_node_put(d); /* a file being written: read as written so far */
+	if (rc < 0) {
+		zrfs_view_put(v);
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	if (h) {
+		*h = (struct rhandle){{&rhandle_ops}, v, field, version, id, text};
+		fi->fh = (uintptr_t)h;
+	} else {
+		zrfs_view_put(v);
+	}
+	fi->direct_io = 1;
+	if (zrfs_reply_open(req, fi) != 0 && h) /* the opener is gone: no RELEASE comes */
+		rhandle_free(h);
 }
 
 /* ---- listings ---- */

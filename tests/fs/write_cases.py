@@ -34,6 +34,10 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   moves the last one into its id; B's files read the removed A's bytes
   until the commit was in the view), and two threads that each create,
   read back and remove their own files.
+- a file made through the mount, opened for reading, reads the value it
+  had at the open until closed, whole, when it is written anew and
+  committed meanwhile (its number follows the record: each read showed the
+  value of its own moment, the start of the old and the rest of the new);
 - an atomic save acknowledged by fsync of its directory is what the
   record holds, with six threads saving and moving their own records at
   once (a rename while a group stored the new file stored it as a new
@@ -332,6 +336,30 @@ def reads_while_removing(d):
     return '%d reads while records moved, each its own file\'s bytes' % reads[0]
 
 
+def read_across_a_commit(d):
+    img = os.path.join(MNT, 'img')
+    old, new = b'old value, ' * 2000, b'NEW VALUE; ' * 3000
+    p = os.path.join(img, 'across.jpg')
+    open(p, 'wb').write(old)
+    sync('img')  # a record now, the file keeps its number
+    torn = 0
+    for k in range(20):
+        with open(p, 'rb', buffering=0) as r:
+            head = r.read(100)
+            with open(p, 'wb') as w:  # written anew, committed at its close
+                w.write(new if k % 2 == 0 else old)
+            sync('img')
+            got = head + r.read()
+        want = old if k % 2 == 0 else new
+        if got != want:
+            torn += 1
+        if os.stat(p).st_size != len(new if k % 2 == 0 else old):
+            fail('read_across_a_commit: the name does not show the value written')
+    if torn:
+        fail('%d of 20 reads across a commit were not the value opened, whole' % torn)
+    return '20 reads across a commit, each the value opened'
+
+
 def saves_in_a_storm(_):
     """On a dataset of its own (no names kept: a new file's name is an
     alias of its record), mounted beside the other."""
@@ -422,7 +450,7 @@ def main():
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
-                 big_record_opened_eight_times, reads_while_removing):
+                 big_record_opened_eight_times, reads_while_removing, read_across_a_commit):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
