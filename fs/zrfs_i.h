@@ -394,7 +394,8 @@ void zrfs_write_listing(struct zrfs *fs, bool open);
  * fi->fh: every request that comes with it is answered by the handle's
  * ops, whatever the inode (dispatch.c's one rule: a handle answers for
  * itself, otherwise the inode's owner answers). Files opened for reading
- * have no handle (fi->fh 0).
+ * have no handle (fi->fh 0), but on a writable mount those of the write
+ * layer's numbers, which hold the view of their open (write/overlay.c).
  */
 struct zrfs_handle;
 struct zrfs_handle_ops {
