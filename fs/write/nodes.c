@@ -178,6 +178,8 @@ fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t 
 
 static void inode_del(struct zrfs_writes *w, struct winode *i)
 {
+	if (i->kept)
+		atomic_fetch_sub(&w->nkept, 1);
 	i->id = NO_ID;
 	identity_set(w, i); /* none any more */
 	zrfs_table_del(&w->inodes, &i->link);
@@ -599,6 +601,25 @@ uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n)
 			    : zrfs_value_max(&fs->fields[n->field]);
 }
 
+/* Record (@field, @id)'s file, opened for writing through its number
+ * @ino, keeps that number when what is written gives the record a new
+ * version (a program compares its descriptor's number with its name's:
+ * sqlite): @ino becomes the file's identity, the overlay's to show. Short
+ * of memory or of room, the number changes as before. */
+static void keep_number(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id)
+{
+	struct winode *i;
+
+	if (atomic_load(&w->nidentities) >= IDENTITIES_MAX ||
+	    !zrfs_inode_adopt(w->fs, ino, &zrfs_writing) || !(i = inode_add(w, ino)))
+		return;
+	i->field = field;
+	i->id = id;
+	i->kept = true;
+	atomic_fetch_add(&w->nkept, 1);
+	identity_set(w, i);
+}
+
 struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -618,6 +639,8 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 		id = i->id;
 	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
 		*rc = -EPERM;
+	} else if (handle && zrfs_is_rec_ino(ino) && id < zr_length(w->ds)) {
+		keep_number(w, ino, field, id);
 	}
 	if (!n && id != NO_ID && id < zr_length(w->ds) && !(n = zrfs_node_of_record(w, field, id)))
 		*rc = -ENOMEM;

@@ -37,10 +37,10 @@ static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
 		return false;
 	if ((ino >> 62) == 1)
 		return true;
-	if (!zrfs_is_rec_ino(ino) || !atomic_load(&w->nmoved))
+	if (!zrfs_is_rec_ino(ino) || (!atomic_load(&w->nmoved) && !atomic_load(&w->nkept)))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	moved = (i = zrfs_winode_find(w, ino)) != NULL && i->moved;
+	moved = (i = zrfs_winode_find(w, ino)) != NULL && (i->moved || (i->kept && i->identity));
 	pthread_mutex_unlock(&w->names_lock);
 	return moved;
 }

@@ -33,7 +33,11 @@
  *   winode   what a number means to the write layer: a draft's
  *            (ZRFS_INO_STAGED | seq), or a record file's number that a
  *            rename moved onto another record (the kernel keeps an inode
- *            with its name: writes through it go to the record it is now).
+ *            with its name: writes through it go to the record it is now),
+ *            or a record file's number opened for writing (kept: the file
+ *            keeps it when the bytes written give the record a new version;
+ *            it shows the record's current bytes, as an inode written in
+ *            place shows them to every holder).
  *            The kernel's lookups of either are counted in inodes.c, as of
  *            every number; a winode goes once its draft is not listed and
  *            the kernel holds the number no more. A draft's number stays its
@@ -242,7 +246,8 @@ struct winode {
 	bool text;            /* shown as tree/ shows it: a class as decimal text */
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
-	bool identity;        /* a draft's number that became its record's file: */
+	bool kept;            /* a record's number opened for writing, kept as its file's */
+	bool identity;        /* a draft's (or kept) number that is its record's file: */
 	struct zrfs_link by_record; /* ... in identities, by (field, id) */
 };
 
@@ -272,6 +277,7 @@ struct zrfs_writes {
 	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
 	struct zrfs_table identities; /* winodes that are records' files, by (field, id) */
 	atomic_size_t nidentities; /* read without names_lock: whether to look at all */
+	atomic_size_t nkept;  /* ... winodes of records' own numbers kept (not moved) */
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndirs;         /* directories made through the mount */
 	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */

@@ -149,6 +149,11 @@ MATRIX = [
     # what msync wrote back is published before the program ends, as by a
     # program that writes in place
     ('python mmap shared', "%s -c '%s'" % (PY, MMAP), ANY),
+    # a record that was a database before the mount: its file keeps its
+    # number when its bytes change, as any file written in place does
+    ('sqlite3 on an imported database', "sqlite3 8.txt 'insert into t values (2);' && "
+     "sqlite3 8.txt 'insert into t values (3); insert into t values (4);' && "
+     "[ \"$(sqlite3 8.txt 'select sum(x) from t;')\" = 10 ]", ANY),
     # WAL mode maps the -shm file shared: a writable mount's files are
     # direct_io, which the kernel maps only if the mount says it may
     ('sqlite3 WAL', "sqlite3 w.sqlite 'pragma journal_mode=wal; create table t(x); "
@@ -213,6 +218,8 @@ def make_inputs():
     for i in range(8):
         lines = ''.join('record %d, line %d: abc bcd cde\n' % (i, k) for k in range(i + 2))
         open(os.path.join(FIRST, '%d.txt' % i), 'w').write(lines)
+    # a database that was a record before the mount
+    run(['sqlite3', os.path.join(FIRST, '8.txt'), 'create table t(x); insert into t values (1);'])
     os.makedirs(os.path.join(SRC, 'r'))
     for k in (1, 2, 3):
         open(os.path.join(SRC, 'new%d.txt' % k), 'w').write('new file %d\n' % k * k)
