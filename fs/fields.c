@@ -152,6 +152,10 @@ static int fields_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent
 		return -ENOENT;
 	if (id >= v->n) /* a record appended later will have it */
 		return ZRFS_ENOENT_LATER;
+	/* a value removed or moved away: its last number may be a file's
+	 * that a rename took elsewhere (write/overlay.c), not this name's */
+	if (!zrfs_record_listed(v, field, id))
+		return -ENOENT;
 	*out = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
 	return 0;
 }

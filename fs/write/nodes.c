@@ -425,6 +425,8 @@ void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, ui
 	}
 	i->field = field;
 	i->id = id;
+	if (i->identity)
+		identity_set(w, i); /* a kept number: the file is record @id's now */
 }
 
 /* ---- aliases ---- */

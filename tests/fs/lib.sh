@@ -37,6 +37,11 @@ trap 'exit 1' INT TERM
 
 fail() {
 	echo "FAIL: $*" >&2
+	# under valgrind (ZRFS_WRAP), what it said about the daemon, whole:
+	# the message above quotes only a log's last lines
+	if [ -n "${ZRFS_WRAP:-}" ]; then
+		grep -h '^==[0-9]*== ' "$T"/*log* 2>/dev/null | head -300 >&2
+	fi
 	exit 1
 }
 

@@ -43,6 +43,9 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   once (a rename while a group stored the new file stored it as a new
   record under its temporary name: a stray record, and the save lost once
   remounted).
+- a record's file opened for writing (touch) and renamed is gone from
+  its old name (the number it kept as the file's identity was the one a
+  lookup of the old name gave, and showed the moved file there).
 
 Exit 0 on success; a message and 1 on the first failure.
 """
@@ -360,6 +363,31 @@ def read_across_a_commit(d):
     return '20 reads across a commit, each the value opened'
 
 
+def touched_then_moved(d):
+    img = os.path.join(MNT, 'img')
+    back, moved = [], 0
+    for k in range(120, 160):
+        p, to = '%s/%d.jpg' % (img, k), '%s/moved%d.jpg' % (img, k)
+        if not os.path.exists(p):
+            continue
+        value = open(p, 'rb').read()
+        fd = os.open(p, os.O_WRONLY)  # touch: opened for writing, nothing written
+        os.utime(fd, (1e9, 1e9))
+        os.close(fd)
+        if k % 2:  # the kernel forgets the number (the mount keeps it)
+            open('/proc/sys/vm/drop_caches', 'w').write('2')
+        os.rename(p, to)
+        moved += 1
+        if os.path.exists(p):
+            back.append(k)
+        if open(to, 'rb').read() != value:
+            fail('img/%d.jpg touched and moved: its new name reads other bytes' % k)
+    if back:
+        fail('%d of %d files touched and moved are still at their old names: %s'
+             % (len(back), moved, back[:5]))
+    return '%d files touched, moved, gone from their old names' % moved
+
+
 def saves_in_a_storm(_):
     """On a dataset of its own (no names kept: a new file's name is an
     alias of its record), mounted beside the other."""
@@ -450,7 +478,8 @@ def main():
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
-                 big_record_opened_eight_times, reads_while_removing, read_across_a_commit):
+                 big_record_opened_eight_times, reads_while_removing, read_across_a_commit,
+                 touched_then_moved):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
