@@ -50,6 +50,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 		return -1;
 	}
 	w->made_from = zr_length(w->ds);
+	zrfs_values_limit();
 	/* named before the mount appears, so that a writer refused from then
 	 * on is told which mount holds the dataset */
 	snprintf(w->holder, sizeof w->holder, "zrfs mount on %s", where ? where : mountpoint);

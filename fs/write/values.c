@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* ---- memory ---- */
@@ -71,11 +72,49 @@ static int pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
+/* Private files open at once: a quarter of the daemon's descriptors at
+ * most (chunk files may take half, core/chunk.c), so that a program
+ * keeping thousands of large values open leaves the rest to commits,
+ * the follower and other programs' files. Past it, the value that needs
+ * one is refused ENOSPC: the mount has no room for it until some close. */
+static atomic_size_t files_used;
+static size_t files_max = 16;
+
+void zrfs_values_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		files_max = rl.rlim_cur / 4 > 16 ? (size_t)(rl.rlim_cur / 4) : 16;
+	else
+		files_max = 1 << 20;
+}
+
 static int private_file(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd;
 
-	return fd < 0 ? -errno : fd;
+	if (atomic_fetch_add(&files_used, 1) >= files_max) {
+		atomic_fetch_sub(&files_used, 1);
+		if (zrfs_log_admit())
+			fuse_log(FUSE_LOG_ERR,
+				 "zrfs: %zu values being written are in private files, the most "
+				 "a mount keeps open (a quarter of its descriptors): a write that "
+				 "needs another is refused (ENOSPC) until some are closed\n",
+				 files_max);
+		return -ENOSPC;
+	}
+	if ((fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0) {
+		atomic_fetch_sub(&files_used, 1);
+		return -errno;
+	}
+	return fd;
+}
+
+static void private_close(int fd)
+{
+	close(fd);
+	atomic_fetch_sub(&files_used, 1);
 }
 
 /* Move @v's bytes from memory to a private file: 0 or -errno. */
@@ -90,7 +129,7 @@ static int spill(struct zrfs_value *v, int dirfd)
 		return fd;
 	if ((rc = pwrite_full(fd, v->mem, size, 0)) < 0 ||
 	    (ftruncate(fd, (off_t)size) < 0 && (rc = -errno) < 0)) {
-		close(fd);
+		private_close(fd);
 		return rc;
 	}
 	mem_free(v);
@@ -116,7 +155,7 @@ void zrfs_value_init(struct zrfs_value *v)
 void zrfs_value_free(struct zrfs_value *v)
 {
 	if (v->fd >= 0)
-		close(v->fd);
+		private_close(v->fd);
 	mem_free(v);
 	v->fd = -1;
 	atomic_store(&v->size, 0);

@@ -151,6 +151,8 @@ struct zrfs_value {
 uint64_t zrfs_value_max(const struct zrfs_field *f);
 /* Room for a class as decimal text (a draft's, before it is parsed). */
 #define VALUE_TEXT_MAX 64
+/* Bound the private files to the daemon's descriptor limit as it is now. */
+void zrfs_values_limit(void);
 void zrfs_value_init(struct zrfs_value *v);
 void zrfs_value_free(struct zrfs_value *v);
 /* Write @n bytes at @off (a hole before reads as zeros): 0 or -errno. */
