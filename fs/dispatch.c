@@ -174,11 +174,17 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
-	struct zrfs_view *v = zrfs_names_begin(fs);
+	struct zrfs_view *v;
 	const struct zrfs_subtree *t = NULL;
 	fuse_ino_t ino = 0;
 	int rc = -ENOENT;
 	size_t k;
+
+	if (strlen(name) > ZRFS_NAME_MAX) { /* the kernel passes up to 1024 bytes */
+		zrfs_reply_err(req, -ENAMETOOLONG);
+		return;
+	}
+	v = zrfs_names_begin(fs);
 
 	/* files being written first: their names stand in for others' */
 	for (k = 0; k < NSUBTREES && rc == -ENOENT; k++)
@@ -595,6 +601,18 @@ static void zrfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t s
 		zrfs_reply_err(req, -EBADF);
 }
 
+static void zrfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			   struct fuse_file_info *fi)
+{
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
+	(void)ino;
+	if (h && h->ops->fallocate)
+		h->ops->fallocate(req, fuse_req_userdata(req), h, mode, off, len);
+	else
+		zrfs_reply_err(req, -EBADF); /* not open for writing */
+}
+
 static void zrfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs_handle *h = zrfs_handle_of(fi);
@@ -692,6 +710,7 @@ const struct fuse_lowlevel_ops zrfs_rw_ops = {
 	.setattr = zrfs_setattr,
 	.create = zrfs_create,
 	.write = zrfs_write,
+	.fallocate = zrfs_fallocate,
 	.flush = zrfs_flush,
 	.fsync = zrfs_fsync,
 	.fsyncdir = zrfs_fsyncdir,

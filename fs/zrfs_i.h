@@ -112,6 +112,8 @@
 #define ZRFS_TREE_NAME "tree"
 /* Longest name the tree has: a class name or a spec (ZS_SPEC_MAX) */
 #define ZRFS_NAME_MAX 255
+/* A path below a field directory or tree/, with its NUL (PATH_MAX). */
+#define ZRFS_PATH_MAX 4096
 #define ZRFS_BLKSIZE (1 << 16) /* st_blksize of every file: what programs read at once */
 
 /* The .npy header of a view of @rows rows of @row_size bytes each; the rows
@@ -411,6 +413,9 @@ struct zrfs_handle_ops {
 	/* @now: the inode's attributes as its owner has them */
 	void (*setattr)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
 			const struct stat *attr, int to_set, const struct stat *now);
+	/* NULL: not open for writing (EBADF) */
+	void (*fallocate)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, int mode,
+			  off_t off, off_t len);
 };
 struct zrfs_handle {
 	const struct zrfs_handle_ops *ops;

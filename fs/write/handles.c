@@ -390,7 +390,7 @@ static void discard(struct zrfs *fs, struct wnode *n, const char *why)
 	drop_written(n);
 	pthread_mutex_lock(&w->names_lock);
 	if (n->kind == WN_DRAFT && n->stored == NO_ID) {
-		char path[4 * ZRFS_NAME_MAX];
+		char path[ZRFS_PATH_MAX];
 		if (zrfs_node_path(w, n, path, sizeof path) < 0)
 			snprintf(path, sizeof path, "%s", n->name);
 		if (zrfs_log_admit()) /* a process killed with many files open */
@@ -630,7 +630,37 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	zrfs_follow_answer(fs, rc, req, &st);
 }
 
+/* fallocate(2): mode 0 makes the value at least @off + @len long, as
+ * ftruncate would (nothing is reserved: the value is stored at its close,
+ * and a full disk fails that); other modes are EOPNOTSUPP. */
+static void h_fallocate(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, int mode,
+			off_t off, off_t len)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	uint64_t end = (uint64_t)off + (uint64_t)len, size = 0;
+	int rc = 0;
+
+	fresh_end(fs, h);
+	if (mode != 0) {
+		zrfs_reply_err(req, -EOPNOTSUPP);
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		zrfs_reply_err(req, -EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if ((rc = zrfs_node_load(fs, n)) == 0)
+		size = atomic_load(&n->val.size);
+	pthread_mutex_unlock(&n->lock);
+	if (rc == 0 && end > size)
+		rc = zrfs_node_truncate(fs, n, end, fuse_req_ctx(req)->pid, false);
+	zrfs_reply_status(req, rc);
+}
+
 static const struct zrfs_handle_ops handle_ops = {
+	.fallocate = h_fallocate,
 	.read = h_read,
 	.write = h_write,
 	.flush = h_flush,

@@ -173,7 +173,7 @@ int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, cha
  * names_lock. 0 or -ENOMEM, -ENAMETOOLONG. */
 int zrfs_draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const struct place *p)
 {
-	char path[4 * ZRFS_NAME_MAX];
+	char path[ZRFS_PATH_MAX];
 	int rc;
 
 	d->tree = p->tree;

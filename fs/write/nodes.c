@@ -673,7 +673,7 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 
 	while (w->first) {
 		struct wnode *d = w->first;
-		char path[4 * ZRFS_NAME_MAX];
+		char path[ZRFS_PATH_MAX];
 		if (d->kind != WN_DIR && d->stored == NO_ID &&
 		    zrfs_node_path(w, d, path, sizeof path) == 0)
 			fuse_log(FUSE_LOG_WARNING, "zrfs: %s: %s/%s: %s at unmount, never stored\n",

@@ -512,7 +512,7 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 {
 	struct zrfs_writes *w = fs->writes;
 	uint64_t n = zr_length(w->ds), id;
-	char path[4 * ZRFS_NAME_MAX];
+	char path[ZRFS_PATH_MAX];
 	int rc;
 
 	if (d->error)
@@ -554,7 +554,7 @@ struct group_keys {
 static void find_key_target(struct zrfs *fs, struct wnode *d, const struct group_keys *keys)
 {
 	struct zrfs_writes *w = fs->writes;
-	char path[4 * ZRFS_NAME_MAX];
+	char path[ZRFS_PATH_MAX];
 	unsigned field;
 	size_t len;
 	uint64_t id = NO_ID;
@@ -582,7 +582,7 @@ static void find_key_target(struct zrfs *fs, struct wnode *d, const struct group
 static void group_key_add(struct zrfs *fs, struct wnode *d, struct group_keys *keys, uint64_t n_before)
 {
 	struct zrfs_writes *w = fs->writes;
-	char path[4 * ZRFS_NAME_MAX];
+	char path[ZRFS_PATH_MAX];
 	unsigned field;
 	size_t len;
 	struct group_key *k;

@@ -109,7 +109,7 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 			     struct wnode *td, uint64_t tid)
 {
 	struct zrfs_writes *w = fs->writes;
-	char path[4 * ZRFS_NAME_MAX];
+	char path[ZRFS_PATH_MAX];
 	bool only = (id >= w->made_from || tp->tree) && alone(fs, field, id);
 	int64_t rc;
 

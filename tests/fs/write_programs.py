@@ -124,6 +124,46 @@ MMAP = ('import mmap, os\n'
 # between fsyncs; its own locks, not the mount, keep its readers whole). The
 # first and last states are checked for every entry.
 ANY = 'any'
+# What a POSIX program is told at the bounds, written to calls.txt: a name
+# longer than 255 bytes (ENAMETOOLONG from every call, not ENOENT),
+# fallocate(2) mode 0 (the size grows; not EOPNOTSUPP), and files at a
+# path of 2 KB (PATH_MAX is 4096).
+CALLS = ('import ctypes, errno, os\n'
+         'libc = ctypes.CDLL(None, use_errno=True)\n'
+         'out = []\n'
+         'def call(what, f):\n'
+         '    try:\n'
+         '        f()\n'
+         '        out.append(what + ": ok")\n'
+         '    except OSError as e:\n'
+         '        out.append(what + ": " + errno.errorcode[e.errno])\n'
+         'def fallocate(name, off, n):\n'
+         '    fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644)\n'
+         '    try:\n'
+         '        if libc.fallocate(fd, 0, ctypes.c_long(off), ctypes.c_long(n)):\n'
+         '            raise OSError(ctypes.get_errno(), "fallocate")\n'
+         '    finally:\n'
+         '        os.close(fd)\n'
+         'long = "n" * 256\n'
+         'call("stat", lambda: os.stat(long))\n'
+         'call("open O_CREAT", lambda: os.close(os.open(long, os.O_WRONLY | os.O_CREAT)))\n'
+         'call("mkdir", lambda: os.mkdir(long))\n'
+         'call("unlink", lambda: os.unlink(long))\n'
+         'call("rmdir", lambda: os.rmdir(long))\n'
+         'call("rename onto", lambda: os.rename("0.txt", long))\n'
+         'call("rename from", lambda: os.rename(long, "x.txt"))\n'
+         'call("truncate", lambda: os.truncate(long, 0))\n'
+         'call("chmod", lambda: os.chmod(long, 0o600))\n'
+         'call("link", lambda: os.link("1.txt", long))\n'
+         'call("symlink", lambda: os.symlink("1.txt", long))\n'
+         'call("fallocate a new file", lambda: fallocate("fa.txt", 0, 100))\n'
+         'call("fallocate past the end", lambda: fallocate("4.txt", 10, 500))\n'
+         'call("fallocate within", lambda: fallocate("5.txt", 0, 2))\n'
+         'deep = "/".join(["d" * 200] * 10)\n'
+         'call("mkdir -p of a 2 KB path", lambda: os.makedirs(deep))\n'
+         'call("a file at a 2 KB path", lambda: open(deep + "/f.txt", "w").write("deep\\n"))\n'
+         'open("calls.txt", "w").write("\\n".join(out) + "\\n")\n')
+
 MATRIX = [
     ('sed -i', "sed -i 's/a/A/g' 1.txt"),
     ('perl -pi', "perl -pi -e 's/b/B/g' 2.txt"),
@@ -190,6 +230,7 @@ MATRIX = [
     ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
     # permission bits: chmod of a file at rest, a new file's mode at
     # create (mkstemp's 0600, the umask's), a script made executable runs
+    ('calls at the bounds', "%s -c '%s'" % (PY, CALLS)),
     ('chmod', "chmod 755 1.txt && chmod 600 2.txt && umask 027 && printf 'x\\n' > masked.txt && "
      "printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh && ./run.sh > ran.txt && "
      "%s -c 'import os, tempfile; os.replace(tempfile.mkstemp(dir=\".\")[1], \"made.txt\")' && "
