@@ -171,6 +171,7 @@ static int fields_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, str
 		return 0;
 	case N_DIR:
 		zrfs_dir_attr(fs, v, ino, st);
+		zrfs_write_dir_meta(fs, field, st);
 		return 0;
 	case N_NPY:
 		zrfs_file_attr(fs, v, ino, v->npy[field].size, st);

@@ -372,6 +372,9 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       mode_t mode, struct fuse_file_info *fi);
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+/* Field directory @field's attributes @st, with the time its names last
+ * changed through the mount (none: as they are). */
+void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st);
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,

@@ -352,7 +352,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 	if (rc == 0) {
 		n->changed = true;
 		n->truncated = false;
-		n->mtime_set = false; /* written: its time is the store's */
+		zrfs_node_touched(n); /* written: its time is now's */
 		zrfs_node_wrote(n, fi->lock_owner);
 		n->cutter = 0;
 		/* a draft written again is not ready until closed again (one
@@ -572,6 +572,10 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	zrfs_node_meta(n, &st);
 	pthread_mutex_unlock(&n->lock);
 	st.st_blocks = (st.st_size + 511) / 512;
+	pthread_mutex_lock(&fs->writes->names_lock); /* removed, or replaced: no link */
+	if (n->kind == WN_DRAFT ? !n->listed && n->stored == NO_ID : n->detached)
+		st.st_nlink = 0;
+	pthread_mutex_unlock(&fs->writes->names_lock);
 	zrfs_view_put(v);
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
@@ -593,7 +597,7 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 		write_failed(n, rc);
 	if (rc == 0) {
 		n->changed = true;
-		n->mtime_set = false; /* cut: its time is the store's */
+		zrfs_node_touched(n); /* cut: its time is now's */
 		if (at_open) {
 			n->truncated = true; /* the last close publishes it */
 			n->shaper = pid;

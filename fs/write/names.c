@@ -134,15 +134,61 @@ void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir)
  * are committed (rsync -a, which sets a directory's time once its files
  * are in, then finds it unchanged); a field's directory shows the commit's.
  * The time of @dir now, in @ts when not NULL. */
+int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	struct wnode *d;
+	int rc = 0;
+
+	if (tree_dir_ino(fs, dir))
+		return zrfs_tree_touch(fs, dir, ts);
+	/* a field directory, or one made in it: for the mount's life (make
+	 * and rsync compare a directory's time with its files') */
+	pthread_mutex_lock(&w->names_lock);
+	if (dir >= ZRFS_INO_DIR && dir < ZRFS_INO_DIR + fs->nfields) {
+		w->dir_time[dir - ZRFS_INO_DIR] = ns;
+	} else if ((d = zrfs_node_dir(w, dir)) != NULL) {
+		d->mtime = ns;
+		d->mtime_set = true;
+	} else {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts)
 {
 	struct timespec now;
 
-	if (!tree_dir_ino(fs, dir))
-		return;
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (zrfs_tree_touch(fs, dir, now) == 0 && ts)
+	if (zrfs_dir_time(fs, dir, now) == 0 && ts)
 		*ts = now;
+}
+
+void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t ns;
+
+	if (!w || field >= ZR_FIELDS_MAX)
+		return;
+	pthread_mutex_lock(&w->names_lock);
+	ns = w->dir_time[field];
+	st->st_nlink = 2 + (nlink_t)w->dir_subdirs[field];
+	pthread_mutex_unlock(&w->names_lock);
+	if (ns) { /* changed or set through the mount */
+		st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
+		st->st_mtim.tv_nsec = (long)(ns % 1000000000);
+		if (st->st_mtim.tv_nsec < 0) {
+			st->st_mtim.tv_sec--;
+			st->st_mtim.tv_nsec += 1000000000;
+		}
+		st->st_atim = st->st_mtim;
+		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec)
+			st->st_ctim = st->st_mtim;
+	}
 }
 
 /* @name's path below its field's directory, for directory @parent (under
@@ -223,6 +269,7 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 	d->changed = kind == WN_DRAFT;
 	d->loaded = true; /* its value is its own, also once it is a record's */
 	d->shaper = maker;
+	zrfs_node_touched(d); /* made now */
 	if ((rc = zrfs_draft_add(w, d)) < 0) {
 		zrfs_node_put(d);
 		return rc;
@@ -370,10 +417,10 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	zrfs_dir_attr(fs, v, e.ino, &e.attr);
 	zrfs_names_end(fs);
 	zrfs_node_put(d);
+	zrfs_dir_changed(fs, parent, NULL);
+	zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);
+	e.attr.st_atim = e.attr.st_mtim;
 	if (p.tree) { /* a directory of the index: cached as the others */
-		zrfs_dir_changed(fs, parent, NULL);
-		zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);
-		e.attr.st_atim = e.attr.st_mtim;
 		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 		zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 		return;

@@ -199,13 +199,19 @@ struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino)
 	return i && i->draft && i->draft->kind == WN_DIR && i->draft->listed ? i->draft : NULL;
 }
 
-/* One more (@by 1) or one less (-1) entry in directory @parent. */
-static void count_child(struct zrfs_writes *w, fuse_ino_t parent, int by)
+/* One more (@by 1) or one less (-1) entry @d in its directory (and, @d a
+ * directory, subdirectory: a directory's links are 2 and one a subdirectory). */
+static void count_child(struct zrfs_writes *w, const struct wnode *d, int by)
 {
-	struct wnode *dir = zrfs_node_dir(w, parent);
+	struct wnode *dir = zrfs_node_dir(w, d->parent);
+	size_t sub = d->kind == WN_DIR ? (size_t)by : 0;
 
-	if (dir)
+	if (dir) {
 		dir->children += (size_t)by;
+		dir->subdirs += sub;
+	} else if (d->parent >= ZRFS_INO_DIR && d->parent < ZRFS_INO_DIR + w->fs->nfields) {
+		w->dir_subdirs[d->parent - ZRFS_INO_DIR] += sub;
+	}
 }
 
 int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
@@ -229,7 +235,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	*(w->last ? &w->last->next : &w->first) = d;
 	w->last = d;
 	d->listed = true;
-	count_child(w, d->parent, 1);
+	count_child(w, d, 1);
 	if (d->kind == WN_DIR)
 		w->ndirs++;
 	zrfs_node_ref(d); /* the tables' */
@@ -255,11 +261,11 @@ int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent,
 	if (!copy)
 		return -ENOMEM;
 	zrfs_table_del(&w->drafts_by_name, &d->by_name);
-	count_child(w, d->parent, -1);
+	count_child(w, d, -1);
 	free(d->name);
 	d->name = copy;
 	d->parent = parent;
-	count_child(w, d->parent, 1);
+	count_child(w, d, 1);
 	/* the bucket array only grows: adding back what was there cannot fail */
 	zrfs_table_add(&w->drafts_by_name, &d->by_name, dir_name_hash(d->parent, d->name));
 	return 0;
@@ -331,7 +337,7 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 		return;
 	if (d->id != NO_ID)
 		zrfs_table_del(&w->targets, &d->by_target);
-	count_child(w, d->parent, -1);
+	count_child(w, d, -1);
 	d->listed = false;
 	zrfs_table_del(&w->drafts_by_name, &d->by_name);
 	*(d->prev ? &d->prev->next : &w->first) = d->next;

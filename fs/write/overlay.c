@@ -113,6 +113,21 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	return rc;
 }
 
+/* Whether number @ino names no file any more (removed, or replaced by a
+ * rename onto its name): an open file's links are then 0. */
+static bool number_unlinked(struct zrfs *fs, fuse_ino_t ino)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct winode *i;
+	bool gone;
+
+	pthread_mutex_lock(&w->names_lock);
+	i = zrfs_winode_find(w, ino);
+	gone = !i || (i->draft ? !i->draft->listed && i->draft->stored == NO_ID : i->id == NO_ID);
+	pthread_mutex_unlock(&w->names_lock);
+	return gone;
+}
+
 static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct wnode *d;
@@ -125,6 +140,10 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 		return rc;
 	if (d && d->kind == WN_DIR) {
 		zrfs_dir_attr(fs, v, ino, st);
+		pthread_mutex_lock(&fs->writes->names_lock); /* its time: zrfs_dir_changed */
+		zrfs_node_meta(d, st);
+		st->st_nlink = 2 + (nlink_t)d->subdirs;
+		pthread_mutex_unlock(&fs->writes->names_lock);
 		zrfs_node_put(d);
 		return 0;
 	}
@@ -138,6 +157,8 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	zrfs_node_meta(d, st);
 	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d);
+	if (number_unlinked(fs, ino))
+		st->st_nlink = 0; /* removed while open */
 	return 0;
 }
 
@@ -255,6 +276,8 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	int rc = h->text ? zrfs_tree_text_attr(fs, h->v, ino, h->field, h->id, &st)
 			 : zrfs_record_attr(fs, h->v, ino, h->field, h->id, &st);
 
+	if (rc == 0 && number_unlinked(fs, ino))
+		st.st_nlink = 0;
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else

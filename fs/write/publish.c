@@ -147,8 +147,8 @@ static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)
 	return set_per_file(fs, fs->names.mode, field, id, &mode, sizeof mode, &none);
 }
 
-/* The time of node @n's value being stored now (n->lock held): the one
- * set on it since it was last written, else now's. */
+/* The time of node @n's value being stored now (n->lock held): its last
+ * change's or the one set on it since, else now's. */
 static int64_t stored_time(const struct wnode *n)
 {
 	struct timespec ts;

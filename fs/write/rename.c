@@ -269,7 +269,7 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		return;
 	}
 	if (S_ISDIR(st->st_mode)) {
-		if (zrfs_tree_touch(fs, ino, ts) == 0)
+		if (timed && zrfs_dir_time(fs, ino, ts) == 0)
 			st->st_mtim = st->st_atim = ts;
 		zrfs_reply_attr(req, st, 0);
 		return;

@@ -201,6 +201,7 @@ struct wnode {
 	char *name;           /* its name there */
 	fuse_ino_t ino;       /* a draft's number (ZRFS_INO_STAGED | seq) */
 	size_t children;      /* a directory's drafts and directories */
+	size_t subdirs;       /* ... its directories */
 	uint64_t seq;         /* a draft's: creation order, its listing position */
 	uint64_t stored;      /* a draft stored as this record, not committed yet (NO_ID) */
 	bool storing;         /* a group decided where it goes and is storing it: a
@@ -230,8 +231,8 @@ struct wnode {
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
 	pid_t shaper;         /* process that emptied it opening it (O_TRUNC) or created it */
 	int error;            /* a write failed (-errno): never stored */
-	int64_t mtime;        /* a time set (utimensat) since last written, ns */
-	bool mtime_set;       /* ... or none: the time it is stored at */
+	int64_t mtime;        /* its time, ns: of its last change, or set (utimensat) */
+	bool mtime_set;       /* ... or none since stored: the time it is stored at */
 	uint32_t mode;        /* a draft's mode (st_mode), where the dataset keeps */
 	bool mode_set;        /* ... modes: from its create, or a chmod since */
 };
@@ -282,6 +283,8 @@ struct zrfs_writes {
 	atomic_size_t nkept;  /* ... winodes of records' own numbers kept (not moved) */
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndirs;         /* directories made through the mount */
+	int64_t dir_time[ZR_FIELDS_MAX]; /* field directories' last change, ns (0: none) */
+	size_t dir_subdirs[ZR_FIELDS_MAX]; /* ... directories made in them */
 	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */
 	bool grouping;        /* the committer is committing a group */
 	pthread_cond_t grouped; /* ... and has (the mount shows it) */
@@ -359,6 +362,18 @@ static inline void zrfs_node_writers_clear(struct wnode *n)
 }
 
 /* The time and mode set on node @n, if any, in @st (n->lock held). */
+/* @n was changed now (n->lock held, or not shared yet): its time is now's,
+ * shown until its value is stored and stored with it, as a local file's
+ * modification time is its last write's, not its close's or commit's. */
+static inline void zrfs_node_touched(struct wnode *n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n->mtime = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	n->mtime_set = true;
+}
+
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
 	if (n->mode_set)
@@ -371,6 +386,10 @@ static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 			st->st_mtim.tv_nsec += 1000000000;
 		}
 		st->st_atim = st->st_mtim;
+		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
+		    (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
+		     st->st_ctim.tv_nsec < st->st_mtim.tv_nsec))
+			st->st_ctim = st->st_mtim; /* changed since its last commit */
 	}
 }
 
@@ -567,6 +586,9 @@ void zrfs_names_unlock(struct zrfs *fs);
  * time now (into @ts when not NULL) when its names changed. */
 void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir);
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts);
+/* Directory @dir (tree/'s, a field's or one made in it) has time @ts, kept
+ * in memory: 0, or -ENOENT if it is no such directory. */
+int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts);
 /* @name's path below its field's directory: 0 or -ENAMETOOLONG. */
 int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,
 		 size_t cap);

@@ -164,6 +164,39 @@ CALLS = ('import ctypes, errno, os\n'
          'call("a file at a 2 KB path", lambda: open(deep + "/f.txt", "w").write("deep\\n"))\n'
          'open("calls.txt", "w").write("\\n".join(out) + "\\n")\n')
 
+# The times and links programs read (make, rsync, find, tar), as
+# relations written to times.txt: a new file's time is its write's (not the
+# last commit's), its ctime no older; a directory's time moves when a
+# name in it is made or removed, and is what utime sets; an open file
+# removed has no link; a directory's links count its subdirectories.
+TIMES = ('import os, time\n'
+         'out = []\n'
+         'd0 = os.stat(".").st_mtime_ns\n'
+         'time.sleep(0.01)\n'
+         't0 = time.time()\n'
+         'open("new.txt", "w").write("x")\n'
+         'st = os.stat("new.txt")\n'
+         'out.append("a new file is timed at its write: %s" % (abs(st.st_mtime - t0) < 2))\n'
+         'out.append("its ctime is no older: %s" % (st.st_ctime >= st.st_mtime - 1e-6))\n'
+         'os.utime("new.txt", (1900000000, 1950000000))\n'
+         'out.append("utime sets mtime: %d" % os.stat("new.txt").st_mtime)\n'
+         'fd = os.open("new.txt", os.O_RDONLY)\n'
+         'os.unlink("new.txt")\n'
+         'out.append("links of an open file removed: %d" % os.fstat(fd).st_nlink)\n'
+         'os.close(fd)\n'
+         'out.append("the directory is newer: %s" % (os.stat(".").st_mtime_ns > d0))\n'
+         'os.makedirs("sub/s1")\n'
+         'os.mkdir("sub/s2")\n'
+         'open("sub/s1/f.txt", "w").write("f")\n'
+         'out.append("links of a directory of 2: %d" % os.stat("sub").st_nlink)\n'
+         'os.rmdir("sub/s2")\n'
+         'out.append("... of 1: %d" % os.stat("sub").st_nlink)\n'
+         'os.utime("sub", (1900000000, 1900000000))\n'
+         'os.utime(".", (1910000000, 1910000000))\n'
+         'out.append("utime of directories: %d %d" % (os.stat("sub").st_mtime, '
+         'os.stat(".").st_mtime))\n'
+         'open("times.txt", "w").write("\\n".join(out) + "\\n")\n')
+
 MATRIX = [
     ('sed -i', "sed -i 's/a/A/g' 1.txt"),
     ('perl -pi', "perl -pi -e 's/b/B/g' 2.txt"),
@@ -231,6 +264,7 @@ MATRIX = [
     # permission bits: chmod of a file at rest, a new file's mode at
     # create (mkstemp's 0600, the umask's), a script made executable runs
     ('calls at the bounds', "%s -c '%s'" % (PY, CALLS)),
+    ('times and links', "%s -c '%s'" % (PY, TIMES)),
     ('chmod', "chmod 755 1.txt && chmod 600 2.txt && umask 027 && printf 'x\\n' > masked.txt && "
      "printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh && ./run.sh > ran.txt && "
      "%s -c 'import os, tempfile; os.replace(tempfile.mkstemp(dir=\".\")[1], \"made.txt\")' && "
