@@ -20,7 +20,15 @@ static void *committer(void *arg)
 	pthread_mutex_lock(&w->names_lock);
 	while (!w->stopping) {
 		uint64_t due = w->ready_since_ms + w->commit_ms, now = zrfs_now_ms();
+		uint64_t late_due = w->late_since_ms + LATE_MS;
 		bool full = !w->retry_ms && zrfs_group_full(w);
+
+		if (w->nlate && now >= late_due) { /* temporary files not renamed away */
+			zrfs_publish_late(fs);
+			continue;
+		}
+		if (w->nlate && (!w->nready || late_due < due))
+			due = late_due; /* only to wake then */
 		/* a listing open: its entries would move under it (write_i.h) */
 		if (w->nready && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
 			due += LISTING_WAIT_MS;
@@ -42,7 +50,7 @@ static void *committer(void *arg)
 			w->ready_since_ms = now + w->retry_ms;
 			continue;
 		}
-		if (w->nready == 0) {
+		if (w->nready == 0 && w->nlate == 0) {
 			pthread_cond_wait(&w->wake, &w->names_lock);
 		} else {
 			struct timespec ts;
@@ -96,5 +104,8 @@ void zrfs_committer_stop(struct zrfs *fs)
 		pthread_join(w->committer, NULL);
 		w->committer_running = false;
 	}
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_publish_late(fs);
+	pthread_mutex_unlock(&w->names_lock);
 	zrfs_publish_group(fs, NULL); /* what is ready is committed now */
 }

@@ -397,13 +397,25 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 
 /* ---- drafts ---- */
 
-void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
+static void make_ready(struct zrfs *fs, struct wnode *d, bool now)
 {
 	struct zrfs_writes *w = fs->writes;
 
 	if (d->ready || d->detached || !d->listed || d->kind != WN_DRAFT ||
 	    zrfs_node_hidden(fs->writes, d))
 		return;
+	if (!now && d->tree && zrfs_name_hidden(d->name)) { /* a temporary file, likely */
+		if (!d->late && w->nlate++ == 0) {
+			w->late_since_ms = zrfs_now_ms();
+			pthread_cond_signal(&w->wake);
+		}
+		d->late = true;
+		return;
+	}
+	if (d->late) {
+		d->late = false;
+		w->nlate--;
+	}
 	d->ready = true;
 	if (w->nready++ == 0)
 		w->ready_since_ms = zrfs_now_ms();
@@ -414,8 +426,26 @@ void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
 		pthread_cond_signal(&w->wake);
 }
 
+void zrfs_publish_ready(struct zrfs *fs, struct wnode *d)
+{
+	make_ready(fs, d, false);
+}
+
+void zrfs_publish_late(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	for (struct wnode *d = w->first; d && w->nlate; d = d->next)
+		if (d->late)
+			make_ready(fs, d, true);
+}
+
 void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d)
 {
+	if (d->late) {
+		d->late = false;
+		w->nlate--;
+	}
 	if (!d->ready)
 		return;
 	d->ready = false;

@@ -352,8 +352,14 @@ void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
 	/* a directory's entries are durable once its new files are committed:
 	 * all of them, at once (sync DIR). The mount shows them when this
 	 * returns; the kernel, which holds the directory's lock meanwhile, is
-	 * told of the names that changed just after. */
-	int64_t gen = zrfs_publish_group(fs, NULL);
+	 * told of the names that changed just after. Temporary files too. */
+	struct zrfs_writes *w = fs->writes;
+	int64_t gen;
+
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_publish_late(fs);
+	pthread_mutex_unlock(&w->names_lock);
+	gen = zrfs_publish_group(fs, NULL);
 
 	zrfs_reply_status(req, gen);
 }

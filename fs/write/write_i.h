@@ -116,6 +116,12 @@
  * a commit under a listing moves new files from the drafts' positions to
  * the records' (a listing would miss them). */
 #define LISTING_WAIT_MS 500
+/* How long a closed draft of a dot name in tree/ waits before a group
+ * takes it: rsync's, editors' and git's temporary files are renamed to
+ * their names or removed by then (each stored under its dot name would
+ * cost a store and a commit more). An fsync, a sync of its directory or
+ * the unmount takes it at once. */
+#define LATE_MS 1000
 /* Drafts closed and ready waiting for their group, at most: past it a
  * create commits them first (names.c). A group goes at half of it. */
 #define DRAFTS_MAX 1024
@@ -209,6 +215,7 @@ struct wnode {
 	struct wmoved stored_moved; /* ... and the record older views have */
 	uint64_t gen;         /* the commit that made a draft a record (0: none yet) */
 	bool ready;           /* a draft closed after its last write: the next group takes it */
+	bool late;            /* ... a dot name of tree/: a group takes it LATE_MS later */
 	uint64_t ready_size;  /* its bytes as the group counts them, while ready */
 	char *dirpath;        /* a draft in tree/: its directory's path below tree/ */
 	bool tree;            /* a draft in tree/ (its record named by its path) */
@@ -299,6 +306,8 @@ struct zrfs_writes {
 	bool committer_running, stopping;
 	size_t nready;
 	uint64_t ready_bytes, ready_since_ms;
+	size_t nlate;         /* drafts late (ready later), since late_since_ms */
+	uint64_t late_since_ms;
 	unsigned commit_ms;   /* -o commit_ms: the longest a ready draft waits */
 	uint64_t commit_bytes; /* -o commit_size: or this many bytes of them */
 	unsigned retry_ms;    /* after failed commits: the wait added before the next */
@@ -506,6 +515,9 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n);
  * names_lock. */
 void zrfs_publish_ready(struct zrfs *fs, struct wnode *d);
 void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d);
+/* The drafts late are ready now (a sync of a directory, the unmount, or
+ * LATE_MS since the first of them). Under names_lock. */
+void zrfs_publish_late(struct zrfs *fs);
 /* Store the ready drafts (and @d if not NULL: an fsync) and commit them now,
  * make the mount show the commit and settle them: the generation (0: none
  * was waiting), or a negative code (@d's failure; with @d NULL, the first
