@@ -188,12 +188,38 @@ void zr_chunk_release(zr_dataset *ds, zr_writer *w)
 	pthread_mutex_unlock(&ds->grow_lock);
 }
 
+int zr_chunk_check_whole(zr_dataset *ds, zr_chunk *c)
+{
+	struct stat st;
+
+	if (fstat(c->fd, &st) < 0)
+		return zr_err(-errno, "%s/chunk/%u.zr: fstat failed: %s", ds->path, c->id,
+			      strerror(errno));
+	if ((uint64_t)st.st_size >= c->write_pos)
+		return 0;
+	pthread_mutex_lock(&ds->grow_lock);
+	c->writable = false; /* its owner hands it back; nobody takes it again */
+	pthread_mutex_unlock(&ds->grow_lock);
+	return zr_err(-EIO,
+		      "%s/chunk/%u.zr: %llu bytes, shorter than the %llu written to it: cut short "
+		      "from outside; nothing more is appended to it (zr verify names the records "
+		      "lost)",
+		      ds->path, c->id, (unsigned long long)st.st_size,
+		      (unsigned long long)c->write_pos);
+}
+
 int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, const void *p2,
 		    size_t n2, unsigned align, uint64_t *off_out)
 {
 	uint64_t off = (c->write_pos + align - 1) / align * align;
 	zr_map *m = atomic_load_explicit(&c->map, memory_order_acquire);
 	int rc;
+
+	/* the first append since a commit: the file still holds what was
+	 * written (appending past a cut would grow it back with a hole, and
+	 * the records before would read as zeros) */
+	if (!c->dirty)
+		FORWARD_IF_ERR(zr_chunk_check_whole(ds, c));
 
 	/* A reader may map the chunk at any moment: decide under the lock whether
 	 * the mapping must grow, unless it visibly covers the new bytes already. */

@@ -320,7 +320,7 @@ int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx)
 			rc = zr_sys.fdatasync(c->fd) < 0
 				     ? zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s",
 					      ds->path, c->id, strerror(errno))
-				     : 0;
+				     : zr_chunk_check_whole(ds, c); /* cut since the append */
 			zr_chunk_unuse(c);
 			FORWARD_IF_ERR(rc);
 		}

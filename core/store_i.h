@@ -296,6 +296,9 @@ void zr_chunk_retire_all(zr_dataset *ds);
 int zr_chunk_map(zr_dataset *ds, zr_chunk *c, const uint8_t **base);
 int zr_chunk_acquire(zr_dataset *ds, zr_writer *w);
 void zr_chunk_release(zr_dataset *ds, zr_writer *w);
+/* Whether chunk @c still holds all that was written to it: 0, or -EIO (it
+ * was cut short from outside: it takes no more appends). */
+int zr_chunk_check_whole(zr_dataset *ds, zr_chunk *c);
 int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, const void *p2,
 		    size_t n2, unsigned align, uint64_t *off_out);
 int zr_chunk_trim(zr_dataset *ds, zr_chunk *c, uint64_t len);

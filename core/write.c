@@ -76,7 +76,12 @@ static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
 			  f->def.name, v.len, n);
 		p = w->buf;
 	}
-	FORWARD_IF_ERR(zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off));
+	int rc = zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off);
+	if (rc < 0) {
+		if (!w->chunk->writable)
+			zr_chunk_release(ds, w); /* cut short: the next append takes another */
+		return rc;
+	}
 	e->chunk_id = w->chunk->id;
 	e->offset = off;
 	e->len = (uint32_t)n;

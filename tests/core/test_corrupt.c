@@ -387,3 +387,31 @@ Test(corrupt, chunk_truncated_under_an_open_reader_gives_eio)
 	}
 	zr_close(ds);
 }
+
+/* The writer's own chunk cut short from outside after it appended and
+ * committed: its next append fails EIO naming the chunk, rather than
+ * writing at the offset it remembers (the file grew back with a hole,
+ * and the records before read as zeros that verify called clean); the
+ * records past the cut stay damaged to readers and verify. */
+Test(corrupt, chunk_cut_under_a_writer_fails_its_next_append)
+{
+	build();
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	uint8_t buf[3000];
+	zr_value v[2] = {{buf, 2000}, {buf, 2000}};
+	memset(buf, 7, sizeof buf);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(zr_append(ds, v, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	struct stat st;
+	cr_assert_eq(stat(file("chunk/4.zr"), &st), 0, "the writer's chunk is chunk/4.zr");
+	truncate_to("chunk/4.zr", st.st_size / 2);
+	int rc = zr_append(ds, v, NULL);
+	if (rc == 0)
+		rc = zr_commit(ds);
+	cr_assert_eq(rc, -EIO, "append after the cut: %d (%s)", rc, zr_errmsg(ds));
+	cr_assert_not_null(strstr(zr_errmsg(ds), "chunk/4.zr"), "%s", zr_errmsg(ds));
+	zr_close(ds);
+	cr_assert_eq(stat(file("chunk/4.zr"), &st), 0);
+	damaged_record(0, N + 9, "outside chunk/4.zr");
+}
