@@ -139,6 +139,11 @@ struct zrfs_view *zrfs_names_begin(struct zrfs *fs)
 	return fs->state->view;
 }
 
+struct zrfs_view *zrfs_names_view(struct zrfs *fs)
+{
+	return fs->state->view;
+}
+
 void zrfs_names_end(struct zrfs *fs)
 {
 	pthread_rwlock_unlock(&fs->state->lock);

@@ -232,6 +232,9 @@ struct zrfs_view *zrfs_view_current(struct zrfs *fs);
  * returned (valid until the end; not held) and its versions. */
 struct zrfs_view *zrfs_names_begin(struct zrfs *fs);
 void zrfs_names_end(struct zrfs *fs);
+/* The view zrfs_names_begin gave, for code the caller's names lock covers
+ * (not referenced: valid until zrfs_names_end). */
+struct zrfs_view *zrfs_names_view(struct zrfs *fs);
 /* follow.c publishes a new view between these (the names lock, written). */
 void zrfs_state_lock(struct zrfs *fs);
 void zrfs_state_unlock(struct zrfs *fs);

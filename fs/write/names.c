@@ -69,15 +69,19 @@ bool zrfs_no_field_ever(const struct place *p, const char *name)
 }
 
 /* What @name in directory @parent (at place @p) is to the writer (under
- * the names lock and names_lock; the writer's state is the one the mount
- * shows, or about to: every change is made under w->lock and shown before
- * it is let go). Records' own names are in the field's directory, and in
- * tree/ by name. */
+ * the names lock and names_lock). Records are as the mount shows them,
+ * the view the names lock holds, whose names (tree/'s index) they match:
+ * not the writer's state, which another request may be changing under
+ * w->lock (a removal moves the last record into the hole before its
+ * commit is shown; a name resolved meanwhile was ENOENT). Under w->lock
+ * the two are the same: every change is shown before it is let go.
+ * Records' own names are in the field's directory, and in tree/ by name. */
 enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
 			    const char *name, struct wnode **d, uint64_t *id, bool *alias)
 {
 	struct zrfs_writes *w = fs->writes;
-	uint64_t n = zr_length(w->ds);
+	struct zrfs_view *v = zrfs_names_view(fs);
+	uint64_t n = v->n;
 	size_t key;
 	unsigned field;
 
@@ -91,14 +95,14 @@ enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct pla
 		    zr_names_field_of(w->ds, &fs->names, name, strlen(name), &field, &key) < 0 ||
 		    zrfs_tree_find(fs, parent, name, key, id) < 0 || *id >= n)
 			return W_NONE;
-		return zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+		return zr_present(v->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
 	}
 	if (zrfs_alias_find(w, parent, name, UINT64_MAX, id) == 0)
 		return *alias = true, W_RECORD;
 	if (parent != ZRFS_INO_DIR + p->field ||
 	    zrfs_record_name_parse(fs, p->field, name, n + 1, id) < 0)
 		return W_NONE;
-	return *id < n && zr_present(w->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+	return *id < n && zr_present(v->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
 }
 
 /* Take the names lock, then names_lock (the order write_i.h gives), and

@@ -137,4 +137,47 @@ fusermount3 -u "$MNT" || fail "unmount"
 "$ZR" export dir "$DS" "$T/out2" >/dev/null || fail "export dir of the tar's tree"
 diff -r "$T/w2" "$T/out2" >/dev/null || fail "zr export dir differs: $(diff -r "$T/w2" "$T/out2" | head -3)"
 grep -q "never stored\|not stored" "$T/log" && fail "the daemon dropped something: $(cat "$T/log")"
-echo "ok: programs in tree/, rsync -a twice, directories, keys, exports"
+
+# two programs each making 50 files in a directory of its own, listing
+# them, removing them and the directory, 30 times, in tree/ and in a field
+# directory: every file listed is removed and every emptied directory
+# goes (a name resolved while the other's removal moved the last record
+# into its hole was ENOENT, and its directory then ENOTEMPTY)
+rm -rf "$DS" "$T/one"
+mkdir "$T/one" && printf a >"$T/one/a.txt"
+"$ZR" import dir "$T/one" "$DS" >/dev/null || fail "import dir"
+rw_mount
+for dir in tree data; do
+	"$PY" - "$MNT/$dir" <<'PYEOF' || fail "creating and removing beside another program in $dir/"
+import os, sys, threading
+errors = []
+def program(w):
+    for r in range(30):
+        sub = '%s/p%d_%d' % (sys.argv[1], w, r)
+        os.mkdir(sub)
+        for i in range(50):
+            with open('%s/f%d.txt' % (sub, i), 'w') as f:
+                f.write('%d %d %d' % (w, r, i))
+        for name in os.listdir(sub):
+            try:
+                os.unlink('%s/%s' % (sub, name))
+            except OSError as e:
+                errors.append('unlink of %s/%s, listed: %s' % (sub, name, e))
+        try:
+            os.rmdir(sub)
+        except OSError as e:
+            errors.append('rmdir of %s, emptied: %s (it lists %s)' % (sub, e, os.listdir(sub)))
+threads = [threading.Thread(target=program, args=(w,)) for w in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+if errors:
+    sys.exit('%d errors: %s' % (len(errors), '; '.join(errors[:3])))
+PYEOF
+done
+sync "$MNT/tree" || fail "sync"
+fusermount3 -u "$MNT" || fail "unmount"
+"$ZR" verify "$DS" >/dev/null || fail "zr verify after creating and removing"
+
+echo "ok: programs in tree/, rsync -a twice, directories, keys, exports, removals side by side"
