@@ -435,9 +435,12 @@ void zrfs_publish_late(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
 
-	for (struct wnode *d = w->first; d && w->nlate; d = d->next)
-		if (d->late)
+	for (struct wnode *d = w->first; d; d = d->next)
+		if (d->late) {
+			d->late = false;
 			make_ready(fs, d, true);
+		}
+	w->nlate = 0; /* and any that left the list without saying */
 }
 
 void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d)
