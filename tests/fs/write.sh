@@ -340,24 +340,31 @@ rw_unmount
 same "$T/want" "$T/after"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after the other user's tries"
 
+# close_is_eio FILE TEXT: TEXT written to FILE (emptied), its close fails
+# with EIO, within 30 s
+close_is_eio() {
+	timeout -s KILL 60 "$PY" - "$1" "$2" <<'PYEOF'
+import errno, os, sys, time
+t0 = time.monotonic()
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, sys.argv[2].encode())
+try:
+    os.close(fd)
+    sys.exit('the close succeeded')
+except OSError as e:
+    assert e.errno == errno.EIO, e
+assert time.monotonic() - t0 < 30, 'the close took %.0f s' % (time.monotonic() - t0)
+PYEOF
+}
+
 # the dataset moved away under the mount: a close that waits for the mount
 # to show its commit gets EIO within 10 s (zrfs(8)), not never, the log
 # says why, and the mount unmounts; the commit itself was made, where the
 # dataset is now
 rw_mount writable
 mv "$DS" "$DS.moved"
-timeout -s KILL 60 "$PY" - "$MNT/img/6.jpg" <<'PYEOF' || fail "a close after the dataset moved: $(tail -3 "$T/log")"
-import errno, os, sys, time
-t0 = time.monotonic()
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
-os.write(fd, b'written after the move')
-try:
-    os.close(fd)
-    sys.exit('the close succeeded though the mount cannot show its commit')
-except OSError as e:
-    assert e.errno == errno.EIO, e
-assert time.monotonic() - t0 < 30, 'the close took %.0f s' % (time.monotonic() - t0)
-PYEOF
+close_is_eio "$MNT/img/6.jpg" 'written after the move' ||
+	fail "a close after the dataset moved: $(tail -3 "$T/log")"
 grep -q "cannot show commit .*No such file or directory.*EIO" "$T/log" ||
 	fail "the log does not say why the close failed: $(tail -3 "$T/log")"
 rw_unmount
@@ -374,16 +381,8 @@ rw_mount writable
 printf 'the last value appended' >"$MNT/img/7.jpg" || fail "write img/7.jpg"
 c=$(ls -t "$DS/chunk" | head -1)
 truncate -s $(($(stat -c %s "$DS/chunk/$c") - 4)) "$DS/chunk/$c"
-"$PY" - "$MNT/img/8.jpg" <<'PYEOF' || fail "a close after the chunk was cut: $(tail -3 "$T/log")"
-import errno, os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
-os.write(fd, b'after the cut')
-try:
-    os.close(fd)
-    sys.exit('the close succeeded though its chunk was cut short')
-except OSError as e:
-    assert e.errno == errno.EIO, e
-PYEOF
+close_is_eio "$MNT/img/8.jpg" 'after the cut' ||
+	fail "a close after the chunk was cut: $(tail -3 "$T/log")"
 grep -q "chunk/$c: .* cut short from outside" "$T/log" ||
 	fail "the log does not name the chunk cut: $(tail -3 "$T/log")"
 printf 'after the cut' >"$MNT/img/8.jpg" || fail "a write after the cut chunk was dropped"
