@@ -23,10 +23,13 @@
 
 /* ---- numbers ---- */
 
-/* Drafts' numbers, and a record's number a rename moved onto another
- * record while the kernel holds it: the file it names follows the rename
- * (logrotate's `mv log log.1` while the program writes on), so this shows
- * the record it is now, not the view of the record it was. */
+/* Drafts' numbers, a record's number a rename moved onto another record
+ * while the kernel holds it (the file it names follows the rename:
+ * logrotate's `mv log log.1` while the program writes on), so this shows
+ * the record it is now, not the view of the record it was, and a record's
+ * number kept as its file's (nodes.c), until the kernel forgets it: once
+ * the file is removed or replaced, an open of it still shows what it last
+ * showed, never the record's next value. */
 static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -40,7 +43,7 @@ static bool writing_owns(const struct zrfs *fs, fuse_ino_t ino)
 	if (!zrfs_is_rec_ino(ino) || (!atomic_load(&w->nmoved) && !atomic_load(&w->nkept)))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	moved = (i = zrfs_winode_find(w, ino)) != NULL && (i->moved || (i->kept && i->identity));
+	moved = (i = zrfs_winode_find(w, ino)) != NULL && (i->moved || i->kept);
 	pthread_mutex_unlock(&w->names_lock);
 	return moved;
 }
@@ -87,6 +90,18 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 
 /* ---- contents ---- */
 
+/* Whether record number @ino, kept as its file's and its file since
+ * removed or replaced, is still the record's own in the view the names
+ * lock holds (the commit that changed the record not shown yet). */
+static bool kept_still_shown(struct zrfs *fs, fuse_ino_t ino)
+{
+	unsigned field, version;
+	uint64_t id;
+
+	return zrfs_rec_decode(fs, ino, &field, &id, &version) &&
+	       zrfs_rec_version(fs, field, id) == version;
+}
+
 /* What draft number @ino shows in view @v: its draft (referenced), or the
  * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
 static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
@@ -105,6 +120,8 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 		 * last delete's or rename's move yet */
 		*id = i->draft ? zrfs_moved_at(&i->draft->stored_moved, i->draft->stored, v->gen)
 			       : zrfs_moved_at(&i->id_moved, i->id, v->gen);
+		if (i->kept && !i->identity && !i->moved && !kept_still_shown(fs, ino))
+			*id = NO_ID; /* its file is gone: removed, or replaced */
 		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
 			*d = zrfs_node_ref(i->draft);
 		rc = *d || (*id != NO_ID && *id < v->n) ? 0 : -ESTALE;
@@ -128,6 +145,45 @@ static bool number_unlinked(struct zrfs *fs, fuse_ino_t ino)
 	return gone;
 }
 
+/* Number @ino showed a record's file with attributes @st: kept, for when
+ * the file is gone and a program still has it open. */
+static void keep_shown(struct zrfs *fs, fuse_ino_t ino, const struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct winode *i;
+
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_winode_find(w, ino)) != NULL) {
+		i->shown = true;
+		i->last_size = (uint64_t)st->st_size;
+		i->last_mode = st->st_mode;
+		i->last_mtime = st->st_mtim;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+}
+
+/* Attributes of number @ino, whose file is gone (removed, or replaced by
+ * a rename onto its name): as it last showed them, with no link, as a
+ * removed file a program has open keeps them (fstat); -ESTALE if it never
+ * showed a file. */
+static int last_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct winode *i;
+	int rc = -ESTALE;
+
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_winode_find(w, ino)) != NULL && i->shown) {
+		zrfs_file_attr(fs, v, ino, i->last_size, st);
+		st->st_mode = i->last_mode;
+		st->st_mtim = st->st_atim = i->last_mtime;
+		st->st_nlink = 0;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
 static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct wnode *d;
@@ -136,6 +192,8 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	bool text;
 	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
 
+	if (rc == -ESTALE)
+		return last_shown(fs, v, ino, st);
 	if (rc < 0)
 		return rc;
 	if (d && d->kind == WN_DIR) {
@@ -150,7 +208,11 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	if (!d) { /* a record now: as its file shows it, in tree/ perhaps as text */
 		rc = text ? zrfs_tree_text_attr(fs, v, ino, field, id, st)
 			  : zrfs_record_attr(fs, v, ino, field, id, st);
-		return rc == -ENOENT ? -ESTALE : rc;
+		if (rc == -ENOENT)
+			return last_shown(fs, v, ino, st);
+		if (rc == 0)
+			keep_shown(fs, ino, st);
+		return rc;
 	}
 	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
 	pthread_mutex_lock(&d->lock);

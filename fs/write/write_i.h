@@ -259,6 +259,10 @@ struct winode {
 	bool kept;            /* a record's number opened for writing, kept as its file's */
 	bool identity;        /* a draft's (or kept) number that is its record's file: */
 	struct zrfs_link by_record; /* ... in identities, by (field, id) */
+	bool shown;           /* it showed a file: with these, which an open file */
+	uint64_t last_size;   /* removed since keeps (fstat of it: nlink 0, not ESTALE) */
+	mode_t last_mode;
+	struct timespec last_mtime;
 };
 
 struct walias {

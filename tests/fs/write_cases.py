@@ -43,6 +43,9 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   once (a rename while a group stored the new file stored it as a new
   record under its temporary name: a stray record, and the save lost once
   remounted).
+- fstat of a record's file written, opened and removed gives its size
+  and no link (ESTALE: the number the file kept was nobody's once the
+  record's value was gone);
 - a program writing more large values at once than the daemon has
   descriptors for gets ENOSPC past a quarter of them, and another
   program's save beside it is committed (every commit failed "Too many
@@ -393,6 +396,32 @@ def touched_then_moved(d):
     return '%d files touched, moved, gone from their old names' % moved
 
 
+def removed_while_open(d):
+    img = os.path.join(MNT, 'img')
+    wrong, n = [], 0
+    for k in range(100, 120):
+        p = '%s/%d.jpg' % (img, k)
+        if not os.path.exists(p):
+            continue
+        with open(p, 'r+b') as f:  # written: its number is the file's from now on
+            f.write(b'rewritten %d' % k)
+        size = os.stat(p).st_size
+        fd = os.open(p, os.O_RDONLY)
+        os.unlink(p)
+        n += 1
+        try:
+            st = os.fstat(fd)
+            if st.st_nlink != 0 or st.st_size != size:
+                wrong.append('%d.jpg: links %d, size %d (%d before)'
+                             % (k, st.st_nlink, st.st_size, size))
+        except OSError as e:
+            wrong.append('%d.jpg: %s' % (k, e))
+        os.close(fd)
+    if wrong:
+        fail('fstat of %d files removed while open: %s' % (n, '; '.join(wrong[:3])))
+    return '%d files removed while open, each with its size and no link' % n
+
+
 def mount_beside(ds, mnt, nofile=None):
     """Mount @ds on @mnt (made here, unmounted by fail), the daemon's
     descriptors limited to @nofile if given."""
@@ -560,7 +589,7 @@ def main():
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, read_across_a_commit,
-                 touched_then_moved):
+                 touched_then_moved, removed_while_open):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
