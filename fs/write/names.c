@@ -68,20 +68,14 @@ bool zrfs_no_field_ever(const struct place *p, const char *name)
 	return p->fieldless && !zrfs_name_hidden(name) && strchr(name, '.');
 }
 
-/* What @name in directory @parent (at place @p) is to the writer (under
- * the names lock and names_lock). Records are as the mount shows them,
- * the view the names lock holds, whose names (tree/'s index) they match:
- * not the writer's state, which another request may be changing under
- * w->lock (a removal moves the last record into the hole before its
- * commit is shown; a name resolved meanwhile was ENOENT). Under w->lock
- * the two are the same: every change is shown before it is let go.
- * Records' own names are in the field's directory, and in tree/ by name. */
-enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
-			    const char *name, struct wnode **d, uint64_t *id, bool *alias)
+/* What @name in directory @parent (at place @p) is, with records as @ds
+ * (of @n records) has them. Records' own names are in the field's
+ * directory, and in tree/ by name. */
+static enum what resolve_in(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			    const char *name, struct wnode **d, uint64_t *id, bool *alias,
+			    zr_dataset *ds, uint64_t n)
 {
 	struct zrfs_writes *w = fs->writes;
-	struct zrfs_view *v = zrfs_names_view(fs);
-	uint64_t n = v->n;
 	size_t key;
 	unsigned field;
 
@@ -95,14 +89,37 @@ enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct pla
 		    zr_names_field_of(w->ds, &fs->names, name, strlen(name), &field, &key) < 0 ||
 		    zrfs_tree_find(fs, parent, name, key, id) < 0 || *id >= n)
 			return W_NONE;
-		return zr_present(v->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+		return zr_present(ds, p->field, *id) == 1 ? W_RECORD : W_ID;
 	}
 	if (zrfs_alias_find(w, parent, name, UINT64_MAX, id) == 0)
 		return *alias = true, W_RECORD;
 	if (parent != ZRFS_INO_DIR + p->field ||
 	    zrfs_record_name_parse(fs, p->field, name, n + 1, id) < 0)
 		return W_NONE;
-	return *id < n && zr_present(v->ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+	return *id < n && zr_present(ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+}
+
+/* Under the names lock and names_lock alone: records as the mount shows
+ * them, the view the names lock holds, whose names (tree/'s index) they
+ * match; not the writer's state, which another request may be changing
+ * under w->lock (a removal moves the last record into the hole before its
+ * commit is shown: a name resolved meanwhile was ENOENT). */
+enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			    const char *name, struct wnode **d, uint64_t *id, bool *alias)
+{
+	struct zrfs_view *v = zrfs_names_view(fs);
+
+	return resolve_in(fs, parent, p, name, d, id, alias, v->ds, v->n);
+}
+
+/* Under w->lock too: the writer's state, which is the view's once a
+ * change is shown (and the truth where no follower shows commits). */
+enum what zrfs_name_resolve_held(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+				 const char *name, struct wnode **d, uint64_t *id, bool *alias)
+{
+	zr_dataset *ds = fs->writes->ds;
+
+	return resolve_in(fs, parent, p, name, d, id, alias, ds, zr_length(ds));
 }
 
 /* Take the names lock, then names_lock (the order write_i.h gives), and
@@ -500,7 +517,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	if ((rc = zrfs_settle_stored(fs)) == 0) {
 		unsigned field = p.field;
 		zrfs_names_lock(fs);
-		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+		what = zrfs_name_resolve_held(fs, parent, &p, name, &d, &id, &alias);
 		if (what == W_DRAFT && d->kind != WN_DIR && d->stored == NO_ID) {
 			id = d->id;
 			field = d->field;

@@ -213,8 +213,8 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			uint64_t left = NO_ID; /* the record a draft stood in for, left */
 			unsigned field = p.field;
 			zrfs_names_lock(fs);
-			what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
-			to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
+			what = zrfs_name_resolve_held(fs, parent, &p, name, &d, &id, &alias);
+			to = zrfs_name_resolve_held(fs, newparent, &tp, newname, &td, &tid, &talias);
 			if (what == W_DRAFT) { /* a draft, or one again by another's rename */
 				uint64_t was = d->kind != WN_DIR && d->stored == NO_ID ? d->id : NO_ID;
 				field = d->field;

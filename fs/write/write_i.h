@@ -596,6 +596,9 @@ int zrfs_place_of(struct zrfs *fs, fuse_ino_t parent, const char *name, struct p
 bool zrfs_no_field_ever(const struct place *p, const char *name);
 enum what zrfs_name_resolve(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
 			    const char *name, struct wnode **d, uint64_t *id, bool *alias);
+/* ... the same, under w->lock too (names.c says what each reads) */
+enum what zrfs_name_resolve_held(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+				 const char *name, struct wnode **d, uint64_t *id, bool *alias);
 void zrfs_names_lock(struct zrfs *fs);
 void zrfs_names_unlock(struct zrfs *fs);
 /* Keep tree/ directory @dir while files are written in it; give it the
