@@ -234,6 +234,12 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 	ssize_t n = u->dev_poll_us ? polling_read(u, fd, buf, len) : read(fd, buf, len);
 	const struct fuse_in_header *in = buf;
 
+	/* The kernel ends the connection at an unmount, and a request it had
+	 * begun to hand over is then ended with ECONNABORTED, not ENODEV (its
+	 * RELEASEs, when a program dies with many files open): the unmount
+	 * it is, not a failure (libfuse 3.14 exits 1 on any other errno) */
+	if (n < 0 && errno == ECONNABORTED)
+		errno = ENODEV;
 	if (n >= (ssize_t)(sizeof *in + sizeof(struct fuse_init_in)) && in->opcode == FUSE_INIT) {
 		const struct fuse_init_in *init = (const void *)(in + 1);
 		u->init_unique = in->unique;
