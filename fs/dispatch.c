@@ -224,18 +224,11 @@ static int attr_now(struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 	return rc;
 }
 
-static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Answer a GETATTR of @ino with its attributes now. */
+static void getattr_now(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
 {
-	struct zrfs *fs = fuse_req_userdata(req);
-	struct zrfs_handle *h = zrfs_handle_of(fi);
 	struct stat st;
-	int rc;
-
-	if (h) {
-		h->ops->getattr(req, fs, h, ino);
-		return;
-	}
-	rc = attr_now(fs, ino, &st);
+	int rc = attr_now(fs, ino, &st);
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
@@ -245,6 +238,17 @@ static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 		const struct zrfs_subtree *t = owner_of(fs, ino);
 		zrfs_reply_attr(req, &st, t && t->overlay ? 0 : fs->opts.timeout);
 	}
+}
+
+static void zrfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+
+	if (h)
+		h->ops->getattr(req, fs, h, ino);
+	else
+		getattr_now(req, fs, ino);
 }
 
 /* ---- listings ---- */
@@ -413,6 +417,104 @@ static void zrfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
 
 /* ---- contents ---- */
 
+/* -o writable: a record's file opened for reading reads the value it
+ * opened, whole, until closed (zrfs(8), Replacing a record's value). Its
+ * number may be the write layer's by the next READ (a writer opened it and
+ * keeps it as the file's, which then shows the bytes written): the read
+ * goes to the owner and view of the open. And past the page cache: the
+ * writer shares the inode, whose size the kernel changes as it writes. */
+struct pinned {
+	struct zrfs_handle h;
+	const struct zrfs_subtree *t;
+	struct zrfs_view *v;
+};
+
+static void p_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+		   size_t size, off_t off)
+{
+	struct pinned *p = (struct pinned *)h;
+
+	p->t->read(req, fs, p->v, ino, size, off);
+}
+
+static void p_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
+		    size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)fs, (void)h, (void)buf, (void)size, (void)off, (void)fi;
+	zrfs_reply_err(req, -EBADF); /* opened for reading */
+}
+
+static void p_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
+		    struct fuse_file_info *fi)
+{
+	(void)fs, (void)h, (void)fi;
+	zrfs_reply_status(req, 0);
+}
+
+static void p_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+{
+	(void)fs, (void)h;
+	zrfs_reply_status(req, 0); /* nothing written through it */
+}
+
+static void p_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+{
+	struct pinned *p = (struct pinned *)h;
+
+	(void)fs;
+	zrfs_view_put(p->v);
+	free(p);
+	zrfs_reply_status(req, 0);
+}
+
+/* fstat(2) of the descriptor: the number's attributes now, as stat(2) */
+static void p_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino)
+{
+	(void)h;
+	getattr_now(req, fs, ino);
+}
+
+static void p_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+		      const struct stat *attr, int to_set, const struct stat *now)
+{
+	(void)h;
+	zrfs_write_setattr(req, fs, ino, attr, to_set, now);
+}
+
+static const struct zrfs_handle_ops pinned_ops = {
+	.read = p_read,
+	.write = p_write,
+	.flush = p_flush,
+	.fsync = p_fsync,
+	.release = p_release,
+	.getattr = p_getattr,
+	.setattr = p_setattr,
+};
+
+static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	struct pinned *p = NULL;
+	const struct zrfs_subtree *t;
+	struct zrfs_view *v;
+	int rc = resolve(fs, ino, &t, &v);
+
+	if (rc == 0 && (!t || !(p = malloc(sizeof *p))))
+		rc = t ? -ENOMEM : -EISDIR;
+	if (rc < 0) {
+		zrfs_view_put(v);
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	*p = (struct pinned){{&pinned_ops}, t, v};
+	fi->fh = (uintptr_t)p;
+	fi->direct_io = 1;
+	if (zrfs_reply_open(req, fi) != 0) { /* the opener is gone: no RELEASE comes */
+		zrfs_view_put(v);
+		free(p);
+	}
+}
+
 static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct zrfs *fs = fuse_req_userdata(req);
@@ -433,14 +535,11 @@ static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		zrfs_write_open_read(req, fs, ino, fi); /* reads the value it opened */
 		return;
 	}
-	/* -o writable: a record file's writer shares its inode with the
-	 * readers, and the kernel changes the inode's size as the writer
-	 * writes; read past the page cache, a reader gets the value the mount
-	 * shows, whole (and a new file what has been written so far) */
-	if (fs->writes && (zrfs_is_rec_ino(ino) || zrfs_writing.owns(fs, ino)))
-		fi->direct_io = 1;
-	else
-		fi->keep_cache = 1;
+	if (fs->writes && zrfs_is_rec_ino(ino)) {
+		open_pinned(req, fs, ino, fi);
+		return;
+	}
+	fi->keep_cache = 1;
 	zrfs_reply_open(req, fi);
 }
 
