@@ -150,15 +150,8 @@ void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint
 	 * import keeps them beside the names), else 0644 and the commit's */
 	if (fs->names.mode >= 0 && zr_name_mode(v->ds, &fs->names, id, field, &mode) == 1)
 		st->st_mode = (st->st_mode & S_IFMT) | (mode & 07777);
-	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1) {
-		st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
-		st->st_mtim.tv_nsec = (long)(ns % 1000000000);
-		if (st->st_mtim.tv_nsec < 0) { /* before 1970 */
-			st->st_mtim.tv_sec--;
-			st->st_mtim.tv_nsec += 1000000000;
-		}
-		st->st_atim = st->st_mtim;
-	}
+	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1)
+		zrfs_stat_mtime(st, ns, false);
 }
 
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)

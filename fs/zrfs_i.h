@@ -163,6 +163,38 @@ static inline uint64_t zrfs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* A file's time as the names and the write layer keep it: nanoseconds
+ * since 1970 (negative before), of @ts and of now. */
+static inline int64_t zrfs_ts_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t zrfs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return zrfs_ts_ns(ts);
+}
+
+/* Time @ns as @st's modification and access times; with @ctime, its
+ * change time too where that is earlier (changed since it was stored). */
+static inline void zrfs_stat_mtime(struct stat *st, int64_t ns, bool ctime)
+{
+	st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
+	st->st_mtim.tv_nsec = (long)(ns % 1000000000);
+	if (st->st_mtim.tv_nsec < 0) { /* before 1970 */
+		st->st_mtim.tv_sec--;
+		st->st_mtim.tv_nsec += 1000000000;
+	}
+	st->st_atim = st->st_mtim;
+	if (ctime && (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
+		      (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
+		       st->st_ctim.tv_nsec < st->st_mtim.tv_nsec)))
+		st->st_ctim = st->st_mtim;
+}
+
 struct zrfs_cache;
 struct zrfs_uring;
 struct zrfs_batch_tables;

@@ -158,7 +158,7 @@ void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir)
 int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts)
 {
 	struct zrfs_writes *w = fs->writes;
-	int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	int64_t ns = zrfs_ts_ns(ts);
 	struct wnode *d;
 	int rc = 0;
 
@@ -199,17 +199,8 @@ void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st)
 	ns = w->dir_time[field];
 	st->st_nlink = 2 + (nlink_t)w->dir_subdirs[field];
 	pthread_mutex_unlock(&w->names_lock);
-	if (ns) { /* changed or set through the mount */
-		st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
-		st->st_mtim.tv_nsec = (long)(ns % 1000000000);
-		if (st->st_mtim.tv_nsec < 0) {
-			st->st_mtim.tv_sec--;
-			st->st_mtim.tv_nsec += 1000000000;
-		}
-		st->st_atim = st->st_mtim;
-		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec)
-			st->st_ctim = st->st_mtim;
-	}
+	if (ns) /* changed or set through the mount */
+		zrfs_stat_mtime(st, ns, true);
 }
 
 /* @name's path below its field's directory, for directory @parent (under

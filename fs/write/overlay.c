@@ -102,10 +102,19 @@ static bool kept_still_shown(struct zrfs *fs, fuse_ino_t ino)
 	       zrfs_rec_version(fs, field, id) == version;
 }
 
+/* Whether winode @i (NULL: none) names no file any more (removed, or
+ * replaced by a rename onto its name): an open file's links are then 0.
+ * Under the names lock. */
+static bool winode_unlinked(const struct winode *i)
+{
+	return !i || (i->draft ? !i->draft->listed && i->draft->stored == NO_ID : i->id == NO_ID);
+}
+
 /* What draft number @ino shows in view @v: its draft (referenced), or the
- * record it became. 0, or -ENOENT (-ESTALE: shows nothing any more). */
+ * record it became; in *@gone, if not NULL, whether it names no file any
+ * more (winode_unlinked). 0, or -ENOENT (-ESTALE: shows nothing any more). */
 static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode **d,
-		 unsigned *field, uint64_t *id, bool *text)
+			unsigned *field, uint64_t *id, bool *text, bool *gone)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct winode *i;
@@ -126,21 +135,20 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 			*d = zrfs_node_ref(i->draft);
 		rc = *d || (*id != NO_ID && *id < v->n) ? 0 : -ESTALE;
 	}
+	if (gone)
+		*gone = winode_unlinked(i);
 	pthread_mutex_unlock(&w->names_lock);
 	return rc;
 }
 
-/* Whether number @ino names no file any more (removed, or replaced by a
- * rename onto its name): an open file's links are then 0. */
+/* Whether number @ino names no file any more (winode_unlinked). */
 static bool number_unlinked(struct zrfs *fs, fuse_ino_t ino)
 {
 	struct zrfs_writes *w = fs->writes;
-	struct winode *i;
 	bool gone;
 
 	pthread_mutex_lock(&w->names_lock);
-	i = zrfs_winode_find(w, ino);
-	gone = !i || (i->draft ? !i->draft->listed && i->draft->stored == NO_ID : i->id == NO_ID);
+	gone = winode_unlinked(zrfs_winode_find(w, ino));
 	pthread_mutex_unlock(&w->names_lock);
 	return gone;
 }
@@ -189,8 +197,8 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	struct wnode *d;
 	unsigned field;
 	uint64_t id;
-	bool text;
-	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
+	bool text, gone;
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text, &gone);
 
 	if (rc == -ESTALE)
 		return last_shown(fs, v, ino, st);
@@ -219,7 +227,7 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	zrfs_node_meta(d, st);
 	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d);
-	if (number_unlinked(fs, ino))
+	if (gone)
 		st->st_nlink = 0; /* removed while open */
 	return 0;
 }
@@ -233,7 +241,7 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	char *buf;
 	ssize_t got;
 	bool text;
-	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text, NULL);
 
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
@@ -372,7 +380,7 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 	unsigned field, version = 0;
 	uint64_t id;
 	bool text;
-	int rc = number_shown(fs, v, ino, &d, &field, &id, &text);
+	int rc = number_shown(fs, v, ino, &d, &field, &id, &text, NULL);
 
 	if (rc == 0 && !d)
 		version = zrfs_rec_version(fs, field, id);

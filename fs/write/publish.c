@@ -151,12 +151,7 @@ static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)
  * change's or the one set on it since, else now's. */
 static int64_t stored_time(const struct wnode *n)
 {
-	struct timespec ts;
-
-	if (n->mtime_set)
-		return n->mtime;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return n->mtime_set ? n->mtime : zrfs_now_ns();
 }
 
 int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)

@@ -333,7 +333,7 @@ static inline bool zrfs_asked_mtime(const struct stat *attr, int to_set, int64_t
 		*ts = attr->st_mtim;
 	else
 		return false;
-	*ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+	*ns = zrfs_ts_ns(*ts);
 	return true;
 }
 
@@ -380,10 +380,7 @@ static inline void zrfs_node_writers_clear(struct wnode *n)
  * modification time is its last write's, not its close's or commit's. */
 static inline void zrfs_node_touched(struct wnode *n)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n->mtime = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	n->mtime = zrfs_now_ns();
 	n->mtime_set = true;
 }
 
@@ -391,19 +388,8 @@ static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
 	if (n->mode_set)
 		st->st_mode = (st->st_mode & S_IFMT) | (n->mode & 07777);
-	if (n->mtime_set) {
-		st->st_mtim.tv_sec = (time_t)(n->mtime / 1000000000);
-		st->st_mtim.tv_nsec = (long)(n->mtime % 1000000000);
-		if (st->st_mtim.tv_nsec < 0) {
-			st->st_mtim.tv_sec--;
-			st->st_mtim.tv_nsec += 1000000000;
-		}
-		st->st_atim = st->st_mtim;
-		if (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
-		    (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
-		     st->st_ctim.tv_nsec < st->st_mtim.tv_nsec))
-			st->st_ctim = st->st_mtim; /* changed since its last commit */
-	}
+	if (n->mtime_set)
+		zrfs_stat_mtime(st, n->mtime, true); /* changed since its last commit */
 }
 
 /* Whether @name, in a field directory, names no record but is a temporary
