@@ -271,8 +271,11 @@ class Trial:
             # written so far (zrfs(8)), holes as zeros, as a file being
             # copied does; a value being replaced shows the old one whole
             if got not in had and not (None in had and pieced(got, had)):
-                self.errors.append('reader: %s: %d bytes that it never had (it had %s)'
-                                   % (self.path(key), len(got), explain(got, had)))
+                whose = sorted(str(k) for k, vs in self.had.items() if got in vs)
+                self.errors.append('reader: %s: %d bytes that it never had (it had %s; %s)'
+                                   % (self.path(key), len(got), explain(got, had),
+                                      'a value of ' + ', '.join(whose) if whose
+                                      else 'no value any file had'))
         return True
 
 
