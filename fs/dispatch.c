@@ -117,12 +117,12 @@ static void unhanded(struct zrfs *fs, fuse_ino_t ino)
 /* The number file @ino another subtree gave is known to the kernel by (an
  * overlay's identity: a new file's number, kept once it is a record), with
  * @count counted as handed (zrfs_inode_again); 0 if none. */
-static fuse_ino_t identity_of(struct zrfs *fs, fuse_ino_t ino, bool count)
+static fuse_ino_t identity_of(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, bool count)
 {
 	fuse_ino_t id;
 
 	for (size_t k = 0; k < NSUBTREES; k++)
-		if (subtrees[k]->identity && (id = subtrees[k]->identity(fs, ino, count)) != 0)
+		if (subtrees[k]->identity && (id = subtrees[k]->identity(fs, v, ino, count)) != 0)
 			return id;
 	return 0;
 }
@@ -132,7 +132,7 @@ static fuse_ino_t identity_of(struct zrfs *fs, fuse_ino_t ino, bool count)
 static bool reply_identity(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
 {
 	struct fuse_entry_param e;
-	fuse_ino_t id = identity_of(fs, ino, true);
+	fuse_ino_t id = identity_of(fs, v, ino, true);
 
 	if (!id)
 		return false;
@@ -338,7 +338,7 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 					unhanded(fs, own);
 			fuse_ino_t id;
 			if (rc > 0 && !shadowed && d->type == S_IFREG &&
-			    (id = identity_of(fs, own, false)) != 0) {
+			    (id = identity_of(fs, v, own, false)) != 0) {
 				/* not counted: a listing with attributes hands it,
 				 * uncached, so that the next path walk looks it up */
 				unhanded(fs, own);

@@ -77,10 +77,11 @@ struct zrfs_subtree {
 	/* An overlay's: the number of its own the file @ino another subtree
 	 * gave (a lookup, an entry) is known to the kernel by (a new file's
 	 * number, kept once it is a record), or 0; with @count, counted as
-	 * handed to the kernel once more (zrfs_inode_again). Its attributes
-	 * are not cached: the record may change under a number no version
-	 * tells. */
-	fuse_ino_t (*identity)(struct zrfs *fs, fuse_ino_t ino, bool count);
+	 * handed to the kernel once more (zrfs_inode_again). @ino is of view
+	 * @v: the number of the file that record is in @v, never of one a
+	 * commit not in @v moves into its id. Its attributes are not cached:
+	 * the record may change under a number no version tells. */
+	fuse_ino_t (*identity)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, bool count);
 	/* @name in directory @parent (the root or an owned node): *out, or
 	 * -ENOENT, ZRFS_ENOENT_LATER, -ENOTDIR (@parent is a file). */
 	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,

@@ -165,12 +165,16 @@ static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
 	}
 }
 
-fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text)
+fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text,
+				uint64_t gen)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&w->identities, record_hash(field, id)); l;
 	     l = zrfs_table_next(l)) {
 		struct winode *i = zrfs_container(l, struct winode, by_record);
-		if (i->field == field && i->id == id && i->text == text)
+		/* a file a delete moves into @id before view @gen has the move
+		 * is another record's there: the one removed, still shown */
+		if (i->field == field && i->id == id && i->text == text &&
+		    zrfs_moved_at(&i->id_moved, i->id, gen) == id)
 			return i->ino;
 	}
 	return 0;
@@ -190,6 +194,19 @@ static void inode_del(struct zrfs_writes *w, struct winode *i)
 	}
 	zrfs_node_put(i->draft);
 	free(i);
+}
+
+/* Whether @i is a record's own number kept as its file's (keep_number)
+ * while that record is at another id now (a delete or a rename moved it):
+ * once the kernel holds the number no more, versions.c may give it to the
+ * record at the id it names, another file, whose number it must then be. */
+static bool kept_elsewhere(struct zrfs_writes *w, const struct winode *i)
+{
+	unsigned field, version;
+	uint64_t id;
+
+	return i->kept && (!zrfs_rec_decode(w->fs, i->ino, &field, &id, &version) ||
+			   field != i->field || id != i->id);
 }
 
 struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino)
@@ -404,9 +421,11 @@ void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino)
 	struct winode *i = zrfs_winode_find(w, ino);
 
 	/* a record's file keeps its number (while there is room): looked up
-	 * again, it is that number */
+	 * again, it is that number; but not a record's own number kept by a
+	 * record that is at another id now (kept_elsewhere) */
 	if (i && !(i->draft && i->draft->listed) && !zrfs_inode_held(w->fs, ino) &&
-	    !(i->identity && atomic_load(&w->nidentities) <= IDENTITIES_MAX))
+	    !(i->identity && !kept_elsewhere(w, i) &&
+	      atomic_load(&w->nidentities) <= IDENTITIES_MAX))
 		inode_del(w, i);
 }
 
@@ -433,6 +452,8 @@ void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, ui
 	i->id = id;
 	if (i->identity)
 		identity_set(w, i); /* a kept number: the file is record @id's now */
+	if (kept_elsewhere(w, i) && !zrfs_inode_held(w->fs, ino))
+		inode_del(w, i);
 }
 
 /* ---- aliases ---- */
@@ -566,8 +587,9 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 				if (i->identity)
 					identity_set(w, i);
 				next = l->next; /* identity_set may have let the next go */
-				if (to == NO_ID && !zrfs_inode_held(w->fs, i->ino))
-					inode_del(w, i); /* a file removed that nobody holds */
+				if ((to == NO_ID || kept_elsewhere(w, i)) &&
+				    !zrfs_inode_held(w->fs, i->ino))
+					inode_del(w, i); /* a file removed, or moved, that nobody holds */
 			}
 		}
 	for (struct walias *a = w->alias_oldest; a; a = a->newer)

@@ -462,7 +462,8 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 	return yes;
 }
 
-static fuse_ino_t writing_identity(struct zrfs *fs, fuse_ino_t ino, bool count)
+static fuse_ino_t writing_identity(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
+				   bool count)
 {
 	struct zrfs_writes *w = fs->writes;
 	bool text = ino >> 56 == 2; /* a class as text, in tree/ */
@@ -478,7 +479,7 @@ static fuse_ino_t writing_identity(struct zrfs *fs, fuse_ino_t ino, bool count)
 	/* counted while the winode cannot go: a FORGET that came first
 	 * waits for names_lock to let it go */
 	pthread_mutex_lock(&w->names_lock);
-	out = zrfs_winode_identity(w, field, id, text);
+	out = zrfs_winode_identity(w, field, id, text, v->gen);
 	held = out && count && zrfs_inode_again(fs, out);
 	pthread_mutex_unlock(&w->names_lock);
 	/* a number the kernel forgot is the file's still: handed afresh (if

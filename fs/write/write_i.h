@@ -449,8 +449,10 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id);
 void zrfs_node_release(struct zrfs_writes *w, struct wnode *n);
 /* The number of record @id's file of @field (@text: its twin in tree/)
  * that is the number the kernel was handed when the file was created (a
- * new file keeps its number when committed); 0 if none. */
-fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text);
+ * new file keeps its number when committed), as of the view of generation
+ * @gen; 0 if none. */
+fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text,
+				uint64_t gen);
 /* Inode numbers: what @ino is to the write layer (NULL: nothing); a
  * record's number @ino moved onto (field, @id), tracked if the kernel holds
  * it, @hook (the overlay) told when it forgets it; @ino let go (the

@@ -268,6 +268,16 @@ Test(write_names, names_in_log_lines_are_escaped, .init = setup, .fini = teardow
 	cr_assert_eq(zrfs_writes_open(&t_fs, "/mnt/where"), 0); /* for the teardown */
 }
 
+/* The number the kernel knows record file @ino by, in the view now. */
+static fuse_ino_t identity_now(fuse_ino_t ino)
+{
+	struct zrfs_view *v = zrfs_names_begin(&t_fs);
+	fuse_ino_t id = zrfs_writing.identity(&t_fs, v, ino, false);
+
+	zrfs_names_end(&t_fs);
+	return id;
+}
+
 Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, .init = setup,
      .fini = teardown)
 {
@@ -276,17 +286,50 @@ Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, 
 	group();
 	expect_value(2, T_N, "a");
 	expect_value(2, T_N + 1, "b");
+	struct zrfs_view *before = zrfs_view_ref(zrfs_names_begin(&t_fs));
+	zrfs_names_end(&t_fs);
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin");
 	cr_assert_eq(t_reply.err, 0);
 	cr_assert_eq(length_now(), T_N + 1);
 	expect_value(2, T_N, "b");
 	cr_assert_not_null(strstr(t_log, "record 11 is now record 10"), "%s", t_log);
 	cr_assert_eq(kernel_lookup(2, "b.bin"), b, "its name and number follow it");
-	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, T_N, 0), false), b,
-		     "a's number went with its record");
+	cr_assert_eq(identity_now(zrfs_rec_ino(2, T_N, 0)), b, "b's number went with its record");
+	/* a request holding the view before the removal: id T_N is a's there,
+	 * removed, and its file is not b's (a lookup of a's name read b) */
+	cr_assert_neq(zrfs_writing.identity(&t_fs, before, zrfs_rec_ino(2, T_N, 0), false), b);
+	zrfs_view_put(before);
 	zrfs_inode_forget(&t_fs, a, 1);
 	cr_assert(zrfs_inode_forget(&t_fs, b, 2)); /* its create's and that lookup's */
 	cr_assert_eq(kernel_lookup(2, "b.bin"), b, "forgotten: the file's number still");
+}
+
+/* A record's own number kept by a writer (a file not made through the
+ * mount, opened for writing) is the file's while the record is at the id
+ * the number names, the kernel holding it or not; once the record is at
+ * another id (here renamed) and the kernel holds the number no more, it
+ * is the write layer's no longer: the record at that id may be another
+ * file later, whose lookups give that number again (a tree/ reader read
+ * another file's bytes through it). */
+Test(write_names, a_kept_record_number_goes_once_forgotten_elsewhere, .init = setup,
+     .fini = teardown)
+{
+	fuse_ino_t ino = kernel_lookup(2, "7.bin");
+
+	cr_assert_eq(ino, zrfs_rec_ino(2, 7, 0));
+	struct fuse_file_info fi = open_ino(ino, O_WRONLY);
+	write_at(&fi, "new", 0);
+	cr_assert_eq(close_w(&fi), 0);
+	cr_assert(zrfs_writing.owns(&t_fs, ino), "kept as the file's while the kernel holds it");
+	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
+	cr_assert(zrfs_writing.owns(&t_fs, ino), "forgotten, at its own id: the file's still");
+	cr_assert_eq(kernel_lookup(2, "7.bin"), ino);
+	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "7.bin", ZRFS_INO_DIR + 2, "seven.bin", 0);
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert(zrfs_writing.owns(&t_fs, ino), "moved while the kernel holds it: the file's");
+	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
+	cr_assert_not(zrfs_writing.owns(&t_fs, ino), "forgotten elsewhere: id 7's number, as any");
+	cr_assert_eq(identity_now(ino), 0);
 }
 
 /* More new files open at once than a group takes: none is refused (a split
@@ -447,7 +490,7 @@ Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fi
 	bool listed = false;
 	for (uint64_t pos = 2; t_entry(&zrfs_fields, ZRFS_INO_DIR + 2, pos, &d) == 1; pos = d.pos + 1)
 		if (d.pos == 2 + id) {
-			cr_assert_eq(zrfs_writing.identity(&t_fs, d.ino, false), ino);
+			cr_assert_eq(identity_now(d.ino), ino);
 			listed = true;
 		}
 	cr_assert(listed);
@@ -458,7 +501,7 @@ Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fi
 	/* forgotten (sqlite's second run finds the file the first made):
 	 * the file's number still, handed again */
 	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
-	cr_assert_eq(zrfs_writing.identity(&t_fs, zrfs_rec_ino(2, id, 0), false), ino);
+	cr_assert_eq(identity_now(zrfs_rec_ino(2, id, 0)), ino);
 	cr_assert_eq(kernel_lookup(2, "kept.bin"), ino);
 	cr_assert(zrfs_inode_held(&t_fs, ino));
 	/* removed: nothing keeps the number once the kernel forgets it */
