@@ -437,21 +437,21 @@ static void p_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_
 	p->t->read(req, fs, p->v, ino, size, off);
 }
 
-static void p_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
-		    size_t size, off_t off, struct fuse_file_info *fi)
+void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
+			size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)fs, (void)h, (void)buf, (void)size, (void)off, (void)fi;
 	zrfs_reply_err(req, -EBADF); /* opened for reading */
 }
 
-static void p_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
-		    struct fuse_file_info *fi)
+void zrfs_reading_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
+			struct fuse_file_info *fi)
 {
 	(void)fs, (void)h, (void)fi;
 	zrfs_reply_status(req, 0);
 }
 
-static void p_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
 {
 	(void)fs, (void)h;
 	zrfs_reply_status(req, 0); /* nothing written through it */
@@ -483,9 +483,9 @@ static void p_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fu
 
 static const struct zrfs_handle_ops pinned_ops = {
 	.read = p_read,
-	.write = p_write,
-	.flush = p_flush,
-	.fsync = p_fsync,
+	.write = zrfs_reading_write,
+	.flush = zrfs_reading_flush,
+	.fsync = zrfs_reading_fsync,
 	.release = p_release,
 	.getattr = p_getattr,
 	.setattr = p_setattr,

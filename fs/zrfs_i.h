@@ -458,6 +458,13 @@ struct zrfs_handle_ops {
 struct zrfs_handle {
 	const struct zrfs_handle_ops *ops;
 };
+/* A handle opened for reading (dispatch.c): a write is EBADF; a flush or
+ * an fsync has nothing to do. */
+void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
+			size_t size, off_t off, struct fuse_file_info *fi);
+void zrfs_reading_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
+			struct fuse_file_info *fi);
+void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
 static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi)
 {
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;

@@ -305,26 +305,6 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 				 h->id, size, off);
 }
 
-static void r_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
-		    size_t size, off_t off, struct fuse_file_info *fi)
-{
-	(void)fs, (void)h, (void)buf, (void)size, (void)off, (void)fi;
-	zrfs_reply_err(req, -EBADF); /* opened for reading */
-}
-
-static void r_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
-		    struct fuse_file_info *fi)
-{
-	(void)fs, (void)h, (void)fi;
-	zrfs_reply_status(req, 0);
-}
-
-static void r_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
-{
-	(void)fs, (void)h;
-	zrfs_reply_status(req, 0); /* nothing written through it */
-}
-
 static void rhandle_free(struct rhandle *h)
 {
 	zrfs_view_put(h->v);
@@ -363,9 +343,9 @@ static void r_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fu
 
 static const struct zrfs_handle_ops rhandle_ops = {
 	.read = r_read,
-	.write = r_write,
-	.flush = r_flush,
-	.fsync = r_fsync,
+	.write = zrfs_reading_write,
+	.flush = zrfs_reading_flush,
+	.fsync = zrfs_reading_fsync,
 	.release = r_release,
 	.getattr = r_getattr,
 	.setattr = r_setattr,
