@@ -424,9 +424,8 @@ static void zrfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
  * goes to the owner and view of the open. And past the page cache: the
  * writer shares the inode, whose size the kernel changes as it writes. */
 struct pinned {
-	struct zrfs_handle h;
+	struct zrfs_reading r;
 	const struct zrfs_subtree *t;
-	struct zrfs_view *v;
 };
 
 static void p_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
@@ -434,7 +433,7 @@ static void p_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_
 {
 	struct pinned *p = (struct pinned *)h;
 
-	p->t->read(req, fs, p->v, ino, size, off);
+	p->t->read(req, fs, p->r.v, ino, size, off);
 }
 
 void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
@@ -457,13 +456,9 @@ void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
 	zrfs_reply_status(req, 0); /* nothing written through it */
 }
 
-static void p_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
+void zrfs_reading_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
 {
-	struct pinned *p = (struct pinned *)h;
-
-	(void)fs;
-	zrfs_view_put(p->v);
-	free(p);
+	zrfs_reading_close(fs, (struct zrfs_reading *)h);
 	zrfs_reply_status(req, 0);
 }
 
@@ -486,7 +481,7 @@ static const struct zrfs_handle_ops pinned_ops = {
 	.write = zrfs_reading_write,
 	.flush = zrfs_reading_flush,
 	.fsync = zrfs_reading_fsync,
-	.release = p_release,
+	.release = zrfs_reading_release,
 	.getattr = p_getattr,
 	.setattr = p_setattr,
 };
@@ -506,13 +501,12 @@ static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		zrfs_reply_err(req, rc);
 		return;
 	}
-	*p = (struct pinned){{&pinned_ops}, t, v};
+	*p = (struct pinned){{{&pinned_ops}, v, NULL, NULL}, t};
+	zrfs_reading_open(fs, &p->r);
 	fi->fh = (uintptr_t)p;
 	fi->direct_io = 1;
-	if (zrfs_reply_open(req, fi) != 0) { /* the opener is gone: no RELEASE comes */
-		zrfs_view_put(v);
-		free(p);
-	}
+	if (zrfs_reply_open(req, fi) != 0) /* the opener is gone: no RELEASE comes */
+		zrfs_reading_close(fs, &p->r);
 }
 
 static void zrfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

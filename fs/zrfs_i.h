@@ -458,13 +458,27 @@ struct zrfs_handle_ops {
 struct zrfs_handle {
 	const struct zrfs_handle_ops *ops;
 };
-/* A handle opened for reading (dispatch.c): a write is EBADF; a flush or
- * an fsync has nothing to do. */
+/* -o writable: a handle opened for reading that holds the view it reads
+ * (dispatch.c's of a record's file, the write layer's of its numbers). The
+ * write layer lists those open, so that the ones whose RELEASE never comes
+ * (an unmount ends the connection first) are let go at unmount. */
+struct zrfs_reading {
+	struct zrfs_handle h;
+	struct zrfs_view *v;  /* the view at the open (referenced) */
+	struct zrfs_reading *prev, *next;
+};
+/* List @r (its view taken): it is open. */
+void zrfs_reading_open(struct zrfs *fs, struct zrfs_reading *r);
+/* Unlist @r, let its view go and free it. */
+void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r);
+/* Such a handle's operations (dispatch.c): a write is EBADF; a flush or
+ * an fsync has nothing to do; a release closes it. */
 void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
 			size_t size, off_t off, struct fuse_file_info *fi);
 void zrfs_reading_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
 			struct fuse_file_info *fi);
 void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
+void zrfs_reading_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
 static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi)
 {
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;

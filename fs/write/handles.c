@@ -263,6 +263,34 @@ void zrfs_handles_free_all(struct zrfs *fs)
 {
 	while (fs->writes->handles)
 		zrfs_handle_drop(fs, fs->writes->handles);
+	while (fs->writes->reading)
+		zrfs_reading_close(fs, fs->writes->reading);
+}
+
+void zrfs_reading_open(struct zrfs *fs, struct zrfs_reading *r)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->handles_lock);
+	r->prev = NULL;
+	r->next = w->reading;
+	if (w->reading)
+		w->reading->prev = r;
+	w->reading = r;
+	pthread_mutex_unlock(&w->handles_lock);
+}
+
+void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->handles_lock);
+	*(r->prev ? &r->prev->next : &w->reading) = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	pthread_mutex_unlock(&w->handles_lock);
+	zrfs_view_put(r->v);
+	free(r);
 }
 
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -283,8 +283,7 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
  * the next (each READ asked the view of its own moment). */
 
 struct rhandle {
-	struct zrfs_handle base;
-	struct zrfs_view *v;  /* the view at the open (referenced) */
+	struct zrfs_reading r; /* the view at the open */
 	unsigned field, version;
 	uint64_t id;
 	bool text;            /* a class shown as decimal text (tree/) */
@@ -299,23 +298,10 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 
 	(void)ino;
 	if (h->text)
-		zrfs_tree_text_read(req, fs, h->v, h->field, h->id, size, off);
+		zrfs_tree_text_read(req, fs, h->r.v, h->field, h->id, size, off);
 	else
-		zrfs_record_read(req, fs, h->v, zrfs_rec_ino(h->field, h->id, h->version), h->field,
-				 h->id, size, off);
-}
-
-static void rhandle_free(struct rhandle *h)
-{
-	zrfs_view_put(h->v);
-	free(h);
-}
-
-static void r_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h)
-{
-	(void)fs;
-	rhandle_free((struct rhandle *)h);
-	zrfs_reply_status(req, 0);
+		zrfs_record_read(req, fs, h->r.v, zrfs_rec_ino(h->field, h->id, h->version),
+				 h->field, h->id, size, off);
 }
 
 /* fstat(2) of the descriptor: the value it reads */
@@ -323,8 +309,8 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 {
 	struct rhandle *h = (struct rhandle *)hh;
 	struct stat st;
-	int rc = h->text ? zrfs_tree_text_attr(fs, h->v, ino, h->field, h->id, &st)
-			 : zrfs_record_attr(fs, h->v, ino, h->field, h->id, &st);
+	int rc = h->text ? zrfs_tree_text_attr(fs, h->r.v, ino, h->field, h->id, &st)
+			 : zrfs_record_attr(fs, h->r.v, ino, h->field, h->id, &st);
 
 	if (rc == 0 && number_unlinked(fs, ino))
 		st.st_nlink = 0;
@@ -346,7 +332,7 @@ static const struct zrfs_handle_ops rhandle_ops = {
 	.write = zrfs_reading_write,
 	.flush = zrfs_reading_flush,
 	.fsync = zrfs_reading_fsync,
-	.release = r_release,
+	.release = zrfs_reading_release,
 	.getattr = r_getattr,
 	.setattr = r_setattr,
 };
@@ -374,14 +360,15 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		return;
 	}
 	if (h) {
-		*h = (struct rhandle){{&rhandle_ops}, v, field, version, id, text};
+		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL}, field, version, id, text};
+		zrfs_reading_open(fs, &h->r);
 		fi->fh = (uintptr_t)h;
 	} else {
 		zrfs_view_put(v);
 	}
 	fi->direct_io = 1;
 	if (zrfs_reply_open(req, fi) != 0 && h) /* the opener is gone: no RELEASE comes */
-		rhandle_free(h);
+		zrfs_reading_close(fs, &h->r);
 }
 
 /* ---- listings ---- */

@@ -320,6 +320,7 @@ struct zrfs_writes {
 	 * open(O_TRUNC), which comes without its handle */
 	pthread_mutex_t handles_lock;
 	struct whandle *handles, *fresh;
+	struct zrfs_reading *reading; /* handles open for reading (zrfs_reading_open) */
 };
 
 /* The modification time a SETATTR asks for (utimensat, futimens), into
