@@ -469,11 +469,11 @@ static void p_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fu
 	getattr_now(req, fs, ino);
 }
 
-static void p_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
-		      const struct stat *attr, int to_set, const struct stat *now)
+void zrfs_reading_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+			  const struct stat *attr, int to_set, const struct stat *now)
 {
 	(void)h;
-	zrfs_write_setattr(req, fs, ino, attr, to_set, now);
+	zrfs_write_setattr(req, fs, ino, attr, to_set, now); /* by its name's rules */
 }
 
 static const struct zrfs_handle_ops pinned_ops = {
@@ -483,7 +483,7 @@ static const struct zrfs_handle_ops pinned_ops = {
 	.fsync = zrfs_reading_fsync,
 	.release = zrfs_reading_release,
 	.getattr = p_getattr,
-	.setattr = p_setattr,
+	.setattr = zrfs_reading_setattr,
 };
 
 static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
@@ -494,8 +494,8 @@ static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 	struct zrfs_view *v;
 	int rc = resolve(fs, ino, &t, &v);
 
-	if (rc == 0 && (!t || !(p = malloc(sizeof *p))))
-		rc = t ? -ENOMEM : -EISDIR;
+	if (rc == 0 && !(p = malloc(sizeof *p))) /* a record's number: an owner's */
+		rc = -ENOMEM;
 	if (rc < 0) {
 		zrfs_view_put(v);
 		zrfs_reply_err(req, rc);

@@ -472,13 +472,16 @@ void zrfs_reading_open(struct zrfs *fs, struct zrfs_reading *r);
 /* Unlist @r, let its view go and free it. */
 void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r);
 /* Such a handle's operations (dispatch.c): a write is EBADF; a flush or
- * an fsync has nothing to do; a release closes it. */
+ * an fsync has nothing to do; a release closes it; a setattr is its
+ * number's, as without a handle. */
 void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
 			size_t size, off_t off, struct fuse_file_info *fi);
 void zrfs_reading_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h,
 			struct fuse_file_info *fi);
 void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
 void zrfs_reading_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
+void zrfs_reading_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
+			  const struct stat *attr, int to_set, const struct stat *now);
 static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi)
 {
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;

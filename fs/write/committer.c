@@ -104,8 +104,5 @@ void zrfs_committer_stop(struct zrfs *fs)
 		pthread_join(w->committer, NULL);
 		w->committer_running = false;
 	}
-	pthread_mutex_lock(&w->names_lock);
-	zrfs_publish_late(fs);
-	pthread_mutex_unlock(&w->names_lock);
-	zrfs_publish_group(fs, NULL); /* what is ready is committed now */
+	zrfs_publish_all(fs); /* what is ready is committed now, temporary files too */
 }

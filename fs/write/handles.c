@@ -601,7 +601,7 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	pthread_mutex_unlock(&n->lock);
 	st.st_blocks = (st.st_size + 511) / 512;
 	pthread_mutex_lock(&fs->writes->names_lock); /* removed, or replaced: no link */
-	if (n->kind == WN_DRAFT ? !n->listed && n->stored == NO_ID : n->detached)
+	if (n->kind == WN_DRAFT ? zrfs_draft_removed(n) : n->detached)
 		st.st_nlink = 0;
 	pthread_mutex_unlock(&fs->writes->names_lock);
 	zrfs_view_put(v);

@@ -107,7 +107,7 @@ static bool kept_still_shown(struct zrfs *fs, fuse_ino_t ino)
  * Under the names lock. */
 static bool winode_unlinked(const struct winode *i)
 {
-	return !i || (i->draft ? !i->draft->listed && i->draft->stored == NO_ID : i->id == NO_ID);
+	return !i || (i->draft ? zrfs_draft_removed(i->draft) : i->id == NO_ID);
 }
 
 /* What draft number @ino shows in view @v: its draft (referenced), or the
@@ -320,13 +320,6 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		zrfs_reply_attr(req, &st, 0);
 }
 
-static void r_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
-		      const struct stat *attr, int to_set, const struct stat *now)
-{
-	(void)h;
-	zrfs_write_setattr(req, fs, ino, attr, to_set, now); /* by its name's rules */
-}
-
 static const struct zrfs_handle_ops rhandle_ops = {
 	.read = r_read,
 	.write = zrfs_reading_write,
@@ -334,7 +327,7 @@ static const struct zrfs_handle_ops rhandle_ops = {
 	.fsync = zrfs_reading_fsync,
 	.release = zrfs_reading_release,
 	.getattr = r_getattr,
-	.setattr = r_setattr,
+	.setattr = zrfs_reading_setattr,
 };
 
 void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,

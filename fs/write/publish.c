@@ -438,6 +438,16 @@ void zrfs_publish_late(struct zrfs *fs)
 	w->nlate = 0; /* and any that left the list without saying */
 }
 
+int64_t zrfs_publish_all(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->names_lock);
+	zrfs_publish_late(fs);
+	pthread_mutex_unlock(&w->names_lock);
+	return zrfs_publish_group(fs, NULL);
+}
+
 void zrfs_publish_unready(struct zrfs_writes *w, struct wnode *d)
 {
 	if (d->late) {

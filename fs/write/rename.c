@@ -353,13 +353,5 @@ void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs)
 	 * all of them, at once (sync DIR). The mount shows them when this
 	 * returns; the kernel, which holds the directory's lock meanwhile, is
 	 * told of the names that changed just after. Temporary files too. */
-	struct zrfs_writes *w = fs->writes;
-	int64_t gen;
-
-	pthread_mutex_lock(&w->names_lock);
-	zrfs_publish_late(fs);
-	pthread_mutex_unlock(&w->names_lock);
-	gen = zrfs_publish_group(fs, NULL);
-
-	zrfs_reply_status(req, gen);
+	zrfs_reply_status(req, zrfs_publish_all(fs));
 }

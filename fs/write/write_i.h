@@ -375,7 +375,6 @@ static inline void zrfs_node_writers_clear(struct wnode *n)
 	n->many_writers = false;
 }
 
-/* The time and mode set on node @n, if any, in @st (n->lock held). */
 /* @n was changed now (n->lock held, or not shared yet): its time is now's,
  * shown until its value is stored and stored with it, as a local file's
  * modification time is its last write's, not its close's or commit's. */
@@ -385,6 +384,7 @@ static inline void zrfs_node_touched(struct wnode *n)
 	n->mtime_set = true;
 }
 
+/* The time and mode set on node @n, if any, in @st (n->lock held). */
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
 	if (n->mode_set)
@@ -440,6 +440,13 @@ struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64
 static inline bool zrfs_draft_settled(const struct wnode *d, uint64_t gen)
 {
 	return d->gen && d->gen <= gen;
+}
+/* Whether draft @d's name is gone (removed, or replaced by a rename onto
+ * it) before it was stored: an open file's links are then 0. Under
+ * names_lock. */
+static inline bool zrfs_draft_removed(const struct wnode *d)
+{
+	return !d->listed && d->stored == NO_ID;
 }
 /* @d became record @id: a record node from now on (its number shows the
  * record), its name an alias if it is not the record's own. Under the
@@ -516,6 +523,9 @@ void zrfs_publish_late(struct zrfs *fs);
  * was waiting), or a negative code (@d's failure; with @d NULL, the first
  * store's where none could be stored). */
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
+/* The late drafts made ready, then the group: what is waiting, all of it
+ * (a sync of a directory, the unmount). */
+int64_t zrfs_publish_all(struct zrfs *fs);
 /* (w->lock held) Make (@field, @id) missing, then remove the record if it
  * has no value left and was made through this mount or, @by_name, is
  * known by its name (tree/: ids are not what its users see); move the value of
