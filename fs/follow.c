@@ -427,10 +427,24 @@ static void show_commit(struct zrfs *fs, zr_dataset *writer, struct changed *c,
 	changes_tidy(c, cur->n < new->n ? cur->n : new->n);
 	show_view(fs, cur, new, c, notes);
 out:
-	/* the commit's meta.json is seen: the next look does not read it back */
-	snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
-	if (fs->follow->seen.st_ino && stat(path, &fs->follow->seen) < 0)
+	zrfs_view_put(cur);
+	cur = zrfs_view_current(fs);
+	if (cur->gen < zr_generation(writer)) {
+		/* not shown (whatever the way): the next look reads it back,
+		 * and a request waiting for it is told why if it never shows */
+		char why[160];
+		snprintf(why, sizeof why, "commit %llu is not shown yet (the view is of %llu%s%s)",
+			 (unsigned long long)zr_generation(writer), (unsigned long long)cur->gen,
+			 rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
+		if (!fs->follow->last_error[0])
+			say(fs, why);
 		fs->follow->seen.st_ino = 0;
+	} else if (fs->follow->seen.st_ino) {
+		/* the commit's meta.json is seen: the next look does not read it back */
+		snprintf(path, sizeof path, "%s/meta.json", fs->dataset);
+		if (stat(path, &fs->follow->seen) < 0)
+			fs->follow->seen.st_ino = 0;
+	}
 	zrfs_view_put(cur);
 }
 
@@ -534,9 +548,9 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_unlock(&w->answers_lock);
 	if (late && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR,
-			 "zrfs: %s: the mount cannot show commit %llu, made through it (%s): "
-			 "its close or fsync fails with EIO\n",
-			 fs->dataset, (unsigned long long)late,
+			 "zrfs: %s: the mount cannot show commit %llu, made through it, and shows "
+			 "%llu (%s): its close or fsync fails with EIO\n",
+			 fs->dataset, (unsigned long long)late, (unsigned long long)gen,
 			 w->last_error[0] ? w->last_error : "the dataset is not where it was");
 }
 
