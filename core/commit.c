@@ -13,7 +13,12 @@
  *   4. settle: if no reader holds a state older than G, apply the overlay to
  *      the tables, fdatasync them, and remove every journal; otherwise keep
  *      the overlay (the next commit's journal holds it all again) and remove
- *      only the journals of generations no reader holds.
+ *      only the journals of generations no reader holds. A writer that
+ *      keeps a reader of its last state (a mount's view) is never without
+ *      one at its commits: it settles between them (zr_settle), once the
+ *      readers of older states are gone and the overlay is large enough
+ *      for its journal to cost; else every commit writes a journal of
+ *      every change since the last settle.
  * A crash before 3 leaves the old meta.json: the new bytes lie beyond what it
  * references and journal.<G> is never read. A crash after 3 leaves
  * journal.<G> beside meta.json of generation G: opening the dataset loads it
@@ -39,6 +44,9 @@
 #include <zlib.h>
 
 #define JOURNAL "journal"          /* an earlier version's single journal */
+/* zr_settle's least overlay: a journal of it is 32 KiB, written at every
+ * commit until then */
+#define SETTLE_ENTRIES 1024
 #define JOURNAL_MAGIC "ZRJOURN1"
 #define JOURNAL_HDR 24
 #define JOURNAL_REC 32
@@ -123,15 +131,16 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	return 0;
 }
 
-/* Store every overlay entry into its table and make it durable. */
-static int journal_apply(zr_dataset *ds)
+/* Store every overlay entry of generation @upto or before into its table
+ * and make it durable. */
+static int journal_apply(zr_dataset *ds, uint64_t upto)
 {
 	zr_overlay *o = &ds->overlay;
 	uint64_t len = atomic_load(&ds->length);
 
 	for (uint64_t i = 0; i < o->cap; i++) {
 		uint64_t key = o->slots[i].key, id = (key - 1) / ds->nfields;
-		if (key && id < len)
+		if (key && id < len && o->slots[i].gen <= upto)
 			zr_entry_store(zr_table_slot(&ds->fields[(key - 1) % ds->nfields], id),
 				       &o->slots[i].e);
 	}
@@ -201,7 +210,7 @@ int zr_journal_settle(zr_dataset *ds)
 	}
 	if (atomic_load(&ds->overlay.count) > 0) {
 		/* on failure the journal stays, and the next open settles it */
-		if ((rc = journal_apply(ds)) < 0)
+		if ((rc = journal_apply(ds, UINT64_MAX)) < 0)
 			return rc;
 		zr_overlay_clear(ds);
 	}
@@ -382,4 +391,42 @@ int zr_commit_changes(zr_dataset *ds, zr_change_cb changed, void *ctx)
 int zr_commit(zr_dataset *ds)
 {
 	return zr_commit_changes(ds, NULL, NULL);
+}
+
+/* Store the overlay's entries of generation @upto or before (committed,
+ * and older than every state a reader holds: each has them in its own
+ * overlay) into the tables, durably, and keep the others. */
+static int settle_upto(zr_dataset *ds, uint64_t upto)
+{
+	zr_overlay *o = &ds->overlay;
+	uint64_t old = 0;
+
+	for (uint64_t i = 0; i < o->cap; i++)
+		old += o->slots[i].key && o->slots[i].gen <= upto;
+	if (old < atomic_load(&o->count) / 2)
+		return 0; /* mostly newer: later */
+	FORWARD_IF_ERR(journal_apply(ds, upto));
+	FORWARD_IF_ERR(zr_overlay_keep_after(ds, upto));
+	journals_sweep(ds, false);
+	return 1;
+}
+
+int zr_settle(zr_dataset *ds)
+{
+	uint64_t oldest;
+	int rc = 0;
+
+	RETURN_IF(!(ds->flags & ZR_RDWR), -EROFS, "%s: opened read-only", ds->path);
+	pthread_rwlock_wrlock(&ds->wlock);
+	/* only what is committed goes into the tables, and of it only what
+	 * every reader has in its own overlay */
+	if (!atomic_load(&ds->dirty) && atomic_load(&ds->overlay.count) >= SETTLE_ENTRIES) {
+		oldest = zr_readers_oldest(ds, ds->generation);
+		if (oldest < ds->generation)
+			rc = settle_upto(ds, oldest);
+		else if ((rc = zr_journal_settle(ds)) == 0)
+			rc = 1;
+	}
+	pthread_rwlock_unlock(&ds->wlock);
+	return rc;
 }

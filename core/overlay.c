@@ -126,6 +126,37 @@ int zr_overlay_copy(zr_dataset *dst, zr_dataset *src)
 	return rc;
 }
 
+int zr_overlay_keep_after(zr_dataset *ds, uint64_t generation)
+{
+	zr_overlay *o = &ds->overlay;
+	zr_overlay_slot *slots = NULL;
+	uint64_t kept = 0, cap = 0;
+
+	/* into a new table: linear probing leaves no slot to free in place */
+	pthread_rwlock_rdlock(&o->lock);
+	for (uint64_t i = 0; i < o->cap; i++)
+		kept += o->slots[i].key && o->slots[i].gen > generation;
+	pthread_rwlock_unlock(&o->lock);
+	if (kept) {
+		for (cap = 1024; cap < kept * 2; cap *= 2)
+			;
+		if (!(slots = calloc(cap, sizeof *slots)))
+			return zr_err(-ENOMEM, "out of memory");
+	}
+	pthread_rwlock_wrlock(&o->lock);
+	zr_overlay_slot *old = o->slots;
+	uint64_t old_cap = o->cap;
+	o->slots = slots;
+	o->cap = cap;
+	for (uint64_t i = 0; i < old_cap; i++)
+		if (old[i].key && old[i].gen > generation)
+			*overlay_slot(o, old[i].key) = old[i];
+	atomic_store(&o->count, kept);
+	pthread_rwlock_unlock(&o->lock);
+	free(old);
+	return 0;
+}
+
 void zr_overlay_clear(zr_dataset *ds)
 {
 	zr_overlay *o = &ds->overlay;

@@ -361,6 +361,9 @@ bool zr_overlay_find(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e);
 int zr_overlay_set(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
 		   uint64_t generation);
 void zr_overlay_clear(zr_dataset *ds);
+/* Drop the slots of @generation and before (the writer's, under its write
+ * lock: nothing changes the overlay meanwhile). 0 or -ENOMEM (kept whole). */
+int zr_overlay_keep_after(zr_dataset *ds, uint64_t generation);
 /* @dst's overlay becomes a copy of @src's (handles of one dataset, the same
  * fields). 0 or -ENOMEM. */
 int zr_overlay_copy(zr_dataset *dst, zr_dataset *src);

@@ -102,6 +102,13 @@ static int64_t commit(struct zrfs *fs)
 				 zr_errmsg(w->ds));
 		return rc;
 	}
+	/* the view of the state before is let go now, if nothing else holds
+	 * it: the changes to earlier records go into the tables, so that the
+	 * next commits' journals hold only what came since (failure: logged,
+	 * kept in the journal) */
+	if (zr_settle(w->ds) < 0 && zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot bring the tables up to date: %s\n",
+			 fs->dataset, zr_errmsg(w->ds));
 	return (int64_t)zr_generation(w->ds);
 }
 

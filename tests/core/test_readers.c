@@ -306,6 +306,82 @@ Test(readers, journals_wait_for_older_readers)
 	free(m1.tags);
 }
 
+/* Entries in the journal of the writer's last commit (0: none). */
+static uint64_t journal_entries(zr_dataset *w)
+{
+	char p[512];
+	struct stat st;
+	snprintf(p, sizeof p, "%s/journal.%llu", t_ds, (unsigned long long)zr_generation(w));
+	return stat(p, &st) < 0 ? 0 : ((uint64_t)st.st_size - 28) / 32;
+}
+
+/* @rounds commits of 8 modifies each on @w, with what a mount holds: a
+ * snapshot of the last commit (*cur) and of the one before (*prev), as a
+ * request in flight does; zr_settle after each commit if @settle. The most
+ * entries a journal had. */
+static uint64_t mount_rounds(zr_dataset *w, struct model *m, zr_dataset **prev,
+			     zr_dataset **cur, int rounds, bool settle, uint64_t *rng,
+			     uint64_t *next, int *settled)
+{
+	uint8_t buf[MAXLEN];
+	uint64_t most = 0;
+	for (int round = 0; round < rounds; round++) {
+		for (int k = 0; k < 8; k++) {
+			uint64_t id = (*rng = t_mix(*rng)) % m->n, tag = (*next)++;
+			cr_assert_eq(zr_modify(w, 0, id, value_of(tag, buf)), 0, "%s", zr_errmsg(w));
+			m->tags[id] = tag;
+		}
+		cr_assert_eq(zr_commit(w), 0, "%s", zr_errmsg(w));
+		zr_close(*prev);
+		*prev = *cur;
+		cr_assert_eq(zr_snapshot(w, *prev, cur), 0, "%s", zr_errmsg(w));
+		if (settle) {
+			int rc = zr_settle(w);
+			cr_assert_geq(rc, 0, "%s", zr_errmsg(w));
+			*settled += rc;
+		}
+		uint64_t n = journal_entries(w);
+		most = n > most ? n : most;
+	}
+	return most;
+}
+
+Test(readers, a_writer_that_keeps_its_last_state_settles_between_commits)
+{
+	struct model m = make(ZR_RAW, 3000);
+	uint64_t rng = 7, next = 3000;
+	int settled = 0;
+	zr_dataset *w = t_open(t_ds, ZR_RDWR);
+	zr_dataset *prev = NULL, *cur = t_open(t_ds, ZR_RDONLY);
+
+	/* a commit always finds the state before held: without zr_settle,
+	 * every journal holds every change so far */
+	uint64_t most = mount_rounds(w, &m, &prev, &cur, 200, false, &rng, &next, &settled);
+	cr_assert_geq(most, 1200, "without settling: %llu entries", (unsigned long long)most);
+	/* with it, once past 1,024 entries, what every held state has goes
+	 * into the tables: a reader of an older state holds back only what
+	 * came after it, and reads its own state all along */
+	zr_dataset *old = t_open(t_ds, ZR_RDONLY);
+	struct model old_m = model_copy(&m);
+	mount_rounds(w, &m, &prev, &cur, 100, true, &rng, &next, &settled);
+	cr_assert_gt(settled, 0, "what the older reader has too is settled");
+	expect_holds(old, &old_m, "the reader of the older state");
+	zr_close(old);
+	mount_rounds(w, &m, &prev, &cur, 200, true, &rng, &next, &settled);
+	most = mount_rounds(w, &m, &prev, &cur, 200, true, &rng, &next, &settled);
+	cr_assert_leq(most, 1024 + 16, "settled: at most %llu entries", (unsigned long long)most);
+	expect_holds(cur, &m, "the last snapshot");
+	zr_close(w);
+	zr_dataset *r = t_open(t_ds, ZR_RDONLY);
+	expect_holds(r, &m, "the last state, opened");
+	cr_assert_eq(zr_verify(r, NULL, NULL), 0);
+	zr_close(r);
+	zr_close(prev);
+	zr_close(cur);
+	free(old_m.tags);
+	free(m.tags);
+}
+
 /* ---- a reader meeting a rebalance's switch ---- */
 
 static int keep_new_tables_renameat(int od, const char *op, int nd, const char *np)
