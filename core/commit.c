@@ -337,10 +337,15 @@ int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx)
 	}
 	if (created && zr_sys.fsync(ds->chunkdirfd) < 0)
 		return zr_err(-errno, "%s/chunk: fsync failed: %s", ds->path, strerror(errno));
+	/* a table nothing wrote since its last flush has nothing to flush (a
+	 * commit of changes to committed records writes only the journal) */
 	for (unsigned f = 0; f < ds->nfields; f++)
-		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
+		if (atomic_exchange(&ds->fields[f].unsynced, false) &&
+		    zr_sys.fdatasync(ds->fields[f].fd) < 0) {
+			atomic_store(&ds->fields[f].unsynced, true);
 			return zr_err(-errno, "%s/%s.offset: fdatasync failed: %s", ds->path,
 				      ds->fields[f].def.name, strerror(errno));
+		}
 	if (journal) {
 		FORWARD_IF_ERR(journal_write(ds, ds->generation + 1));
 		FORWARD_IF_ERR(zr_changes_append(ds, ds->generation + 1));

@@ -78,6 +78,7 @@ int zr_table_open(zr_dataset *ds, zr_fstate *f, const char *name, bool create)
 			      ds->path, name,
 			      zr_open_strerror(errno));
 	atomic_init(&f->map, &empty_map);
+	atomic_init(&f->unsynced, true); /* whatever wrote it last may not have */
 	/* the size now, not a client's cached one: a table grows with commits */
 	if (zr_fresh_stat(f->fd, "", &sx) < 0 || !S_ISREG(sx.stx_mode))
 		return zr_err(ZR_ECORRUPT, "%s/%s: not a regular file", ds->path, name);
@@ -145,6 +146,8 @@ int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 		cap = (entries + zr_table_step - 1) / zr_table_step * zr_table_step;
 	int rc = zr_file_reserve(f->fd, cap * ZR_ENTRY_SIZE);
 
+	atomic_store(&f->unsynced, true);
+
 	RETURN_IF(rc < 0, rc, "%s/%s.offset: cannot grow to %llu entries: %s", ds->path,
 		  f->def.name, (unsigned long long)cap, strerror(-rc));
 	FORWARD_IF_ERR(table_map(ds, f, cap));
@@ -154,6 +157,7 @@ int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 
 int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 {
+	atomic_store(&f->unsynced, true);
 	if (zr_sys.ftruncate(f->fd, (off_t)(entries * ZR_ENTRY_SIZE)) < 0)
 		return zr_err(-errno, "%s/%s.offset: ftruncate failed: %s", ds->path, f->def.name,
 			      strerror(errno));
@@ -210,6 +214,7 @@ int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
 	/* (c): entries a committed state has change only through the journal */
 	if (id < ds->high)
 		return zr_overlay_set(ds, field, id, e, ds->generation + 1);
+	atomic_store(&ds->fields[field].unsynced, true);
 	zr_entry_store(zr_table_slot(&ds->fields[field], id), e);
 	return 0;
 }

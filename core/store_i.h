@@ -223,6 +223,8 @@ typedef struct zr_fstate {
 	_Atomic(zr_map *) map;
 	uint64_t cap;             /* entries the file (and map) can hold */
 	uint64_t open_cap;        /* entries the file had at open: never trimmed below */
+	atomic_bool unsynced;     /* written or resized since its last fdatasync (a
+				   * commit skips a table with nothing to flush) */
 } zr_fstate;
 
 struct zr_dataset {

@@ -171,8 +171,10 @@ static int reserve_locked(zr_dataset *ds, uint64_t n, uint64_t *first)
 		uint64_t id = start;
 		for (; id < end && id < ds->high && rc == 0; id++)
 			rc = zr_overlay_set(ds, f, id, &zero, ds->generation + 1);
-		if (id < end)
+		if (id < end) {
+			atomic_store(&ds->fields[f].unsynced, true);
 			memset(zr_table_slot(&ds->fields[f], id), 0, (end - id) * ZR_ENTRY_SIZE);
+		}
 	}
 	if (rc == 0) {
 		atomic_store(&ds->dirty, true);

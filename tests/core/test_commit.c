@@ -346,6 +346,70 @@ Test(commit, failed_rename_of_meta_keeps_the_last_commit)
 	commit_fault(inject_renameat, EIO);
 }
 
+/* What a commit flushed, in order: a table's fd for its fdatasync, -1 for
+ * the rename of meta.json (the commit point). */
+static int flushed[64], nflushed;
+
+static int noting_fdatasync(int fd)
+{
+	if (nflushed < 64)
+		flushed[nflushed++] = fd;
+	return fdatasync(fd);
+}
+
+static int noting_renameat(int a, const char *b, int c, const char *d)
+{
+	if (strcmp(d, "meta.json") == 0 && nflushed < 64)
+		flushed[nflushed++] = -1;
+	return renameat(a, b, c, d);
+}
+
+/* How many of @ds's tables were flushed before the commit point. */
+static unsigned tables_flushed_before_commit(zr_dataset *ds)
+{
+	unsigned n = 0;
+	for (int i = 0; i < nflushed && flushed[i] != -1; i++)
+		for (unsigned f = 0; f < ds->nfields; f++)
+			n += flushed[i] == ds->fields[f].fd;
+	return n;
+}
+
+Test(commit, a_commit_flushes_the_tables_written_since_the_last_and_only_those)
+{
+	committed_base(ZR_RAW);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	zr_dataset *r = t_open(t_ds, ZR_RDONLY); /* an older state: no settling */
+	uint8_t b[10] = "modified!";
+
+	zr_sys.fdatasync = noting_fdatasync;
+	zr_sys.renameat = noting_renameat;
+	t_append_range(ds, 3, 250, 251, 5000); /* new entries, in the tables */
+	nflushed = 0;
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(tables_flushed_before_commit(ds), ds->nfields,
+		     "appended: every table flushed before meta.json");
+	cr_assert_eq(zr_modify(ds, 0, 7, (zr_value){b, sizeof b}), 0); /* journalled */
+	nflushed = 0;
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(tables_flushed_before_commit(ds), 0, "a modify writes no table");
+	cr_assert_eq(zr_delete(ds, 250), 0); /* the last: its entries are cut */
+	t_append_range(ds, 3, 250, 251, 5000); /* into an id committed before: journalled */
+	nflushed = 0;
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(tables_flushed_before_commit(ds), 0, "an append below high: journalled");
+	t_append_range(ds, 3, 251, 252, 5000);
+	nflushed = 0;
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(tables_flushed_before_commit(ds), ds->nfields, "an append past high");
+	zr_sys_reset();
+	zr_close(r);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_length(ds), 252);
+	cr_assert_eq(zr_verify(ds, problem, NULL), 0);
+	zr_close(ds);
+}
+
 Test(commit, commit_with_nothing_changed_is_a_no_op)
 {
 	committed_base(ZR_RAW);
