@@ -6,12 +6,18 @@
 #include <string.h>
 
 static const char verify_help[] =
-	"usage: zr verify DIR [--quiet]\n"
+	"usage: zr verify DIR [--quiet] [--repair]\n"
 	"\n"
 	"Check every record of every field against its chunk and inflate every\n"
-	"compressed record. Prints each problem as 'FIELD ID: reason'.\n"
-	"Exit status: 0 clean, 1 problems found or the dataset cannot be opened.\n"
-	"  --quiet   print only the summary line\n";
+	"compressed record. Prints each problem as 'FIELD ID: reason'. Reads the\n"
+	"last committed state: what a writer is appending meanwhile is not looked\n"
+	"at.\n"
+	"Exit status: 0 clean (or made clean by --repair), 1 problems found or the\n"
+	"dataset cannot be opened.\n"
+	"  --quiet    print only the summary line\n"
+	"  --repair   then remove every record with a problem, highest id first\n"
+	"             (the last record takes a removed one's id, as zr rm does),\n"
+	"             printing each, and commit; needs exclusive access to DIR\n";
 
 static const char rebalance_help[] =
 	"usage: zr rebalance DIR [--chunk-size N]\n"
@@ -25,12 +31,27 @@ static const char rebalance_help[] =
 
 struct vctx {
 	bool quiet;
+	uint64_t *ids;        /* --repair: the records with a problem */
+	size_t n, cap;
+	bool short_of_memory;
 };
 
 static void on_problem(void *ctx, const char *field, uint64_t id, const char *reason)
 {
 	struct vctx *v = ctx;
 
+	if (v->n == v->cap && !v->short_of_memory) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		uint64_t *p = realloc(v->ids, cap * sizeof *p);
+		if (p) {
+			v->ids = p;
+			v->cap = cap;
+		} else {
+			v->short_of_memory = true;
+		}
+	}
+	if (field && v->n < v->cap)
+		v->ids[v->n++] = id;
 	if (v->quiet)
 		return;
 	if (field)
@@ -39,35 +60,91 @@ static void on_problem(void *ctx, const char *field, uint64_t id, const char *re
 		printf("%s\n", reason);
 }
 
-int cmd_verify(int argc, char **argv)
+static int by_id_down(const void *a, const void *b)
 {
-	struct vctx v = {false};
-	const char *dir = NULL;
-	zr_dataset *ds;
-	int64_t n;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Remove the records of @v->ids from @ds, highest first (the last record,
+ * never one to remove by then, takes each one's id), printing each, and
+ * commit: the count removed, or a negative code (said; nothing committed). */
+static int64_t remove_damaged(zr_dataset *ds, const char *dir, struct vctx *v)
+{
+	int64_t removed = 0;
 	int rc;
 
-	static const struct option opts[] = {{"quiet", no_argument, 0, 'q'}, ZR_OPT_HELP,
+	qsort(v->ids, v->n, sizeof *v->ids, by_id_down);
+	for (size_t i = 0; i < v->n; i++) {
+		uint64_t id = v->ids[i], last = zr_length(ds) - 1;
+		if (i > 0 && id == v->ids[i - 1])
+			continue; /* a problem in another field of it */
+		if ((rc = zr_delete(ds, id)) < 0)
+			return zr_fail(rc, "verify --repair") ? -1 : -1;
+		removed++;
+		if (id != last)
+			printf("removed record %llu: record %llu is now record %llu\n",
+			       (unsigned long long)id, (unsigned long long)last,
+			       (unsigned long long)id);
+		else
+			printf("removed record %llu\n", (unsigned long long)id);
+	}
+	if ((rc = zr_commit(ds)) < 0) {
+		fprintf(stderr, "zr verify: %s: nothing removed: %s\n", dir, zr_errmsg(ds));
+		return -1;
+	}
+	return removed;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	struct vctx v = {false, NULL, 0, 0, false};
+	const char *dir = NULL;
+	bool repair = false;
+	zr_dataset *ds;
+	int64_t n, removed = 0;
+	bool said = false; /* a failure, told */
+	int rc;
+
+	static const struct option opts[] = {{"quiet", no_argument, 0, 'q'},
+					     {"repair", no_argument, 0, 'r'}, ZR_OPT_HELP,
 					     ZR_OPT_END};
 
 	while ((rc = zr_getopt(argc, argv, "hq", opts, "verify")) != -1)
 		if (rc == 'q')
 			v.quiet = true;
+		else if (rc == 'r')
+			repair = true;
 		else
 			return rc == 'h' ? (fputs(verify_help, stdout), 0) : EXIT_USAGE;
 	if (!zr_operands(argc, "verify", 1, 1, "DIR"))
 		return EXIT_USAGE;
 	dir = argv[optind];
-	rc = zr_open(&ds, dir, ZR_RDONLY);
+	rc = zr_open(&ds, dir, repair ? ZR_RDWR : ZR_RDONLY);
 	if (rc < 0)
 		return zr_fail(rc, "verify");
 	n = zr_verify(ds, on_problem, &v);
-	if (n < 0) {
-		zr_close(ds);
-		return zr_fail((int)n, "verify");
+	if (n > 0 && repair) {
+		said = true;
+		if (v.short_of_memory)
+			fprintf(stderr, "zr verify: out of memory listing the records to remove: "
+					"nothing removed\n");
+		else if ((removed = remove_damaged(ds, dir, &v)) >= 0)
+			said = (n = zr_verify(ds, NULL, NULL)) < 0 && zr_fail((int)n, "verify");
 	}
-	printf("%s: %llu records, %lld problem%s\n", dir, (unsigned long long)zr_length(ds),
+	free(v.ids);
+	if (n < 0 || said) {
+		if (!said)
+			zr_fail((int)n, "verify");
+		zr_close(ds);
+		return 1;
+	}
+	printf("%s: %llu records, %lld problem%s", dir, (unsigned long long)zr_length(ds),
 	       (long long)n, n == 1 ? "" : "s");
+	if (removed)
+		printf(" (%lld record%s removed)", (long long)removed, removed == 1 ? "" : "s");
+	printf("\n");
 	zr_close(ds);
 	return n == 0 ? 0 : 1;
 }
