@@ -18,8 +18,10 @@
  * -o uring). With -o writable it takes what cp -r and rsync do to a field
  * directory: a new name is created (and found again, uncached), written,
  * flushed, released, renamed or removed, all of it forgotten but the name;
- * an fsync of the directory answers at once. Run it in a session of its
- * own (setsid), as a mounted zrfs is.
+ * an fsync of the directory answers at once; and what rm -rf does: a
+ * record's name removed is gone (a bit a record, under the names' lock),
+ * and the field directory is removed once nothing is left in it. Run it in
+ * a session of its own (setsid), as a mounted zrfs is.
  */
 #include "zrfs_i.h"
 
@@ -40,9 +42,12 @@ struct floor {
 	uint64_t records, size;
 	char *field, *ext;
 	int writable;
-	pthread_mutex_t lock; /* the new names */
+	pthread_mutex_t lock; /* the new names, the records removed */
 	struct zrfs_table names;
 	uint64_t made;
+	uint64_t *gone;       /* a bit a record: its name was removed */
+	uint64_t ngone;
+	bool dir_gone;        /* the field directory was removed */
 };
 
 struct name {
@@ -89,17 +94,27 @@ static void attr(struct floor *f, fuse_ino_t ino, struct stat *st)
 	}
 }
 
+/* Whether record @i's name was removed (under f->lock, or with no writer). */
+static bool gone(const struct floor *f, uint64_t i)
+{
+	return f->gone && (f->gone[i / 64] >> (i % 64) & 1);
+}
+
 /* The record @name names in the field directory: its number, or 0. */
 static fuse_ino_t record(struct floor *f, const char *name)
 {
 	char *end;
 	unsigned long long i = strtoull(name, &end, 10);
+	bool removed;
 
 	if (end == name || (name[0] == '0' && end != name + 1) || i >= f->records)
 		return 0;
 	if (*f->ext ? *end != '.' || strcmp(end + 1, f->ext) != 0 : *end != 0)
 		return 0;
-	return FLOOR_REC + i;
+	pthread_mutex_lock(&f->lock);
+	removed = gone(f, i);
+	pthread_mutex_unlock(&f->lock);
+	return removed ? 0 : FLOOR_REC + i;
 }
 
 /* ---- requests ---- */
@@ -136,7 +151,8 @@ static void fl_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct name *n = NULL;
 
 	if (parent == FUSE_ROOT_ID) {
-		entry(req, f, strcmp(name, f->field) == 0 ? FLOOR_DIR : 0, f->fs.opts.timeout);
+		entry(req, f, strcmp(name, f->field) == 0 && !f->dir_gone ? FLOOR_DIR : 0,
+		      f->fs.opts.timeout);
 		return;
 	}
 	if (f->writable) {
@@ -213,10 +229,13 @@ static void listing(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool
 		return;
 	}
 	/* the root holds the field directory, which holds the records */
-	for (uint64_t n = ino == FUSE_ROOT_ID ? 1 : f->records; pos < n; pos++) {
+	pthread_mutex_lock(&f->lock);
+	for (uint64_t n = ino == FUSE_ROOT_ID ? !f->dir_gone : f->records; pos < n; pos++) {
 		struct fuse_entry_param e = {.entry_timeout = f->fs.opts.timeout,
 					     .attr_timeout = f->fs.opts.timeout};
 		size_t k;
+		if (ino != FUSE_ROOT_ID && gone(f, pos))
+			continue;
 		e.ino = ino == FUSE_ROOT_ID ? FLOOR_DIR : FLOOR_REC + pos;
 		if (ino == FUSE_ROOT_ID)
 			snprintf(name, sizeof name, "%s", f->field);
@@ -232,6 +251,7 @@ static void listing(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool
 			break;
 		used += k;
 	}
+	pthread_mutex_unlock(&f->lock);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
@@ -307,13 +327,38 @@ static void fl_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct floor *f = floor_of(req);
 	struct name *n;
 
-	(void)parent;
+	fuse_ino_t rec = parent == FLOOR_DIR ? record(f, name) : 0;
+	int err = 0;
+
 	pthread_mutex_lock(&f->lock);
-	if ((n = new_find(f, name)) != NULL)
+	if ((n = new_find(f, name)) != NULL) {
 		zrfs_table_del(&f->names, &n->link);
+	} else if (rec && !gone(f, rec - FLOOR_REC)) {
+		uint64_t i = rec - FLOOR_REC;
+		f->gone[i / 64] |= UINT64_C(1) << (i % 64);
+		f->ngone++;
+	} else {
+		err = ENOENT;
+	}
 	pthread_mutex_unlock(&f->lock);
 	free(n);
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, err);
+}
+
+static void fl_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct floor *f = floor_of(req);
+	int err = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (parent != FUSE_ROOT_ID || strcmp(name, f->field) != 0 || f->dir_gone)
+		err = ENOENT;
+	else if (f->ngone < f->records || f->names.n)
+		err = ENOTEMPTY;
+	else
+		f->dir_gone = true;
+	pthread_mutex_unlock(&f->lock);
+	fuse_reply_err(req, err);
 }
 
 static void fl_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -364,7 +409,7 @@ static const struct fuse_lowlevel_ops floor_rw_ops = {
 	.read = fl_read, .opendir = fl_opendir, .readdir = fl_readdir,
 	.readdirplus = fl_readdirplus, .create = fl_create, .write = fl_write, .flush = fl_ok, .release = fl_ok,
 	.fsync = fl_fsync, .fsyncdir = fl_fsync, .setattr = fl_setattr, .unlink = fl_unlink,
-	.rename = fl_rename,
+	.rmdir = fl_rmdir, .rename = fl_rename,
 };
 
 /* ---- the command ---- */
@@ -416,6 +461,10 @@ int main(int argc, char **argv)
 	f.fs.uid = getuid();
 	f.fs.gid = getgid();
 	pthread_mutex_init(&f.lock, NULL);
+	if (f.writable && !(f.gone = calloc(f.records / 64 + 1, sizeof *f.gone))) {
+		fprintf(stderr, "zrfs-floor: out of memory\n");
+		return 1;
+	}
 	f.fs.se = fuse_session_new(&args, f.writable ? &floor_rw_ops : &floor_ops, sizeof floor_ops,
 				   &f);
 	if (!f.fs.se || fuse_set_signal_handlers(f.fs.se) < 0 ||
@@ -442,5 +491,6 @@ out:
 	zrfs_transport_destroy(&f.fs);
 	fuse_opt_free_args(&args);
 	free(opts.mountpoint);
+	free(f.gone);
 	return rc;
 }

@@ -167,7 +167,7 @@ PY
 	echo "$1 $(echo "($s1 - $s0) * 512 / $2" | bc -l)"
 }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. "$HERE/bench_lib.sh"
 for where in $WHERE; do
 	: >"$W/res"
 	r=1

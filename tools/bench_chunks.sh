@@ -32,7 +32,7 @@ secs() {
 	sh -c 'ulimit -n 1024; s=$(date +%s.%N); "$@" >/dev/null || exit 1; e=$(date +%s.%N);
 	       echo "$e - $s" | bc' sh "$@"
 }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+. "$(dirname "$0")/bench_lib.sh"
 runs() { i=0; while [ $i -lt "$RUNS" ]; do secs "$@"; i=$((i + 1)); done | median; }
 
 head -c $((N * 64)) /dev/urandom >"$W/src"

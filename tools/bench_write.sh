@@ -23,12 +23,14 @@
 #   same runs. REDIRS (default 1000) commands in the shell loop. Needs root
 #   (or FUSE access). Daemons run in sessions of their own (setsid), as a
 #   mounted one does.
+. "$(dirname "$0")/bench_lib.sh"
 set -eu
 ZR=$1 ZRFS=$2 FILES=${3:-20000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 RSYNC_FILES=${RSYNC_FILES:-1000}
 REDIRS=${REDIRS:-1000}
 FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
 T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
+TIMES=$T/times
 cleanup() {
 	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
 	rm -rf "$T"
@@ -134,10 +136,6 @@ while [ $run -le "$RUNS" ]; do
 	echo "$nat $mnt $flo $umnt $uflo $imp $rnat $rmnt $rflo $dnat $dmnt $dflo" >>"$T/times"
 	run=$((run + 1))
 done
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-col() { cut -d' ' -f"$1" "$T/times" | median; }
-# per-run ratio A/B of columns, its median
-ratio() { awk -v a="$1" -v b="$2" '{printf "%.3f\n", $a / $b}' "$T/times" | median; }
 # row COLUMN LABEL FILES NATIVE-COLUMN [FLOOR-COLUMN TARGET]
 row() {
 	t=$(col "$1")

@@ -53,4 +53,16 @@ for i in 0 1 $((N - 1)); do
 	tail -c +$((i * SIZE + 1)) "$T/flat" | head -c $SIZE >"$T/want"
 	same "$MNT/data/$i" "$T/want"
 done
-echo "ok: zrfs-floor shows data/ of $N records as zrfs does"
+
+# -o writable takes what rm -rf does (tools/bench_remove.sh): each name
+# removed is gone, and the directory once nothing is left in it
+fusermount3 -u "$FMNT" || fail "unmount of the floor"
+"$FLOOR" "$FMNT" -o "$opts,writable" || fail "zrfs-floor -o $opts,writable exited $?"
+rm "$FMNT/data/7" || fail "rm of a floor's file"
+[ ! -e "$FMNT/data/7" ] || fail "the floor's data/7 is still there"
+[ "$(ls "$FMNT/data" | wc -l)" -eq $((N - 1)) ] || fail "the floor lists $(ls "$FMNT/data" | wc -l)"
+rm "$FMNT/data/7" 2>/dev/null && fail "a second rm of data/7 succeeded"
+rmdir "$FMNT/data" 2>/dev/null && fail "rmdir of a directory with files in it succeeded"
+rm -rf "$FMNT/data" || fail "rm -rf of the floor's directory"
+[ ! -e "$FMNT/data" ] && [ -z "$(ls "$FMNT")" ] || fail "the floor's data/ is still there"
+echo "ok: zrfs-floor shows data/ of $N records as zrfs does, and takes rm -rf"

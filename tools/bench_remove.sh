@@ -1,0 +1,111 @@
+#!/bin/sh
+# bench_remove.sh - removing a directory of many files through a writable
+# zrfs mount: rm -rf of a directory of FILES files in tree/ of a dataset
+# imported from it, against the same removal in a native directory and in
+# the FUSE floor (zrfs-floor -o writable: a field directory of as many
+# files whose removal is answered with no work but a bit, so its time is
+# what the kernel and the transport cost here), through /dev/fuse and,
+# where the kernel offers it, io_uring (-o uring). Every removal is
+# followed by sync (on a mount, sync of the directory that held it); the
+# dataset must then hold no record.
+#
+# usage: tools/bench_remove.sh ZR ZRFS [FILES] [RUNS] [DIR]
+#   FILES files of 512 bytes in one directory (default 34000); RUNS runs
+#   of everything, alternating (default 3); DIR scratch space on the
+#   filesystem to measure (default /var/tmp). FLOOR the zrfs-floor binary
+#   (default: beside ZRFS). Prints each run and the medians with ratios to
+#   the native removal and to the floor's measured in the same runs. Needs
+#   root (or FUSE access). Daemons run in sessions of their own (setsid),
+#   as a mounted one does.
+. "$(dirname "$0")/bench_lib.sh"
+set -eu
+ZR=$1 ZRFS=$2 FILES=${3:-34000} RUNS=${4:-3} DIR=${5:-/var/tmp}
+FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
+T=$(mktemp -d "$DIR/zr-bench-remove-XXXXXX")
+TIMES=$T/times
+cleanup() {
+	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+mkdir -p "$T/src/d" "$T/mnt"
+head -c 512 /dev/urandom >"$T/one"
+i=0
+while [ $i -lt "$FILES" ]; do
+	cp "$T/one" "$T/src/d/f$i.bin"
+	i=$((i + 1))
+done
+secs() { # COMMAND...: its wall time in seconds
+	s=$(date +%s.%N)
+	"$@" >/dev/null
+	e=$(date +%s.%N)
+	awk "BEGIN {print $e - $s}"
+}
+native() {
+	rm -rf "$T/native"
+	cp -r "$T/src" "$T/native"
+	sync
+	secs sh -c "rm -rf '$T/native/d' && sync '$T/native'"
+}
+# on_mount ZRFS|FLOOR OPTIONS...: seconds of rm -rf of the directory of
+# FILES files on a fresh mount with OPTIONS; a dataset must hold no record
+on_mount() {
+	daemon=$1
+	shift
+	if [ "$daemon" = zrfs ]; then
+		rm -rf "$T/ds"
+		"$ZR" import dir "$T/src" "$T/ds" >/dev/null
+		setsid -w "$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
+		gone=tree/d
+	else
+		setsid -w "$FLOOR" "$T/mnt" -f -o "field=d,records=$FILES" "$@" 2>"$T/log" &
+		gone=d
+	fi
+	pid=$!
+	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
+	secs sh -c "rm -rf '$T/mnt/$gone' && sync '$(dirname "$T/mnt/$gone")'"
+	[ ! -e "$T/mnt/$gone" ] || { echo "$daemon: $gone is still there" >&2; exit 1; }
+	fusermount3 -u "$T/mnt"
+	wait $pid
+	[ "$daemon" = zrfs ] || return 0
+	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
+	[ "$n" = 0 ] || { echo "the dataset holds $n records, not 0" >&2; exit 1; }
+}
+uring=no
+[ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && uring=yes
+run=1
+: >"$T/times"
+while [ $run -le "$RUNS" ]; do
+	nat=$(native)
+	mnt=$(on_mount zrfs -o writable)
+	flo=$(on_mount floor -o writable)
+	umnt=- uflo=-
+	if [ $uring = yes ]; then
+		umnt=$(on_mount zrfs -o writable,uring)
+		uflo=$(on_mount floor -o writable,uring)
+	fi
+	echo "run $run: rm -rf of $FILES files: native ${nat}s, zrfs ${mnt}s, floor ${flo}s," \
+		"zrfs -o uring ${umnt}s, floor -o uring ${uflo}s"
+	echo "$nat $mnt $flo $umnt $uflo" >>"$T/times"
+	run=$((run + 1))
+done
+# row COLUMN LABEL [FLOOR-COLUMN]
+row() {
+	t=$(col "$1")
+	printf '  %-30s %8.3f s %8.0f files/s' "$2" "$t" "$(awk "BEGIN {print $FILES / $t}")"
+	[ -n "${3:-}" ] && printf ', time %.2fx the floor'"'"'s (target <= 2x)' "$(ratio "$1" "$3")"
+	echo
+}
+echo
+echo "rm -rf of $FILES files of 512 bytes in one directory, then sync; medians of $RUNS runs," \
+	"ratios: medians of the per-run ratios:"
+row 1 "native"
+row 2 "zrfs -o writable, tree/" 3
+row 3 "  floor"
+if [ $uring = yes ]; then
+	row 4 "zrfs -o writable,uring, tree/" 5
+	row 5 "  floor -o uring"
+else
+	echo "  (-o uring not measured: /sys/module/fuse/parameters/enable_uring is not Y)"
+fi
