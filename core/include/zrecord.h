@@ -458,14 +458,15 @@ ZR_API int zr_commit(zr_dataset *ds);
 ZR_API int zr_commit_changes(zr_dataset *ds, zr_change_cb changed, void *ctx);
 
 /**
- * Between commits, bring the offset tables up to date with the changes to
- * records of earlier states (the overlay, which every commit writes whole
- * to its journal) where no reader holds a state older than the last
- * committed one, and the overlay is large enough for that to be worth its
- * fdatasyncs. A commit does this itself when no reader holds its state or
- * an older one; a writer that keeps a reader of its own last state (a
- * mount's view) calls this once the readers of older states may have gone,
- * so that its journals stay small. Thread-safe as zr_commit.
+ * Between commits, bring the offset tables up to date with the committed
+ * changes to records of earlier states (the overlay, which every commit
+ * writes whole to its journal) that every reader has: those last changed
+ * at or before the oldest generation any reader holds (all of them when no
+ * reader holds a state older than the last commit); only once the overlay
+ * is large enough for that to be worth its fdatasyncs. A commit does this
+ * itself when no reader holds a state older than its own; a writer that
+ * keeps readers of its own recent states (a mount's views) calls this after
+ * its commits, so that its journals stay small. Thread-safe as zr_commit.
  * @return 1 settled, 0 nothing to do (or not now), -EROFS, -errno; on
  *         failure the journal stands and the state is unchanged.
  */

@@ -102,10 +102,10 @@ static int64_t commit(struct zrfs *fs)
 				 zr_errmsg(w->ds));
 		return rc;
 	}
-	/* the view of the state before is let go now, if nothing else holds
-	 * it: the changes to earlier records go into the tables, so that the
-	 * next commits' journals hold only what came since (failure: logged,
-	 * kept in the journal) */
+	/* the changes to earlier records that every view has (the one of
+	 * the state before is held at least by the request that made this
+	 * commit) go into the tables, so that the next commits' journals hold
+	 * only what came since (failure: logged, kept in the journal) */
 	if (zr_settle(w->ds) < 0 && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot bring the tables up to date: %s\n",
 			 fs->dataset, zr_errmsg(w->ds));
