@@ -10,7 +10,8 @@ every batch's ids are `zr sample`'s, in step order; every record of every
 field is `zr cat`'s (a missing fixed-shape value reads as zeros, a missing
 variable one as empty), as NumPy arrays, as torch tensors, through
 BatchDataset in a DataLoader with and without workers, with and without
-O_DIRECT, resumed at a step; a from= past the end is an empty epoch; a
+O_DIRECT, resumed at a step; from= the end of an epoch is an empty epoch,
+a spec the mount refuses (from= past the end, a bad value) raises; a
 damaged record's batch raises ZrfsError naming the file and the spec, from
 a reading thread.
 """
@@ -111,9 +112,19 @@ def main():
         order = {tuple(s): k for k, s in enumerate(sample(spec, epoch))}
         got.sort(key=lambda b: order.get(tuple(b["ids"].tolist()), -1))
         check(spec, epoch, got, f"BatchDataset, {w} workers")
-    # a position at or past the end of an epoch: nothing left of it
+    # a position at the end of an epoch: nothing left of it
     if list(zrfs.Loader(MNT, f"shuffle,seed=9,batch=4,from={N}", 0)):
         fail(f"from={N}: batches past the end")
+    # a spec the mount refuses is an error, with or without from= (a
+    # resumed job must not train on nothing), saying where to learn why
+    for bad in ("seq,batch=4,from=abc", "seq,batch=4,from=8,tail=kep",
+                f"seq,batch=4,from={N + 1}", "shufle,seed=42,batch=4"):
+        try:
+            n = len(zrfs.Loader(MNT, bad, 0))
+            fail(f"{bad}: taken, {n} steps")
+        except zrfs.ZrfsError as e:
+            if "refused the spec" not in str(e) or f"zr sample '{bad}'" not in str(e):
+                fail(f"{bad}: {e}")
     try:
         zrfs.Loader(MNT, "seq,batch=8", fields=["nope"])
         fail("an unknown field was taken")

@@ -190,11 +190,12 @@ class Loader:
         try:
             return range(len(os.listdir(self.dir)))
         except FileNotFoundError:
-            # from=P at or past the end of an epoch: nothing is left of it
-            if "from=" in self.spec:
-                return range(0)
+            # the mount refused the spec or the epoch (from=P at the end of
+            # an epoch is an epoch of no steps: it lists nothing, above)
             raise ZrfsError(errno.ENOENT, f"{self.dir}: no such epoch "
-                            f"(batches {self.spec}, epoch {self.epoch})") from None
+                            f"(batches {self.spec}, epoch {self.epoch}): the mount "
+                            f"refused the spec or the epoch; `zr sample '{self.spec}' "
+                            f"--n RECORDS --epoch {self.epoch}` says why") from None
         except OSError as e:
             raise ZrfsError(e.errno, f"{self.dir}: {e.strerror} "
                             f"(batches {self.spec}, epoch {self.epoch})") from None
