@@ -21,15 +21,8 @@
 set -eu
 ZR=$1 ZRFS=$2 FILES=${3:-34000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
-T=$(mktemp -d "$DIR/zr-bench-remove-XXXXXX")
-TIMES=$T/times
-cleanup() {
-	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir -p "$T/src/d" "$T/mnt"
+bench_scratch "$DIR" remove
+mkdir -p "$T/src/d"
 head -c 512 /dev/urandom >"$T/one"
 i=0
 while [ $i -lt "$FILES" ]; do

@@ -29,15 +29,8 @@ ZR=$1 ZRFS=$2 FILES=${3:-20000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 RSYNC_FILES=${RSYNC_FILES:-1000}
 REDIRS=${REDIRS:-1000}
 FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
-T=$(mktemp -d "$DIR/zr-bench-write-XXXXXX")
-TIMES=$T/times
-cleanup() {
-	mountpoint -q "$T/mnt" 2>/dev/null && fusermount3 -u "$T/mnt"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir "$T/src" "$T/rsrc" "$T/mnt"
+bench_scratch "$DIR" write
+mkdir "$T/src" "$T/rsrc"
 i=0
 while [ $i -lt "$FILES" ]; do
 	head -c 8192 /dev/urandom >"$T/src/f$i.bin"
