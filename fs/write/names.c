@@ -379,9 +379,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	e.ino = d->ino;
 	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
 	zrfs_names_end(fs);
-	pthread_mutex_lock(&d->lock);
 	zrfs_node_meta(d, &e.attr);
-	pthread_mutex_unlock(&d->lock);
 	zrfs_node_put(d); /* the handle and the tables hold it */
 	/* the name is not cached: it is the writer's until it is stored; the
 	 * attributes are (the kernel keeps the size as it writes), which spares

@@ -89,7 +89,7 @@ void zrfs_node_release(struct zrfs_writes *w, struct wnode *n)
 	zrfs_node_put(n);
 }
 
-static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id);
+static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id, bool gone);
 static void inode_del(struct zrfs_writes *w, struct winode *i);
 
 void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id)
@@ -98,7 +98,7 @@ void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id
 
 	/* a file kept its number when it became the record: the record's
 	 * value is another file's now */
-	identity_drop(w, field, id);
+	identity_drop(w, field, id, true);
 	if (!n)
 		return;
 	n->detached = true;
@@ -137,7 +137,7 @@ static void identity_set(struct zrfs_writes *w, struct winode *i)
 		atomic_fetch_sub(&w->nidentities, 1);
 	}
 	if (i->id != NO_ID)
-		identity_drop(w, i->field, i->id); /* the newest file is the record's */
+		identity_drop(w, i->field, i->id, false); /* the newest file is the record's */
 	i->identity = i->id != NO_ID && !i->draft && !i->moved &&
 		      zrfs_table_add(&w->identities, &i->by_record, record_hash(i->field, i->id)) == 0;
 	if (i->identity)
@@ -145,8 +145,12 @@ static void identity_set(struct zrfs_writes *w, struct winode *i)
 }
 
 /* Record (@field, @id)'s files have no number of their own any more; one
- * the kernel does not hold means nothing now. */
-static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
+ * the kernel does not hold means nothing now, nor, if the file is @gone
+ * (the record's value is another file's), one it holds: an unlinked file's
+ * (its last attributes for fstat, never the other file's), unless it is
+ * the record's own number kept (it shows the record while the record's
+ * version has it: number_shown). */
+static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id, bool gone)
 {
 	struct zrfs_link *l, *next;
 
@@ -161,6 +165,8 @@ static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id)
 			i->identity = false;
 			if (!i->draft && !zrfs_inode_held(w->fs, i->ino))
 				inode_del(w, i);
+			else if (gone && !i->draft && !i->kept) /* a kept one is its id's */
+				i->id = NO_ID;
 		}
 	}
 }

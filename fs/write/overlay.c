@@ -170,6 +170,34 @@ static void keep_shown(struct zrfs *fs, fuse_ino_t ino, const struct stat *st)
 	pthread_mutex_unlock(&w->names_lock);
 }
 
+/* Attributes of file node @d as number @ino in view @v: 0. */
+static int node_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode *d,
+		      struct stat *st)
+{
+	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
+	zrfs_node_meta(d, st);
+	return 0;
+}
+
+/* Read file node @d's bytes: what has been written to it. A node that
+ * holds none any more (its writer was killed before a close, and what it
+ * wrote dropped) answers ESTALE, never bytes it does not have. */
+static void node_read(fuse_req_t req, struct wnode *d, size_t size, off_t off)
+{
+	char *buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size);
+	ssize_t got = -ENOMEM;
+
+	if (buf) {
+		pthread_mutex_lock(&d->lock);
+		got = d->loaded ? zrfs_value_read(&d->val, buf, size, (uint64_t)off) : -ESTALE;
+		pthread_mutex_unlock(&d->lock);
+	}
+	if (got < 0)
+		zrfs_reply_err(req, (int)got);
+	else
+		zrfs_reply_buf(req, buf, (size_t)got);
+}
+
 /* Attributes of number @ino, whose file is gone (removed, or replaced by
  * a rename onto its name): as it last showed them, with no link, as a
  * removed file a program has open keeps them (fstat); -ESTALE if it never
@@ -222,11 +250,9 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 			keep_shown(fs, ino, st);
 		return rc;
 	}
-	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
-	pthread_mutex_lock(&d->lock);
-	zrfs_node_meta(d, st);
-	pthread_mutex_unlock(&d->lock);
+	node_attr(fs, v, ino, d, st);
 	zrfs_node_put(d);
+	keep_shown(fs, ino, st); /* an unlinked file's, once it is another's record */
 	if (gone)
 		st->st_nlink = 0; /* removed while open */
 	return 0;
@@ -238,8 +264,6 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	struct wnode *d;
 	unsigned field;
 	uint64_t id;
-	char *buf;
-	ssize_t got;
 	bool text;
 	int rc = number_shown(fs, v, ino, &d, &field, &id, &text, NULL);
 
@@ -258,16 +282,8 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		zrfs_view_put(cur);
 	} else if (d->kind == WN_DIR) {
 		zrfs_reply_err(req, -EISDIR);
-	} else if (!(buf = zrfs_scratch(ZRFS_SCRATCH_REPLY, size))) {
-		zrfs_reply_err(req, -ENOMEM);
 	} else {
-		pthread_mutex_lock(&d->lock);
-		got = zrfs_value_read(&d->val, buf, size, (uint64_t)off);
-		pthread_mutex_unlock(&d->lock);
-		if (got < 0)
-			zrfs_reply_err(req, (int)got);
-		else
-			zrfs_reply_buf(req, buf, (size_t)got);
+		node_read(req, d, size, off);
 	}
 	zrfs_node_put(d);
 }
@@ -280,13 +296,18 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
  * a file opened for reading then reads, until it is closed, the value it
  * had at its open, as a file renamed over is read whole on any filesystem
  * by whoever had it open, and never the start of one value and the rest of
- * the next (each READ asked the view of its own moment). */
+ * the next (each READ asked the view of its own moment).
+ * A file being written (a draft) opened for reading reads its node, which
+ * the handle holds: what is written to it, as it is written, and once it is
+ * stored, removed or replaced, the bytes it had then (its number may show
+ * another record by then, or nothing). */
 
 struct rhandle {
 	struct zrfs_reading r; /* the view at the open */
 	unsigned field, version;
 	uint64_t id;
 	bool text;            /* a class shown as decimal text (tree/) */
+	struct wnode *draft;  /* a draft's node (referenced), or NULL: a record's */
 };
 
 static const struct zrfs_handle_ops rhandle_ops;
@@ -297,7 +318,9 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 	struct rhandle *h = (struct rhandle *)hh;
 
 	(void)ino;
-	if (h->text)
+	if (h->draft)
+		node_read(req, h->draft, size, off);
+	else if (h->text)
 		zrfs_tree_text_read(req, fs, h->r.v, h->field, h->id, size, off);
 	else
 		zrfs_record_read(req, fs, h->r.v, zrfs_rec_ino(h->field, h->id, h->version),
@@ -309,8 +332,9 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 {
 	struct rhandle *h = (struct rhandle *)hh;
 	struct stat st;
-	int rc = h->text ? zrfs_tree_text_attr(fs, h->r.v, ino, h->field, h->id, &st)
-			 : zrfs_record_attr(fs, h->r.v, ino, h->field, h->id, &st);
+	int rc = h->draft  ? node_attr(fs, h->r.v, ino, h->draft, &st)
+		 : h->text ? zrfs_tree_text_attr(fs, h->r.v, ino, h->field, h->id, &st)
+			   : zrfs_record_attr(fs, h->r.v, ino, h->field, h->id, &st);
 
 	if (rc == 0 && number_unlinked(fs, ino))
 		st.st_nlink = 0;
@@ -320,12 +344,18 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		zrfs_reply_attr(req, &st, 0);
 }
 
+static void r_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+{
+	zrfs_node_put(((struct rhandle *)hh)->draft);
+	zrfs_reading_release(req, fs, hh);
+}
+
 static const struct zrfs_handle_ops rhandle_ops = {
 	.read = r_read,
 	.write = zrfs_reading_write,
 	.flush = zrfs_reading_flush,
 	.fsync = zrfs_reading_fsync,
-	.release = zrfs_reading_release,
+	.release = r_release,
 	.getattr = r_getattr,
 	.setattr = zrfs_reading_setattr,
 };
@@ -344,24 +374,30 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 	if (rc == 0 && !d)
 		version = zrfs_rec_version(fs, field, id);
 	zrfs_names_end(fs);
-	if (rc == 0 && !d && !(h = calloc(1, sizeof *h)))
+	if (d && d->kind == WN_DIR) { /* a directory made here: no handle */
+		zrfs_node_put(d);
+		d = NULL;
+	} else if (rc == 0 && !(h = calloc(1, sizeof *h))) {
 		rc = -ENOMEM;
-	zrfs_node_put(d); /* a file being written: read as written so far */
+	}
 	if (rc < 0) {
+		zrfs_node_put(d);
 		zrfs_view_put(v);
 		zrfs_reply_err(req, rc);
 		return;
 	}
 	if (h) {
-		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL}, field, version, id, text};
+		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL}, field, version, id, text, d};
 		zrfs_reading_open(fs, &h->r);
 		fi->fh = (uintptr_t)h;
 	} else {
 		zrfs_view_put(v);
 	}
 	fi->direct_io = 1;
-	if (zrfs_reply_open(req, fi) != 0 && h) /* the opener is gone: no RELEASE comes */
+	if (zrfs_reply_open(req, fi) != 0 && h) { /* the opener is gone: no RELEASE comes */
+		zrfs_node_put(d);
 		zrfs_reading_close(fs, &h->r);
+	}
 }
 
 /* ---- listings ---- */

@@ -90,9 +90,11 @@
  * Locks, in the order they are taken (never the other way):
  *   w->lock           the writer: a change to the dataset and its commit,
  *                     one at a time (and the view published after it);
+ *   node->lock        a node's value and what was written to it (a record
+ *                     node's publication holds it through the commit);
  *   the names lock    (view.c, fs->state) held for reading by lookups and
- *                     listings, written by a view's publication;
- *   node->lock        a node's value and what was written to it;
+ *                     listings, written by a view's publication: what they
+ *                     show of a node (size, time, mode) is atomic;
  *   w->names_lock     nodes' names, kinds and targets, every table here,
  *                     the ready count; held briefly, never across a commit
  *                     or a system call on a value.
@@ -238,10 +240,12 @@ struct wnode {
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
 	pid_t shaper;         /* process that emptied it opening it (O_TRUNC) or created it */
 	int error;            /* a write failed (-errno): never stored */
-	int64_t mtime;        /* its time, ns: of its last change, or set (utimensat) */
-	bool mtime_set;       /* ... or none since stored: the time it is stored at */
-	uint32_t mode;        /* a draft's mode (st_mode), where the dataset keeps */
-	bool mode_set;        /* ... modes: from its create, or a chmod since */
+	/* written under lock, read without it (a lookup's attributes, under
+	 * the names lock): each value before its flag */
+	_Atomic int64_t mtime; /* its time, ns: of its last change, or set (utimensat) */
+	atomic_bool mtime_set; /* ... or none since stored: the time it is stored at */
+	_Atomic uint32_t mode; /* a draft's mode (st_mode), where the dataset keeps */
+	atomic_bool mode_set; /* ... modes: from its create, or a chmod since */
 };
 
 /* What a number means to the write layer (see the top): kept while its
@@ -384,7 +388,7 @@ static inline void zrfs_node_touched(struct wnode *n)
 	n->mtime_set = true;
 }
 
-/* The time and mode set on node @n, if any, in @st (n->lock held). */
+/* The time and mode set on node @n, if any, in @st (no lock needed). */
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
 	if (n->mode_set)

@@ -52,6 +52,14 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   descriptors for gets ENOSPC past a quarter of them, and another
   program's save beside it is committed (every commit failed "Too many
   open files");
+- a new file opened for reading before its group stores it reads its
+  bytes, whole, after it is stored and then removed or replaced by a
+  rename, and fstat of it gives its size and no link (its reads followed
+  the number to the record, gone by then: ENOENT); and with one thread
+  writing anew and removing eight files while three open and read them,
+  no read of a file that opened fails (1 or 2 did in 40 s) and the mount
+  never stops answering (a lookup of a file being published waited for
+  the publisher, which waited for the lookup's lock);
 - a record's file opened for writing (touch) and renamed is gone from
   its old name (the number it kept as the file's identity was the one a
   lookup of the old name gave, and showed the moved file there).
@@ -444,6 +452,90 @@ def removed_while_open(d):
     return '%d files removed while open, each with its size and no link' % n
 
 
+def new_file_read_as_it_goes(d):
+    img = os.path.join(MNT, 'img')
+    wrong = []
+    for k in range(10):
+        value = b'new file %d, read on; ' % k * (300 + k)
+        tmp, p = '%s/.opened%d.jpg' % (img, k), '%s/opened%d.jpg' % (img, k)
+        open(tmp, 'wb').write(value)  # a dot name: nothing stores it by itself
+        fd = os.open(tmp, os.O_RDONLY)
+        head = os.read(fd, 100)
+        os.rename(tmp, p)
+        sync('img')  # stored and committed: a record, the file keeps its number
+        if k % 2:
+            os.unlink(p)
+        else:
+            open(p + '.tmp', 'wb').write(b'another file')
+            os.rename(p + '.tmp', p)
+        sync('img')
+        try:
+            got = head + os.read(fd, len(value))
+            st = os.fstat(fd)
+            if got != value or st.st_size != len(value) or st.st_nlink != 0:
+                wrong.append('%s: %d bytes (%d written), fstat %d bytes, %d links'
+                             % (p, len(got), len(value), st.st_size, st.st_nlink))
+        except OSError as e:
+            wrong.append('%s: %s' % (p, e))
+        os.close(fd)
+    if wrong:
+        fail('%d of 10 new files opened for reading, then %s: %s'
+             % (len(wrong), 'removed or replaced', '; '.join(wrong[:3])))
+
+    # the same at random: reads that follow their file whatever happens to it
+    d = os.path.join(img, 'churn')
+    os.mkdir(d)
+    end, errs, counts = time.monotonic() + 8, [], [0, 0]  # each thread runs for 8 s
+
+    def writer():
+        r = random.Random(7)
+        while time.monotonic() < end:
+            p = '%s/%d.jpg' % (d, r.randrange(8))
+            try:
+                if r.random() < 0.3:
+                    os.unlink(p)
+                else:
+                    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                    os.write(fd, os.urandom(r.randrange(1, 2000)))
+                    os.close(fd)
+                    counts[0] += 1
+            except OSError as e:
+                if e.errno != errno.ENOENT:
+                    errs.append('write %s: %s' % (p, e))
+
+    def reader(seed):
+        r = random.Random(seed)
+        while time.monotonic() < end:
+            p = '%s/%d.jpg' % (d, r.randrange(8))
+            try:
+                f = open(p, 'rb', buffering=0)
+            except OSError as e:
+                if e.errno != errno.ENOENT:
+                    errs.append('open %s: %s' % (p, e))
+                continue
+            with f:
+                try:
+                    f.read()
+                    counts[1] += 1
+                except OSError as e:
+                    errs.append('read of %s, opened: %s' % (p, e))
+
+    ts = [threading.Thread(target=writer, daemon=True)]
+    ts += [threading.Thread(target=reader, args=(k,), daemon=True) for k in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(end - time.monotonic() + 60)
+        if t.is_alive():
+            fail('new_file_read_as_it_goes: a request has had no answer for 60 s: '
+                 'the mount hangs')
+    if errs:
+        fail('new_file_read_as_it_goes: %d errors in %d writes and %d reads: %s'
+             % (len(errs), counts[0], counts[1], '; '.join(errs[:3])))
+    return ('10 new files read whole after they were stored and removed or replaced; '
+            '%d writes, %d reads of files that opened, none failed' % tuple(counts))
+
+
 def mount_beside(ds, mnt, nofile=None):
     """Mount @ds on @mnt (made here, unmounted by fail), the daemon's
     descriptors limited to @nofile if given."""
@@ -614,7 +706,7 @@ def main():
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, read_across_a_commit,
-                 touched_then_moved, removed_while_open):
+                 touched_then_moved, removed_while_open, new_file_read_as_it_goes):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
