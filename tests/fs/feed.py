@@ -10,7 +10,8 @@ every batch's ids are `zr sample`'s, in step order; every record of every
 field is `zr cat`'s (a missing fixed-shape value reads as zeros, a missing
 variable one as empty), as NumPy arrays, as torch tensors, through
 BatchDataset in a DataLoader with and without workers, with and without
-O_DIRECT, resumed at a step; from= the end of an epoch is an empty epoch,
+O_DIRECT, resumed at a step, after set_epoch, from state_dict, with rank=
+and world_size=; from= the end of an epoch is an empty epoch,
 a spec the mount refuses (from= past the end, a bad value) raises; a
 damaged record's batch raises ZrfsError naming the file and the spec, from
 a reading thread.
@@ -90,6 +91,84 @@ SPECS = [("seq,batch=8", 0), ("shuffle,seed=7,batch=8", 1), ("shuffle,seed=7,bat
          ("shuffle,seed=9,batch=4,from=17,tail=keep", 0), ("seq,batch=8,lo=5,hi=40", 0)]
 
 
+def ids(batches):
+    return [b["ids"].tolist() for b in batches]
+
+
+def raises(what, call, says):
+    try:
+        call()
+    except zrfs.ZrfsError as e:
+        if says not in str(e):
+            fail(f"{what}: {e}")
+        return
+    fail(f"{what}: taken")
+
+
+def api():
+    """What a torch user calls: set_epoch, len, state_dict, rank= and
+    world_size=, a field by name, and errors at construction."""
+    spec = "shuffle,seed=7,batch=8,tail=keep"
+    loader = zrfs.Loader(MNT, spec)
+    loader.set_epoch(1)
+    check(spec, 1, list(loader), "after set_epoch(1)")
+    if len(loader) != len(sample(spec, 1)):
+        fail(f"len after set_epoch: {len(loader)}")
+    # stopped after three steps, resumed by another loader from its state
+    it = iter(loader)
+    head = [next(it) for _ in range(3)]
+    state = loader.state_dict()
+    if state != {"spec": spec, "epoch": 1, "step": 3}:
+        fail(f"state_dict after 3 steps: {state}")
+    other = zrfs.Loader(MNT, spec, 0)
+    other.load_state_dict(state)
+    if ids(head) + ids(other) != sample(spec, 1) or len(other) != len(sample(spec, 1)) - 3:
+        fail("stopped at step 3 and resumed from state_dict: other batches")
+    if other.state_dict()["step"] != len(sample(spec, 1)):
+        fail(f"state_dict at the end of the epoch: {other.state_dict()}")
+    raises("a state of another spec", lambda: zrfs.Loader(MNT, "seq,batch=8").load_state_dict(
+        state), "not of seq,batch=8")
+    # rank and world_size as arguments: the spec's rank=,world=
+    got = zrfs.Loader(MNT, "shuffle,seed=9,batch=4", rank=1, world_size=3)
+    if ids(got) != sample("shuffle,seed=9,batch=4,rank=1,world=3", 0):
+        fail("rank=1, world_size=3: not the spec's rank=1,world=3")
+    if ids(zrfs.Loader(MNT, "seq,batch=8", rank="auto", world_size="auto")) != \
+            sample("seq,batch=8", 0):
+        fail("rank=\"auto\" without torch.distributed: not the whole of each step")
+    raises("rank twice", lambda: zrfs.Loader(MNT, "seq,batch=4,rank=0,world=2", rank=0,
+                                             world_size=2), "not both")
+    raises("rank past the world", lambda: zrfs.Loader(MNT, "seq,batch=4", rank=2,
+                                                      world_size=2), "0 <= rank < world_size")
+    raises("rank without world_size", lambda: zrfs.Loader(MNT, "seq,batch=4", rank=0),
+           "both given")
+    # a field by its name, not letter by letter
+    b = next(iter(zrfs.Loader(MNT, "seq,batch=8", fields="lab")))
+    if set(b) != {"ids", "lab"}:
+        fail(f"fields=\"lab\": {sorted(b)}")
+    # the dataset's directory instead of its mount, a bad epoch, a bad spec:
+    # at construction, saying what to do
+    raises("a dataset directory", lambda: zrfs.Loader(DS, "seq,batch=8"),
+           "a dataset directory: mount it")
+    raises("epoch -1", lambda: zrfs.Loader(MNT, "seq,batch=8", -1), "a number 0 or more")
+    raises("a misspelt spec", lambda: zrfs.Loader(MNT, "shufle,seed=42,batch=4"),
+           "refused the spec")
+    # by default not the fields zr import keeps beside the files
+    fake = os.path.join(os.path.dirname(DS), "fake-meta")
+    os.makedirs(fake, exist_ok=True)
+    with open(os.path.join(fake, "meta.json"), "w") as f:
+        f.write('{"fields": [{"name": "image", "dtype": "bytes"}, {"name": "name", '
+                '"dtype": "bytes"}, {"name": "mtime", "dtype": "i64"}], '
+                '"names": {"field": "name", "kind": "path", "mtime": "mtime"}}')
+    fields, kept = zrfs.loader.fields_of(fake)
+    if [f.name for f in fields] != ["image", "name", "mtime"] or kept != {"name", "mtime"}:
+        fail(f"the names and times zr import keeps: {kept}")
+    # BatchDataset: set_epoch as a DistributedSampler's
+    ds = zrfs.BatchDataset(MNT, spec, 0)
+    ds.set_epoch(1)
+    got = list(DataLoader(ds, batch_size=None))
+    check(spec, 1, got, "BatchDataset after set_epoch(1)")
+
+
 def main():
     for spec, epoch in SPECS:
         check(spec, epoch, list(zrfs.Loader(MNT, spec, epoch, threads=3)), "numpy")
@@ -125,6 +204,7 @@ def main():
         except zrfs.ZrfsError as e:
             if "refused the spec" not in str(e) or f"zr sample '{bad}'" not in str(e):
                 fail(f"{bad}: {e}")
+    api()
     try:
         zrfs.Loader(MNT, "seq,batch=8", fields=["nope"])
         fail("an unknown field was taken")

@@ -34,6 +34,9 @@ for f in "$T"/example-*; do
 	*.sh) out=$(sh -e "$f" 2>&1) ;;
 	*.python) out=$(cd "$T" && PYTHONPATH="$HERE/../../tools/python" "$PY" "$f" 2>&1) ;;
 	esac || fail "${f##*/} failed: $out"
+	case $f in # the loader's state after two epochs of 4 steps, as the comment says
+	*loader.python) echo "$out" | grep -qF "'epoch': 1, 'step': 4}" || fail "the loader example: $out" ;;
+	esac
 	n=$((n + 1))
 done
 [ $n -eq 7 ] || fail "ran $n examples, not 7"

@@ -11,12 +11,21 @@ class BatchDataset(IterableDataset):
     worker of a DataLoader reads every num_workers-th step; without workers
     it reads them all, with the Loader's threads. Batches are torch tensors
     on the host (the DataLoader pins and moves them); Loader's own device
-    copy is faster where no DataLoader is needed."""
+    copy is faster where no DataLoader is needed. Each item is a batch the
+    mount made (the spec's batch=): give the DataLoader batch_size=None,
+    never a batch size of its own."""
 
-    def __init__(self, mount, spec, epoch=0, fields=None, threads=4, **kw):
+    def __init__(self, mount, spec, epoch=0, *, fields=None, threads=4, **kw):
         super().__init__()
         self.args = dict(mount=mount, spec=spec, epoch=epoch, fields=fields, threads=threads,
                          **kw)
+        self._loader()  # a mount, spec, epoch or field it refuses: raised here
+
+    def set_epoch(self, epoch):
+        """Read epoch @epoch from the next iteration on (as a
+        DistributedSampler's set_epoch)."""
+        self.args["epoch"] = epoch
+        self._loader()
 
     def _loader(self, steps=None):
         return Loader(device="cpu", steps=steps, **self.args)

@@ -47,11 +47,37 @@ class Field:
 
 
 def fields_of(mount):
+    """The mount's fields, and the names of those `zr import` keeps beside
+    the files (their names, times and modes: core/FORMAT.md, "names")."""
     try:
         with open(os.path.join(mount, "meta.json"), "rb") as f:
-            return [Field(m) for m in json.load(f)["fields"]]
-    except (OSError, ValueError, KeyError) as e:
+            meta = json.load(f)
+        names = meta.get("names") or {}
+        return ([Field(m) for m in meta["fields"]],
+                {names.get(k) for k in ("field", "mtime", "mode")} - {None})
+    except (OSError, ValueError, KeyError, AttributeError) as e:
         raise ZrfsError(f"{mount}/meta.json: not a zrfs mount's ({e})") from e
+
+
+def _shard(spec, rank, world_size):
+    """What to add to @spec for @rank of @world_size ("auto": torch.distributed's)."""
+    if rank == "auto" or world_size == "auto":
+        if (rank, world_size) != ("auto", "auto"):
+            raise ZrfsError(errno.EINVAL, "rank and world_size: both \"auto\" or neither")
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return ""
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+    if rank is None and world_size is None:
+        return ""
+    if not (isinstance(rank, int) and isinstance(world_size, int) and 0 <= rank < world_size):
+        raise ZrfsError(errno.EINVAL, f"rank {rank!r} of world_size {world_size!r}: "
+                                      f"0 <= rank < world_size, both given")
+    keys = {part.split("=", 1)[0].strip() for part in spec.split(",")}
+    if keys & {"rank", "world"}:
+        raise ZrfsError(errno.EINVAL, f"spec {spec!r} has its own rank or world: give "
+                                      f"them there or as arguments, not both")
+    return f",rank={rank},world={world_size}"
 
 
 def npy_array(buf):
@@ -129,13 +155,18 @@ class Pinned:
 class Loader:
     """The batches of sampler spec @spec, epoch @epoch, of the zrfs mount at
     @mount, in step order. Each batch is a dict: "ids" (int64, one per
-    record), and per field (@fields: names; default all) an array of shape
-    (B, *shape) for a fixed-shape field (missing records read as zeros), or
-    (data, offsets) for a variable-size one: record i is
-    data[offsets[i]:offsets[i + 1]] (uint8; flate records come inflated).
-    As tensors, with a torch that has none of a field's unsigned dtype (u16,
-    u32 before torch 2.3), the field comes widened to int32 or int64.
+    record), and per field (@fields: a name or names; default every field
+    but the ones `zr import` keeps beside the files: their names, times and
+    modes) an array of shape (B, *shape) for a fixed-shape field (missing
+    records read as zeros), or (data, offsets) for a variable-size one:
+    record i is data[offsets[i]:offsets[i + 1]] (uint8; flate records come
+    inflated). As tensors, with a torch that has none of a field's unsigned
+    dtype (u16, u32 before torch 2.3), the field comes widened to int32 or
+    int64.
 
+    @rank, @world_size: this process's share of every step (added to the
+    spec as rank=R,world=W: zr(1), SAMPLER ORDERS); "auto" takes both from
+    torch.distributed when it is initialized (else the whole of each step).
     @device: None for NumPy arrays; "cpu" for torch tensors; a CUDA device
     ("cuda", "cuda:1", a torch.device) for tensors there, copied from
     pinned memory on a stream of their own. @threads batch files are read
@@ -147,26 +178,40 @@ class Loader:
     step's info.json as "info" (position_after: where a resumed job goes
     on, with from=).
 
-    The spec is the mount's (rank=R,world=W,from=P,tail=... included:
-    zr(1), SAMPLER ORDERS). Errors are ZrfsError, naming the file, the spec,
-    the epoch and the step; one raised by a reading thread is raised by the
-    iteration that would have returned its batch.
+    As torch's samplers and torchdata's StatefulDataLoader: set_epoch(e)
+    before each epoch, len() its steps, state_dict() where the iteration
+    is (the epoch and the next step) and load_state_dict() to go on from
+    there. A mount that is not one, a field it does not have, a spec or
+    an epoch it refuses raise ZrfsError at once, with the reason; errors
+    of reading name the file, the spec, the epoch and the step, and one
+    raised by a reading thread is raised by the iteration that would have
+    returned its batch.
     """
 
-    def __init__(self, mount, spec, epoch=0, fields=None, device=None, threads=8,
-                 prefetch=None, steps=None, direct=True, info=False):
-        self.mount, self.spec, self.epoch = mount, spec, epoch
-        known = fields_of(mount)
+    def __init__(self, mount, spec, epoch=0, *, fields=None, rank=None, world_size=None,
+                 device=None, threads=8, prefetch=None, steps=None, direct=True, info=False):
+        if not isinstance(spec, str) or not spec:
+            raise ZrfsError(errno.EINVAL, f"spec {spec!r}: a sampler spec, such as "
+                                          f"'shuffle,seed=42,batch=256' (zr(1), SAMPLER ORDERS)")
+        self.mount = mount
+        if not os.path.isdir(os.path.join(mount, ".batches")):
+            why = ("a dataset directory: mount it (zrfs DATASET MOUNTPOINT) and give the "
+                   "mount point" if os.path.isfile(os.path.join(mount, "meta.json"))
+                   else "no .batches in it")
+            raise ZrfsError(errno.ENOENT, f"{mount}: not a zrfs mount ({why})")
+        self.spec = spec + _shard(spec, rank, world_size)
+        known, bookkeeping = fields_of(mount)
+        if isinstance(fields, str):
+            fields = [fields]
         if fields is None:
-            self.fields = known
+            self.fields = [f for f in known if f.name not in bookkeeping]
         else:
             byname = {f.name: f for f in known}
             missing = [n for n in fields if n not in byname]
             if missing:
-                raise ZrfsError(f"{mount}: no field {', '.join(missing)} "
-                                f"(it has {', '.join(byname)})")
+                raise ZrfsError(errno.ENOENT, f"{mount}: no field {', '.join(missing)} "
+                                              f"(it has {', '.join(byname)})")
             self.fields = [byname[n] for n in fields]
-        self.dir = os.path.join(mount, ".batches", spec, f"epoch-{epoch}")
         self.threads = max(1, threads)
         self.files = ["ids"] + [n for f in self.fields for n in f.files()] + \
             (["info.json"] if info else [])
@@ -179,16 +224,50 @@ class Loader:
             self.torch, self.device = torch, torch.device(device)
         self.cuda = self.device is not None and self.device.type == "cuda"
         self._steps = steps
+        self._start = 0   # where the next iteration starts (load_state_dict)
+        self._next = 0    # the step after the last one an iteration returned
+        self.set_epoch(epoch)
+
+    def set_epoch(self, epoch):
+        """Read epoch @epoch from now on (from its first step): raises
+        ZrfsError if the mount refuses it."""
+        if not isinstance(epoch, int) or epoch < 0:
+            raise ZrfsError(errno.EINVAL, f"epoch {epoch!r}: a number 0 or more")
+        self.epoch, self._start, self._next = epoch, 0, 0
+        self.dir = os.path.join(self.mount, ".batches", self.spec, f"epoch-{epoch}")
+        self._count = self._listed()
 
     def __len__(self):
         return len(self.steps())
 
     def steps(self):
-        """The steps this loader reads."""
-        if self._steps is not None:
-            return list(self._steps)
+        """The steps this loader reads, from where load_state_dict() put it."""
+        if self._steps is None:
+            return range(self._start, self._count)
+        return [s for s in self._steps if s >= self._start]
+
+    def state_dict(self):
+        """Where the iteration is: the spec, the epoch and the step after
+        the last one returned (the epoch's step count once it ended)."""
+        return {"spec": self.spec, "epoch": self.epoch, "step": self._next}
+
+    def load_state_dict(self, state):
+        """Go on from @state (state_dict()'s): the next iteration starts at
+        its step of its epoch."""
+        if state.get("spec", self.spec) != self.spec:
+            raise ZrfsError(errno.EINVAL, f"a state of batches {state['spec']}, not of "
+                                          f"{self.spec}")
+        self.set_epoch(state["epoch"])
+        step = state["step"]
+        if not isinstance(step, int) or not 0 <= step <= self._count:
+            raise ZrfsError(errno.EINVAL, f"step {step!r} of epoch {self.epoch}: "
+                                          f"it has {self._count} steps")
+        self._start = self._next = step
+
+    def _listed(self):
+        """The epoch's step count, as the mount lists it."""
         try:
-            return range(len(os.listdir(self.dir)))
+            return len(os.listdir(self.dir))
         except FileNotFoundError:
             # the mount refused the spec or the epoch (from=P at the end of
             # an epoch is an epoch of no steps: it lists nothing, above)
@@ -305,7 +384,9 @@ class Loader:
                         return
                     step, futures = queue.pop(0)
                     got = [f.result() for f in futures]
-                    yield self._batch(step, got, pool, stream)
+                    batch = self._batch(step, got, pool, stream)
+                    self._next = step + 1
+                    yield batch
             finally:
                 for _, futures in queue:
                     for f in futures:
