@@ -12,7 +12,8 @@ code that wants a DataLoader. See zrfs(8) and README.md, "Read batches".
 """
 from .loader import Loader, ZrfsError
 
-__all__ = ["Loader", "ZrfsError", "BatchDataset"]
+__version__ = "0.1.0"  # the project's (CMakeLists.txt); pkg.python checks it
+__all__ = ["Loader", "ZrfsError", "BatchDataset", "__version__"]
 
 
 def __getattr__(name):  # torch only for those who ask for it
