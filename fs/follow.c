@@ -493,11 +493,15 @@ int zrfs_follow_commit(struct zrfs *fs, zr_dataset *writer)
 	struct changed c = {0};
 	int rc;
 
-	if (!w || !w->running)
+	if (!w)
 		return zr_commit(writer); /* nothing follows */
 	/* the follower does not look while the commit lands: it would read
 	 * back what the writer is about to tell */
 	pthread_mutex_lock(&w->lock);
+	if (!w->running) { /* stopped: the mount's session is over */
+		pthread_mutex_unlock(&w->lock);
+		return zr_commit(writer);
+	}
 	if ((rc = zr_commit_changes(writer, on_change, &c)) == 0)
 		show_commit(fs, writer, &c, &notes);
 	pthread_mutex_lock(&w->answers_lock);
@@ -671,17 +675,28 @@ void zrfs_follow_stop(struct zrfs *fs)
 {
 	struct zrfs_follow *w = fs->follow;
 
+	if (!w || !w->running)
+		return;
+	atomic_store(&w->stopping, true);
+	if (write(w->wake[1], "", 1) < 0) {
+		/* full: the thread is woken already */
+	}
+	pthread_join(w->thread, NULL);
+	/* a commit showing itself (the committer's, a close's) ends first;
+	 * those after it are not shown (zrfs_follow_commit) */
+	pthread_mutex_lock(&w->lock);
+	w->running = false;
+	pthread_mutex_unlock(&w->lock);
+	answer_up_to(fs, 0, 0, true); /* the commits they wait for are made */
+}
+
+void zrfs_follow_free(struct zrfs *fs)
+{
+	struct zrfs_follow *w = fs->follow;
+
 	if (!w)
 		return;
-	if (w->running) {
-		atomic_store(&w->stopping, true);
-		if (write(w->wake[1], "", 1) < 0) {
-			/* full: the thread is woken already */
-		}
-		pthread_join(w->thread, NULL);
-		w->running = false;
-	}
-	answer_up_to(fs, 0, 0, true); /* the commits they wait for are made */
+	zrfs_follow_stop(fs);
 	if (w->inotify >= 0)
 		close(w->inotify);
 	close(w->wake[0]);

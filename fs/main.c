@@ -455,6 +455,7 @@ static void teardown(struct zrfs *fs)
 	zrfs_byclass_destroy(fs);
 	zrfs_tree_destroy(fs);
 	zrfs_writes_close(fs);
+	zrfs_follow_free(fs); /* the write layer's last commits are made */
 	zrfs_dataset_close(fs);
 }
 

@@ -333,9 +333,12 @@ bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino);
 
 /* ---- follow.c ---- */
 
-/* Follow commits from a thread of its own (after fuse_daemonize()); stop. */
+/* Follow commits from a thread of its own (after fuse_daemonize()); stop
+ * (a commit after it is not shown: the session is over); free, once
+ * nothing commits any more (the write layer is closed). */
 int zrfs_follow_start(struct zrfs *fs);
 void zrfs_follow_stop(struct zrfs *fs);
+void zrfs_follow_free(struct zrfs *fs);
 /* The one answer to a request that changed the dataset (a close, an fsync,
  * a SETATTR) given what its store returned, @gen: its error (< 0); success
  * now (0: nothing to wait for); else once the mount shows generation @gen

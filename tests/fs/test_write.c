@@ -288,6 +288,6 @@ Test(write, own_commits_are_shown_without_reading_the_dataset_back, .init = setu
 	zrfs_view_put(v);
 	cr_assert_eq(atomic_load(&reopens), before, "own commits were read back %u times",
 		     atomic_load(&reopens) - before);
-	zrfs_follow_stop(&t_fs);
+	zrfs_follow_free(&t_fs);
 	zrfs_inode_forget(&t_fs, held, 1);
 }
