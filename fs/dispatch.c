@@ -501,7 +501,7 @@ static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		zrfs_reply_err(req, rc);
 		return;
 	}
-	*p = (struct pinned){{{&pinned_ops}, v, NULL, NULL}, t};
+	*p = (struct pinned){{{&pinned_ops}, v, NULL, NULL, NULL}, t};
 	zrfs_reading_open(fs, &p->r);
 	fi->fh = (uintptr_t)p;
 	fi->direct_io = 1;

@@ -469,10 +469,12 @@ struct zrfs_reading {
 	struct zrfs_handle h;
 	struct zrfs_view *v;  /* the view at the open (referenced) */
 	struct zrfs_reading *prev, *next;
+	/* lets go of what else it holds, at its close (NULL: nothing) */
+	void (*let_go)(struct zrfs_reading *r);
 };
 /* List @r (its view taken): it is open. */
 void zrfs_reading_open(struct zrfs *fs, struct zrfs_reading *r);
-/* Unlist @r, let its view go and free it. */
+/* Unlist @r, let its view and what else it holds go, and free it. */
 void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r);
 /* Such a handle's operations (dispatch.c): a write is EBADF; a flush or
  * an fsync has nothing to do; a release closes it; a setattr is its

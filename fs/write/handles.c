@@ -289,6 +289,8 @@ void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r)
 	if (r->next)
 		r->next->prev = r->prev;
 	pthread_mutex_unlock(&w->handles_lock);
+	if (r->let_go)
+		r->let_go(r);
 	zrfs_view_put(r->v);
 	free(r);
 }

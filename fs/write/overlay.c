@@ -344,10 +344,9 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		zrfs_reply_attr(req, &st, 0);
 }
 
-static void r_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+static void r_let_go(struct zrfs_reading *r)
 {
-	zrfs_node_put(((struct rhandle *)hh)->draft);
-	zrfs_reading_release(req, fs, hh);
+	zrfs_node_put(((struct rhandle *)r)->draft);
 }
 
 static const struct zrfs_handle_ops rhandle_ops = {
@@ -355,7 +354,7 @@ static const struct zrfs_handle_ops rhandle_ops = {
 	.write = zrfs_reading_write,
 	.flush = zrfs_reading_flush,
 	.fsync = zrfs_reading_fsync,
-	.release = r_release,
+	.release = zrfs_reading_release,
 	.getattr = r_getattr,
 	.setattr = zrfs_reading_setattr,
 };
@@ -387,17 +386,16 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		return;
 	}
 	if (h) {
-		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL}, field, version, id, text, d};
+		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL, r_let_go}, field, version, id,
+				      text, d};
 		zrfs_reading_open(fs, &h->r);
 		fi->fh = (uintptr_t)h;
 	} else {
 		zrfs_view_put(v);
 	}
 	fi->direct_io = 1;
-	if (zrfs_reply_open(req, fi) != 0 && h) { /* the opener is gone: no RELEASE comes */
-		zrfs_node_put(d);
+	if (zrfs_reply_open(req, fi) != 0 && h) /* the opener is gone: no RELEASE comes */
 		zrfs_reading_close(fs, &h->r);
-	}
 }
 
 /* ---- listings ---- */
