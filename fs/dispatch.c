@@ -59,6 +59,16 @@ static const struct zrfs_subtree *owner_of(const struct zrfs *fs, fuse_ino_t ino
 	return NULL;
 }
 
+/* Whether file @ino is removed, its removal not committed yet (an
+ * overlay's gone). */
+static bool gone_of(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
+{
+	for (size_t k = 0; k < NSUBTREES; k++)
+		if (subtrees[k]->gone && subtrees[k]->gone(fs, v, ino))
+			return true;
+	return false;
+}
+
 /* The view @ino shows, referenced, with @cur the current one (under the names
  * lock); NULL when it shows none any more. */
 static struct zrfs_view *view_of(struct zrfs *fs, const struct zrfs_subtree *t,
@@ -98,6 +108,8 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 	if (!(v = view_of(fs, t, cur, ino)))
 		return -ESTALE;
 	rc = t->attr(fs, v, ino, st);
+	if (rc == 0 && S_ISREG(st->st_mode) && gone_of(fs, v, ino))
+		st->st_nlink = 0; /* removed while open */
 	zrfs_view_put(v);
 	return rc;
 }
@@ -190,18 +202,28 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	for (k = 0; k < NSUBTREES && rc == -ENOENT; k++)
 		if (subtrees[k]->overlay)
 			rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
+	if (rc == 0 && gone_of(fs, v, ino)) { /* an alias of a file removed */
+		unhanded(fs, ino);
+		rc = ZRFS_ENOENT_LATER;
+	}
 	if (rc == 0) { /* never cached: the writer's until stored */
 		if (!reply_identity(req, fs, v, ino))
 			reply_entry(req, fs, v, ino, 0);
 		zrfs_names_end(fs);
 		return;
 	}
-	if (parent == ZRFS_INO_ROOT) {
+	if (rc == ZRFS_ENOENT_LATER) {
+		;
+	} else if (parent == ZRFS_INO_ROOT) {
 		for (k = 0, rc = -ENOENT; k < NSUBTREES && rc == -ENOENT; k++)
 			if (!subtrees[k]->overlay)
 				rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
 	} else if ((t = owner_of(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
+		if (rc == 0 && gone_of(fs, v, ino)) { /* removed, not committed yet */
+			unhanded(fs, ino);
+			rc = ZRFS_ENOENT_LATER;
+		}
 	}
 	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
 	    rc == ZRFS_ENOENT_LATER) {
@@ -329,13 +351,20 @@ static int next_entry(struct zrfs *fs, struct zrfs_view *v, const struct zrfs_su
 	if (dir != ZRFS_INO_ROOT) {
 		/* the owner's entries, each maybe stood in for by an overlay's,
 		 * then the overlays' own */
-		if (pos < ZRFS_OVERLAY_POS && (rc = t->entry(fs, v, dir, pos, d)) != 0) {
-			fuse_ino_t own = d->ino;
-			bool shadowed = false;
-			for (size_t k = 0; rc > 0 && k < NSUBTREES && !shadowed; k++)
+		bool shadowed = false;
+		fuse_ino_t own = 0;
+		rc = pos < ZRFS_OVERLAY_POS ? t->entry(fs, v, dir, pos, d) : 0;
+		for (; rc > 0; rc = t->entry(fs, v, dir, d->pos + 1, d)) {
+			own = d->ino;
+			for (size_t k = 0; k < NSUBTREES && !shadowed; k++)
 				if (subtrees[k]->overlay && subtrees[k] != t &&
 				    (shadowed = subtrees[k]->shadow(fs, v, dir, d)))
 					unhanded(fs, own);
+			if (shadowed || d->type != S_IFREG || !gone_of(fs, v, own))
+				break;
+			unhanded(fs, own); /* removed, not committed yet: not listed */
+		}
+		if (rc != 0) {
 			fuse_ino_t id;
 			if (rc > 0 && !shadowed && d->type == S_IFREG &&
 			    (id = identity_of(fs, v, own, false)) != 0) {

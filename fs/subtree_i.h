@@ -82,6 +82,10 @@ struct zrfs_subtree {
 	 * commit not in @v moves into its id. Its attributes are not cached:
 	 * the record may change under a number no version tells. */
 	fuse_ino_t (*identity)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, bool count);
+	/* An overlay's: whether file @ino another subtree gave (a lookup, an
+	 * entry) is removed, not committed yet: not found, not listed, no
+	 * link (NULL: none is). */
+	bool (*gone)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino);
 	/* @name in directory @parent (the root or an owned node): *out, or
 	 * -ENOENT, ZRFS_ENOENT_LATER, -ENOTDIR (@parent is a file). */
 	int (*lookup)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,

@@ -1,9 +1,10 @@
 /*
- * committer.c - the thread that commits drafts in groups on a writable
- * mount (publish.c says when: -o commit_ms after the first is ready, or
- * once -o commit_size bytes or DRAFTS_MAX / 2 of them wait), retrying a
- * failed commit less and less often, and holding a group while a listing
- * of the directories it changes is open.
+ * committer.c - the thread that commits drafts, and removals, in groups on
+ * a writable mount (publish.c says when: -o commit_ms after the first is
+ * ready or removed, or once -o commit_size bytes or DRAFTS_MAX / 2 drafts
+ * or GONE_MAX / 2 removals wait), retrying a failed commit less and less
+ * often, and holding a group while a listing of the directories it changes
+ * is open.
  */
 #include "write_i.h"
 
@@ -27,12 +28,14 @@ static void *committer(void *arg)
 			zrfs_publish_late(fs);
 			continue;
 		}
-		if (w->nlate && (!w->nready || late_due < due))
+		bool waiting = zrfs_group_waiting(w);
+
+		if (w->nlate && (!waiting || late_due < due))
 			due = late_due; /* only to wake then */
 		/* a listing open: its entries would move under it (write_i.h) */
-		if (w->nready && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
+		if (waiting && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
 			due += LISTING_WAIT_MS;
-		else if (w->nready && (full || now >= due)) {
+		else if (waiting && (full || now >= due)) {
 			w->grouping = true;
 			pthread_mutex_unlock(&w->names_lock);
 			int64_t gen = zrfs_publish_group(fs, NULL);
@@ -50,7 +53,7 @@ static void *committer(void *arg)
 			w->ready_since_ms = now + w->retry_ms;
 			continue;
 		}
-		if (w->nready == 0 && w->nlate == 0) {
+		if (!waiting && w->nlate == 0) {
 			pthread_cond_wait(&w->wake, &w->names_lock);
 		} else {
 			struct timespec ts;

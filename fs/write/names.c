@@ -9,9 +9,15 @@
  * A name is, in the order asked: a draft; an alias (a new file's name
  * after it became a record, or a record's file renamed to it: resolved,
  * not listed); a record's own name. Renames and removals of drafts change
- * the daemon's tables only; of records they are committed at once
- * (publish.c). A rename between field directories is EXDEV (mv then copies
- * and removes); anything else outside them is EPERM.
+ * the daemon's tables only; renames of records are committed at once
+ * (publish.c). A removal of a record's file waits for a group, as a new
+ * file does (rm -rf of many files is not a commit each): its name is gone
+ * at once (zrfs_gone_add: lookups and listings skip it, names resolve
+ * around it), and any change that needs the records as the writer has
+ * them (a rename, a removal of another kind, a tree/ directory removed)
+ * commits the removals waiting first. A rename between field directories
+ * is EXDEV (mv then copies and removes); anything else outside them is
+ * EPERM.
  *
  * tree/ (a dataset that keeps names) is written by name: a name is a draft,
  * a directory, or the file of a record's value that the index (tree.c)
@@ -68,6 +74,15 @@ bool zrfs_no_field_ever(const struct place *p, const char *name)
 	return p->fieldless && !zrfs_name_hidden(name) && strchr(name, '.');
 }
 
+/* Whether record @id of @ds has a value of @field: a file, unless it
+ * was removed and its removal is waiting for its group. */
+static bool value_in(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id)
+{
+	return zr_present(ds, field, id) == 1 &&
+	       !zrfs_gone_has(fs->writes, field, id, zrfs_rec_version(fs, field, id),
+			      zrfs_names_view(fs)->gen);
+}
+
 /* What @name in directory @parent (at place @p) is, with records as @ds
  * (of @n records) has them. Records' own names are in the field's
  * directory, and in tree/ by name. */
@@ -89,14 +104,14 @@ static enum what resolve_in(struct zrfs *fs, fuse_ino_t parent, const struct pla
 		    zr_names_field_of(w->ds, &fs->names, name, strlen(name), &field, &key) < 0 ||
 		    zrfs_tree_find(fs, parent, name, key, id) < 0 || *id >= n)
 			return W_NONE;
-		return zr_present(ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+		return value_in(fs, ds, p->field, *id) ? W_RECORD : W_ID;
 	}
 	if (zrfs_alias_find(w, parent, name, UINT64_MAX, id) == 0)
 		return *alias = true, W_RECORD;
 	if (parent != ZRFS_INO_DIR + p->field ||
 	    zrfs_record_name_parse(fs, p->field, name, n + 1, id) < 0)
 		return W_NONE;
-	return *id < n && zr_present(ds, p->field, *id) == 1 ? W_RECORD : W_ID;
+	return *id < n && value_in(fs, ds, p->field, *id) ? W_RECORD : W_ID;
 }
 
 /* Under the names lock and names_lock alone: records as the mount shows
@@ -325,7 +340,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct zrfs_view *v;
 	struct place p;
 	uint64_t id;
-	bool alias;
+	bool alias, writer = false;
 	int rc;
 
 	if (strlen(name) > ZRFS_NAME_MAX) { /* FUSE passes up to 1024 */
@@ -338,6 +353,20 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 	zrfs_dir_keep(fs, parent);
 	zrfs_names_lock(fs);
+	if (atomic_load(&w->ngone)) {
+		/* a group may be moving records' ids this moment (a name that
+		 * fills a record in would find the view's): the removals are
+		 * committed first, the name resolved under the writer's lock */
+		zrfs_names_unlock(fs);
+		pthread_mutex_lock(&w->lock);
+		writer = true;
+		if ((rc = (int)zrfs_publish_removals(fs)) < 0) {
+			pthread_mutex_unlock(&w->lock);
+			zrfs_reply_err(req, rc);
+			return;
+		}
+		zrfs_names_lock(fs);
+	}
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 && zrfs_no_field_ever(&p, name)) {
 		rc = -EPERM;
 	} else if (rc == 0) {
@@ -359,6 +388,8 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		d->mode_set = fs->names.mode >= 0;
 	}
 	zrfs_names_unlock(fs);
+	if (writer)
+		pthread_mutex_unlock(&w->lock);
 	if (rc == 0 && !(h = zrfs_handle_new(fs, d, d->ino, fuse_req_ctx(req)->pid, false)))
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -451,23 +482,58 @@ void zrfs_draft_drop(struct zrfs_writes *w, struct wnode *d)
 	zrfs_draft_unlist(w, d);
 }
 
-/* Commit the drafts stored and not committed yet (a commit failed), under
- * w->lock, so that the names below see records: 0 or a negative code. */
+/* Commit the removals waiting and the drafts stored and not committed yet
+ * (a commit failed), under w->lock, so that the names below see the
+ * records as the writer has them: 0 or a negative code. The removals are
+ * committed alone: drafts ready go with the committer's group, which holds
+ * listings back while the view shows them both as drafts and as records. */
 int zrfs_settle_stored(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
+	int64_t gen;
 	bool any = false;
 
 	pthread_mutex_lock(&w->names_lock);
 	for (struct wnode *d = w->first; d && !any; d = d->next)
 		any = d->stored != NO_ID && !d->gen;
 	pthread_mutex_unlock(&w->names_lock);
-	if (!any)
-		return 0;
-	pthread_mutex_unlock(&w->lock); /* the group takes it */
-	int64_t gen = zrfs_publish_group(fs, NULL);
-	pthread_mutex_lock(&w->lock);
+	if (any) {
+		pthread_mutex_unlock(&w->lock); /* the group takes it */
+		gen = zrfs_publish_group(fs, NULL);
+		pthread_mutex_lock(&w->lock);
+		if (gen < 0)
+			return (int)gen;
+	}
+	gen = zrfs_publish_removals(fs); /* and those since, if any */
 	return gen < 0 ? (int)gen : 0;
+}
+
+/* Remove record file @name in @parent (at place @p) with the removals
+ * waiting for their group, if it still is one (not an alias, nor a
+ * draft) and they have room (under w->lock): whether it is removed. */
+static bool remove_later(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			 const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d;
+	uint64_t id;
+	bool alias, done = false;
+
+	if (w->gone_applied || atomic_load(&w->ngone) >= GONE_MAX)
+		return false; /* a failed commit to retry, or a full group first */
+	zrfs_names_lock(fs);
+	if (zrfs_name_resolve_held(fs, parent, p, name, &d, &id, &alias) == W_RECORD && !alias &&
+	    zrfs_gone_add(w, p->field, id, zrfs_rec_version(fs, p->field, id), p->tree,
+			  zr_generation(w->ds)) == 0) {
+		done = true;
+		/* the first starts the clock; a full group goes at once */
+		if (w->gone.n == 1 && !w->nready)
+			w->ready_since_ms = zrfs_now_ms();
+		if (w->gone.n == 1 || zrfs_group_full(w))
+			pthread_cond_signal(&w->wake);
+	}
+	zrfs_names_unlock(fs);
+	return done;
 }
 
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
@@ -498,12 +564,15 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		zrfs_reply_status(req, rc);
 		return;
 	}
-	/* a record's file: its value goes, committed at once (in tree/, with
-	 * the record when it was its last); so does the value of the record
-	 * a new file was renamed onto and stands in for (git's lockfile, sed
-	 * -i: the name's old value is gone from the rename on) */
+	/* a record's file: its value goes, with the next group (in tree/,
+	 * with the record when it was its last); so does the value of the
+	 * record a new file was renamed onto and stands in for (git's
+	 * lockfile, sed -i: the name's old value is gone from the rename on),
+	 * committed at once */
 	pthread_mutex_lock(&w->lock);
-	if ((rc = zrfs_settle_stored(fs)) == 0) {
+	if (what == W_RECORD && !alias && remove_later(fs, parent, &p, name)) {
+		rc = 0;
+	} else if ((rc = zrfs_settle_stored(fs)) == 0) {
 		unsigned field = p.field;
 		zrfs_names_lock(fs);
 		what = zrfs_name_resolve_held(fs, parent, &p, name, &d, &id, &alias);
@@ -563,6 +632,12 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	else
 		zrfs_draft_drop(w, d);
 	zrfs_names_unlock(fs);
+	if (rc == 0 && what == W_DIR && atomic_load(&w->ngone)) {
+		/* its files removed are gone from the index once committed */
+		pthread_mutex_lock(&w->lock);
+		rc = zrfs_settle_stored(fs);
+		pthread_mutex_unlock(&w->lock);
+	}
 	if (rc == 0 && what == W_DIR)
 		rc = zrfs_tree_rmdir(fs, parent, name);
 	if (rc == 0)

@@ -334,6 +334,7 @@ void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id)
 	if (d->listed && d->id != NO_ID)
 		zrfs_table_del(&w->targets, &d->by_target);
 	d->id = id;
+	d->id_moved = (struct wmoved){0}; /* in every view (a rename, a fill-in) */
 	/* a table that cannot grow takes it in a longer chain: no failure */
 	if (d->listed && id != NO_ID)
 		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, id));
@@ -544,6 +545,75 @@ void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent)
 	}
 }
 
+/* ---- removals waiting ---- */
+
+static bool gone_is(const struct wgone *g, unsigned field, uint64_t id)
+{
+	return g->field == field && g->id == id;
+}
+
+static struct wgone *gone_find(const struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->gone, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct wgone *g = zrfs_container(l, struct wgone, link);
+		if (gone_is(g, field, id))
+			return g;
+	}
+	return NULL;
+}
+
+int zrfs_gone_add(struct zrfs_writes *w, unsigned field, uint64_t id, unsigned version,
+		  bool by_name, uint64_t gen)
+{
+	struct wgone *g = gone_find(w, field, id);
+
+	if (g)
+		return 0;
+	if (!(g = malloc(sizeof *g)))
+		return -ENOMEM;
+	*g = (struct wgone){.field = field, .id = id, .version = version, .gen = gen,
+			    .by_name = by_name};
+	if (zrfs_table_add(&w->gone, &g->link, record_hash(field, id)) < 0) {
+		free(g);
+		return -ENOMEM;
+	}
+	atomic_store(&w->ngone, w->gone.n);
+	return 0;
+}
+
+bool zrfs_gone_has(const struct zrfs_writes *w, unsigned field, uint64_t id, unsigned version,
+		   uint64_t gen)
+{
+	const struct wgone *g;
+
+	return atomic_load(&w->ngone) && (g = gone_find(w, field, id)) != NULL &&
+	       g->version == version && gen <= g->gen;
+}
+
+struct wgone **zrfs_gone_all(const struct zrfs_writes *w, size_t *count)
+{
+	struct wgone **all = malloc((w->gone.n + 1) * sizeof *all);
+	size_t n = 0;
+
+	for (size_t b = 0; all && b < w->gone.cap; b++)
+		for (struct zrfs_link *l = w->gone.buckets[b]; l; l = l->next)
+			all[n++] = zrfs_container(l, struct wgone, link);
+	*count = n;
+	return all;
+}
+
+static void gone_free(struct zrfs_link *l)
+{
+	free(zrfs_container(l, struct wgone, link));
+}
+
+void zrfs_gone_clear(struct zrfs_writes *w)
+{
+	zrfs_table_drain(&w->gone, gone_free);
+	atomic_store(&w->ngone, 0);
+}
+
 /* ---- records moving ---- */
 
 /* @*id of @m moves to @to with the commit of generation @gen: views before
@@ -579,8 +649,12 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 	for (struct wnode *d = w->first; d; d = d->next) {
 		if (field != ZR_FIELDS_MAX && d->field != field)
 			continue;
-		if (d->id == from)
-			zrfs_draft_target(w, d, to); /* NO_ID: the draft becomes a new record */
+		if (d->id == from) { /* NO_ID: the draft becomes a new record */
+			struct wmoved m = d->id_moved;
+			zrfs_draft_target(w, d, to);
+			/* older views have the record it replaces where it was */
+			d->id_moved = m.since == gen ? m : (struct wmoved){from, gen};
+		}
 		if (d->stored == from)
 			move_id(&d->stored, &d->stored_moved, to, gen);
 	}
@@ -663,9 +737,20 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 	struct winode *i;
 	unsigned field = 0, version;
 	uint64_t id = NO_ID;
+	bool held = false;
 
-	*rc = -ESTALE; /* a number that shows nothing any more */
+	/* a number is the view's: with removals waiting, a group may be
+	 * moving records' ids this moment (publish.c); they are committed
+	 * first, and the number resolved under the writer's lock */
 	pthread_mutex_lock(&w->names_lock);
+	while (!held && atomic_load(&w->ngone)) {
+		pthread_mutex_unlock(&w->names_lock);
+		pthread_mutex_lock(&w->lock);
+		held = true;
+		zrfs_publish_removals(fs); /* a failure: logged, its removals shown as such */
+		pthread_mutex_lock(&w->names_lock);
+	}
+	*rc = -ESTALE; /* a number that shows nothing any more */
 	if ((i = zrfs_winode_find(w, ino)) != NULL) {
 		if (i->draft && !i->draft->detached && i->draft->kind != WN_DIR)
 			n = zrfs_node_ref(i->draft);
@@ -675,6 +760,8 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 		id = i->id;
 	} else if (!zrfs_rec_decode(fs, ino, &field, &id, &version)) {
 		*rc = -EPERM;
+	} else if (atomic_load(&w->ngone) && gone_find(w, field, id)) {
+		id = NO_ID; /* removed, its commit failed: nothing writes to it */
 	} else if (handle && zrfs_is_rec_ino(ino) && id < zr_length(w->ds)) {
 		keep_number(w, ino, field, id);
 	}
@@ -683,6 +770,8 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 	if (n && handle)
 		n->handles++; /* the handle's, made next */
 	pthread_mutex_unlock(&w->names_lock);
+	if (held)
+		pthread_mutex_unlock(&w->lock);
 	return n;
 }
 
@@ -737,4 +826,5 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 	zrfs_table_free(&w->inodes);
 	zrfs_table_free(&w->aliases);
 	zrfs_table_free(&w->identities);
+	zrfs_gone_clear(w);
 }

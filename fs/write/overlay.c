@@ -88,6 +88,25 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	return rc;
 }
 
+/* Whether record file @ino (in tree/ perhaps its class as text), another
+ * subtree's, is removed and its removal waits for its group: lookups do
+ * not find it, listings skip it, an open of it has no link. */
+static bool writing_gone(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
+{
+	struct zrfs_writes *w = fs->writes;
+	unsigned field, version;
+	uint64_t id;
+	bool gone;
+
+	if (!w || !atomic_load(&w->ngone) || (ino >> 56 != 1 && ino >> 56 != 2) ||
+	    !zrfs_rec_decode(fs, (ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, &field, &id, &version))
+		return false;
+	pthread_mutex_lock(&w->names_lock);
+	gone = zrfs_gone_has(w, field, id, version, v->gen);
+	pthread_mutex_unlock(&w->names_lock);
+	return gone;
+}
+
 /* ---- contents ---- */
 
 /* Whether record number @ino, kept as its file's and its file since
@@ -248,6 +267,9 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 			return last_shown(fs, v, ino, st);
 		if (rc == 0)
 			keep_shown(fs, ino, st);
+		if (rc == 0 && writing_gone(fs, v, zrfs_rec_ino(field, id,
+							      zrfs_rec_version(fs, field, id))))
+			st->st_nlink = 0; /* removed while open, not committed yet */
 		return rc;
 	}
 	node_attr(fs, v, ino, d, st);
@@ -403,8 +425,10 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 /* A draft listed on its own (not standing in for a record's file). */
 static bool own_entry(struct zrfs_view *v, const struct wnode *d)
 {
+	uint64_t target = zrfs_draft_target_at(d, v->gen);
+
 	return !zrfs_draft_settled(d, v->gen) &&
-	       (d->id == NO_ID || d->id >= v->n || !zrfs_record_listed(v, d->field, d->id));
+	       (target == NO_ID || target >= v->n || !zrfs_record_listed(v, d->field, target));
 }
 
 static int writing_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint64_t pos,
@@ -448,7 +472,10 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 	    !zrfs_rec_decode(fs, (e->ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, &field, &id, &version))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	if ((d = zrfs_draft_targeting(w, field, id)) != NULL && !zrfs_draft_settled(d, v->gen)) {
+	/* the target the view has: a group's delete moves it before the view
+	 * shows the move (the record at @id is another file's until then) */
+	if ((d = zrfs_draft_targeting(w, field, id)) != NULL && !zrfs_draft_settled(d, v->gen) &&
+	    zrfs_draft_target_at(d, v->gen) == id) {
 		e->ino = d->ino;
 		yes = true;
 	}
@@ -494,5 +521,6 @@ const struct zrfs_subtree zrfs_writing = {
 	.entry = writing_entry,
 	.shadow = writing_shadow,
 	.identity = writing_identity,
+	.gone = writing_gone,
 	.read = writing_read,
 };

@@ -15,6 +15,12 @@
  * disk: every 5 s at most); what it carried stays stored and goes with the
  * next commit that succeeds.
  *
+ * Removals of records' files wait for a group too (names.c): each is an
+ * entry of the table of removals, by the id and version the view has;
+ * the next commit through the mount makes them in the writer first, the
+ * highest id first (no record then moves but one below them), and the
+ * entries go once the view has the commit.
+ *
  * A record made through this mount (its id at least the length at mount)
  * that has lost every value is removed again, as zr rm does (the last
  * record takes its id, and the log says so): a temporary file a commit took
@@ -89,13 +95,23 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 	return rc;
 }
 
-/* Commit what was changed and make the mount show it (under w->lock): the
- * generation, or a negative code (logged). */
+static int apply_removals(struct zrfs *fs);
+
+/* Commit what was changed, with the removals waiting, and make the mount
+ * show it (under w->lock): the generation, or a negative code (logged). */
 static int64_t commit(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
-	int rc = zrfs_follow_commit(fs, w->ds);
+	int rc = apply_removals(fs);
 
+	if (rc == 0)
+		rc = zrfs_follow_commit(fs, w->ds);
+	if (rc == 0 && w->gone_applied) { /* shown: the view has them */
+		pthread_mutex_lock(&w->names_lock);
+		zrfs_gone_clear(w);
+		w->gone_applied = false;
+		pthread_mutex_unlock(&w->names_lock);
+	}
 	if (rc < 0) {
 		if (zrfs_log_admit()) /* a full disk, every close */
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s: cannot commit: %s\n", fs->dataset,
@@ -275,6 +291,60 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 	return 0;
 }
 
+/* Removals by record id, the highest first (a record removed takes the
+ * last one's id: the ones above are done by then). */
+static int gone_cmp(const void *a, const void *b)
+{
+	const struct wgone *x = *(struct wgone *const *)a, *y = *(struct wgone *const *)b;
+
+	return x->id < y->id ? 1 : x->id > y->id ? -1 : 0;
+}
+
+/* (w->lock held) Make the removals waiting in the writer, if not made
+ * yet: each file's value goes, then each record left without a value
+ * that remove_if_empty() removes. Their entries stay until the commit is
+ * shown (lookups see the view they name). 0 or a negative code (logged,
+ * the rest made: the commit carries what was). */
+static int apply_removals(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wgone **all;
+	size_t n;
+	int rc = 0, first = 0;
+
+	if (!atomic_load(&w->ngone) || w->gone_applied)
+		return 0;
+	pthread_mutex_lock(&w->names_lock);
+	if ((all = zrfs_gone_all(w, &n)) != NULL)
+		for (size_t i = 0; i < n; i++) /* what is open on it writes to no file */
+			zrfs_nodes_detach_record(w, all[i]->field, all[i]->id);
+	pthread_mutex_unlock(&w->names_lock);
+	if (!all)
+		return -ENOMEM;
+	w->gone_applied = true;
+	qsort(all, n, sizeof *all, gone_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (all[i]->id < zr_length(w->ds) &&
+		    zr_present(w->ds, all[i]->field, all[i]->id) == 1 &&
+		    (rc = set_value(fs, all[i]->field, all[i]->id, (zr_value){NULL, 0}, NULL)) < 0 &&
+		    !first)
+			first = rc;
+	for (size_t i = 0; i < n; i++) {
+		bool by_name = all[i]->by_name;
+		while (i + 1 < n && all[i + 1]->id == all[i]->id)
+			by_name |= all[++i]->by_name;
+		if ((rc = remove_if_empty(fs, all[i]->id, by_name)) < 0 && !first)
+			first = rc;
+	}
+	free(all);
+	return first;
+}
+
+int64_t zrfs_publish_removals(struct zrfs *fs)
+{
+	return atomic_load(&fs->writes->ngone) ? commit(fs) : 0;
+}
+
 int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool by_name)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -419,7 +489,7 @@ static void make_ready(struct zrfs *fs, struct wnode *d, bool now)
 		w->nlate--;
 	}
 	d->ready = true;
-	if (w->nready++ == 0)
+	if (w->nready++ == 0 && !atomic_load(&w->ngone))
 		w->ready_since_ms = zrfs_now_ms();
 	d->ready_size = atomic_load(&d->val.size);
 	w->ready_bytes += d->ready_size;
@@ -673,7 +743,7 @@ static bool needs_store(struct zrfs_writes *w, struct wnode *d, struct wnode *al
 	return yes;
 }
 
-int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
+int64_t zrfs_publish_group_held(struct zrfs *fs, struct wnode *also)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct group_keys keys = {0};
@@ -683,11 +753,17 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	int rc, also_rc = 0, store_rc = 0;
 	bool any = false;
 
-	pthread_mutex_lock(&w->lock);
-	if (!(g = take_group(w, also, &n))) {
-		pthread_mutex_unlock(&w->lock);
-		return -ENOMEM;
+	/* removals first, committed on their own: a new file under a name
+	 * removed fills its record in, a key's record is found as it is after
+	 * them, and an id a removal frees is another file's only in a later
+	 * commit, which gives that file a number of its own (the kernel may
+	 * still hold the removed file's) */
+	if ((gen = zrfs_publish_removals(fs)) < 0) {
+		store_rc = (int)gen;
+		gen = 0;
 	}
+	if (!(g = take_group(w, also, &n)))
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t before = zr_length(w->ds);
 		find_key_target(fs, g[i], &keys);
@@ -709,7 +785,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	for (size_t i = 0; i < n; i++)
 		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
 	pthread_mutex_unlock(&w->names_lock);
-	if (any && (gen = commit(fs)) > 0) {
+	if ((any || w->gone_applied) && (gen = commit(fs)) > 0) {
 		zrfs_names_begin(fs); /* settling reads the tree's names */
 		pthread_mutex_lock(&w->names_lock);
 		for (size_t i = 0; i < n; i++) {
@@ -723,7 +799,6 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 		pthread_mutex_unlock(&w->names_lock);
 		zrfs_names_end(fs);
 	}
-	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < n; i++)
 		zrfs_node_put(g[i]);
 	free(g);
@@ -732,4 +807,15 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	if (!also && gen == 0 && store_rc < 0)
 		return store_rc;
 	return also_rc < 0 ? also_rc : gen;
+}
+
+int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t gen;
+
+	pthread_mutex_lock(&w->lock);
+	gen = zrfs_publish_group_held(fs, also);
+	pthread_mutex_unlock(&w->lock);
+	return gen;
 }

@@ -201,7 +201,9 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 									    : p.field)))
 			rc = -EXDEV; /* a value of another field, or of none */
 		else if (!record && (d->kind == WN_DIR || d->id == NO_ID) &&
-			 !(to == W_DRAFT && td->storing))
+			 !(to == W_DRAFT && td->storing) &&
+			 /* onto a record, while a group may move records' ids */
+			 !((to == W_RECORD || to == W_ID) && atomic_load(&w->ngone)))
 			rc = rename_draft(fs, d, newparent, &tp, newname, to, td, tid, talias);
 		else if (!record)
 			replacing = true; /* below, under the writer's lock */

@@ -72,6 +72,10 @@
  *     reads the closer's exit status in /proc): a record keeps its stored
  *     value, a draft goes away; but where another process wrote too since
  *     it was stored, nothing is dropped: that one's close publishes.
+ *   - a removal of a record's file: the name goes at once (a table of
+ *     removals waiting, which lookups and listings consult); the group
+ *     commits it, the first thing it makes in the writer, and so does any
+ *     commit made through the mount before (publish.c).
  *   - a name starting with a dot is a temporary file until renamed onto
  *     another name: nothing stores it by itself (fsync included).
  * Other readers see a record's stored value until it is published; a
@@ -127,6 +131,9 @@
 /* Drafts closed and ready waiting for their group, at most: past it a
  * create commits them first (names.c). A group goes at half of it. */
 #define DRAFTS_MAX 1024
+/* Removals waiting for their group, at most: past it a removal commits
+ * them first (names.c). A group goes at half of it. */
+#define GONE_MAX 65536
 /* Aliases kept; the oldest is forgotten past it. */
 #define ALIASES_MAX 65536
 /* Directories made through a mount, at most. */
@@ -205,6 +212,7 @@ struct wnode {
 	/* under w->names_lock; kind also read without it (a draft's close) */
 	_Atomic(enum wnode_kind) kind;
 	uint64_t id;          /* a record node's record; a draft's target (NO_ID: appended) */
+	struct wmoved id_moved; /* ... a draft's target as older views have it */
 	fuse_ino_t parent;    /* a draft's (or directory's) directory: its field's, or a directory */
 	char *name;           /* its name there */
 	fuse_ino_t ino;       /* a draft's number (ZRFS_INO_STAGED | seq) */
@@ -279,6 +287,17 @@ struct walias {
 	char name[];
 };
 
+/* A file removed whose removal is not committed yet (publish.c): its
+ * record as the view has it, which lookups and listings no longer show. */
+struct wgone {
+	struct zrfs_link link;
+	unsigned field;
+	uint64_t id;          /* in the view, and the writer's until applied */
+	unsigned version;     /* its file's version there (zrfs_rec_version) */
+	uint64_t gen;         /* that view's generation: the next commit has it */
+	bool by_name;         /* removed from tree/: the record goes with its last value */
+};
+
 struct whandle;
 
 struct zrfs_writes {
@@ -308,6 +327,9 @@ struct zrfs_writes {
 	size_t naliases;
 	struct winode *moved_oldest, *moved_newest;
 	atomic_size_t nmoved; /* read without names_lock: whether to look at all */
+	struct zrfs_table gone; /* removals waiting for their group (struct wgone) */
+	atomic_size_t ngone;  /* ... how many: read without names_lock */
+	bool gone_applied;    /* ... made in the writer, their commit failed (w->lock) */
 	/* publish.c: the group; under names_lock, the committer waits on wake */
 	pthread_cond_t wake;
 	pthread_t committer;
@@ -436,10 +458,17 @@ const char *zrfs_node_top(const struct zrfs *fs, const struct wnode *n);
 /* The most bytes node @n's value may hold: its field's (a draft of no field
  * yet: any record's; a class as text: VALUE_TEXT_MAX). */
 uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n);
-/* Draft @d will replace or fill record @id (NO_ID: none, appended); the
- * listed draft that will replace (@field, @id), if any. */
+/* Draft @d will replace or fill record @id (NO_ID: none, appended), in
+ * every view from now on (a rename onto its name); the listed draft that
+ * will replace (@field, @id), if any. */
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
 struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id);
+/* Draft @d's target in view generation @gen: a delete or a rename moves it
+ * (zrfs_nodes_retarget) before that view has the move. */
+static inline uint64_t zrfs_draft_target_at(const struct wnode *d, uint64_t gen)
+{
+	return zrfs_moved_at(&d->id_moved, d->id, gen);
+}
 /* Whether draft @d is a record in view generation @gen (its commit shows). */
 static inline bool zrfs_draft_settled(const struct wnode *d, uint64_t gen)
 {
@@ -473,6 +502,17 @@ struct winode *zrfs_winode_find(struct zrfs_writes *w, fuse_ino_t ino);
 void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, uint64_t id,
 		       const struct zrfs_subtree *hook);
 void zrfs_winode_let_go(struct zrfs_writes *w, fuse_ino_t ino);
+/* Removals waiting for their group (under names_lock): the file of
+ * (@field, @id), of @version in the view of generation @gen, is removed
+ * (0 or -ENOMEM); whether it is, in a view of generation @gen (one past
+ * the removal's has its commit: the id may be another record's by then);
+ * all of them (an array to free, NULL out of memory); none any more. */
+int zrfs_gone_add(struct zrfs_writes *w, unsigned field, uint64_t id, unsigned version,
+		  bool by_name, uint64_t gen);
+bool zrfs_gone_has(const struct zrfs_writes *w, unsigned field, uint64_t id, unsigned version,
+		   uint64_t gen);
+struct wgone **zrfs_gone_all(const struct zrfs_writes *w, size_t *count);
+void zrfs_gone_clear(struct zrfs_writes *w);
 /* Aliases: the record @name names in directory @parent (0 with *id, or
  * -ENOENT); name one (of field @field); drop one, or all in @parent. */
 /* The record alias @name in @parent names in a view of generation @gen
@@ -527,6 +567,13 @@ void zrfs_publish_late(struct zrfs *fs);
  * was waiting), or a negative code (@d's failure; with @d NULL, the first
  * store's where none could be stored). */
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
+/* ... with w->lock held. The removals waiting (zrfs_gone_add) go with
+ * every group, and with every commit made through the mount: the first
+ * thing made in the writer, before what the group stores. */
+int64_t zrfs_publish_group_held(struct zrfs *fs, struct wnode *d);
+/* (w->lock held) Commit the removals waiting, alone: the generation (0:
+ * none waited), or a negative code (logged). */
+int64_t zrfs_publish_removals(struct zrfs *fs);
 /* The late drafts made ready, then the group: what is waiting, all of it
  * (a sync of a directory, the unmount). */
 int64_t zrfs_publish_all(struct zrfs *fs);
@@ -623,7 +670,14 @@ int zrfs_settle_stored(struct zrfs *fs);
 /* Whether enough drafts are ready for a group to go now (publish.c). */
 static inline bool zrfs_group_full(const struct zrfs_writes *w)
 {
-	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes;
+	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes ||
+	       atomic_load(&w->ngone) >= GONE_MAX / 2;
+}
+
+/* Whether a group has anything to do: drafts ready, or removals. */
+static inline bool zrfs_group_waiting(const struct zrfs_writes *w)
+{
+	return w->nready || atomic_load(&w->ngone);
 }
 
 /* ---- handles.c: handles and when a close publishes ---- */

@@ -174,8 +174,21 @@ Test(write_names, unlink_and_rename_of_records, .init = setup, .fini = teardown)
 	uint8_t one[64], two[64];
 	int n1 = t_value(2, 1, one), n2 = t_value(2, 2, two);
 
+	uint64_t gen = generation_now();
+	size_t len;
+	uint8_t *was;
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "0.bin");
 	cr_assert_eq(t_reply.err, 0);
+	/* gone from its name at once, committed with the next group (here a
+	 * sync of its directory), as a new file is */
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "0.bin");
+	cr_assert_eq(t_reply.err, ENOENT);
+	cr_assert_eq(generation_now(), gen, "a removal waits for its group");
+	cr_assert_not_null(was = committed(2, 0, &len));
+	free(was);
+	zrfs_write_fsyncdir(NULL, &t_fs);
+	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(generation_now(), gen + 1);
 	expect_value(2, 0, NULL);
 	cr_assert_eq(length_now(), T_N, "ids of records not made here never move");
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "0.bin");

@@ -60,6 +60,12 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   no read of a file that opened fails (1 or 2 did in 40 s) and the mount
   never stops answering (a lookup of a file being published waited for
   the publisher, which waited for the lookup's lock);
+- record files removed (rm, 30 of them, a quarter open) are gone from
+  stat, ls and open at once, read whole with no link through a descriptor
+  opened before, and a new file under a removed name is the new one: the
+  removals wait for a group as new files do, and a sync of the directory
+  commits them (each removal was a commit of its own: rm -rf of 34,000
+  files took minutes);
 - a record's file opened for writing (touch) and renamed is gone from
   its old name (the number it kept as the file's identity was the one a
   lookup of the old name gave, and showed the moved file there).
@@ -452,6 +458,44 @@ def removed_while_open(d):
     return '%d files removed while open, each with its size and no link' % n
 
 
+def removed_in_groups(d):
+    img = os.path.join(MNT, 'img')
+    gen0 = zr('info', DS)
+    ks = [k for k in range(150, 190) if os.path.exists('%s/%d.jpg' % (img, k))]
+    was = {k: open('%s/%d.jpg' % (img, k), 'rb').read() for k in ks}
+    fds = {k: os.open('%s/%d.jpg' % (img, k), os.O_RDONLY) for k in ks[::4]}
+    for k in ks:
+        os.unlink('%s/%d.jpg' % (img, k))
+        if os.path.exists('%s/%d.jpg' % (img, k)):
+            fail('%d.jpg is there right after rm' % k)
+    listed = set(os.listdir(img))
+    back = ['%d.jpg' % k for k in ks if '%d.jpg' % k in listed]
+    if back:
+        fail('ls right after rm lists %s' % back[:3])
+    for k, fd in fds.items():
+        st = os.fstat(fd)
+        got = os.pread(fd, len(was[k]) + 1, 0)
+        os.close(fd)
+        if st.st_nlink != 0 or st.st_size != len(was[k]) or got != was[k]:
+            fail('%d.jpg removed while open: links %d, size %d, %d of %d bytes read back'
+                 % (k, st.st_nlink, st.st_size, len(got), len(was[k])))
+    for k in ks[:3]:  # a new file under a removed name is the new one
+        open('%s/%d.jpg' % (img, k), 'wb').write(b'anew %d' % k)
+    for k in ks[:3]:
+        if open('%s/%d.jpg' % (img, k), 'rb').read() != b'anew %d' % k:
+            fail('%d.jpg made anew after rm reads another value' % k)
+    sync('img')  # durable: the dataset has the removals, and the new values
+    for k in ks:
+        r = subprocess.run([ZR, 'cat', DS, 'img', str(k)], capture_output=True)
+        want = b'anew %d' % k if k in ks[:3] else None
+        if (want is None and r.returncode == 0) or (want is not None and r.stdout != want):
+            fail('after sync of img/, record %d holds %r' % (k, r.stdout[:20]))
+    if zr('info', DS) == gen0:
+        fail('zr info: nothing committed')
+    return '%d files removed (%d open), each gone at once, read whole while open' % (
+        len(ks), len(fds))
+
+
 def new_file_read_as_it_goes(d):
     img = os.path.join(MNT, 'img')
     wrong = []
@@ -706,7 +750,8 @@ def main():
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, read_across_a_commit,
-                 touched_then_moved, removed_while_open, new_file_read_as_it_goes):
+                 touched_then_moved, removed_while_open, removed_in_groups,
+                 new_file_read_as_it_goes):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
