@@ -295,13 +295,27 @@ void zrfs_reading_close(struct zrfs *fs, struct zrfs_reading *r)
 	free(r);
 }
 
+struct wnode *zrfs_node_of_number(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = zrfs_node_of_ino(fs, ino, handle, false, rc);
+
+	if (!n && *rc == -EAGAIN) { /* a group may be moving ids: none does under the lock */
+		pthread_mutex_lock(&w->lock);
+		zrfs_publish_removals(fs); /* a failure: logged, its removals shown as such */
+		n = zrfs_node_of_ino(fs, ino, handle, true, rc);
+		pthread_mutex_unlock(&w->lock);
+	}
+	return n;
+}
+
 void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct whandle *h;
 	struct wnode *n;
 	int rc;
 
-	if (!(n = zrfs_node_of_ino(fs, ino, true, &rc))) {
+	if (!(n = zrfs_node_of_number(fs, ino, true, &rc))) {
 		zrfs_reply_err(req, rc);
 		return;
 	}

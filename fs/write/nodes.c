@@ -730,25 +730,22 @@ static void keep_number(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, u
 	identity_set(w, i);
 }
 
-struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc)
+struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, bool settled,
+			       int *rc)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *n = NULL;
 	struct winode *i;
 	unsigned field = 0, version;
 	uint64_t id = NO_ID;
-	bool held = false;
 
 	/* a number is the view's: with removals waiting, a group may be
-	 * moving records' ids this moment (publish.c); they are committed
-	 * first, and the number resolved under the writer's lock */
+	 * moving records' ids this moment (publish.c) */
 	pthread_mutex_lock(&w->names_lock);
-	while (!held && atomic_load(&w->ngone)) {
+	if (!settled && atomic_load(&w->ngone)) {
 		pthread_mutex_unlock(&w->names_lock);
-		pthread_mutex_lock(&w->lock);
-		held = true;
-		zrfs_publish_removals(fs); /* a failure: logged, its removals shown as such */
-		pthread_mutex_lock(&w->names_lock);
+		*rc = -EAGAIN;
+		return NULL;
 	}
 	*rc = -ESTALE; /* a number that shows nothing any more */
 	if ((i = zrfs_winode_find(w, ino)) != NULL) {
@@ -770,8 +767,6 @@ struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int
 	if (n && handle)
 		n->handles++; /* the handle's, made next */
 	pthread_mutex_unlock(&w->names_lock);
-	if (held)
-		pthread_mutex_unlock(&w->lock);
 	return n;
 }
 

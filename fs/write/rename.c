@@ -276,7 +276,7 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if ((fs->names.mtime >= 0 || mode) && (n = zrfs_node_of_ino(fs, ino, false, &err)) != NULL) {
+	if ((fs->names.mtime >= 0 || mode) && (n = zrfs_node_of_number(fs, ino, false, &err)) != NULL) {
 		if (mode && (rc = zrfs_publish_mode(fs, n, S_IFREG | (attr->st_mode & 07777))) >= 0)
 			st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
 		if (rc >= 0 && timed && fs->names.mtime >= 0 &&
@@ -327,7 +327,7 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	}
 	/* truncate(2) of a file by its name: a change of its own, stored now
 	 * (a record), unless it is open for writing (its last close stores it) */
-	if (!(n = zrfs_node_of_ino(fs, ino, false, (int *)&rc))) {
+	if (!(n = zrfs_node_of_number(fs, ino, false, (int *)&rc))) {
 		zrfs_reply_err(req, (int)rc);
 		return;
 	}

@@ -543,8 +543,12 @@ bool zrfs_dir_tree(struct zrfs *fs, fuse_ino_t ino);
  * counted if @handle): a draft's number, a number that shows a record (a
  * record file's, one moved by a rename, a draft's that became a record),
  * or NULL with *rc: -EPERM (meta.json, views, batches: made, not stored),
- * -EISDIR, -ESTALE (shows nothing any more), -ENOMEM. */
-struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc);
+ * -EISDIR, -ESTALE (shows nothing any more), -ENOMEM; or -EAGAIN unless
+ * @settled: removals wait, and a group may be moving records' ids (under
+ * w->lock after zrfs_publish_removals, @settled: none can).
+ * zrfs_node_of_number (handles.c) does both. */
+struct wnode *zrfs_node_of_ino(struct zrfs *fs, fuse_ino_t ino, bool handle, bool settled,
+			       int *rc);
 /* Load record node @n's stored value if it has not (n->lock held): 0 or a
  * negative code. */
 int zrfs_node_load(struct zrfs *fs, struct wnode *n);
@@ -693,6 +697,8 @@ struct whandle {
 	struct whandle *next, *prev; /* every handle open (under handles_lock) */
 };
 
+/* zrfs_node_of_ino, the removals waiting committed first if any wait. */
+struct wnode *zrfs_node_of_number(struct zrfs *fs, fuse_ino_t ino, bool handle, int *rc);
 /* A handle for writing on node @n (referenced here; the caller counted it
  * in n->handles): opened by process @pid, on the list for the SETATTR of
  * an open(O_TRUNC) when @fresh. NULL out of memory. */
