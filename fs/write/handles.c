@@ -301,8 +301,7 @@ struct wnode *zrfs_node_of_number(struct zrfs *fs, fuse_ino_t ino, bool handle, 
 	struct wnode *n = zrfs_node_of_ino(fs, ino, handle, false, rc);
 
 	if (!n && *rc == -EAGAIN) { /* a group may be moving ids: none does under the lock */
-		pthread_mutex_lock(&w->lock);
-		zrfs_publish_removals(fs); /* a failure: logged, its removals shown as such */
+		zrfs_lock_settled(fs); /* a failure: logged, its removals shown as such */
 		n = zrfs_node_of_ino(fs, ino, handle, true, rc);
 		pthread_mutex_unlock(&w->lock);
 	}

@@ -358,9 +358,8 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		 * fills a record in would find the view's): the removals are
 		 * committed first, the name resolved under the writer's lock */
 		zrfs_names_unlock(fs);
-		pthread_mutex_lock(&w->lock);
 		writer = true;
-		if ((rc = (int)zrfs_publish_removals(fs)) < 0) {
+		if ((rc = (int)zrfs_lock_settled(fs)) < 0) {
 			pthread_mutex_unlock(&w->lock);
 			zrfs_reply_err(req, rc);
 			return;
@@ -484,9 +483,11 @@ void zrfs_draft_drop(struct zrfs_writes *w, struct wnode *d)
 
 /* Commit the removals waiting and the drafts stored and not committed yet
  * (a commit failed), under w->lock, so that the names below see the
- * records as the writer has them: 0 or a negative code. The removals are
- * committed alone: drafts ready go with the committer's group, which holds
- * listings back while the view shows them both as drafts and as records. */
+ * records as the writer has them: 0 or a negative code. With none stored
+ * and waiting, the removals are committed alone (drafts ready go with the
+ * committer's group, which holds listings back while the view shows them
+ * both as drafts and as records); with some, a group commits them, and
+ * the drafts ready with them. */
 int zrfs_settle_stored(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;

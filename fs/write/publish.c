@@ -345,6 +345,12 @@ int64_t zrfs_publish_removals(struct zrfs *fs)
 	return atomic_load(&fs->writes->ngone) ? commit(fs) : 0;
 }
 
+int64_t zrfs_lock_settled(struct zrfs *fs)
+{
+	pthread_mutex_lock(&fs->writes->lock);
+	return zrfs_publish_removals(fs);
+}
+
 int64_t zrfs_publish_remove(struct zrfs *fs, unsigned field, uint64_t id, bool by_name)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -743,7 +749,8 @@ static bool needs_store(struct zrfs_writes *w, struct wnode *d, struct wnode *al
 	return yes;
 }
 
-int64_t zrfs_publish_group_held(struct zrfs *fs, struct wnode *also)
+/* zrfs_publish_group under w->lock. */
+static int64_t publish_group_held(struct zrfs *fs, struct wnode *also)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct group_keys keys = {0};
@@ -815,7 +822,7 @@ int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *also)
 	int64_t gen;
 
 	pthread_mutex_lock(&w->lock);
-	gen = zrfs_publish_group_held(fs, also);
+	gen = publish_group_held(fs, also);
 	pthread_mutex_unlock(&w->lock);
 	return gen;
 }

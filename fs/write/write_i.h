@@ -571,13 +571,14 @@ void zrfs_publish_late(struct zrfs *fs);
  * was waiting), or a negative code (@d's failure; with @d NULL, the first
  * store's where none could be stored). */
 int64_t zrfs_publish_group(struct zrfs *fs, struct wnode *d);
-/* ... with w->lock held. The removals waiting (zrfs_gone_add) go with
- * every group, and with every commit made through the mount: the first
- * thing made in the writer, before what the group stores. */
-int64_t zrfs_publish_group_held(struct zrfs *fs, struct wnode *d);
-/* (w->lock held) Commit the removals waiting, alone: the generation (0:
- * none waited), or a negative code (logged). */
+/* (w->lock held) Commit the removals waiting (zrfs_gone_add), alone: the
+ * generation (0: none waited), or a negative code (logged). They also go
+ * with every group and every commit made through the mount, first. */
 int64_t zrfs_publish_removals(struct zrfs *fs);
+/* Take w->lock and commit the removals waiting, so that no group moves
+ * ids while it is held: as zrfs_publish_removals; w->lock stays held
+ * whatever it returns. */
+int64_t zrfs_lock_settled(struct zrfs *fs);
 /* The late drafts made ready, then the group: what is waiting, all of it
  * (a sync of a directory, the unmount). */
 int64_t zrfs_publish_all(struct zrfs *fs);
