@@ -7,7 +7,12 @@
 # what the kernel and the transport cost here), through /dev/fuse and,
 # where the kernel offers it, io_uring (-o uring). Every removal is
 # followed by sync (on a mount, sync of the directory that held it); the
-# dataset must then hold no record.
+# dataset must then hold no record of them.
+#
+# With MADE=yes the files are written into tree/ through the mount first
+# (cp -r, then sync; not timed) and removed on the same mount: each keeps
+# the inode number it was made with, as a file a program makes does, and
+# the daemon has a table of them all while they go.
 #
 # usage: tools/bench_remove.sh ZR ZRFS [FILES] [RUNS] [DIR]
 #   FILES files of 512 bytes in one directory (default 34000); RUNS runs
@@ -22,8 +27,10 @@ set -eu
 ZR=$1 ZRFS=$2 FILES=${3:-34000} RUNS=${4:-3} DIR=${5:-/var/tmp}
 FLOOR=${FLOOR:-$(dirname "$ZRFS")/zrfs-floor}
 bench_scratch "$DIR" remove
-mkdir -p "$T/src/d"
+MADE=${MADE:-no}
+mkdir -p "$T/src/d" "$T/seed/x"
 head -c 512 /dev/urandom >"$T/one"
+cp "$T/one" "$T/seed/x/kept.bin" # MADE=yes: a dataset of one record, which stays
 i=0
 while [ $i -lt "$FILES" ]; do
 	cp "$T/one" "$T/src/d/f$i.bin"
@@ -43,12 +50,19 @@ native() {
 }
 # on_mount ZRFS|FLOOR OPTIONS...: seconds of rm -rf of the directory of
 # FILES files on a fresh mount with OPTIONS; a dataset must hold no record
+# of them
 on_mount() {
 	daemon=$1
 	shift
 	if [ "$daemon" = zrfs ]; then
 		rm -rf "$T/ds"
-		"$ZR" import dir "$T/src" "$T/ds" >/dev/null
+		left=0
+		[ "$MADE" = yes ] && left=1
+		if [ $left = 1 ]; then
+			"$ZR" import dir "$T/seed" "$T/ds" >/dev/null
+		else
+			"$ZR" import dir "$T/src" "$T/ds" >/dev/null
+		fi
 		setsid -w "$ZRFS" "$T/ds" "$T/mnt" -f "$@" 2>"$T/log" &
 		gone=tree/d
 	else
@@ -57,13 +71,17 @@ on_mount() {
 	fi
 	pid=$!
 	timeout 30 sh -c "until mountpoint -q '$T/mnt'; do :; done"
+	if [ "$daemon" = zrfs ] && [ $left = 1 ]; then
+		cp -r "$T/src/d" "$T/mnt/tree/"
+		sync "$T/mnt/tree"
+	fi
 	secs sh -c "rm -rf '$T/mnt/$gone' && sync '$(dirname "$T/mnt/$gone")'"
 	[ ! -e "$T/mnt/$gone" ] || { echo "$daemon: $gone is still there" >&2; exit 1; }
 	fusermount3 -u "$T/mnt"
 	wait $pid
 	[ "$daemon" = zrfs ] || return 0
 	n=$("$ZR" info "$T/ds" | awk '/^records/ {print $2}')
-	[ "$n" = 0 ] || { echo "the dataset holds $n records, not 0" >&2; exit 1; }
+	[ "$n" = $left ] || { echo "the dataset holds $n records, not $left" >&2; exit 1; }
 }
 uring=no
 [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && uring=yes
@@ -91,8 +109,10 @@ row() {
 	echo
 }
 echo
-echo "rm -rf of $FILES files of 512 bytes in one directory, then sync; medians of $RUNS runs," \
-	"ratios: medians of the per-run ratios:"
+how=imported
+[ "$MADE" = yes ] && how="made through the mount"
+echo "rm -rf of $FILES files of 512 bytes in one directory ($how), then sync; medians of" \
+	"$RUNS runs, ratios: medians of the per-run ratios:"
 row 1 "native"
 row 2 "zrfs -o writable, tree/" 3
 row 3 "  floor"

@@ -128,18 +128,54 @@ static struct winode *inode_add(struct zrfs_writes *w, fuse_ino_t ino)
 	return i;
 }
 
+/* Entry @l of table @t (in it: @*filed) is record (@field, @id)'s now, and
+ * in @t by it, or in no table (@id NO_ID): whether it is (a table that
+ * cannot grow takes it in a longer chain: only an empty one refuses). */
+static bool record_file(struct zrfs_table *t, struct zrfs_link *l, bool *filed, unsigned field,
+			uint64_t id)
+{
+	if (*filed)
+		zrfs_table_del(t, l);
+	*filed = id != NO_ID && zrfs_table_add(t, l, record_hash(field, id)) == 0;
+	return *filed || id == NO_ID;
+}
+
+/* Winode @i shows record (@field, @id) from now on (NO_ID: none, ESTALE),
+ * filed by it unless it is a draft's number (short of memory: none). Its
+ * identity, if it has one, follows with identity_set. */
+static void winode_place(struct zrfs_writes *w, struct winode *i, unsigned field, uint64_t id)
+{
+	i->field = field;
+	i->id = id;
+	if (!record_file(&w->record_files, &i->by_record, &i->filed, field, i->draft ? NO_ID : id))
+		i->id = NO_ID;
+}
+
+/* The first winode filed under record (@field, @id) that is its identity
+ * (@identity), or any. */
+static struct winode *file_find(struct zrfs_writes *w, unsigned field, uint64_t id,
+				bool identity)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->record_files, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct winode *i = zrfs_container(l, struct winode, by_record);
+		if (i->field == field && i->id == id && (i->identity || !identity))
+			return i;
+	}
+	return NULL;
+}
+
 /* Winode @i is record (i->field, i->id)'s file from now on (i->id NO_ID:
- * no record's), in the identities. */
+ * no record's): its identity, the only one of that record. */
 static void identity_set(struct zrfs_writes *w, struct winode *i)
 {
 	if (i->identity) {
-		zrfs_table_del(&w->identities, &i->by_record);
+		i->identity = false;
 		atomic_fetch_sub(&w->nidentities, 1);
 	}
 	if (i->id != NO_ID)
 		identity_drop(w, i->field, i->id, false); /* the newest file is the record's */
-	i->identity = i->id != NO_ID && !i->draft && !i->moved &&
-		      zrfs_table_add(&w->identities, &i->by_record, record_hash(i->field, i->id)) == 0;
+	i->identity = i->filed && !i->moved;
 	if (i->identity)
 		atomic_fetch_add(&w->nidentities, 1);
 }
@@ -152,34 +188,29 @@ static void identity_set(struct zrfs_writes *w, struct winode *i)
  * version has it: number_shown). */
 static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id, bool gone)
 {
-	struct zrfs_link *l, *next;
+	struct winode *i;
 
 	if (!atomic_load(&w->nidentities))
 		return;
-	for (l = zrfs_table_first(&w->identities, record_hash(field, id)); l; l = next) {
-		struct winode *i = zrfs_container(l, struct winode, by_record);
-		next = zrfs_table_next(l);
-		if (i->field == field && i->id == id) {
-			zrfs_table_del(&w->identities, &i->by_record);
-			atomic_fetch_sub(&w->nidentities, 1);
-			i->identity = false;
-			if (!i->draft && !zrfs_inode_held(w->fs, i->ino))
-				inode_del(w, i);
-			else if (gone && !i->draft && !i->kept) /* a kept one is its id's */
-				i->id = NO_ID;
-		}
+	while ((i = file_find(w, field, id, true)) != NULL) {
+		i->identity = false;
+		atomic_fetch_sub(&w->nidentities, 1);
+		if (!zrfs_inode_held(w->fs, i->ino))
+			inode_del(w, i);
+		else if (gone && !i->kept) /* a kept one is its id's */
+			winode_place(w, i, field, NO_ID);
 	}
 }
 
 fuse_ino_t zrfs_winode_identity(struct zrfs_writes *w, unsigned field, uint64_t id, bool text,
 				uint64_t gen)
 {
-	for (struct zrfs_link *l = zrfs_table_first(&w->identities, record_hash(field, id)); l;
+	for (struct zrfs_link *l = zrfs_table_first(&w->record_files, record_hash(field, id)); l;
 	     l = zrfs_table_next(l)) {
 		struct winode *i = zrfs_container(l, struct winode, by_record);
 		/* a file a delete moves into @id before view @gen has the move
 		 * is another record's there: the one removed, still shown */
-		if (i->field == field && i->id == id && i->text == text &&
+		if (i->identity && i->field == field && i->id == id && i->text == text &&
 		    zrfs_moved_at(&i->id_moved, i->id, gen) == id)
 			return i->ino;
 	}
@@ -190,7 +221,7 @@ static void inode_del(struct zrfs_writes *w, struct winode *i)
 {
 	if (i->kept)
 		atomic_fetch_sub(&w->nkept, 1);
-	i->id = NO_ID;
+	winode_place(w, i, i->field, NO_ID);
 	identity_set(w, i); /* none any more */
 	zrfs_table_del(&w->inodes, &i->link);
 	if (i->moved) {
@@ -340,6 +371,15 @@ void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id)
 		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, id));
 }
 
+void zrfs_draft_stored(struct zrfs_writes *w, struct wnode *d, uint64_t id)
+{
+	if (d->listed && d->stored == NO_ID && id != NO_ID)
+		w->nstored++;
+	else if (d->listed && d->stored != NO_ID && id == NO_ID)
+		w->nstored--;
+	d->stored = id;
+}
+
 struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id)
 {
 	if (!w->targets.n)
@@ -361,6 +401,8 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 		return;
 	if (d->id != NO_ID)
 		zrfs_table_del(&w->targets, &d->by_target);
+	if (d->stored != NO_ID)
+		w->nstored--;
 	count_child(w, d, -1);
 	d->listed = false;
 	zrfs_table_del(&w->drafts_by_name, &d->by_name);
@@ -373,12 +415,12 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 	 * or (removed, replaced) the bytes it has, as an unlinked file keeps
 	 * them for whoever has it open */
 	if ((i = zrfs_winode_find(w, d->ino)) != NULL) {
-		i->id = d->stored;
-		i->id_moved = d->stored_moved; /* older views: where it was */
 		if (d->stored != NO_ID) {
 			zrfs_node_put(i->draft);
 			i->draft = NULL;
 		}
+		winode_place(w, i, i->field, d->stored);
+		i->id_moved = d->stored_moved; /* older views: where it was */
 		/* the record's file keeps its number, held or not (while there
 		 * is room for those not held) */
 		bool held = zrfs_inode_held(w->fs, d->ino);
@@ -400,7 +442,7 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 	zrfs_record_name_format(fs, d->field, id, own, sizeof own);
 	if (!d->tree && (d->parent != ZRFS_INO_DIR + d->field || strcmp(own, d->name) != 0))
 		zrfs_alias_set(w, d->parent, d->field, d->name, id);
-	d->stored = id;
+	zrfs_draft_stored(w, d, id);
 	/* its handles write the record from now on */
 	zrfs_nodes_detach_record(w, d->field, id);
 	zrfs_draft_unlist(w, d);
@@ -455,8 +497,7 @@ void zrfs_winode_moved(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, ui
 		w->moved_newest = i;
 		w->nmoved++;
 	}
-	i->field = field;
-	i->id = id;
+	winode_place(w, i, field, id);
 	if (i->identity)
 		identity_set(w, i); /* a kept number: the file is record @id's now */
 	if (kept_elsewhere(w, i) && !zrfs_inode_held(w->fs, ino))
@@ -488,13 +529,37 @@ int zrfs_alias_find(struct zrfs_writes *w, fuse_ino_t parent, const char *name, 
 	return 0;
 }
 
+static void alias_del(struct zrfs_writes *w, struct walias *a);
+
+/* Alias @a names record @id from now on (NO_ID: none), filed by it (short
+ * of memory: the name is forgotten, the record stays). */
+static void alias_place(struct zrfs_writes *w, struct walias *a, uint64_t id)
+{
+	a->id = id;
+	if (!record_file(&w->alias_records, &a->by_record, &a->filed, a->field, id))
+		alias_del(w, a);
+}
+
 static void alias_del(struct zrfs_writes *w, struct walias *a)
 {
+	record_file(&w->alias_records, &a->by_record, &a->filed, a->field, NO_ID);
 	*(a->older ? &a->older->newer : &w->alias_oldest) = a->newer;
 	*(a->newer ? &a->newer->older : &w->alias_newest) = a->older;
 	zrfs_table_del(&w->aliases, &a->link);
 	w->naliases--;
 	free(a);
+}
+
+/* The first alias of record (@field, @id). */
+static struct walias *alias_of(struct zrfs_writes *w, unsigned field, uint64_t id)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&w->alias_records, record_hash(field, id)); l;
+	     l = zrfs_table_next(l)) {
+		struct walias *a = zrfs_container(l, struct walias, by_record);
+		if (a->field == field && a->id == id)
+			return a;
+	}
+	return NULL;
 }
 
 void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, const char *name,
@@ -504,8 +569,8 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 	size_t len = strlen(name);
 
 	if (a) {
-		a->id = id;
 		a->id_moved = (struct wmoved){0};
+		alias_place(w, a, id);
 		return;
 	}
 	if (w->naliases >= ALIASES_MAX)
@@ -514,7 +579,8 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 		return; /* short of memory: the name is forgotten, the record stays */
 	a->parent = parent;
 	a->field = field;
-	a->id = id;
+	a->id = NO_ID;
+	a->filed = false;
 	a->id_moved = (struct wmoved){0};
 	a->newer = NULL;
 	a->older = w->alias_newest;
@@ -526,6 +592,7 @@ void zrfs_alias_set(struct zrfs_writes *w, fuse_ino_t parent, unsigned field, co
 	*(w->alias_newest ? &w->alias_newest->newer : &w->alias_oldest) = a;
 	w->alias_newest = a;
 	w->naliases++;
+	alias_place(w, a, id);
 }
 
 void zrfs_alias_drop(struct zrfs_writes *w, fuse_ino_t parent, const char *name)
@@ -631,50 +698,58 @@ static void move_id(uint64_t *id, struct wmoved *m, uint64_t to, uint64_t gen)
 void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to)
 {
 	uint64_t gen = zr_generation(w->ds) + 1; /* the commit that moves it */
-	unsigned f0 = field == ZR_FIELDS_MAX ? 0 : field, f1 = field == ZR_FIELDS_MAX ? ZR_FIELDS_MAX : field + 1;
+	unsigned f0 = field == ZR_FIELDS_MAX ? 0 : field;
+	unsigned f1 = field == ZR_FIELDS_MAX ? w->fs->nfields : field + 1;
 
+	if (from == to)
+		return;
+	/* each found by the record it shows, never by a walk of them all: a
+	 * removal costs the same in a directory of a million files */
 	for (unsigned f = f0; f < f1; f++) {
-		struct wnode *n = record_find(w, f, from);
-		if (!n)
-			continue;
-		zrfs_table_del(&w->records, &n->by_record);
-		if (to == NO_ID || record_find(w, f, to)) {
-			n->detached = true; /* its record is gone, or another writer has the place */
-			zrfs_node_put(n);
-			continue;
-		}
-		n->id = to;
-		zrfs_table_add(&w->records, &n->by_record, record_hash(f, to));
-	}
-	for (struct wnode *d = w->first; d; d = d->next) {
-		if (field != ZR_FIELDS_MAX && d->field != field)
-			continue;
-		if (d->id == from) { /* NO_ID: the draft becomes a new record */
-			struct wmoved m = d->id_moved;
-			zrfs_draft_target(w, d, to);
-			/* older views have the record it replaces where it was */
-			d->id_moved = m.since == gen ? m : (struct wmoved){from, gen};
-		}
-		if (d->stored == from)
-			move_id(&d->stored, &d->stored_moved, to, gen);
-	}
-	for (size_t b = 0; b < w->inodes.cap; b++)
-		for (struct zrfs_link *l = w->inodes.buckets[b], *next; l; l = next) {
-			struct winode *i = zrfs_container(l, struct winode, link);
-			next = l->next;
-			if (!i->draft && i->id == from && (field == ZR_FIELDS_MAX || i->field == field)) {
-				move_id(&i->id, &i->id_moved, to, gen);
-				if (i->identity)
-					identity_set(w, i);
-				next = l->next; /* identity_set may have let the next go */
-				if ((to == NO_ID || kept_elsewhere(w, i)) &&
-				    !zrfs_inode_held(w->fs, i->ino))
-					inode_del(w, i); /* a file removed, or moved, that nobody holds */
+		struct wnode *n = record_find(w, f, from), *d;
+		struct winode *i;
+		struct walias *a;
+
+		if (n) {
+			zrfs_table_del(&w->records, &n->by_record);
+			if (to == NO_ID || record_find(w, f, to)) {
+				n->detached = true; /* its record is gone, or another writer has the place */
+				zrfs_node_put(n);
+			} else {
+				n->id = to;
+				zrfs_table_add(&w->records, &n->by_record, record_hash(f, to));
 			}
 		}
-	for (struct walias *a = w->alias_oldest; a; a = a->newer)
-		if (a->id == from && (field == ZR_FIELDS_MAX || a->field == field))
-			move_id(&a->id, &a->id_moved, to, gen);
+		while ((d = zrfs_draft_targeting(w, f, from)) != NULL) {
+			/* NO_ID: the draft becomes a new record; older views
+			 * have the record it replaces where it was */
+			struct wmoved m = d->id_moved;
+			zrfs_draft_target(w, d, to);
+			d->id_moved = m.since == gen ? m : (struct wmoved){from, gen};
+		}
+		while ((i = file_find(w, f, from, false)) != NULL) {
+			uint64_t id = i->id;
+			move_id(&id, &i->id_moved, to, gen);
+			winode_place(w, i, f, id);
+			if (i->identity)
+				identity_set(w, i);
+			if ((to == NO_ID || kept_elsewhere(w, i)) && !zrfs_inode_held(w->fs, i->ino))
+				inode_del(w, i); /* a file removed, or moved, that nobody holds */
+		}
+		while ((a = alias_of(w, f, from)) != NULL) {
+			uint64_t id = a->id;
+			move_id(&id, &a->id_moved, to, gen);
+			alias_place(w, a, id);
+		}
+	}
+	/* drafts stored and not committed yet: few, and only after a commit
+	 * failed or while a group stores them */
+	for (struct wnode *d = w->nstored ? w->first : NULL; d; d = d->next)
+		if (d->stored == from && (field == ZR_FIELDS_MAX || d->field == field)) {
+			uint64_t id = d->stored;
+			move_id(&id, &d->stored_moved, to, gen);
+			zrfs_draft_stored(w, d, id);
+		}
 }
 
 /* ---- what a number is ---- */
@@ -723,8 +798,7 @@ static void keep_number(struct zrfs_writes *w, fuse_ino_t ino, unsigned field, u
 	if (atomic_load(&w->nidentities) >= IDENTITIES_MAX ||
 	    !zrfs_inode_adopt(w->fs, ino, &zrfs_writing) || !(i = inode_add(w, ino)))
 		return;
-	i->field = field;
-	i->id = id;
+	winode_place(w, i, field, id);
 	i->kept = true;
 	atomic_fetch_add(&w->nkept, 1);
 	identity_set(w, i);
@@ -820,6 +894,7 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 	zrfs_table_free(&w->records);
 	zrfs_table_free(&w->inodes);
 	zrfs_table_free(&w->aliases);
-	zrfs_table_free(&w->identities);
+	zrfs_table_free(&w->record_files);
+	zrfs_table_free(&w->alias_records);
 	zrfs_gone_clear(w);
 }

@@ -653,7 +653,7 @@ static int store_draft(struct zrfs *fs, struct wnode *d)
 	pthread_mutex_lock(&w->names_lock);
 	d->storing = false;
 	if (rc == 0 && d->stored == NO_ID)
-		d->stored = id;
+		zrfs_draft_stored(w, d, id);
 	pthread_mutex_unlock(&w->names_lock);
 	if (rc == 0)
 		say_placed(fs, d, path, id);

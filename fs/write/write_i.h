@@ -269,8 +269,9 @@ struct winode {
 	bool moved;           /* a record's number moved by a rename */
 	struct winode *older, *newer; /* moved numbers, oldest first */
 	bool kept;            /* a record's number opened for writing, kept as its file's */
-	bool identity;        /* a draft's (or kept) number that is its record's file: */
-	struct zrfs_link by_record; /* ... in identities, by (field, id) */
+	bool identity;        /* a draft's (or kept) number that is its record's file */
+	bool filed;           /* no draft's, an id's: in record_files, by (field, id) */
+	struct zrfs_link by_record;
 	bool shown;           /* it showed a file: with these, which an open file */
 	uint64_t last_size;   /* removed since keeps (fstat of it: nlink 0, not ESTALE) */
 	mode_t last_mode;
@@ -284,6 +285,8 @@ struct walias {
 	uint64_t id;
 	struct wmoved id_moved; /* ... and the id older views have */
 	struct walias *older, *newer;
+	bool filed;           /* an id's: in alias_records, by (field, id) */
+	struct zrfs_link by_record;
 	char name[];
 };
 
@@ -312,8 +315,11 @@ struct zrfs_writes {
 	/* nodes.c, under names_lock */
 	pthread_mutex_t names_lock;
 	struct zrfs_table drafts_by_name, targets, records, inodes, aliases;
-	struct zrfs_table identities; /* winodes that are records' files, by (field, id) */
+	/* winodes of records' files, identities among them, and aliases, by
+	 * (field, id): a record's id that moves finds them there */
+	struct zrfs_table record_files, alias_records;
 	atomic_size_t nidentities; /* read without names_lock: whether to look at all */
+	size_t nstored;       /* drafts listed with stored set */
 	atomic_size_t nkept;  /* ... winodes of records' own numbers kept (not moved) */
 	struct wnode *first, *last; /* drafts listed, oldest first */
 	size_t ndirs;         /* directories made through the mount */
@@ -463,6 +469,8 @@ uint64_t zrfs_node_max(const struct zrfs *fs, const struct wnode *n);
  * will replace (@field, @id), if any. */
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id);
 struct wnode *zrfs_draft_targeting(struct zrfs_writes *w, unsigned field, uint64_t id);
+/* Draft @d is stored as record @id (NO_ID: not stored), not committed yet. */
+void zrfs_draft_stored(struct zrfs_writes *w, struct wnode *d, uint64_t id);
 /* Draft @d's target in view generation @gen: a delete or a rename moves it
  * (zrfs_nodes_retarget) before that view has the move. */
 static inline uint64_t zrfs_draft_target_at(const struct wnode *d, uint64_t gen)
