@@ -492,11 +492,10 @@ int zrfs_settle_stored(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
 	int64_t gen;
-	bool any = false;
+	bool any;
 
 	pthread_mutex_lock(&w->names_lock);
-	for (struct wnode *d = w->first; d && !any; d = d->next)
-		any = d->stored != NO_ID && !d->gen;
+	any = w->nstored != 0; /* stored, not committed: a commit failed */
 	pthread_mutex_unlock(&w->names_lock);
 	if (any) {
 		pthread_mutex_unlock(&w->lock); /* the group takes it */
