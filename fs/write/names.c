@@ -509,8 +509,8 @@ int zrfs_settle_stored(struct zrfs *fs)
 }
 
 /* Remove record file @name in @parent (at place @p) with the removals
- * waiting for their group, if it still is one (not an alias, nor a
- * draft) and they have room (under w->lock): whether it is removed. */
+ * waiting for their group, if it still is one (its own name or an alias,
+ * not a draft) and they have room (under w->lock): whether it is removed. */
 static bool remove_later(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
 			 const char *name)
 {
@@ -522,10 +522,12 @@ static bool remove_later(struct zrfs *fs, fuse_ino_t parent, const struct place 
 	if (w->gone_applied || atomic_load(&w->ngone) >= GONE_MAX)
 		return false; /* a failed commit to retry, or a full group first */
 	zrfs_names_lock(fs);
-	if (zrfs_name_resolve_held(fs, parent, p, name, &d, &id, &alias) == W_RECORD && !alias &&
+	if (zrfs_name_resolve_held(fs, parent, p, name, &d, &id, &alias) == W_RECORD &&
 	    zrfs_gone_add(w, p->field, id, zrfs_rec_version(fs, p->field, id), p->tree,
 			  zr_generation(w->ds)) == 0) {
 		done = true;
+		if (alias) /* a new file's name, resolved: it names nothing now */
+			zrfs_alias_drop(w, parent, name);
 		/* the first starts the clock; a full group goes at once */
 		if (w->gone.n == 1 && !w->nready)
 			w->ready_since_ms = zrfs_now_ms();
@@ -570,7 +572,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	 * lockfile, sed -i: the name's old value is gone from the rename on),
 	 * committed at once */
 	pthread_mutex_lock(&w->lock);
-	if (what == W_RECORD && !alias && remove_later(fs, parent, &p, name)) {
+	if (what == W_RECORD && remove_later(fs, parent, &p, name)) {
 		rc = 0;
 	} else if ((rc = zrfs_settle_stored(fs)) == 0) {
 		unsigned field = p.field;

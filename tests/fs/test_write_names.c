@@ -124,6 +124,9 @@ Test(write_names, an_fsyncd_temporary_file_renamed_onto_a_record_leaves_no_recor
 	cr_assert_eq(close_w(&fi), 0);
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "tmp2");
 	cr_assert_eq(t_reply.err, 0);
+	cr_assert_eq(length_now(), T_N + 1, "the removal waits for its group");
+	zrfs_write_fsyncdir(NULL, &t_fs);
+	cr_assert_eq(t_reply.err, 0);
 	cr_assert_eq(length_now(), T_N);
 }
 
@@ -301,7 +304,15 @@ Test(write_names, a_record_made_here_left_empty_goes_and_the_last_takes_its_id, 
 	expect_value(2, T_N + 1, "b");
 	struct zrfs_view *before = zrfs_view_ref(zrfs_names_begin(&t_fs));
 	zrfs_names_end(&t_fs);
+	uint64_t gen = generation_now();
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin");
+	cr_assert_eq(t_reply.err, 0);
+	/* a new file's name removed waits for its group, as its own does:
+	 * gone from the name at once */
+	cr_assert_eq(generation_now(), gen, "a removal by a new file's name waits for its group");
+	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "a.bin");
+	cr_assert_eq(t_reply.err, ENOENT);
+	zrfs_write_fsyncdir(NULL, &t_fs);
 	cr_assert_eq(t_reply.err, 0);
 	cr_assert_eq(length_now(), T_N + 1);
 	expect_value(2, T_N, "b");
@@ -520,8 +531,11 @@ Test(write_names, a_new_file_keeps_its_number_once_committed, .init = setup, .fi
 	/* removed: nothing keeps the number once the kernel forgets it */
 	zrfs_write_unlink(NULL, &t_fs, ZRFS_INO_DIR + 2, "kept.bin");
 	cr_assert_eq(t_reply.err, 0);
+	zrfs_write_fsyncdir(NULL, &t_fs); /* the removal's group */
+	cr_assert_eq(t_reply.err, 0);
 	cr_assert(zrfs_inode_forget(&t_fs, ino, 1));
 	pthread_mutex_lock(&t_fs.writes->names_lock);
-	cr_assert_null(zrfs_winode_find(t_fs.writes, ino));
+	bool kept = zrfs_winode_find(t_fs.writes, ino) != NULL;
 	pthread_mutex_unlock(&t_fs.writes->names_lock);
+	cr_assert(!kept, "the number of a file removed and forgotten is kept");
 }
