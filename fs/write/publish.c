@@ -283,11 +283,12 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 	if (id != last)
 		zrfs_nodes_retarget(w, ZR_FIELDS_MAX, last, id);
 	pthread_mutex_unlock(&w->names_lock);
-	if (id != last)
+	/* said where ids are the files' names; in tree/ no name changes (a
+	 * line per file of an rm -rf of a million) */
+	if (id != last && !by_name)
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: record %llu is now record %llu (record %llu, "
-			 "%s, had no value left)\n", fs->dataset, (unsigned long long)last,
-			 (unsigned long long)id, (unsigned long long)id,
-			 by_name ? "removed from tree/" : "made through the mount");
+			 "made through the mount, had no value left)\n", fs->dataset,
+			 (unsigned long long)last, (unsigned long long)id, (unsigned long long)id);
 	return 0;
 }
 
