@@ -9,7 +9,8 @@ Checked, for several sampler specs, ranks, from=, tail modes and epochs:
 every batch's ids are `zr sample`'s, in step order; every record of every
 field is `zr cat`'s (a missing fixed-shape value reads as zeros, a missing
 variable one as empty), as NumPy arrays, as torch tensors, through
-BatchDataset in a DataLoader with and without workers, with and without
+BatchDataset in a DataLoader with and without workers (one with a batch
+size of its own is told to pass batch_size=None), with and without
 O_DIRECT, resumed at a step, after set_epoch, from state_dict, with rank=
 and world_size=; from= the end of an epoch is an empty epoch,
 a spec the mount refuses (from= past the end, a bad value) raises; a
@@ -191,6 +192,15 @@ def main():
         order = {tuple(s): k for k, s in enumerate(sample(spec, epoch))}
         got.sort(key=lambda b: order.get(tuple(b["ids"].tolist()), -1))
         check(spec, epoch, got, f"BatchDataset, {w} workers")
+    # a DataLoader that batches the batches again is told what to pass
+    for w in (0, 2):
+        try:
+            next(iter(DataLoader(zrfs.BatchDataset(MNT, spec, epoch), batch_size=8,
+                                 num_workers=w)))
+            fail(f"DataLoader(BatchDataset, batch_size=8), {w} workers: no error")
+        except ValueError as e:
+            if "batch_size=None" not in str(e):
+                fail(f"DataLoader(BatchDataset, batch_size=8), {w} workers: {e}")
     # a position at the end of an epoch: nothing left of it
     if list(zrfs.Loader(MNT, f"shuffle,seed=9,batch=4,from={N}", 0)):
         fail(f"from={N}: batches past the end")

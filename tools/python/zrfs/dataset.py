@@ -1,8 +1,25 @@
 """BatchDataset: a zrfs Loader as a torch IterableDataset."""
+import sys
+
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from .loader import Loader
+
+
+def _batched_again():
+    """Whether the DataLoader that iterates the dataset batches its items
+    itself (a batch_size of its own): the fetcher that calls iter() on it
+    says so (torch 1.13 to 2.x; where none is found, nothing is said)."""
+    f = sys._getframe(2)
+    for _ in range(4):
+        if f is None:
+            break
+        fetcher = f.f_locals.get("self")
+        if type(fetcher).__name__ == "_IterableDatasetFetcher":
+            return bool(getattr(fetcher, "auto_collation", False))
+        f = f.f_back
+    return False
 
 
 class BatchDataset(IterableDataset):
@@ -34,6 +51,9 @@ class BatchDataset(IterableDataset):
         return len(self._loader())
 
     def __iter__(self):
+        if _batched_again():
+            raise ValueError("BatchDataset: each item is already a batch (the spec's batch=); "
+                             "give the DataLoader batch_size=None")
         w = get_worker_info()
         steps = self._loader().steps()
         if w is not None:
