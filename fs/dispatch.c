@@ -126,6 +126,16 @@ static void unhanded(struct zrfs *fs, fuse_ino_t ino)
 		t->let_go(fs, ino);
 }
 
+/* @rc of a lookup that found @ino, or ZRFS_ENOENT_LATER where @ino is a
+ * file removed whose removal is not committed yet (its reference let go). */
+static int unless_gone(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, int rc)
+{
+	if (rc != 0 || !gone_of(fs, v, ino))
+		return rc;
+	unhanded(fs, ino);
+	return ZRFS_ENOENT_LATER;
+}
+
 /* The number file @ino another subtree gave is known to the kernel by (an
  * overlay's identity: a new file's number, kept once it is a record), with
  * @count counted as handed (zrfs_inode_again); 0 if none. */
@@ -202,10 +212,7 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	for (k = 0; k < NSUBTREES && rc == -ENOENT; k++)
 		if (subtrees[k]->overlay)
 			rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
-	if (rc == 0 && gone_of(fs, v, ino)) { /* an alias of a file removed */
-		unhanded(fs, ino);
-		rc = ZRFS_ENOENT_LATER;
-	}
+	rc = unless_gone(fs, v, ino, rc); /* an alias of a file removed */
 	if (rc == 0) { /* never cached: the writer's until stored */
 		if (!reply_identity(req, fs, v, ino))
 			reply_entry(req, fs, v, ino, 0);
@@ -220,10 +227,7 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 				rc = subtrees[k]->lookup(fs, v, parent, name, &ino);
 	} else if ((t = owner_of(fs, parent)) != NULL) {
 		rc = t->lookup(fs, v, parent, name, &ino);
-		if (rc == 0 && gone_of(fs, v, ino)) { /* removed, not committed yet */
-			unhanded(fs, ino);
-			rc = ZRFS_ENOENT_LATER;
-		}
+		rc = unless_gone(fs, v, ino, rc); /* removed, not committed yet */
 	}
 	if ((parent != ZRFS_INO_ROOT && !t) || (rc == -ENOENT && t && t->volatile_names) ||
 	    rc == ZRFS_ENOENT_LATER) {
