@@ -265,6 +265,8 @@ struct zr_writer {
 	zr_chunk *chunk;          /* the chunk we append to, or NULL */
 	uint8_t *buf;             /* compression scratch */
 	size_t buf_cap;
+	uint8_t *stage;           /* a record's small values, written together */
+	size_t stage_len;         /* ... from chunk->write_pos on */
 };
 
 /* chunk.c */

@@ -46,7 +46,54 @@ static int check_value(zr_dataset *ds, unsigned field, zr_value v)
 	return 0;
 }
 
-/* Append one field value to the writer's chunk; the entry that points at it. */
+/* A record's values up to STAGE_VALUE bytes are gathered in the writer's
+ * stage, up to STAGE_MAX bytes, and written together (stage_flush()): a
+ * file imported with its name, times and mode costs one write, not one a
+ * value. Bigger values are written as they come. */
+#define STAGE_VALUE (64u * 1024)
+#define STAGE_MAX (256u * 1024)
+
+/* Write what the stage holds at the end of the writer's chunk (where it
+ * was laid out), before any entry points at it. */
+static int stage_flush(zr_writer *w)
+{
+	size_t n = w->stage_len;
+	uint64_t off;
+	int rc;
+
+	if (!n)
+		return 0;
+	w->stage_len = 0;
+	rc = zr_chunk_append(w->ds, w->chunk, w->stage, n, NULL, 0, 1, &off);
+	if (rc < 0 && !w->chunk->writable)
+		zr_chunk_release(w->ds, w); /* cut short: the next append takes another */
+	return rc;
+}
+
+/* @n bytes at @p into the stage at the next multiple of @align: their
+ * offset in the chunk into *@off. 0, or -ENOMEM, or a failed flush. */
+static int stage_add(zr_writer *w, const void *p, size_t n, unsigned align, uint64_t *off)
+{
+	uint64_t pos = w->chunk->write_pos + w->stage_len;
+	size_t pad = (size_t)((pos + align - 1) / align * align - pos);
+
+	if (w->stage_len + pad + n > STAGE_MAX) {
+		FORWARD_IF_ERR(stage_flush(w));
+		pos = w->chunk->write_pos;
+		pad = (size_t)((pos + align - 1) / align * align - pos);
+	}
+	if (!w->stage)
+		RETURN_IF(!(w->stage = malloc(STAGE_MAX)), -ENOMEM, "out of memory (%u bytes)",
+			  STAGE_MAX);
+	memset(w->stage + w->stage_len, 0, pad);
+	memcpy(w->stage + w->stage_len + pad, p, n);
+	w->stage_len += pad + n;
+	*off = pos + pad;
+	return 0;
+}
+
+/* Append one field value to the writer's chunk, or to its stage (written
+ * by stage_flush()); the entry that points at it. */
 static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
 {
 	zr_dataset *ds = w->ds;
@@ -76,12 +123,13 @@ static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
 			  f->def.name, v.len, n);
 		p = w->buf;
 	}
-	int rc = zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off);
-	if (rc < 0) {
-		if (!w->chunk->writable)
-			zr_chunk_release(ds, w); /* cut short: the next append takes another */
+	int rc = n <= STAGE_VALUE ? stage_add(w, p, n, f->align, &off) : stage_flush(w);
+	if (rc == 0 && n > STAGE_VALUE &&
+	    (rc = zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off)) < 0 &&
+	    !w->chunk->writable)
+		zr_chunk_release(ds, w); /* cut short: the next append takes another */
+	if (rc < 0)
 		return rc;
-	}
 	e->chunk_id = w->chunk->id;
 	e->offset = off;
 	e->len = (uint32_t)n;
@@ -144,6 +192,7 @@ void zr_writer_close(zr_writer *w)
 	ds->writers[w->slot] = NULL;
 	pthread_mutex_unlock(&ds->grow_lock);
 	free(w->buf);
+	free(w->stage);
 	free(w);
 }
 
@@ -220,10 +269,16 @@ static int put_locked(zr_writer *w, uint64_t id, const zr_value *values)
 		  (unsigned long long)id, (unsigned long long)atomic_load(&ds->length));
 	for (unsigned f = 0; f < ds->nfields; f++)
 		FORWARD_IF_ERR(check_value(ds, f, values[f]));
+	int rc = 0;
+
 	if (!w->chunk)
 		FORWARD_IF_ERR(zr_chunk_acquire(ds, w));
-	for (unsigned f = 0; f < ds->nfields; f++)
-		FORWARD_IF_ERR(store_value(w, f, values[f], &entries[f]));
+	for (unsigned f = 0; f < ds->nfields && rc == 0; f++)
+		rc = store_value(w, f, values[f], &entries[f]);
+	if (rc == 0)
+		rc = stage_flush(w);
+	w->stage_len = 0; /* what a failed put staged is dropped */
+	FORWARD_IF_ERR(rc);
 	count_record(w);
 	for (unsigned f = 0; f < ds->nfields; f++)
 		FORWARD_IF_ERR(zr_entry_put(ds, f, id, &entries[f]));
@@ -311,7 +366,11 @@ int zr_modify(zr_dataset *ds, unsigned field, uint64_t id, zr_value v)
 		goto out;
 	if (!w->chunk && (rc = zr_chunk_acquire(ds, w)) < 0)
 		goto out;
-	if ((rc = store_value(w, field, v, &e)) < 0)
+	rc = store_value(w, field, v, &e);
+	if (rc == 0)
+		rc = stage_flush(w);
+	w->stage_len = 0;
+	if (rc < 0)
 		goto out;
 	count_record(w);
 	rc = zr_entry_put(ds, field, id, &e);

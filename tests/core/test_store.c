@@ -219,6 +219,68 @@ Test(store, round_trip_flate)
 	round_trip(ZR_FLATE);
 }
 
+/* A record's small values are written together and its big ones alone
+ * (write.c, the stage): each reads back whole, at its dtype's alignment,
+ * with the ones of a record of more small bytes than the stage holds. */
+Test(store, values_of_every_size_in_one_record_round_trip_aligned)
+{
+	enum { NF = 10, BIG = 100000, MID = 60000 };
+	zr_field_spec f[NF] = {{.name = "s", .dtype = ZR_BYTES},
+			       {.name = "d", .dtype = ZR_F64},
+			       {.name = "i", .dtype = ZR_I32, .fixed = 1},
+			       {.name = "big", .dtype = ZR_BYTES},
+			       {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE},
+			       {.name = "m0", .dtype = ZR_U8},
+			       {.name = "m1", .dtype = ZR_U8},
+			       {.name = "m2", .dtype = ZR_U8},
+			       {.name = "m3", .dtype = ZR_U8},
+			       {.name = "m4", .dtype = ZR_I64}};
+	static uint8_t big[BIG], mid[MID + 8];
+	double d[3] = {1.5, -2.25, 1e300};
+	int32_t i32 = -7;
+	zr_dataset *ds;
+
+	for (size_t k = 0; k < sizeof big; k++)
+		big[k] = (uint8_t)(k * 7 + 1);
+	for (size_t k = 0; k < sizeof mid; k++)
+		mid[k] = (uint8_t)(k * 13 + 5);
+	cr_assert_eq(zr_create(t_ds, f, NF, NULL), 0, "%s", zr_errmsg(NULL));
+	ds = t_open(t_ds, ZR_RDWR);
+	for (uint64_t id = 0; id < 3; id++) {
+		size_t odd = 1 + (size_t)id * 2; /* values that end off any alignment */
+		zr_value v[NF] = {{"abcde", odd},      {d, sizeof d},  {&i32, 4},
+				  {big, BIG - odd},    {mid, 300 + odd}, {mid, MID + odd},
+				  {mid + 1, MID},      {mid + 2, MID - odd}, {mid + 3, MID},
+				  {mid, MID / 8 * 8}};
+		cr_assert_eq(zr_append(ds, v, NULL), 0, "%s", zr_errmsg(ds));
+	}
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY);
+	for (uint64_t id = 0; id < 3; id++) {
+		size_t odd = 1 + (size_t)id * 2;
+		zr_value want[NF] = {{"abcde", odd},      {d, sizeof d},  {&i32, 4},
+				     {big, BIG - odd},    {mid, 300 + odd}, {mid, MID + odd},
+				     {mid + 1, MID},      {mid + 2, MID - odd}, {mid + 3, MID},
+				     {mid, MID / 8 * 8}};
+		for (unsigned k = 0; k < NF; k++) {
+			static uint8_t got[BIG];
+			zr_record_stat rs;
+			cr_assert_eq(zr_record_load(ds, k, id, got, sizeof got), (int64_t)want[k].len,
+				     "record %llu field %u", (unsigned long long)id, k);
+			cr_assert_eq(memcmp(got, want[k].data, want[k].len), 0, "record %llu field %u",
+				     (unsigned long long)id, k);
+			cr_assert_eq(zr_stat(ds, k, id, &rs), 0);
+			if (f[k].compress == ZR_RAW)
+				cr_assert_eq(rs.offset % zr_dtype_size(f[k].dtype), 0,
+					     "record %llu field %u at %llu", (unsigned long long)id, k,
+					     (unsigned long long)rs.offset);
+		}
+	}
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_close(ds);
+}
+
 Test(store, missing_and_empty_records_differ)
 {
 	zr_field_spec f[2] = {{.name = "a", .dtype = ZR_BYTES},
