@@ -4,7 +4,8 @@
  *
  * A dataset keeps names when its attrs say so (core/FORMAT.md, "Original
  * names"): {"names": {"field": F, "kind": "path"|"key", "files": D,
- * "mtime": M, "mode": P}}, M the files' modification times, P their modes.
+ * "mtime": M, "mode": P, "atime": A, "ctime": C}}, M the files'
+ * modification times, P their modes, A and C their access and change times.
  * Names come from outside the dataset (a directory walked, a tar read), so
  * a name makes a file only when it is a relative path that stays below its
  * directory, each component a file name (no empty, "." or ".."
@@ -44,7 +45,9 @@ static bool per_file(const zr_dataset *ds, int f, zr_dtype dtype)
 
 int zr_names_own(const zr_names *n, unsigned field)
 {
-	return (int)field == n->field || (int)field == n->mtime || (int)field == n->mode;
+	int f = (int)field;
+
+	return f == n->field || f == n->mtime || f == n->mode || f == n->atime || f == n->ctime;
 }
 
 /* Whether field @f is a label with class names (attrs.classes.FIELD). */
@@ -63,8 +66,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 
 	int mtime = field_named(ds, json_string_value(json_object_get(names, "mtime")));
 	int mode = field_named(ds, json_string_value(json_object_get(names, "mode")));
+	int atime = field_named(ds, json_string_value(json_object_get(names, "atime")));
+	int ctime = field_named(ds, json_string_value(json_object_get(names, "ctime")));
 
-	*out = (zr_names){.field = -1, .files = -1, .mtime = -1, .mode = -1};
+	*out = (zr_names){.field = -1, .files = -1, .mtime = -1, .mode = -1, .atime = -1,
+			  .ctime = -1};
 	if (!text)
 		return -ENOMEM;
 	/* names are text of any length: a variable-size bytes field */
@@ -79,6 +85,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 	/* modes are u32 st_mode values, as many */
 	if (out->field >= 0 && per_file(ds, mode, ZR_U32) && mode != field && mode != mtime)
 		out->mode = mode;
+	/* access and change times beside modification times, as those */
+	if (out->mtime >= 0 && per_file(ds, atime, ZR_I64) && !zr_names_own(out, (unsigned)atime))
+		out->atime = atime;
+	if (out->mtime >= 0 && per_file(ds, ctime, ZR_I64) && !zr_names_own(out, (unsigned)ctime))
+		out->ctime = ctime;
 	if (out->field >= 0 && !out->key) {
 		/* the files the paths name: as the import said, else the first
 		 * field that is neither the names nor a label of classes (an
@@ -136,11 +147,27 @@ static int per_file_value(zr_dataset *ds, int of, uint64_t id, unsigned field, v
 	return 1;
 }
 
-int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+/* A time of the file field @field of record @id makes, kept in field @of. */
+static int time_value(zr_dataset *ds, int of, uint64_t id, unsigned field, int64_t *ns)
 {
-	int rc = per_file_value(ds, n->mtime, id, field, ns, sizeof *ns);
+	int rc = per_file_value(ds, of, id, field, ns, sizeof *ns);
 
 	return rc == 1 ? *ns != ZR_MTIME_NONE : rc;
+}
+
+int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+{
+	return time_value(ds, n->mtime, id, field, ns);
+}
+
+int zr_name_atime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+{
+	return time_value(ds, n->atime, id, field, ns);
+}
+
+int zr_name_ctime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, int64_t *ns)
+{
+	return time_value(ds, n->ctime, id, field, ns);
 }
 
 int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, uint32_t *mode)

@@ -220,7 +220,7 @@ static int record_moved(struct zrfs *fs, struct zrfs_view *old, unsigned field, 
 	return zrfs_notes_entry(notes, ZRFS_INO_DIR + field, name);
 }
 
-/* Record @id's files' times or modes changed (zr_names.mtime, .mode): the
+/* Record @id's files' times or modes changed (zr_names.mtime, .mode, ...): the
  * kernel must ask for the attributes of its other files again (their
  * bytes are the same). */
 static int times_changed(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
@@ -280,7 +280,7 @@ static int note_changes(struct zrfs *fs, struct zrfs_view *old, struct zrfs_view
 		touched[f] = true;
 		if ((rc = record_moved(fs, old, f, id, notes)) == 0)
 			rc = views_update(fs, new, f, id, notes);
-		if (rc == 0 && ((int)f == fs->names.mtime || (int)f == fs->names.mode))
+		if (rc == 0 && zr_names_own(&fs->names, f) && (int)f != fs->names.field)
 			rc = times_changed(fs, id, notes);
 	}
 	/* records gone (a delete takes the last one) and records appended (a

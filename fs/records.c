@@ -152,6 +152,12 @@ void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint
 		st->st_mode = (st->st_mode & S_IFMT) | (mode & 07777);
 	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1)
 		zrfs_stat_mtime(st, ns, false);
+	/* its access and change times where they are kept beside (the
+	 * modification time's, the commit's where not) */
+	if (fs->names.atime >= 0 && zr_name_atime(v->ds, &fs->names, id, field, &ns) == 1)
+		st->st_atim = zrfs_ns_ts(ns);
+	if (fs->names.ctime >= 0 && zr_name_ctime(v->ds, &fs->names, id, field, &ns) == 1)
+		st->st_ctim = zrfs_ns_ts(ns);
 }
 
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)

@@ -178,16 +178,23 @@ static inline int64_t zrfs_now_ns(void)
 	return zrfs_ts_ns(ts);
 }
 
+/* Time @ns (ns since the epoch) as a timespec. */
+static inline struct timespec zrfs_ns_ts(int64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+
+	if (ts.tv_nsec < 0) { /* before 1970 */
+		ts.tv_sec--;
+		ts.tv_nsec += 1000000000;
+	}
+	return ts;
+}
+
 /* Time @ns as @st's modification and access times; with @ctime, its
  * change time too where that is earlier (changed since it was stored). */
 static inline void zrfs_stat_mtime(struct stat *st, int64_t ns, bool ctime)
 {
-	st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
-	st->st_mtim.tv_nsec = (long)(ns % 1000000000);
-	if (st->st_mtim.tv_nsec < 0) { /* before 1970 */
-		st->st_mtim.tv_sec--;
-		st->st_mtim.tv_nsec += 1000000000;
-	}
+	st->st_mtim = zrfs_ns_ts(ns);
 	st->st_atim = st->st_mtim;
 	if (ctime && (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
 		      (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&

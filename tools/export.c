@@ -326,6 +326,18 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
  * (every field's files). A record's file is at the path its name makes
  * (zr_names_file); one field's records without one (no name, --by-id, a
  * field whose files the names do not make) are named by id. */
+/* A time of ns since the epoch (negative: before 1970) as a timespec. */
+static struct timespec ns_time(int64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_sec--;
+		ts.tv_nsec += 1000000000;
+	}
+	return ts;
+}
+
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
@@ -409,12 +421,10 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 				goto out;
 			}
 			if (zr_name_mtime(ds, &nm, id, f, &ns) == 1) {
-				struct timespec ts[2] = {{ns / 1000000000, ns % 1000000000}};
-				if (ts[0].tv_nsec < 0) {
-					ts[0].tv_sec--;
-					ts[0].tv_nsec += 1000000000;
-				}
-				ts[1] = ts[0];
+				int64_t atime;
+				struct timespec ts[2] = {ns_time(ns), ns_time(ns)};
+				if (zr_name_atime(ds, &nm, id, f, &atime) == 1)
+					ts[0] = ns_time(atime);
 				futimens(fd, ts);
 			}
 			close(fd);

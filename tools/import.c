@@ -263,7 +263,9 @@ static char *import_attrs(const struct import *im)
 			   : json_pack("{s:s,s:s}", "field", im->o.names, "kind", "key")) ||
 	     json_object_set_new(root, "names", v) < 0 ||
 	     (im->p.mtimes && json_object_set_new(v, "mtime", json_string(MTIME_FIELD)) < 0) ||
-	     (im->p.modes && json_object_set_new(v, "mode", json_string(MODE_FIELD)) < 0)))
+	     (im->p.modes && json_object_set_new(v, "mode", json_string(MODE_FIELD)) < 0) ||
+	     (im->p.atimes && (json_object_set_new(v, "atime", json_string(ATIME_FIELD)) < 0 ||
+			       json_object_set_new(v, "ctime", json_string(CTIME_FIELD)) < 0))))
 		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 out:
@@ -333,6 +335,20 @@ static int plan_names(struct import *im)
 	if (!taken) {
 		p->modes = im->modes;
 		im->f[im->nf++] = (zr_field_spec){.name = MODE_FIELD, .dtype = ZR_U32, .fixed = 1};
+	}
+	/* and their access times, and the change times of the copies the
+	 * dataset holds: the import's (touch -a, make, git's index) */
+	taken = taken || im->nf + 2 > ZR_FIELDS_MAX || !im->atimes;
+	for (unsigned f = 0; !taken && f < im->nf; f++)
+		taken = strcmp(im->f[f].name, ATIME_FIELD) == 0 ||
+			strcmp(im->f[f].name, CTIME_FIELD) == 0;
+	if (!taken) {
+		p->atimes = im->atimes;
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		p->ctime = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		im->f[im->nf++] = (zr_field_spec){.name = ATIME_FIELD, .dtype = ZR_I64, .fixed = 1};
+		im->f[im->nf++] = (zr_field_spec){.name = CTIME_FIELD, .dtype = ZR_I64, .fixed = 1};
 	}
 	return 0;
 }
@@ -597,6 +613,7 @@ int cmd_import(int argc, char **argv)
 	free(im->p.names);
 	free(im->mtimes);
 	free(im->modes);
+	free(im->atimes);
 	free(attrs);
 	free(im);
 	return status;

@@ -16,9 +16,11 @@
 #include <stdatomic.h>
 
 /* The fields of the files' times and modes, beside the names
- * (zr_names.mtime, zr_names.mode). */
+ * (zr_names.mtime, .mode, .atime, .ctime). */
 #define MTIME_FIELD "mtime"
 #define MODE_FIELD "mode"
+#define ATIME_FIELD "atime"
+#define CTIME_FIELD "ctime"
 
 /* ---- the plan: where each record's bytes come from ---- */
 
@@ -38,6 +40,9 @@ struct plan {
 	int64_t *mtimes;  /* with names: each record's files' times (ns), the field after */
 	unsigned mtime_width; /* times a record has: 1, or one per field */
 	uint32_t *modes;  /* with times: each record's file's mode (dir), the field after */
+	int64_t *atimes;  /* with modes: each record's file's access time (ns), the field
+			     after, and the import's time, every change time, the next */
+	int64_t ctime;
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -84,6 +89,7 @@ struct import {
 	int64_t *mtimes;              /* dir, tar: each record's files' times (ns), or NULL */
 	unsigned mtime_width;         /* ... 1 a record (dir), or one per field (tar) */
 	uint32_t *modes;              /* dir: each record's file's mode (st_mode), or NULL */
+	int64_t *atimes;              /* dir: each record's file's access time (ns), or NULL */
 	struct zr_tar t;              /* tar: the members */
 	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
 	int unpacked_fd[64];

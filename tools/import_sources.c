@@ -326,7 +326,8 @@ int plan_dir(struct import *im)
 				   sizeof p->err) < 0)
 		return -1;
 	if (!(im->mtimes = malloc((files->n ? files->n : 1) * sizeof *im->mtimes)) ||
-	    !(im->modes = malloc((files->n ? files->n : 1) * sizeof *im->modes)))
+	    !(im->modes = malloc((files->n ? files->n : 1) * sizeof *im->modes)) ||
+	    !(im->atimes = malloc((files->n ? files->n : 1) * sizeof *im->atimes)))
 		return -1;
 	for (size_t i = 0; i < files->n; i++) {
 		const char *rel = files->v[i] + srclen + 1;
@@ -352,6 +353,7 @@ int plan_dir(struct import *im)
 		}
 		im->mtimes[i] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		im->mtime_width = 1;
+		im->atimes[i] = (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec;
 		im->modes[i] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
 		if (count_ext(&exts, e) < 0)
 			return -1;

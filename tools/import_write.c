@@ -159,6 +159,11 @@ static void *writer(void *arg)
 						   p->mtime_width * sizeof *p->mtimes};
 			if (p->modes)
 				v[p->width + !!p->labels + 2] = (zr_value){&p->modes[i], sizeof *p->modes};
+			if (p->atimes) {
+				v[p->width + !!p->labels + 3] =
+					(zr_value){&p->atimes[i], sizeof *p->atimes};
+				v[p->width + !!p->labels + 4] = (zr_value){&p->ctime, sizeof p->ctime};
+			}
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),

@@ -40,9 +40,15 @@ typedef struct zr_names {
 	int mode;   /**< the field of the files' modes (u32, st_mode: type and
 			 permission bits, one per record or one per field;
 			 makes no file); -1: none kept */
+	int atime;  /**< the field of the files' access times (as mtime's);
+			 -1: none kept (they are the modification times) */
+	int ctime;  /**< the field of the files' change times (as mtime's: of
+			 the last change of a value, name, mode or time); -1:
+			 none kept */
 } zr_names;
 
-/** A time a record's field has not (zr_names.mtime holding one per field). */
+/** A time a record's field has not (zr_names.mtime, .atime or .ctime
+ *  holding one per field). */
 #define ZR_MTIME_NONE INT64_MIN
 /** A mode a record's field has not (zr_names.mode holding one per field). */
 #define ZR_MODE_NONE 0u
@@ -79,6 +85,20 @@ ZR_API int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char
  *         kept), -ENOENT (bad id or field), ZR_ECORRUPT or -EIO (damaged)
  */
 ZR_API int zr_name_mtime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			 int64_t *ns);
+
+/**
+ * The access time of the file field @p field of record @p id makes, as
+ * zr_name_mtime() finds modification times (zr_names.atime).
+ */
+ZR_API int zr_name_atime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			 int64_t *ns);
+
+/**
+ * The change time of the file field @p field of record @p id makes, as
+ * zr_name_mtime() finds modification times (zr_names.ctime).
+ */
+ZR_API int zr_name_ctime(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
 			 int64_t *ns);
 
 /**

@@ -658,7 +658,8 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
 	struct stat st = *now;
-	int64_t rc = 0, ns;
+	struct wtimes t;
+	int64_t rc = 0;
 
 	/* modes and owners of a file being written: accepted, ignored (cp -p
 	 * and rsync -a set them before it is stored); its time, where the
@@ -671,9 +672,10 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		st.st_size = attr->st_size;
 		st.st_blocks = (st.st_size + 511) / 512;
 	}
-	if (rc == 0 && zrfs_asked_mtime(attr, to_set, &ns, &st.st_mtim) &&
-	    (rc = zrfs_publish_time(fs, n, ns)) >= 0)
-		st.st_atim = st.st_mtim;
+	if (rc == 0 && zrfs_asked_times(attr, to_set, &t))
+		rc = zrfs_publish_times(fs, n, &t);
+	if (rc >= 0)
+		zrfs_node_meta(n, &st);
 	zrfs_follow_answer(fs, rc, req, &st);
 }
 

@@ -296,7 +296,11 @@ static int new_draft(struct zrfs *fs, fuse_ino_t parent, const struct place *p, 
 	d->changed = kind == WN_DRAFT;
 	d->loaded = true; /* its value is its own, also once it is a record's */
 	d->shaper = maker;
-	zrfs_node_touched(d); /* made now */
+	zrfs_node_touched(d); /* made now: its times */
+	if (fs->names.atime >= 0) {
+		d->atime = d->mtime;
+		d->atime_set = true;
+	}
 	if ((rc = zrfs_draft_add(w, d)) < 0) {
 		zrfs_node_put(d);
 		return rc;

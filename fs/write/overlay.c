@@ -184,7 +184,9 @@ static void keep_shown(struct zrfs *fs, fuse_ino_t ino, const struct stat *st)
 		i->shown = true;
 		i->last_size = (uint64_t)st->st_size;
 		i->last_mode = st->st_mode;
+		i->last_atime = st->st_atim;
 		i->last_mtime = st->st_mtim;
+		i->last_ctime = st->st_ctim;
 	}
 	pthread_mutex_unlock(&w->names_lock);
 }
@@ -231,7 +233,9 @@ static int last_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, stru
 	if ((i = zrfs_winode_find(w, ino)) != NULL && i->shown) {
 		zrfs_file_attr(fs, v, ino, i->last_size, st);
 		st->st_mode = i->last_mode;
-		st->st_mtim = st->st_atim = i->last_mtime;
+		st->st_atim = i->last_atime;
+		st->st_mtim = i->last_mtime;
+		st->st_ctim = i->last_ctime;
 		st->st_nlink = 0;
 		rc = 0;
 	}

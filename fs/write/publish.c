@@ -152,13 +152,21 @@ static int set_per_file(struct zrfs *fs, int of, unsigned field, uint64_t id, co
 	return set_value(fs, (unsigned)of, id, (zr_value){vals, each * width}, NULL);
 }
 
-/* The time of the file of (@field, @id) is @ns from now on, where the
- * dataset keeps times; not committed (under w->lock). */
-static int set_time(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
+/* A time, in field @of (zr_names.mtime, .atime, .ctime; -1: the dataset
+ * keeps none), of the file of (@field, @id) is @ns from now on; not
+ * committed (under w->lock). */
+static int set_time(struct zrfs *fs, int of, unsigned field, uint64_t id, int64_t ns)
 {
 	static const int64_t none = ZR_MTIME_NONE;
 
-	return set_per_file(fs, fs->names.mtime, field, id, &ns, sizeof ns, &none);
+	return set_per_file(fs, of, field, id, &ns, sizeof ns, &none);
+}
+
+/* The file of (@field, @id) was changed (its value, name, mode or times)
+ * at @ns, where the dataset keeps change times; not committed. */
+static int set_changed(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
+{
+	return set_time(fs, fs->names.ctime, field, id, ns);
 }
 
 /* The mode of the file of (@field, @id) is @mode from now on, where the
@@ -170,16 +178,23 @@ static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)
 	return set_per_file(fs, fs->names.mode, field, id, &mode, sizeof mode, &none);
 }
 
-/* The time of node @n's value being stored now (n->lock held): its last
- * change's or the one set on it since, else now's. */
-static int64_t stored_time(const struct wnode *n)
+/* The times of node @n, whose value is stored now as record @id's
+ * (n->lock held): its last change's or the ones set on it since, else
+ * now's; its access time where one was set or it was made. */
+static int set_node_times(struct zrfs *fs, const struct wnode *n, uint64_t id)
 {
-	return n->mtime_set ? n->mtime : zrfs_now_ns();
+	int64_t now = zrfs_now_ns();
+	int rc = set_time(fs, fs->names.mtime, n->field, id, n->mtime_set ? n->mtime : now);
+
+	if (rc == 0 && n->atime_set)
+		rc = set_time(fs, fs->names.atime, n->field, id, n->atime);
+	return rc < 0 ? rc : set_changed(fs, n->field, id, n->ctime_set ? n->ctime : now);
 }
 
-int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)
+int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes *t)
 {
 	struct zrfs_writes *w = fs->writes;
+	int64_t now = zrfs_now_ns();
 	uint64_t id;
 	int64_t rc;
 	bool kept;
@@ -192,16 +207,28 @@ int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)
 	kept = (n->kind == WN_DRAFT && n->stored == NO_ID) || n->changed;
 	id = n->kind == WN_DRAFT ? n->stored : n->id;
 	pthread_mutex_unlock(&w->names_lock);
-	if (kept) { /* stored with what is being written */
-		n->mtime = ns;
+	/* shown from now on: stored with what is being written, or now */
+	if (t->mtime != ZR_MTIME_NONE) {
+		n->mtime = t->mtime;
 		n->mtime_set = true;
 	}
+	if (t->atime != ZR_MTIME_NONE && fs->names.atime >= 0) {
+		n->atime = t->atime;
+		n->atime_set = true;
+	}
+	zrfs_node_changed(n, now);
 	pthread_mutex_unlock(&n->lock);
 	if (kept || id == NO_ID) {
 		pthread_mutex_unlock(&w->lock);
 		return 0;
 	}
-	rc = id < zr_length(w->ds) ? set_time(fs, n->field, id, ns) : -ENOENT;
+	rc = id < zr_length(w->ds) ? 0 : -ENOENT;
+	if (rc == 0 && t->mtime != ZR_MTIME_NONE)
+		rc = set_time(fs, fs->names.mtime, n->field, id, t->mtime);
+	if (rc == 0 && t->atime != ZR_MTIME_NONE)
+		rc = set_time(fs, fs->names.atime, n->field, id, t->atime);
+	if (rc == 0)
+		rc = set_changed(fs, n->field, id, now);
 	if (rc == 0)
 		rc = commit(fs);
 	pthread_mutex_unlock(&w->lock);
@@ -211,6 +238,7 @@ int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns)
 int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
 {
 	struct zrfs_writes *w = fs->writes;
+	int64_t now = zrfs_now_ns();
 	uint64_t id;
 	int64_t rc;
 	bool kept;
@@ -227,12 +255,15 @@ int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
 		n->mode = mode;
 		n->mode_set = true;
 	}
+	zrfs_node_changed(n, now);
 	pthread_mutex_unlock(&n->lock);
 	if (kept || id == NO_ID) {
 		pthread_mutex_unlock(&w->lock);
 		return 0;
 	}
 	rc = id < zr_length(w->ds) ? set_mode(fs, n->field, id, mode) : -ENOENT;
+	if (rc == 0)
+		rc = set_changed(fs, n->field, id, now);
 	if (rc == 0)
 		rc = commit(fs);
 	pthread_mutex_unlock(&w->lock);
@@ -387,14 +418,17 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 		return 0;
 	/* onto a name no record has: a new record takes the value, named so;
 	 * the value keeps its time, as mv keeps a file's */
-	int64_t ns;
+	int64_t ns, atime;
 	uint32_t mode;
 	bool timed = zr_name_mtime(w->ds, &fs->names, from, field, &ns) == 1;
+	bool atimed = zr_name_atime(w->ds, &fs->names, from, field, &atime) == 1;
 	bool moded = zr_name_mode(w->ds, &fs->names, from, field, &mode) == 1;
 	if (to == zr_length(w->ds) && (rc = set_value(fs, field, to, (zr_value){NULL, 0}, name)) < 0)
 		return rc;
-	if ((timed && (rc = set_time(fs, field, to, ns)) < 0) ||
-	    (moded && (rc = set_mode(fs, field, to, mode)) < 0))
+	if ((timed && (rc = set_time(fs, fs->names.mtime, field, to, ns)) < 0) ||
+	    (atimed && (rc = set_time(fs, fs->names.atime, field, to, atime)) < 0) ||
+	    (moded && (rc = set_mode(fs, field, to, mode)) < 0) ||
+	    (rc = set_changed(fs, field, to, zrfs_now_ns())) < 0)
 		return rc;
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
 		if (zrfs_log_admit())
@@ -426,6 +460,8 @@ int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const ch
 	if (fs->names.field < 0 || (unsigned)fs->names.field == field)
 		return 0; /* the dataset keeps no names: the mount's alias is all */
 	rc = set_value(fs, (unsigned)fs->names.field, id, name_value(fs, field, name), NULL);
+	if (rc == 0) /* renamed: a change */
+		rc = set_changed(fs, field, id, zrfs_now_ns());
 	return rc < 0 ? rc : commit(fs);
 }
 
@@ -434,6 +470,8 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
 	struct zrfs_writes *w = fs->writes;
 	int rc = set_value(fs, (unsigned)fs->names.field, id, (zr_value){name, strlen(name)}, NULL);
 
+	if (rc == 0 && fs->names.files >= 0) /* renamed: a change */
+		rc = set_changed(fs, (unsigned)fs->names.files, id, zrfs_now_ns());
 	for (unsigned f = 0; rc == 0 && gone != NO_ID && f < fs->nfields; f++) {
 		pthread_mutex_lock(&w->names_lock);
 		zrfs_nodes_detach_record(w, f, gone); /* its descriptors write nowhere */
@@ -465,7 +503,7 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 	rc = set_value(fs, n->field, n->id, v, NULL);
 	zrfs_value_unmap(map, v.len);
 	if (rc == 0)
-		rc = set_time(fs, n->field, n->id, stored_time(n));
+		rc = set_node_times(fs, n, n->id);
 	if (rc == 0 && (rc = commit(fs)) > 0) {
 		n->changed = n->truncated = false;
 		zrfs_node_writers_clear(n);
@@ -617,7 +655,7 @@ static int store_value(struct zrfs *fs, struct wnode *d, uint64_t id, uint64_t n
 				       : NULL);
 	zrfs_value_unmap(map, v.len);
 	if (rc == 0)
-		rc = set_time(fs, d->field, id, stored_time(d));
+		rc = set_node_times(fs, d, id);
 	if (rc == 0 && d->mode_set)
 		rc = set_mode(fs, d->field, id, d->mode);
 	if (rc < 0)

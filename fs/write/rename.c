@@ -64,6 +64,7 @@ static int rename_draft(struct zrfs *fs, struct wnode *d, fuse_ino_t newparent,
 		return rc;
 	if (d->kind == WN_DIR)
 		return 0;
+	zrfs_node_changed(d, zrfs_now_ns()); /* renamed */
 	if (tp->tree) { /* in tree/ the name says the field */
 		zrfs_draft_target(w, d, NO_ID);
 		if ((rc = zrfs_draft_place(fs, d, newparent, tp)) < 0)
@@ -260,10 +261,10 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		     int to_set, bool mode, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;
-	struct timespec ts;
+	struct wtimes t;
 	struct wnode *n;
-	int64_t ns, rc = 0;
-	bool timed = zrfs_asked_mtime(attr, to_set, &ns, &ts);
+	int64_t rc = 0;
+	bool timed = zrfs_asked_times(attr, to_set, &t);
 	int err;
 
 	if (!timed && !mode) {
@@ -271,7 +272,8 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		return;
 	}
 	if (S_ISDIR(st->st_mode)) {
-		if (timed && zrfs_dir_time(fs, ino, ts) == 0)
+		struct timespec ts = zrfs_ns_ts(t.mtime);
+		if (t.mtime != ZR_MTIME_NONE && zrfs_dir_time(fs, ino, ts) == 0)
 			st->st_mtim = st->st_atim = ts;
 		zrfs_reply_attr(req, st, 0);
 		return;
@@ -280,8 +282,8 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		if (mode && (rc = zrfs_publish_mode(fs, n, S_IFREG | (attr->st_mode & 07777))) >= 0)
 			st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
 		if (rc >= 0 && timed && fs->names.mtime >= 0 &&
-		    (rc = zrfs_publish_time(fs, n, ns)) >= 0)
-			st->st_mtim = st->st_atim = ts;
+		    (rc = zrfs_publish_times(fs, n, &t)) >= 0)
+			zrfs_node_meta(n, st);
 		pthread_mutex_lock(&w->names_lock);
 		zrfs_node_release(w, n);
 		pthread_mutex_unlock(&w->names_lock);

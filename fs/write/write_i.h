@@ -255,6 +255,10 @@ struct wnode {
 	atomic_bool mtime_set; /* ... or none since stored: the time it is stored at */
 	_Atomic uint32_t mode; /* a draft's mode (st_mode), where the dataset keeps */
 	atomic_bool mode_set; /* ... modes: from its create, or a chmod since */
+	_Atomic int64_t atime; /* its access time, where the dataset keeps them: */
+	atomic_bool atime_set; /* ... a draft's create's, or set since (utimensat) */
+	_Atomic int64_t ctime; /* the time of its last change (value, name, mode, */
+	atomic_bool ctime_set; /* ... times), where the dataset keeps change times */
 };
 
 /* What a number means to the write layer (see the top): kept while its
@@ -276,7 +280,7 @@ struct winode {
 	bool shown;           /* it showed a file: with these, which an open file */
 	uint64_t last_size;   /* removed since keeps (fstat of it: nlink 0, not ESTALE) */
 	mode_t last_mode;
-	struct timespec last_mtime;
+	struct timespec last_atime, last_mtime, last_ctime;
 };
 
 struct walias {
@@ -356,19 +360,34 @@ struct zrfs_writes {
 	struct zrfs_reading *reading; /* handles open for reading (zrfs_reading_open) */
 };
 
-/* The modification time a SETATTR asks for (utimensat, futimens), into
- * *@ns and @ts: whether it asks for one. */
-static inline bool zrfs_asked_mtime(const struct stat *attr, int to_set, int64_t *ns,
-				    struct timespec *ts)
+/* The times a SETATTR asks for (utimensat, futimens), in ns since the
+ * epoch: ZR_MTIME_NONE where it asks for none. */
+struct wtimes {
+	int64_t atime, mtime;
+};
+
+/* The times a SETATTR asks for, into *@t: whether it asks for any. */
+static inline bool zrfs_asked_times(const struct stat *attr, int to_set, struct wtimes *t)
 {
-	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
-		clock_gettime(CLOCK_REALTIME, ts);
-	else if (to_set & FUSE_SET_ATTR_MTIME)
-		*ts = attr->st_mtim;
-	else
-		return false;
-	*ns = zrfs_ts_ns(*ts);
-	return true;
+	int64_t now = to_set & (FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW) ? zrfs_now_ns()
+										      : 0;
+
+	t->atime = to_set & FUSE_SET_ATTR_ATIME_NOW ? now
+		   : to_set & FUSE_SET_ATTR_ATIME   ? zrfs_ts_ns(attr->st_atim)
+						     : ZR_MTIME_NONE;
+	t->mtime = to_set & FUSE_SET_ATTR_MTIME_NOW ? now
+		   : to_set & FUSE_SET_ATTR_MTIME   ? zrfs_ts_ns(attr->st_mtim)
+						     : ZR_MTIME_NONE;
+	return t->atime != ZR_MTIME_NONE || t->mtime != ZR_MTIME_NONE;
+}
+
+/* Times @t asked for, as @st shows them from now on. */
+static inline void zrfs_stat_asked(struct stat *st, const struct wtimes *t)
+{
+	if (t->mtime != ZR_MTIME_NONE)
+		st->st_mtim = zrfs_ns_ts(t->mtime);
+	if (t->atime != ZR_MTIME_NONE)
+		st->st_atim = zrfs_ns_ts(t->atime);
 }
 
 /* The processes (descriptor tables: lock owners) that wrote @n since it
@@ -408,6 +427,13 @@ static inline void zrfs_node_writers_clear(struct wnode *n)
 	n->many_writers = false;
 }
 
+/* @n's name, mode or times changed at @ns: its change time. */
+static inline void zrfs_node_changed(struct wnode *n, int64_t ns)
+{
+	n->ctime = ns;
+	n->ctime_set = true;
+}
+
 /* @n was changed now (n->lock held, or not shared yet): its time is now's,
  * shown until its value is stored and stored with it, as a local file's
  * modification time is its last write's, not its close's or commit's. */
@@ -415,15 +441,23 @@ static inline void zrfs_node_touched(struct wnode *n)
 {
 	n->mtime = zrfs_now_ns();
 	n->mtime_set = true;
+	zrfs_node_changed(n, n->mtime);
 }
 
-/* The time and mode set on node @n, if any, in @st (no lock needed). */
+/* The times and mode set on node @n, if any, in @st (no lock needed). */
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
+	int64_t stored = zrfs_ts_ns(st->st_ctim);
+
 	if (n->mode_set)
 		st->st_mode = (st->st_mode & S_IFMT) | (n->mode & 07777);
-	if (n->mtime_set)
-		zrfs_stat_mtime(st, n->mtime, true); /* changed since its last commit */
+	if (n->mtime_set) /* changed since its last commit */
+		zrfs_stat_mtime(st, n->mtime, !n->ctime_set);
+	if (n->atime_set)
+		st->st_atim = zrfs_ns_ts(n->atime);
+	/* the later of the stored one (a rename stores it) and its own */
+	if (n->ctime_set)
+		st->st_ctim = zrfs_ns_ts(n->ctime > stored ? n->ctime : stored);
 }
 
 /* Whether @name, in a field directory, names no record but is a temporary
@@ -611,11 +645,11 @@ int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const ch
  * @gone (NO_ID: none), every value of it: a file renamed onto another in a
  * tree of paths. The generation, or a negative code (logged). */
 int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint64_t gone);
-/* A modification time (ns since the epoch) set on node @n, where the
- * dataset keeps times (zr_names.mtime): kept with a value being written
- * (stored with it), else stored and committed now (w->lock taken here).
- * The generation (0: kept), or a negative code. */
-int64_t zrfs_publish_time(struct zrfs *fs, struct wnode *n, int64_t ns);
+/* Times @t set on node @n (utimensat), where the dataset keeps them
+ * (zr_names.mtime, .atime), and its change time now's: kept with a value
+ * being written (stored with it), else stored and committed now (w->lock
+ * taken here). The generation (0: kept), or a negative code. */
+int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes *t);
 /* Permission bits @mode set on node @n (chmod), where the dataset keeps
  * modes (zr_names.mode): kept with a new file not stored yet, else stored
  * and committed now (w->lock taken here). The generation (0: kept), or a

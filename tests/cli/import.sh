@@ -11,6 +11,8 @@ for i in 1 2 3; do gen "src/cat/$i.jpg" $((i * 1000)); gen "src/dog/$i.jpg" $((i
 : >src/dog/empty.jpg
 gen "src/zz/ünï cödé/big.jpg" 17000000
 chmod 750 src/cat/2.jpg
+touch -a -d @1900000000.5 src/dog/1.jpg
+before=$(date +%s%N)
 zr import dir src ds --label-from-parent label --writers 3
 expect_rc 0
 expect_out 'ds: 8 records, 17.0 MB'
@@ -20,7 +22,7 @@ run "$PY" - <<'PY'
 import json
 d = json.load(open("info.json"))
 assert d["length"] == 8
-assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None), ("mode", "u32", None)]
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None), ("mode", "u32", None), ("atime", "i64", None), ("ctime", "i64", None)]
 PY
 expect_rc 0
 # beside each name, the file's modification time (ns), so the tree shows it
@@ -36,6 +38,19 @@ cp "$T/.out" mode7
 run "$PY" -c 'import os, struct
 got = struct.unpack("<I", open("mode7", "rb").read())[0]
 assert got == os.stat("src/zz/ünï cödé/big.jpg").st_mode, oct(got)'
+expect_rc 0
+# its access time; and the import's time as every copy's change time
+zr cat ds atime 3
+cp "$T/.out" atime3
+zr cat ds ctime 0
+cp "$T/.out" ctime0
+zr cat ds ctime 7
+cp "$T/.out" ctime7
+run "$PY" -c 'import os, struct, sys
+a = struct.unpack("<q", open("atime3", "rb").read())[0]
+assert a == 1900000000500000000, a
+c = struct.unpack("<q", open("ctime0", "rb").read())[0]
+assert int(sys.argv[1]) <= c == struct.unpack("<q", open("ctime7", "rb").read())[0], c' "$before"
 expect_rc 0
 zr export tar ds modes.tar
 expect_rc 0
@@ -72,6 +87,8 @@ expect_err_has "*cat/9.jpg: no record has this name*"
 zr export dir ds data back
 expect_rc 0
 diff -r src back >/dev/null || fail "export dir by name differs from the source: $(diff -r src back | head -3)"
+[ "$(stat -c %X back/dog/1.jpg)" = 1900000000 ] || fail "export dir did not give back an access time"
+[ "$(stat -c %Y back/dog/1.jpg)" = "$(stat -c %Y src/dog/1.jpg)" ] || fail "export dir did not give back a modification time"
 zr export dir ds data byid --by-id
 [ -f byid/7.jpg ] || fail "--by-id does not name files by id"
 # without a field: the dataset's tree, the same files (the label is no file);
@@ -292,7 +309,9 @@ rm running/mine.txt
 zr import dir unread running
 expect_rc 0
 expect_err_has 'zr: import: running: an import into it did not finish (killed?): starting over'
-[ "$(ls running)" = "chunk
+[ "$(ls running)" = "atime.offset
+chunk
+ctime.offset
 data.offset
 meta.json
 mode.offset

@@ -98,9 +98,12 @@ static void ext_is(const zr_names *n, unsigned field, const char *name, const ch
 
 Test(names, a_path_gives_its_files_field_its_own_extension)
 {
-	zr_names paths = {.field = 2, .files = 0, .key = 0, .mtime = -1, .mode = -1};
-	zr_names keys = {.field = 2, .files = -1, .key = 1, .mtime = -1, .mode = -1};
-	zr_names none = {.field = -1, .files = -1, .key = 0, .mtime = -1, .mode = -1};
+	zr_names paths = {.field = 2, .files = 0, .key = 0, .mtime = -1, .mode = -1,
+			  .atime = -1, .ctime = -1};
+	zr_names keys = {.field = 2, .files = -1, .key = 1, .mtime = -1, .mode = -1,
+			  .atime = -1, .ctime = -1};
+	zr_names none = {.field = -1, .files = -1, .key = 0, .mtime = -1, .mode = -1,
+			  .atime = -1, .ctime = -1};
 
 	ext_is(&paths, 0, "cats/4.png", "png");
 	ext_is(&paths, 0, "4.tar.gz", "gz");
@@ -237,6 +240,67 @@ Test(names, times_and_modes_kept_per_record_make_no_file)
 	cr_assert_eq(got, 0100600);
 	cr_assert_eq(zr_name_mtime(ds, &n, 2, 0, &got_ns), 0);
 	cr_assert_eq(zr_name_mode(ds, &n, 3, 0, &got), -ENOENT);
+	zr_close(ds);
+}
+
+Test(names, access_and_change_times_kept_beside_the_modification_times)
+{
+	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "mtime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "atime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "ctime", .dtype = ZR_I64, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\", "
+				     "\"mtime\": \"mtime\", \"atime\": \"atime\", "
+				     "\"ctime\": \"ctime\"}}"};
+	int64_t m = 1950000000000000000LL, a = 1900000000000000000LL, c = 1960000000000000001LL;
+	int64_t none = ZR_MTIME_NONE, got;
+	zr_dataset *ds;
+	zr_names n;
+
+	cr_assert_eq(zr_create(t_ds, f, 5, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	zr_value rows[2][5] = {{{"x", 1}, {"a", 1}, {&m, 8}, {&a, 8}, {&c, 8}},
+			       {{"y", 1}, {"b", 1}, {&m, 8}, {&none, 8}, {NULL, 0}}};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(zr_append(ds, rows[i], NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.atime, 3);
+	cr_assert_eq(n.ctime, 4);
+	for (unsigned i = 1; i < 5; i++)
+		cr_assert(zr_names_own(&n, i), "field %u", i);
+	cr_assert_eq(zr_name_atime(ds, &n, 0, 0, &got), 1);
+	cr_assert_eq(got, a);
+	cr_assert_eq(zr_name_ctime(ds, &n, 0, 0, &got), 1);
+	cr_assert_eq(got, c);
+	cr_assert_eq(zr_name_mtime(ds, &n, 0, 0, &got), 1);
+	cr_assert_eq(got, m);
+	/* none kept for record 1: INT64_MIN, a missing value */
+	cr_assert_eq(zr_name_atime(ds, &n, 1, 0, &got), 0);
+	cr_assert_eq(zr_name_ctime(ds, &n, 1, 0, &got), 0);
+	cr_assert_eq(zr_name_ctime(ds, &n, 2, 0, &got), -ENOENT);
+	zr_close(ds);
+}
+
+Test(names, access_times_without_modification_times_or_as_them_are_none)
+{
+	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "mtime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "atime", .dtype = ZR_U32, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\", "
+				     "\"atime\": \"mtime\", \"ctime\": \"atime\"}}"};
+	zr_dataset *ds;
+	zr_names n;
+
+	cr_assert_eq(zr_create(t_ds, f, 4, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.mtime, -1);
+	cr_assert_eq(n.atime, -1);
+	cr_assert_eq(n.ctime, -1);
+	cr_assert_not(zr_names_own(&n, 2));
 	zr_close(ds);
 }
 

@@ -164,13 +164,22 @@ CALLS = ('import ctypes, errno, os\n'
          'call("a file at a 2 KB path", lambda: open(deep + "/f.txt", "w").write("deep\\n"))\n'
          'open("calls.txt", "w").write("\\n".join(out) + "\\n")\n')
 
-# The times and links programs read (make, rsync, find, tar), as
-# relations written to times.txt: a new file's time is its write's (not the
-# last commit's), its ctime no older; a directory's time moves when a
+# The times and links programs read (make, rsync, find, tar, git's index),
+# as relations written to times.txt: a new file's time is its write's (not
+# the last commit's), its ctime no older; utime sets the access and the
+# modification time apart, and touch -a the first alone; a file's times
+# stay as they are when it or another file is committed, and its ctime
+# moves when its mode or name changes; a directory's time moves when a
 # name in it is made or removed, and is what utime sets; an open file
 # removed has no link; a directory's links count its subdirectories.
-TIMES = ('import os, time\n'
+TIMES = ('import os, subprocess, time\n'
          'out = []\n'
+         'def times(name):\n'
+         '    st = os.stat(name)\n'
+         '    return (st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)\n'
+         'def committed(name):\n'
+         '    with open(name, "a") as f:\n'
+         '        os.fsync(f.fileno())\n'
          'd0 = os.stat(".").st_mtime_ns\n'
          'time.sleep(0.01)\n'
          't0 = time.time()\n'
@@ -179,7 +188,27 @@ TIMES = ('import os, time\n'
          'out.append("a new file is timed at its write: %s" % (abs(st.st_mtime - t0) < 2))\n'
          'out.append("its ctime is no older: %s" % (st.st_ctime >= st.st_mtime - 1e-6))\n'
          'os.utime("new.txt", (1900000000, 1950000000))\n'
-         'out.append("utime sets mtime: %d" % os.stat("new.txt").st_mtime)\n'
+         'st = os.stat("new.txt")\n'
+         'out.append("utime sets atime and mtime: %d %d" % (st.st_atime, st.st_mtime))\n'
+         'out.append("and the ctime is now: %s" % (abs(st.st_ctime - time.time()) < 2))\n'
+         'subprocess.run(["touch", "-a", "-d", "@1800000000", "new.txt"], check=True)\n'
+         'st = os.stat("new.txt")\n'
+         'out.append("touch -a: %d %d" % (st.st_atime, st.st_mtime))\n'
+         'open("c.txt", "w").write("c")\n'
+         'before = times("c.txt")\n'
+         'committed("c.txt")\n'
+         'out.append("a new file committed keeps its times: %s" % (times("c.txt") == before))\n'
+         'time.sleep(0.01)\n'
+         'open("d.txt", "w").write("d")\n'
+         'committed("d.txt")\n'
+         'out.append("... when another is: %s" % (times("c.txt") == before))\n'
+         'os.chmod("c.txt", 0o600)\n'
+         'out.append("chmod changes the ctime: %s" % (times("c.txt")[2] > before[2]))\n'
+         'after = times("c.txt")\n'
+         'time.sleep(0.01)\n'
+         'os.rename("c.txt", "e.txt")\n'
+         'out.append("so does a rename: %s" % (times("e.txt")[2] > after[2]))\n'
+         'out.append("and not the others: %s" % (times("e.txt")[:2] == after[:2]))\n'
          'fd = os.open("new.txt", os.O_RDONLY)\n'
          'os.unlink("new.txt")\n'
          'out.append("links of an open file removed: %d" % os.fstat(fd).st_nlink)\n'
@@ -264,7 +293,7 @@ MATRIX = [
     # permission bits: chmod of a file at rest, a new file's mode at
     # create (mkstemp's 0600, the umask's), a script made executable runs
     ('calls at the bounds', "%s -c '%s'" % (PY, CALLS)),
-    ('times and links', "%s -c '%s'" % (PY, TIMES)),
+    ('times and links', "%s -c '%s'" % (PY, TIMES), [b'x']),
     ('chmod', "chmod 755 1.txt && chmod 600 2.txt && umask 027 && printf 'x\\n' > masked.txt && "
      "printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh && ./run.sh > ran.txt && "
      "%s -c 'import os, tempfile; os.replace(tempfile.mkstemp(dir=\".\")[1], \"made.txt\")' && "

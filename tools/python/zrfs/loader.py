@@ -54,7 +54,7 @@ def fields_of(mount):
             meta = json.load(f)
         names = meta.get("names") or {}
         return ([Field(m) for m in meta["fields"]],
-                {names.get(k) for k in ("field", "mtime", "mode")} - {None})
+                {names.get(k) for k in ("field", "mtime", "mode", "atime", "ctime")} - {None})
     except (OSError, ValueError, KeyError, AttributeError) as e:
         raise ZrfsError(f"{mount}/meta.json: not a zrfs mount's ({e})") from e
 
