@@ -788,6 +788,32 @@ static bool needs_store(struct zrfs_writes *w, struct wnode *d, struct wnode *al
 	return yes;
 }
 
+/* The drafts @g[0..@n) stored and not settled are records from view
+ * generation @gen on (under the names lock and w->names_lock). */
+static void settle(struct zrfs *fs, struct wnode **g, size_t n, uint64_t gen)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct wnode *d = g[i];
+		if (!d->listed || d->stored == NO_ID || d->gen)
+			continue;
+		d->gen = gen;
+		zrfs_publish_unready(fs->writes, d);
+		zrfs_draft_settle(fs, d, d->stored);
+	}
+}
+
+void zrfs_write_shown(struct zrfs *fs, uint64_t gen)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->names_lock);
+	if (w->ncommitting && gen >= w->committing_gen)
+		settle(fs, w->committing, w->ncommitting, w->committing_gen);
+	pthread_mutex_unlock(&w->names_lock);
+}
+
 /* zrfs_publish_group under w->lock. */
 static int64_t publish_group_held(struct zrfs *fs, struct wnode *also)
 {
@@ -831,17 +857,21 @@ static int64_t publish_group_held(struct zrfs *fs, struct wnode *also)
 	for (size_t i = 0; i < n; i++)
 		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
 	pthread_mutex_unlock(&w->names_lock);
-	if ((any || w->gone_applied) && (gen = commit(fs)) > 0) {
+	if (any || w->gone_applied) {
+		/* settled as the view with the commit is made (zrfs_write_shown),
+		 * else (a view read back) once it is */
+		pthread_mutex_lock(&w->names_lock);
+		w->committing = g;
+		w->ncommitting = n;
+		w->committing_gen = zr_generation(w->ds) + 1;
+		pthread_mutex_unlock(&w->names_lock);
+		gen = commit(fs);
 		zrfs_names_begin(fs); /* settling reads the tree's names */
 		pthread_mutex_lock(&w->names_lock);
-		for (size_t i = 0; i < n; i++) {
-			struct wnode *d = g[i];
-			if (!d->listed || d->stored == NO_ID || d->gen)
-				continue;
-			d->gen = (uint64_t)gen;
-			zrfs_publish_unready(w, d);
-			zrfs_draft_settle(fs, d, d->stored);
-		}
+		w->committing = NULL;
+		w->ncommitting = 0;
+		if (gen > 0)
+			settle(fs, g, n, (uint64_t)gen);
 		pthread_mutex_unlock(&w->names_lock);
 		zrfs_names_end(fs);
 	}

@@ -331,6 +331,9 @@ struct zrfs_writes {
 	int64_t dir_time[ZR_FIELDS_MAX]; /* field directories' last change, ns (0: none) */
 	size_t dir_subdirs[ZR_FIELDS_MAX]; /* ... directories made in them */
 	unsigned listings;    /* directories open for listing (OPENDIR to RELEASEDIR) */
+	struct wnode **committing; /* the drafts of a group being committed, */
+	size_t ncommitting;   /* ... settled where the view that has it is made */
+	uint64_t committing_gen; /* ... the commit's generation */
 	bool grouping;        /* the committer is committing a group */
 	pthread_cond_t grouped; /* ... and has (the mount shows it) */
 	uint64_t seq;
