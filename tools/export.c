@@ -435,7 +435,7 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 		zr_warn("export: %llu record%s no name, so no place in the tree: 'zr export dir "
 			"DS FIELD OUT_DIR' writes a field's records, those by id",
 			(unsigned long long)unnamed, unnamed == 1 ? " has" : "s have");
-	printf("%s: %llu files\n", out, (unsigned long long)count);
+	printf("%s: %llu file%s\n", out, (unsigned long long)count, count == 1 ? "" : "s");
 	status = say_left_out(&lo, "'zr export dir DS FIELD OUT_DIR' writes a field's records, "
 				   "those by id");
 out:

@@ -456,7 +456,7 @@ expect_rc 0
 expect_err_has "zr: import: 2 keys are not a relative path below a directory (the first: '../escaped'): kept as names, but tree/ and zr export dir and tar leave their records out"
 zr export dir evil eviltree
 expect_rc 1
-expect_out 'eviltree: 1 files'
+expect_out 'eviltree: 1 file'
 expect_err_has "zr: export: 2 records have a name that makes no file (*), so they were left out; the first: record 1, '../escaped' (*)"
 [ "$(cd eviltree && find . -type f | sort | tr '\n' ' ')" = "./ok.jpg " ] ||
 	fail "export dir of bad keys: $(find eviltree)"
