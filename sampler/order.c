@@ -65,8 +65,10 @@ int zs_sampler_create(zs_sampler **out, const zs_spec *spec, uint64_t n)
 	if (s->steps == 0 && sp.from == 0) { /* (with from=: what is left makes none) */
 		free(s);
 		return zs_err(ZS_EINVAL_SPEC,
-			      "%s: %llu records make no full batch of %u for %u rank%s (use tail=keep or tail=pad)",
-			      name, (unsigned long long)(sp.hi - sp.lo), sp.batch, sp.world,
+			      "%s: %llu record%s no full batch of %u for %u rank%s (use tail=keep or "
+			      "tail=pad)",
+			      name, (unsigned long long)(sp.hi - sp.lo),
+			      sp.hi - sp.lo == 1 ? " makes" : "s make", sp.batch, sp.world,
 			      sp.world == 1 ? "" : "s");
 	}
 	if (sp.order == ZS_BLOCK) {
