@@ -130,6 +130,15 @@ const char *zrfs_batch_listed(struct zrfs *fs, uint32_t i);
  * its spec's index, or false: not open. Valid while the kernel holds a
  * number of it or a prefetch job holds it. */
 bool zrfs_batch_slot(struct zrfs *fs, uint32_t slot, struct batch_step *at, uint32_t *spec);
+/* /.batches/.why/<spec>: the texts of the last WHY_KEPT files looked up,
+ * each under a number of its own (WHY_TEXT_MAX bytes at most). Keep
+ * @text as a new file's: its number. */
+#define WHY_KEPT 64
+#define WHY_TEXT_MAX 512
+fuse_ino_t zrfs_batch_why_keep(struct zrfs *fs, const char *text);
+/* The text of .why file @ino into @buf (WHY_TEXT_MAX bytes): its length,
+ * or -ENOENT (not kept any more). */
+int zrfs_batch_why_text(struct zrfs *fs, fuse_ino_t ino, char *buf);
 /* A reference to the spec or epoch entry node @ino of /.batches is of
  * (not the top directory): taken for a number a lookup or a listing gave
  * (zrfs_batch_spec_index and zrfs_batch_slot_of take one themselves), of

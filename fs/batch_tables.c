@@ -105,6 +105,11 @@ struct zrfs_batch_tables {
 	struct aged *aged;         /* the pass's: SLOTS_MAX */
 	uint64_t *spec_stamp;      /* the pass's: SPECS_MAX */
 	uint32_t *gone;            /* the pass's: SLOTS_MAX slots given back */
+	struct why {               /* .why files (batches.c), by number % WHY_KEPT */
+		fuse_ino_t ino;
+		char text[WHY_TEXT_MAX];
+	} *whys;
+	uint64_t nwhys;            /* made so far */
 };
 
 /* ---- the tables ---- */
@@ -281,6 +286,37 @@ int zrfs_batch_slot_of(struct zrfs *fs, uint32_t spec, uint64_t epoch, uint64_t 
 			 b->specs[spec].name, (unsigned long long)epoch, zs_errmsg());
 	}
 	return idx < 0 ? -ENOENT : idx;
+}
+
+fuse_ino_t zrfs_batch_why_keep(struct zrfs *fs, const char *text)
+{
+	struct zrfs_batch_tables *b = fs->batches;
+	struct why *e;
+	fuse_ino_t ino;
+
+	pthread_mutex_lock(&b->lock);
+	/* numbers go round in 32 bits: one comes back after 4 billion */
+	ino = ZRFS_INO_WHY_FILE | (++b->nwhys & UINT32_MAX);
+	e = &b->whys[ino % WHY_KEPT];
+	e->ino = ino;
+	snprintf(e->text, sizeof e->text, "%s", text);
+	pthread_mutex_unlock(&b->lock);
+	return ino;
+}
+
+int zrfs_batch_why_text(struct zrfs *fs, fuse_ino_t ino, char *buf)
+{
+	struct zrfs_batch_tables *b = fs->batches;
+	const struct why *e = &b->whys[ino % WHY_KEPT];
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&b->lock);
+	if (e->ino == ino) {
+		memcpy(buf, e->text, WHY_TEXT_MAX);
+		rc = (int)strlen(buf);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return rc;
 }
 
 const char *zrfs_batch_spec_name(struct zrfs *fs, uint32_t spec)
@@ -563,6 +599,7 @@ int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs
 	    !(b->aged = calloc(SLOTS_MAX, sizeof *b->aged)) ||
 	    !(b->spec_stamp = calloc(SPECS_MAX, sizeof *b->spec_stamp)) ||
 	    !(b->gone = calloc(SLOTS_MAX, sizeof *b->gone)) ||
+	    !(b->whys = calloc(WHY_KEPT, sizeof *b->whys)) ||
 	    tally_init(&b->spec_tally, SPECS_MAX) < 0 || tally_init(&b->slot_tally, SLOTS_MAX) < 0)
 		return -ENOMEM;
 	return 0;
@@ -583,6 +620,7 @@ void zrfs_batch_tables_destroy(struct zrfs *fs)
 	free(b->aged);
 	free(b->spec_stamp);
 	free(b->gone);
+	free(b->whys);
 	free(b->spec_tally.free);
 	free(b->slot_tally.free);
 	pthread_mutex_destroy(&b->lock);

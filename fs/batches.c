@@ -6,11 +6,15 @@
  *   /.batches/<spec>/epoch-<e>/          one epoch of it
  *   /.batches/<spec>/epoch-<e>/<k>/      batch step k for the spec's rank
  *
+ *   /.batches/.why/<spec>                why the mount refuses <spec>, or ok
+ *
  * Everything is computed from the path: batch k of epoch e is built
  * directly (libzrsampler, O(B)), so any step of any epoch is instant to
  * reach and ranks need no coordination. Any spec that parses works on
  * lookup; listing /.batches shows the mount's -o batches= specs and a
- * default. A malformed or out-of-range name is ENOENT with a log line.
+ * default. A malformed or out-of-range name is ENOENT with a log line, and
+ * .why/<name> says the reason to the program or the user who asks (a
+ * lookup's ENOENT says nothing more, and a log may be nowhere they look).
  * This file knows names and inode numbers; the specs and epochs open are
  * kept in batch_tables.c, a file's bytes made in batch_files.c, steps
  * ahead and behind a reader handled in batch_prefetch.c.
@@ -35,7 +39,9 @@
 
 /* ---- nodes ---- */
 
-enum node { N_NONE, N_TOP, N_SPEC, N_EPOCH, N_STEP };
+enum node { N_NONE, N_TOP, N_SPEC, N_EPOCH, N_STEP, N_WHY, N_WHY_FILE };
+
+#define WHY_NAME ".why"
 
 /* A node of /.batches: which, and (below the top) where. */
 struct where {
@@ -48,7 +54,8 @@ static bool batches_owns(const struct zrfs *fs, fuse_ino_t ino)
 {
 	(void)fs;
 	return ino == ZRFS_INO_BATCHES || (ino >= ZRFS_INO_SPEC && ino < ZRFS_INO_SPEC + SPECS_MAX) ||
-	       (ino & (UINT64_C(3) << 60)) >= ZRFS_INO_EPOCH;
+	       (ino & (UINT64_C(3) << 60)) >= ZRFS_INO_EPOCH || ino == ZRFS_INO_WHY ||
+	       zrfs_ino_asked_each_time(ino);
 }
 
 /* Whether @kind is a file of a step of this mount. */
@@ -65,6 +72,10 @@ static enum node batches_decode(struct zrfs *fs, fuse_ino_t ino, struct where *w
 
 	if (ino == ZRFS_INO_BATCHES)
 		return N_TOP;
+	if (ino == ZRFS_INO_WHY)
+		return N_WHY;
+	if (zrfs_ino_asked_each_time(ino))
+		return N_WHY_FILE;
 	if (top < ZRFS_INO_EPOCH) {
 		w->spec = (uint32_t)(ino - ZRFS_INO_SPEC);
 		if (ino < ZRFS_INO_SPEC || !(w->at.spec = zrfs_batch_spec_name(fs, w->spec)))
@@ -149,11 +160,31 @@ static int take_ref(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, const 
 
 static void batches_let_go(struct zrfs *fs, fuse_ino_t ino)
 {
-	if (ino == ZRFS_INO_BATCHES)
+	/* the top, .why and its files keep nothing */
+	if (ino == ZRFS_INO_BATCHES || ino == ZRFS_INO_WHY || zrfs_ino_asked_each_time(ino))
 		return;
 	if ((ino & ZRFS_INO_STEP) == ZRFS_INO_STEP && ino_kind(ino) != STEP_DIR)
 		zrfs_step_unpin(fs, ino_slot(ino), (ino >> STEP_KIND_BITS) & (STEPS_MAX - 1));
 	zrfs_batch_unref(fs, ino); /* last: this may let its slot go */
+}
+
+/* A .why file for spec @name over @v's records: its number in *@out
+ * (its text: the reason the spec is refused, or what it makes). */
+static int why_lookup(struct zrfs *fs, struct zrfs_view *v, const char *name, fuse_ino_t *out)
+{
+	char text[WHY_TEXT_MAX];
+	zs_sampler *s = NULL;
+	zs_spec spec;
+
+	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, v->n) < 0)
+		snprintf(text, sizeof text, "%s\n", zs_errmsg());
+	else
+		snprintf(text, sizeof text, "ok: %llu step%s an epoch over %llu record%s\n",
+			 (unsigned long long)zs_steps(s), zs_steps(s) == 1 ? "" : "s",
+			 (unsigned long long)v->n, v->n == 1 ? "" : "s");
+	zs_sampler_destroy(s);
+	*out = zrfs_batch_why_keep(fs, text);
+	return 0;
 }
 
 static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent,
@@ -169,6 +200,10 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	}
 	switch (batches_decode(fs, parent, &w)) {
 	case N_TOP:
+		if (strcmp(name, WHY_NAME) == 0) {
+			*out = ZRFS_INO_WHY;
+			return 0;
+		}
 		if ((idx = zrfs_batch_spec_index(fs, v->n, name, false)) < 0)
 			return idx;
 		*out = ZRFS_INO_SPEC + (uint64_t)idx;
@@ -193,6 +228,10 @@ static int batches_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 			return idx;
 		*out = step_ino(w.at.slot, w.at.step, (unsigned)idx);
 		return take_ref(fs, v, *out, &w);
+	case N_WHY:
+		return why_lookup(fs, v, name, out);
+	case N_WHY_FILE:
+		return -ENOTDIR;
 	case N_NONE:
 		break;
 	}
@@ -208,6 +247,13 @@ static int batches_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 
 	if (node == N_NONE)
 		return -ENOENT;
+	if (node == N_WHY_FILE) {
+		char text[WHY_TEXT_MAX];
+		if ((rc = zrfs_batch_why_text(fs, ino, text)) < 0)
+			return rc;
+		zrfs_file_attr(fs, v, ino, (uint64_t)rc, st);
+		return 0;
+	}
 	if (node != N_STEP || w.kind == STEP_DIR) {
 		zrfs_dir_attr(fs, v, ino, st);
 		return 0;
@@ -266,6 +312,10 @@ static int batches_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, u
 			return take_ref(fs, v, out->ino, &w) < 0 ? -ENOMEM : 1;
 		}
 		return 0;
+	case N_WHY: /* looked up by name only */
+		return 0;
+	case N_WHY_FILE:
+		return -ENOTDIR;
 	case N_NONE:
 		break;
 	}
@@ -279,6 +329,15 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	enum node node = batches_decode(fs, ino, &w);
 	bool ahead = false;
 
+	if (node == N_WHY_FILE) {
+		char text[WHY_TEXT_MAX];
+		int rc = zrfs_batch_why_text(fs, ino, text);
+		if (rc < 0)
+			zrfs_reply_err(req, rc);
+		else
+			zrfs_reply_slice(req, text, (uint64_t)rc, size, off);
+		return;
+	}
 	if (node != N_STEP || w.kind == STEP_DIR) {
 		zrfs_reply_err(req, node == N_NONE ? -ENOENT : -EISDIR);
 		return;

@@ -235,7 +235,8 @@ static void zrfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (rc < 0 && rc != -ENOENT) {
 		zrfs_reply_err(req, rc);
 	} else if (rc < 0 || !reply_identity(req, fs, v, ino)) {
-		reply_entry(req, fs, v, rc < 0 ? 0 : ino, fs->opts.timeout);
+		reply_entry(req, fs, v, rc < 0 ? 0 : ino,
+			    rc == 0 && zrfs_ino_asked_each_time(ino) ? 0 : fs->opts.timeout);
 	}
 	zrfs_names_end(fs);
 }

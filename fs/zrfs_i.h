@@ -62,6 +62,7 @@
  *                                                                records.c
  *   /.batches/...              ZRFS_INO_BATCHES, ZRFS_INO_SPEC + spec,
  *                              bits 60-61 = 2 (epochs), 3 (steps) batches.c
+ *   /.batches/.why/<spec>      ZRFS_INO_WHY, ZRFS_INO_WHY_FILE | n   batches.c
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
  *                              ZRFS_INO_BY_CLASS | i << 32 | class byclass.c
  *   /tree/... directories      ZRFS_INO_TREE_DIR | n             tree.c
@@ -90,9 +91,11 @@
 #define ZRFS_INO_ROOT FUSE_ROOT_ID
 #define ZRFS_INO_BATCHES UINT64_C(3)
 #define ZRFS_INO_BY UINT64_C(4)
+#define ZRFS_INO_WHY UINT64_C(5)
 #define ZRFS_INO_DIR UINT64_C(0x1000)
 #define ZRFS_INO_BY_FIELD UINT64_C(0x4000)
 #define ZRFS_INO_SPEC UINT64_C(0x10000)
+#define ZRFS_INO_WHY_FILE (UINT64_C(1) << 53) /* | a count: batches.c */
 #define ZRFS_INO_TREE_DIR (UINT64_C(1) << 54)
 #define ZRFS_INO_BY_CLASS (UINT64_C(1) << 55)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
@@ -103,6 +106,14 @@
 #define ZRFS_INO_EPOCH (UINT64_C(2) << 60)
 #define ZRFS_INO_STEP (UINT64_C(3) << 60)
 #define ZRFS_INO_STAGED (UINT64_C(1) << 62) /* -o writable: files not stored yet, write/nodes.c */
+
+/* Whether the name of @ino is looked up each time, never cached: a
+ * /.batches/.why file, made anew by every lookup (its text may change as
+ * records come and go; a number's never does). */
+static inline bool zrfs_ino_asked_each_time(fuse_ino_t ino)
+{
+	return (ino & ~(uint64_t)UINT32_MAX) == ZRFS_INO_WHY_FILE;
+}
 #define ZRFS_ID_BITS 40
 #define ZRFS_VERSIONS 256 /* record versions: 8 bits of the inode number */
 #define ZRFS_GEN_MASK ((UINT64_C(1) << 40) - 1) /* generations in .npy numbers */

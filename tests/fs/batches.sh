@@ -245,6 +245,19 @@ for k in ("0", "1"):
         os.close(fd)
 PY
 
+# why a spec is refused for the records the mount shows: .batches/.why/SPEC,
+# looked up anew each time (it follows appends), listed nowhere
+why="$MNT/.batches/.why/seq,batch=41"
+[ "$(cat "$why")" = "seq,batch=41: 40 records make no full batch of 41 for 1 rank (use tail=keep or tail=pad)" ] ||
+	fail ".why of a batch past the records: $(cat "$why")"
+[ "$(cat "$MNT/.batches/.why/seq,batch=40")" = "ok: 1 step an epoch over 40 records" ] ||
+	fail ".why of a spec taken: $(cat "$MNT/.batches/.why/seq,batch=40")"
+[ -z "$(ls -A "$MNT/.batches/.why")" ] || fail ".why lists $(ls -A "$MNT/.batches/.why")"
+ls -A "$MNT/.batches" | grep -q why && fail ".batches lists .why"
+"$ZR" put "$DS" --a="$T/row0" --b="$T/row0" >/dev/null || fail "zr put 41"
+timeout 20 sh -c "until [ -e '$MNT/a/40' ]; do :; done" || fail "the 41st record is not shown"
+[ "$(cat "$why")" = "ok: 1 step an epoch over 41 records" ] || fail ".why after an append: $(cat "$why")"
+
 # a batch far larger than the dataset and the cache (16,777,216 ids, the
 # tail padded from 300 records): every request takes memory for what it
 # reads. Parts made in the cache (a raw field's offsets, a flate field's

@@ -152,7 +152,7 @@ def api():
            "a dataset directory: mount it")
     raises("epoch -1", lambda: zrfs.Loader(MNT, "seq,batch=8", -1), "a number 0 or more")
     raises("a misspelt spec", lambda: zrfs.Loader(MNT, "shufle,seed=42,batch=4"),
-           "refused the spec")
+           "unknown order 'shufle'")
     # by default not the fields zr import keeps beside the files
     fake = os.path.join(os.path.dirname(DS), "fake-meta")
     os.makedirs(fake, exist_ok=True)
@@ -205,15 +205,30 @@ def main():
     if list(zrfs.Loader(MNT, f"shuffle,seed=9,batch=4,from={N}", 0)):
         fail(f"from={N}: batches past the end")
     # a spec the mount refuses is an error, with or without from= (a
-    # resumed job must not train on nothing), saying where to learn why
+    # resumed job must not train on nothing), saying why: what zr sample
+    # says of it for the dataset's records, which a shell user reads in
+    # .batches/.why/SPEC too
     for bad in ("seq,batch=4,from=abc", "seq,batch=4,from=8,tail=kep",
-                f"seq,batch=4,from={N + 1}", "shufle,seed=42,batch=4"):
+                f"seq,batch=4,from={N + 1}", "shufle,seed=42,batch=4",
+                f"seq,batch={N + 1}", "seq,batch=4,rank=2,world=2"):
+        said = subprocess.run([ZR, "sample", bad, "--n", str(N)], capture_output=True)
+        why = said.stderr.decode().strip().removeprefix("zr: sample: ")
+        why = why.removeprefix(f"spec '{bad}': ")
+        if said.returncode == 0 or not why:
+            fail(f"{bad}: zr sample takes it")
+        with open(os.path.join(MNT, ".batches", ".why", bad)) as f:
+            shown = f.read()
+        if shown != why + "\n":
+            fail(f".batches/.why/{bad}: {shown!r}, where zr sample says {why!r}")
         try:
             n = len(zrfs.Loader(MNT, bad, 0))
             fail(f"{bad}: taken, {n} steps")
         except zrfs.ZrfsError as e:
-            if "refused the spec" not in str(e) or f"zr sample '{bad}'" not in str(e):
-                fail(f"{bad}: {e}")
+            if f"refuses batches {bad}: {why}" not in str(e):
+                fail(f"{bad}: {e} (zr sample says {why!r})")
+    with open(os.path.join(MNT, ".batches", ".why", "seq,batch=4")) as f:
+        if not f.read().startswith("ok: "):
+            fail(".batches/.why/seq,batch=4 does not say ok")
     api()
     try:
         zrfs.Loader(MNT, "seq,batch=8", fields=["nope"])

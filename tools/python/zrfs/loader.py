@@ -270,14 +270,28 @@ class Loader:
             return len(os.listdir(self.dir))
         except FileNotFoundError:
             # the mount refused the spec or the epoch (from=P at the end of
-            # an epoch is an epoch of no steps: it lists nothing, above)
+            # an epoch is an epoch of no steps: it lists nothing, above);
+            # .batches/.why/SPEC says why it refuses a spec
+            why = self._why()
+            if why and not why.startswith("ok"):
+                raise ZrfsError(errno.ENOENT, f"{self.dir}: the mount refuses batches "
+                                f"{self.spec}: {why}") from None
             raise ZrfsError(errno.ENOENT, f"{self.dir}: no such epoch "
                             f"(batches {self.spec}, epoch {self.epoch}): the mount "
-                            f"refused the spec or the epoch; `zr sample '{self.spec}' "
+                            f"refused the epoch; `zr sample '{self.spec}' "
                             f"--n RECORDS --epoch {self.epoch}` says why") from None
         except OSError as e:
             raise ZrfsError(e.errno, f"{self.dir}: {e.strerror} "
                             f"(batches {self.spec}, epoch {self.epoch})") from None
+
+    def _why(self):
+        """Why the mount refuses this loader's spec ("ok..." where it
+        takes it), as .batches/.why/SPEC says; None if it says nothing."""
+        try:
+            with open(os.path.join(self.mount, ".batches", ".why", self.spec), "rb") as f:
+                return f.read().decode(errors="replace").strip()
+        except OSError:
+            return None
 
     # ---- reading ----
 
