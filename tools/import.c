@@ -29,8 +29,9 @@
 #include <unistd.h>
 
 static const char help[] =
-	"usage: zr import dir SRC DEST [--field NAME] [--label-from-parent FIELD]\n"
-	"                     [--label-from-top FIELD] [--ext EXT] [--follow-links] [--hidden]\n"
+	"usage: zr import dir SRC DEST [--field NAME]\n"
+	"                     [--label-from-parent FIELD | --label-from-top FIELD]\n"
+	"                     [--ext EXT] [--follow-links] [--hidden]\n"
 	"                     [--names FIELD | --no-names]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"

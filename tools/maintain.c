@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char verify_help[] =
-	"usage: zr verify DIR [--quiet] [--repair]\n"
+	"usage: zr verify DIR [-q | --quiet] [--repair]\n"
 	"\n"
 	"Check every record of every field against its chunk and inflate every\n"
 	"compressed record. Prints each problem as 'FIELD ID: reason'. Reads the\n"
@@ -14,10 +14,10 @@ static const char verify_help[] =
 	"at.\n"
 	"Exit status: 0 clean (or made clean by --repair), 1 problems found or the\n"
 	"dataset cannot be opened.\n"
-	"  --quiet    print only the summary line\n"
-	"  --repair   then remove every record with a problem, highest id first\n"
-	"             (the last record takes a removed one's id, as zr rm does),\n"
-	"             printing each, and commit; needs exclusive access to DIR\n";
+	"  -q, --quiet   print only the summary line\n"
+	"  --repair      then remove every record with a problem, highest id first\n"
+	"                (the last record takes a removed one's id, as zr rm does),\n"
+	"                printing each, and commit; needs exclusive access to DIR\n";
 
 static const char rebalance_help[] =
 	"usage: zr rebalance DIR [--chunk-size N]\n"

@@ -17,7 +17,9 @@ static const char help[] =
 	"\n"
 	"SPEC is ORDER[,KEY=VALUE...]: ORDER one of seq, window, random, shuffle,\n"
 	"block; KEYs seed, batch, rank, world, lo, hi, tail (drop|keep|pad),\n"
-	"window, stride (window order), block (block order). Example:\n"
+	"from (the position an epoch's steps start at: resuming on other ranks;\n"
+	"not for window), window, stride (window order), block (block order).\n"
+	"Example:\n"
 	"  zr sample shuffle,seed=42,batch=4,world=2,rank=1 --n 20 --steps 0:2\n";
 
 /* "A:B", "A:" or ":B", with 0 <= A <= B <= max. */

@@ -8,7 +8,7 @@
 
 static const zr_cmd cmds[] = {
 	{"create", cmd_create, "create an empty dataset"},
-	{"import", cmd_import, "make a dataset from a directory, .npy arrays or a flat file"},
+	{"import", cmd_import, "make a dataset from a directory, tar shards, .npy arrays or a flat file"},
 	{"put", cmd_put, "append one record from files"},
 	{"set", cmd_set, "replace fields of a record"},
 	{"rm", cmd_rm, "delete records (the last takes each deleted id)"},
