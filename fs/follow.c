@@ -348,7 +348,8 @@ static void show_view(struct zrfs *fs, struct zrfs_view *cur, struct zrfs_view *
 	if (rc == 0)
 		rc = note_changes(fs, cur, new, c, touched, notes);
 	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
-	zrfs_write_shown(fs, new->gen);
+	if (fs->view_shown)
+		fs->view_shown(fs, new->gen);
 	fs->follow->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
 	zrfs_state_unlock(fs);
 	zrfs_view_put(old);

@@ -255,6 +255,9 @@ struct zrfs {
 	struct zrfs_inodes *inodes; /* the numbers the kernel holds, pins (inodes.c) */
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct zrfs_writes *writes; /* -o writable: the writer (write/); NULL read-only */
+	/* -o writable: told by follow.c where it makes view generation @gen
+	 * current, under the names lock written (zrfs_write_shown); NULL else */
+	void (*view_shown)(struct zrfs *fs, uint64_t gen);
 	struct fuse_session *se;
 	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
@@ -443,11 +446,6 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 			int to_set, const struct stat *now);
 /* fsync of a directory: the new files ready are committed now. */
 void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
-/* View generation @gen is being made the mount's (follow.c, under the
- * names lock written): new files a commit of this mount made records of
- * in it are those records from now on, so that no lookup or listing sees
- * the view with them still new files too. */
-void zrfs_write_shown(struct zrfs *fs, uint64_t gen);
 /* A directory opened for listing, and closed: a group of new files waits
  * (a while) for the listings open to end, so that none misses a file that
  * turns from a new file into a record under it. */

@@ -38,6 +38,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	w->dirfd = -1;
 	w->fs = fs;
 	fs->writes = w;
+	fs->view_shown = zrfs_write_shown;
 	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
 		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));
 		free(where);
@@ -91,4 +92,5 @@ void zrfs_writes_close(struct zrfs *fs)
 	pthread_cond_destroy(&w->grouped);
 	free(w);
 	fs->writes = NULL;
+	fs->view_shown = NULL;
 }

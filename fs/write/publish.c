@@ -806,8 +806,6 @@ void zrfs_write_shown(struct zrfs *fs, uint64_t gen)
 {
 	struct zrfs_writes *w = fs->writes;
 
-	if (!w)
-		return;
 	pthread_mutex_lock(&w->names_lock);
 	if (w->ncommitting && gen >= w->committing_gen)
 		settle(fs, w->committing, w->ncommitting, w->committing_gen);

@@ -653,6 +653,11 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
  * being written (stored with it), else stored and committed now (w->lock
  * taken here). The generation (0: kept), or a negative code. */
 int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes *t);
+/* View generation @gen is being made the mount's (fs->view_shown, called
+ * by follow.c under the names lock written): new files a commit of this
+ * mount made records of in it are those records from now on, so that no
+ * lookup or listing sees the view with them still new files too. */
+void zrfs_write_shown(struct zrfs *fs, uint64_t gen);
 /* Permission bits @mode set on node @n (chmod), where the dataset keeps
  * modes (zr_names.mode): kept with a new file not stored yet, else stored
  * and committed now (w->lock taken here). The generation (0: kept), or a
