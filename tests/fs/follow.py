@@ -248,6 +248,7 @@ def main():
 def run(tmp):
     model = Model()
     model.note()  # empty, as follow.sh left it
+    settles(model, tmp, 'before the writer started')  # its last zr rm shown
     done = threading.Event()
     readers = [Reader(model, s, done) for s in range(4)]
     for r in readers:

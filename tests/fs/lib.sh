@@ -64,5 +64,17 @@ unmount_wait() {
 	[ -z "$pid" ] || timeout 60 tail --pid="$pid" -f /dev/null || fail "the daemon did not exit"
 }
 
+# within SECONDS COMMAND...: run COMMAND until it succeeds, SECONDS at most;
+# its status is the last try's. A mount follows a commit made outside it
+# (zr set, another machine) within moments, not at once: a test waits for
+# what it then checks to show.
+within() {
+	_end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$_end" ] || return 1
+	done
+}
+
 # same FILE1 FILE2: byte-identical or fail.
 same() { cmp -s "$1" "$2" || fail "$1 and $2 differ"; }
