@@ -335,10 +335,10 @@ int plan_dir(struct import *im)
 		struct stat st;
 		int64_t label = 0;
 		if (labels) {
-			size_t len;
+			size_t len = 0;
 			char name[PATH_MAX];
 			const char *c = class_of(rel, im->o.label_top, &len), *key = name;
-			snprintf(name, sizeof name, "%.*s", (int)len, c);
+			snprintf(name, sizeof name, "%.*s", (int)len, c ? c : "");
 			char **hit = bsearch(&key, classes->v, classes->n, sizeof *classes->v, cmp_str);
 			label = hit ? (int64_t)(hit - classes->v) : 0;
 		}
