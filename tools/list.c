@@ -8,10 +8,13 @@
 #include <string.h>
 
 static const char ls_help[] =
-	"usage: zr ls DIR FIELD [-l | --long]\n"
+	"usage: zr ls DIR FIELD [-l | --long | --json]\n"
 	"\n"
 	"List the present records of FIELD by their names in the mount; with\n"
-	"--long: id, logical size, stored size, chunk and offset.\n";
+	"--long: name, logical size, stored size, chunk and offset.\n"
+	"  --json   a JSON array, an object a line: {\"id\", \"name\", \"size\",\n"
+	"           \"stored\", \"chunk\", \"offset\"} (chunk and offset null for an\n"
+	"           empty value, which is stored nowhere)\n";
 
 static const char stat_help[] =
 	"usage: zr stat DIR FIELD ID\n"
@@ -20,16 +23,16 @@ static const char stat_help[] =
 
 int cmd_ls(int argc, char **argv)
 {
-	static const struct option opts[] = {{"long", no_argument, 0, 'l'}, ZR_OPT_HELP,
-					     ZR_OPT_END};
+	static const struct option opts[] = {{"long", no_argument, 0, 'l'},
+					     {"json", no_argument, 0, 'j'}, ZR_OPT_HELP, ZR_OPT_END};
 	zr_dataset *ds = NULL;
-	bool lng = false;
+	bool lng = false, json = false, first = true;
 	int f, status = 0;
 	zr_names names;
 
 	while ((f = zr_getopt(argc, argv, "hl", opts, "ls")) != -1)
-		if (f == 'l')
-			lng = true;
+		if (f == 'l' || f == 'j')
+			*(f == 'l' ? &lng : &json) = true;
 		else
 			return f == 'h' ? (fputs(ls_help, stdout), 0) : EXIT_USAGE;
 	if (!zr_operands(argc, "ls", 2, 2, "DIR FIELD"))
@@ -41,6 +44,8 @@ int cmd_ls(int argc, char **argv)
 		zr_close(ds);
 		return 1;
 	}
+	if (json)
+		fputs("[\n", stdout);
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		zr_record_stat st;
 		char name[64];
@@ -52,7 +57,18 @@ int cmd_ls(int argc, char **argv)
 		if (!st.present)
 			continue;
 		zr_record_file_name(ds, &names, (unsigned)f, id, name, sizeof name);
-		if (lng && st.physical_len == 0)
+		if (json) {
+			bool stored = st.physical_len != 0;
+			fputs(first ? "" : ",\n", stdout);
+			first = false;
+			zr_json_put(json_pack("{s:I,s:o,s:I,s:I,s:o,s:o}", "id", (json_int_t)id, "name",
+					      zr_json_text(name), "size", (json_int_t)st.logical_len, "stored",
+					      (json_int_t)st.physical_len, "chunk",
+					      stored ? json_integer(st.chunk_id) : json_null(),
+					      "offset",
+					      stored ? json_integer((json_int_t)st.offset) : json_null()),
+				    "");
+		} else if (lng && st.physical_len == 0)
 			printf("%-20s %12llu %12u  empty\n", name, (unsigned long long)st.logical_len, 0u);
 		else if (lng)
 			printf("%-20s %12llu %12u  chunk %u @ %llu\n", name,
@@ -61,6 +77,8 @@ int cmd_ls(int argc, char **argv)
 		else
 			printf("%s\n", name);
 	}
+	if (json) /* closed even after a failure: what was listed parses */
+		fputs(first ? "]\n" : "\n]\n", stdout);
 	zr_close(ds);
 	return status;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const char verify_help[] =
-	"usage: zr verify DIR [-q | --quiet] [--repair]\n"
+	"usage: zr verify DIR [-q | --quiet | --json] [--repair]\n"
 	"\n"
 	"Check every record of every field against its chunk and inflate every\n"
 	"compressed record. Prints each problem as 'FIELD ID: reason'. Reads the\n"
@@ -17,7 +17,12 @@ static const char verify_help[] =
 	"  -q, --quiet   print only the summary line\n"
 	"  --repair      then remove every record with a problem, highest id first\n"
 	"                (the last record takes a removed one's id, as zr rm does),\n"
-	"                printing each, and commit; needs exclusive access to DIR\n";
+	"                printing each, and commit; needs exclusive access to DIR\n"
+	"  --json        print one JSON object instead: {\"dataset\", \"records\",\n"
+	"                \"problems\": [{\"field\", \"id\", \"reason\"}...] (field and id\n"
+	"                null for a problem of the whole dataset), \"removed\":\n"
+	"                [{\"id\", \"moved\"}...] (--repair: the record that took its\n"
+	"                id, or null)}\n";
 
 static const char rebalance_help[] =
 	"usage: zr rebalance DIR [--chunk-size N]\n"
@@ -31,6 +36,8 @@ static const char rebalance_help[] =
 
 struct vctx {
 	bool quiet;
+	json_t *problems;     /* --json: what is found, printed at the end */
+	json_t *removed;
 	uint64_t *ids;        /* --repair: the records with a problem */
 	size_t n, cap;
 	bool short_of_memory;
@@ -52,6 +59,14 @@ static void on_problem(void *ctx, const char *field, uint64_t id, const char *re
 	}
 	if (field && v->n < v->cap)
 		v->ids[v->n++] = id;
+	if (v->problems) {
+		json_array_append_new(v->problems,
+				      json_pack("{s:o,s:o,s:o}", "field",
+						field ? zr_json_text(field) : json_null(), "id",
+						field ? json_integer((json_int_t)id) : json_null(),
+						"reason", zr_json_text(reason)));
+		return;
+	}
 	if (v->quiet)
 		return;
 	if (field)
@@ -83,7 +98,12 @@ static int64_t remove_damaged(zr_dataset *ds, const char *dir, struct vctx *v)
 		if ((rc = zr_delete(ds, id)) < 0)
 			return zr_fail(rc, "verify --repair") ? -1 : -1;
 		removed++;
-		if (id != last)
+		if (v->removed)
+			json_array_append_new(v->removed,
+					      json_pack("{s:I,s:o}", "id", (json_int_t)id, "moved",
+							id != last ? json_integer((json_int_t)last)
+								   : json_null()));
+		else if (id != last)
 			printf("removed record %llu: record %llu is now record %llu\n",
 			       (unsigned long long)id, (unsigned long long)last,
 			       (unsigned long long)id);
@@ -99,23 +119,23 @@ static int64_t remove_damaged(zr_dataset *ds, const char *dir, struct vctx *v)
 
 int cmd_verify(int argc, char **argv)
 {
-	struct vctx v = {false, NULL, 0, 0, false};
+	struct vctx v = {0};
 	const char *dir = NULL;
-	bool repair = false;
+	bool repair = false, json = false;
 	zr_dataset *ds;
 	int64_t n, removed = 0;
 	bool said = false; /* a failure, told */
 	int rc;
 
 	static const struct option opts[] = {{"quiet", no_argument, 0, 'q'},
-					     {"repair", no_argument, 0, 'r'}, ZR_OPT_HELP,
-					     ZR_OPT_END};
+					     {"repair", no_argument, 0, 'r'},
+					     {"json", no_argument, 0, 'j'}, ZR_OPT_HELP, ZR_OPT_END};
 
 	while ((rc = zr_getopt(argc, argv, "hq", opts, "verify")) != -1)
 		if (rc == 'q')
 			v.quiet = true;
-		else if (rc == 'r')
-			repair = true;
+		else if (rc == 'r' || rc == 'j')
+			*(rc == 'r' ? &repair : &json) = true;
 		else
 			return rc == 'h' ? (fputs(verify_help, stdout), 0) : EXIT_USAGE;
 	if (!zr_operands(argc, "verify", 1, 1, "DIR"))
@@ -124,6 +144,12 @@ int cmd_verify(int argc, char **argv)
 	rc = zr_open(&ds, dir, repair ? ZR_RDWR : ZR_RDONLY);
 	if (rc < 0)
 		return zr_fail(rc, "verify");
+	if (json && (!(v.problems = json_array()) || !(v.removed = json_array()))) {
+		zr_warn("verify: out of memory");
+		json_decref(v.problems);
+		zr_close(ds);
+		return 1;
+	}
 	n = zr_verify(ds, on_problem, &v);
 	if (n > 0 && repair) {
 		said = true;
@@ -137,8 +163,18 @@ int cmd_verify(int argc, char **argv)
 	if (n < 0 || said) {
 		if (!said)
 			zr_fail((int)n, "verify");
+		json_decref(v.problems);
+		json_decref(v.removed);
 		zr_close(ds);
 		return 1;
+	}
+	if (json) {
+		zr_json_put(json_pack("{s:o,s:I,s:o,s:o}", "dataset", zr_json_text(dir), "records",
+				      (json_int_t)zr_length(ds), "problems", v.problems, "removed",
+				      v.removed),
+			    "\n");
+		zr_close(ds);
+		return n == 0 ? 0 : 1;
 	}
 	printf("%s: %llu records, %lld problem%s", dir, (unsigned long long)zr_length(ds),
 	       (long long)n, n == 1 ? "" : "s");

@@ -8,12 +8,15 @@
 #include <string.h>
 
 static const char help[] =
-	"usage: zr sample SPEC --n N [--epoch E] [--steps A:B]\n"
+	"usage: zr sample SPEC --n N [--epoch E] [--steps A:B] [--json]\n"
 	"\n"
 	"Print the record ids of batches A..B-1 (default: all) of epoch E (default 0)\n"
 	"of the order SPEC over N records, one batch per line, ids separated by\n"
 	"spaces. The first line, on stderr, is the canonical spec and the number of\n"
 	"steps per epoch.\n"
+	"  --json   print one JSON object instead, a batch a line: {\"spec\" (the\n"
+	"           canonical one), \"records\", \"epoch\", \"steps\" (per epoch),\n"
+	"           \"first\" (A), \"batches\": [[ID...]...]}\n"
 	"\n"
 	"SPEC is ORDER[,KEY=VALUE...]: ORDER one of seq, window, random, shuffle,\n"
 	"block; KEYs seed, batch, rank, world, lo, hi, tail (drop|keep|pad),\n"
@@ -59,7 +62,8 @@ int cmd_sample(int argc, char **argv)
 	static const struct option opts[] = {{"n", required_argument, 0, 'n'},
 					     {"epoch", required_argument, 0, 'e'},
 					     {"steps", required_argument, 0, 's'},
-					     ZR_OPT_HELP, ZR_OPT_END};
+					     {"json", no_argument, 0, 'j'}, ZR_OPT_HELP, ZR_OPT_END};
+	bool json = false;
 	int c;
 
 	while ((c = zr_getopt(argc, argv, "h", opts, "sample")) != -1) {
@@ -71,6 +75,8 @@ int cmd_sample(int argc, char **argv)
 			return EXIT_USAGE;
 		else if (c == 's')
 			steps = optarg;
+		else if (c == 'j')
+			json = true;
 		else if (c == 'h' || c == '?')
 			return c == 'h' ? (fputs(help, stdout), 0) : EXIT_USAGE;
 	}
@@ -93,7 +99,16 @@ int cmd_sample(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	zs_spec_format(&spec, canon, sizeof canon);
-	fprintf(stderr, "%s: %llu steps per epoch\n", canon, (unsigned long long)zs_steps(s));
+	if (json) {
+		fputs("{\"spec\":", stdout);
+		zr_json_put(json_string(canon), "");
+		printf(",\"records\":%llu,\"epoch\":%llu,\"steps\":%llu,\"first\":%llu,"
+		       "\"batches\":[",
+		       (unsigned long long)n, (unsigned long long)epoch,
+		       (unsigned long long)zs_steps(s), (unsigned long long)a);
+	} else {
+		fprintf(stderr, "%s: %llu steps per epoch\n", canon, (unsigned long long)zs_steps(s));
+	}
 	uint64_t *ids = malloc((size_t)zs_batch_max(s) * sizeof *ids);
 	if (!ids) {
 		zr_warn("sample: out of memory");
@@ -102,10 +117,14 @@ int cmd_sample(int argc, char **argv)
 	}
 	for (uint64_t k = a; k < b; k++) {
 		int64_t m = zs_batch(s, epoch, k, ids);
+		const char *sep = json ? "," : " ";
+		fputs(json ? (k > a ? ",\n[" : "\n[") : "", stdout);
 		for (int64_t i = 0; i < m; i++)
-			printf(i ? " %llu" : "%llu", (unsigned long long)ids[i]);
-		putchar('\n');
+			printf("%s%llu", i ? sep : "", (unsigned long long)ids[i]);
+		fputs(json ? "]" : "\n", stdout);
 	}
+	if (json)
+		fputs(b > a ? "\n]}\n" : "]}\n", stdout);
 	free(ids);
 	zs_sampler_destroy(s);
 	if (fflush(stdout) != 0) {

@@ -271,6 +271,31 @@ void zr_record_file_name(zr_dataset *ds, const zr_names *n, unsigned f, uint64_t
 		snprintf(buf, cap, "%llu", (unsigned long long)id);
 }
 
+void zr_json_put(json_t *j, const char *after)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ENCODE_ANY) : NULL;
+
+	fputs(text ? text : "null", stdout);
+	fputs(after, stdout);
+	free(text);
+	json_decref(j);
+}
+
+json_t *zr_json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	char *copy;
+
+	if (j || !(copy = strdup(s)))
+		return j;
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?'; /* lossy, and only where the bytes are no text */
+	j = json_string(copy);
+	free(copy);
+	return j;
+}
+
 json_t *zr_attrs_json(const zr_dataset *ds)
 {
 	char *text = zr_attrs(ds);

@@ -66,6 +66,12 @@ void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open @dir read-only and find @field: its index, or -1 (said, as @what;
  * *@ds closed). */
 int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds);
+/* Print @j (then released) compactly on stdout, then @after: a script's
+ * line of --json output (null if @j is NULL: out of memory). */
+void zr_json_put(json_t *j, const char *after);
+/* @s as a JSON string; bytes that are not UTF-8 (JSON holds nothing else)
+ * become '?'. NULL if out of memory. */
+json_t *zr_json_text(const char *s);
 /* The dataset's attrs (meta.json) parsed, for json_decref(); NULL if out of
  * memory. */
 json_t *zr_attrs_json(const zr_dataset *ds);
