@@ -53,7 +53,8 @@ holds() { # holds PKG FILE...: the package's .deb has every FILE
 	done
 }
 L=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-holds zrfs /usr/bin/zr /usr/bin/zrfs /usr/share/man/man1/zr.1.gz /usr/share/man/man8/zrfs.8.gz
+holds zrfs /usr/bin/zr /usr/bin/zrfs /usr/share/man/man1/zr.1.gz /usr/share/man/man8/zrfs.8.gz \
+	/usr/share/bash-completion/completions/zr /usr/share/bash-completion/completions/zrfs
 holds libzrecord0 $L/libzrecord.so.0
 holds libzrsampler0 $L/libzrsampler.so.0
 holds libzrecord-dev /usr/include/zrecord.h /usr/include/zrecord_names.h /usr/include/zrsampler.h \
