@@ -103,6 +103,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		zr_entry e;
 		zr_chunk_unuse(held); /* the previous record's, copied */
 		held = NULL;
+		zr_progress_tell(ds, i, nrefs);
 		if ((rc = zr_entry_get(ds, r->field, r->id, &e)) < 0 ||
 		    (rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes, &held)) < 0)
 			break;
@@ -132,6 +133,8 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 	}
 	zr_chunk_unuse(held);
 	free(refs);
+	if (rc == 0)
+		zr_progress_tell(ds, nrefs, nrefs);
 	if (rc == 0 && oc.fd >= 0 && zr_sys.fdatasync(oc.fd) < 0)
 		rc = zr_err(-errno, "%s/chunk/%u.zr: fdatasync failed: %s", ds->path, oc.id,
 			    strerror(errno));

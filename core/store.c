@@ -234,6 +234,12 @@ static void writer_write(int dirfd, const char *what)
 	}
 }
 
+void zr_progress_set(zr_dataset *ds, zr_progress_cb cb, void *ctx)
+{
+	ds->progress = cb;
+	ds->progress_ctx = ctx;
+}
+
 int zr_holder_set(zr_dataset *ds, const char *what)
 {
 	if (!(ds->flags & ZR_RDWR))

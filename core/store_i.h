@@ -248,6 +248,8 @@ struct zr_dataset {
 	int64_t created, modified;
 	json_t *attrs;
 	atomic_bool dirty;            /* something changed since the last commit */
+	zr_progress_cb progress;      /* zr_progress_set(), or NULL */
+	void *progress_ctx;
 
 	pthread_rwlock_t wlock;   /* appends shared; commit, delete exclusive */
 	pthread_mutex_t grow_lock; /* length reservation, table growth, chunk list, retired */
@@ -383,6 +385,14 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m);
 int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx);
 
 /* store.c */
+/* Tell zr_progress_set()'s callback @done of @total, every
+ * ZR_PROGRESS_EVERY values and at the end. */
+#define ZR_PROGRESS_EVERY 4096
+static inline void zr_progress_tell(zr_dataset *ds, uint64_t done, uint64_t total)
+{
+	if (ds->progress && (done % ZR_PROGRESS_EVERY == 0 || done == total))
+		ds->progress(ds->progress_ctx, done, total);
+}
 /* zr_stat(), with the record's chunk left pinned in *held (or NULL). */
 int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *out,
 		 zr_chunk **held);

@@ -87,6 +87,7 @@ static int verify_field(zr_dataset *ds, unsigned fi, struct vstate *v, uint8_t *
 		zr_entry e;
 		int rc;
 
+		zr_progress_tell(ds, fi * len + id, ds->nfields * len);
 		if (zr_entry_get(ds, fi, id, &e) < 0) {
 			report(v, f->def.name, id, "%s", reason_of(zr_errmsg(ds)));
 			continue;
@@ -119,6 +120,8 @@ int64_t zr_verify(zr_dataset *ds, zr_verify_cb cb, void *ctx)
 
 	for (unsigned f = 0; f < ds->nfields && rc == 0; f++)
 		rc = verify_field(ds, f, &v, &buf, &cap);
+	if (rc == 0)
+		zr_progress_tell(ds, ds->nfields * zr_length(ds), ds->nfields * zr_length(ds));
 	free(buf);
 	return rc < 0 ? rc : v.problems;
 }

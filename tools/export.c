@@ -43,7 +43,8 @@ static const char export_help[] =
 	"digits; an i64 scalar field (a class, as zr import tar makes .cls members)\n"
 	"as decimal text; OUT.tar must not exist.\n"
 	"npy and tar: OUT - (or a FIFO, a device, /dev/stdout) writes to it as it\n"
-	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n";
+	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n"
+	"dir and tar: a progress line (records/s, MB/s, ETA) is shown on a terminal.\n";
 
 /* One ustar header for a regular file of permission bits @mode: -1 if
  * @name does not fit (a name of up to 100 bytes, after a prefix of up to
@@ -87,8 +88,6 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	return 0;
 }
 
-/* Close the file @out written through @fd; on any failure (@status != 0,
- * or the close) remove it, so no half-written file is left behind. */
 /* Where an export writes @out: "-" is standard output, and so is an
  * existing FIFO or device (/dev/stdout, a pipe) or the file standard
  * output is, written as they are (*@stream: nothing to remove on failure,
@@ -113,6 +112,8 @@ static int open_out(const char *out, bool *stream)
 	return fd;
 }
 
+/* Close the file @out written through @fd; on any failure (@status != 0,
+ * or the close) remove it, so no half-written file is left behind. */
 static int finish_file(int fd, const char *out, bool stream, int status)
 {
 	if (close(fd) < 0 && status == 0) {
@@ -210,7 +211,8 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	unsigned char h[512];
 	uint8_t *buf = NULL;
 	size_t cap = 0;
-	uint64_t members = 0;
+	uint64_t members = 0, bytes = 0;
+	struct zr_progress line;
 	bool stream;
 	int fd = open_out(out, &stream), status = 1;
 	int64_t mtime = 0;
@@ -227,8 +229,10 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	int names = nm.field; /* not a member, as the times are not */
 	if (!nm.key || by_id)
 		nm.field = -1; /* paths are not keys: ids then */
+	zr_progress_start(&line, "records");
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int got = nm.field >= 0 ? names_get(ds, &nm, id, key, sizeof key) : 0;
+		zr_progress_show(&line, id, zr_length(ds), bytes, false);
 		if (got == -EINVAL) {
 			leave_out(&lo, id, key);
 			continue;
@@ -264,8 +268,10 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 				goto out;
 			}
 			members++;
+			bytes += (uint64_t)n;
 		}
 	}
+	zr_progress_show(&line, zr_length(ds), zr_length(ds), bytes, true);
 	if (write_all(fd, zeros, sizeof zeros) < 0) {
 		zr_warn("export: %s: %s", out, strerror(errno));
 		goto out;
@@ -342,7 +348,8 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
 	zr_names nm, kept;
-	uint64_t count = 0, unnamed = 0;
+	uint64_t count = 0, unnamed = 0, bytes = 0;
+	struct zr_progress line;
 	struct left_out lo = {0};
 	uint8_t *buf = NULL;
 	size_t cap = 0;
@@ -368,8 +375,10 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 		zr_warn("export: %s: %s", out, strerror(errno));
 		return 1;
 	}
+	zr_progress_start(&line, "records");
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int named = nm.field >= 0 ? names_get(ds, &nm, id, name, sizeof name) : 0;
+		zr_progress_show(&line, id, zr_length(ds), bytes, false);
 		if (named == -EINVAL && field < 0) { /* no place in the tree */
 			leave_out(&lo, id, name);
 			continue;
@@ -429,8 +438,10 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 			}
 			close(fd);
 			count++;
+			bytes += (uint64_t)n;
 		}
 	}
+	zr_progress_show(&line, zr_length(ds), zr_length(ds), bytes, true);
 	if (unnamed)
 		zr_warn("export: %llu record%s no name, so no place in the tree: 'zr export dir "
 			"DS FIELD OUT_DIR' writes a field's records, those by id",

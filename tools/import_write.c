@@ -180,15 +180,9 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static void progress(const struct plan *p, double t0, bool final)
+static void progress(const struct plan *p, struct zr_progress *line, bool final)
 {
-	double t = now_sec() - t0;
-	uint64_t d = atomic_load(&p->done), db = atomic_load(&p->done_bytes);
-	double rate = t > 0 ? (double)d / t : 0, eta = rate > 0 ? (double)(p->n - d) / rate : 0;
-
-	fprintf(stderr, "\r%llu/%llu records  %.0f records/s  %.1f MB/s  ETA %.0f s   %s",
-		(unsigned long long)d, (unsigned long long)p->n, rate,
-		t > 0 ? (double)db / t / 1e6 : 0, eta, final ? "\n" : "");
+	zr_progress_show(line, atomic_load(&p->done), p->n, atomic_load(&p->done_bytes), final);
 }
 
 struct runner {
@@ -215,9 +209,9 @@ void write_all_records(struct plan *p, zr_dataset *ds, uint64_t first, unsigned 
 	struct wctx c = {.p = p, .ds = ds, .first = first};
 	struct runner r = {.left = (int)writers, .c = &c};
 	pthread_t th[4];
-	bool tty = isatty(2);
-	double t0 = now_sec();
+	struct zr_progress line;
 
+	zr_progress_start(&line, "records");
 	atomic_init(&c.next, 0);
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
@@ -233,14 +227,12 @@ void write_all_records(struct plan *p, zr_dataset *ds, uint64_t first, unsigned 
 			ts.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&r.cond, &r.lock, &ts); /* wakes to redraw the line */
-		if (tty)
-			progress(p, t0, false);
+		progress(p, &line, false);
 	}
 	pthread_mutex_unlock(&r.lock);
 	for (unsigned i = 0; i < writers; i++)
 		pthread_join(th[i], NULL);
-	if (tty)
-		progress(p, t0, true);
+	progress(p, &line, true);
 	pthread_mutex_destroy(&r.lock);
 	pthread_cond_destroy(&r.cond);
 }

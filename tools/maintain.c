@@ -11,7 +11,7 @@ static const char verify_help[] =
 	"Check every record of every field against its chunk and inflate every\n"
 	"compressed record. Prints each problem as 'FIELD ID: reason'. Reads the\n"
 	"last committed state: what a writer is appending meanwhile is not looked\n"
-	"at.\n"
+	"at. A progress line (values/s, ETA) is shown on a terminal.\n"
 	"Exit status: 0 clean (or made clean by --repair), 1 problems found or the\n"
 	"dataset cannot be opened.\n"
 	"  -q, --quiet   print only the summary line\n"
@@ -31,11 +31,13 @@ static const char rebalance_help[] =
 	"switch to them atomically and delete the old chunks: reclaims the space\n"
 	"left by modified and deleted records. Prints the utilisation before and\n"
 	"after. An interrupted rebalance leaves the old dataset intact (or, past\n"
-	"its commit point, the new one). Needs exclusive access to DIR.\n"
+	"its commit point, the new one). Needs exclusive access to DIR. A progress\n"
+	"line (values/s, ETA) is shown on a terminal.\n"
 	"  --chunk-size N   records per chunk of the result (default: keep)\n";
 
 struct vctx {
 	bool quiet;
+	struct zr_progress *line; /* on a terminal: cleared before a problem */
 	json_t *problems;     /* --json: what is found, printed at the end */
 	json_t *removed;
 	uint64_t *ids;        /* --repair: the records with a problem */
@@ -69,6 +71,8 @@ static void on_problem(void *ctx, const char *field, uint64_t id, const char *re
 	}
 	if (v->quiet)
 		return;
+	if (v->line && v->line->drawn)
+		zr_progress_clear(v->line); /* the problem's line, then the line again */
 	if (field)
 		printf("field %s, record %llu: %s\n", field, (unsigned long long)id, reason);
 	else
@@ -150,7 +154,15 @@ int cmd_verify(int argc, char **argv)
 		zr_close(ds);
 		return 1;
 	}
+	struct zr_progress line;
+	zr_progress_start(&line, "values");
+	v.line = &line;
+	zr_progress_set(ds, zr_progress_cb_show, &line);
 	n = zr_verify(ds, on_problem, &v);
+	zr_progress_set(ds, NULL, NULL);
+	if (n >= 0)
+		zr_progress_show(&line, zr_length(ds) * zr_field_count(ds),
+				 zr_length(ds) * zr_field_count(ds), 0, true);
 	if (n > 0 && repair) {
 		said = true;
 		if (v.short_of_memory)
@@ -185,6 +197,12 @@ int cmd_verify(int argc, char **argv)
 	return n == 0 ? 0 : 1;
 }
 
+/* The values copied: the line ends with the last. */
+static void rebalance_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	zr_progress_show(ctx, done, total, 0, done == total);
+}
+
 int cmd_rebalance(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -207,6 +225,9 @@ int cmd_rebalance(int argc, char **argv)
 	rc = zr_open(&ds, dir, ZR_RDWR);
 	if (rc < 0)
 		return zr_fail(rc, "rebalance");
+	struct zr_progress line;
+	zr_progress_start(&line, "values");
+	zr_progress_set(ds, rebalance_progress, &line);
 	rc = zr_rebalance(ds, (uint32_t)chunk_size, &r);
 	zr_close(ds);
 	if (rc < 0)

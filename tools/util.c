@@ -281,6 +281,41 @@ void zr_json_put(json_t *j, const char *after)
 	json_decref(j);
 }
 
+void zr_progress_start(struct zr_progress *p, const char *unit)
+{
+	*p = (struct zr_progress){unit, now_sec(), 0, isatty(STDERR_FILENO) == 1};
+}
+
+void zr_progress_show(struct zr_progress *p, uint64_t done, uint64_t total, uint64_t bytes,
+		      bool final)
+{
+	double now = now_sec(), t = now - p->t0;
+	double rate = t > 0 ? (double)done / t : 0;
+	double eta = rate > 0 && total > done ? (double)(total - done) / rate : 0;
+	char mbs[32] = "";
+
+	if (!p->tty || (!final && now - p->drawn < 0.2))
+		return;
+	p->drawn = now;
+	if (bytes)
+		snprintf(mbs, sizeof mbs, "  %.1f MB/s", t > 0 ? (double)bytes / t / 1e6 : 0);
+	fprintf(stderr, "\r%llu/%llu %s  %.0f %s/s%s  ETA %.0f s   %s", (unsigned long long)done,
+		(unsigned long long)total, p->unit, rate, p->unit, mbs, eta, final ? "\n" : "");
+}
+
+void zr_progress_clear(struct zr_progress *p)
+{
+	if (p->tty) {
+		fputs("\r\033[K", stderr);
+		p->drawn = 0; /* drawn again at once */
+	}
+}
+
+void zr_progress_cb_show(void *ctx, uint64_t done, uint64_t total)
+{
+	zr_progress_show(ctx, done, total, 0, false);
+}
+
 json_t *zr_json_text(const char *s)
 {
 	json_t *j = json_string(s);

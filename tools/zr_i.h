@@ -111,6 +111,24 @@ int read_file(const char *what, const char *path, void **buf, size_t *len);
 int write_all(int fd, const void *buf, size_t len);
 /* Monotonic seconds. */
 double now_sec(void);
+
+/* A progress line on standard error while a long command runs, when it is
+ * a terminal: "DONE/TOTAL UNIT  RATE UNIT/s  MB/s  ETA S s". */
+struct zr_progress {
+	const char *unit;    /* "records", "values" */
+	double t0, drawn;
+	bool tty;
+};
+void zr_progress_start(struct zr_progress *p, const char *unit);
+/* Redraw the line (at most 5 times a second, but always when @final,
+ * which ends it); @bytes 0: no MB/s. */
+void zr_progress_show(struct zr_progress *p, uint64_t done, uint64_t total, uint64_t bytes,
+		      bool final);
+/* Clear the line, for another line to be printed (it is drawn again at the
+ * next show). */
+void zr_progress_clear(struct zr_progress *p);
+/* zr_progress_set()'s callback for a struct zr_progress (values, no bytes). */
+void zr_progress_cb_show(void *ctx, uint64_t done, uint64_t total);
 /* Remove @path and everything under it (symbolic links not followed). */
 void rm_tree(const char *path);
 

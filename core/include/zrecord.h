@@ -575,6 +575,17 @@ ZR_API int zr_npy_parse(const void *data, size_t len, zr_field_spec *spec, uint6
 
 /* ---- maintenance ---------------------------------------------------------- */
 
+/** Progress of a long operation on a dataset: @p done of @p total values
+ *  (checked by zr_verify(), copied by zr_rebalance()). */
+typedef void (*zr_progress_cb)(void *ctx, uint64_t done, uint64_t total);
+
+/**
+ * Have zr_verify() and zr_rebalance() on @p ds call @p cb (NULL: none)
+ * as they go: every few thousand values, and once at the end. It runs on
+ * the calling thread, between values; it must not use @p ds.
+ */
+ZR_API void zr_progress_set(zr_dataset *ds, zr_progress_cb cb, void *ctx);
+
 /** One problem found by zr_verify(); field is NULL for dataset-wide ones. */
 typedef void (*zr_verify_cb)(void *ctx, const char *field, uint64_t id, const char *reason);
 

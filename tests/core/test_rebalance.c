@@ -3,7 +3,8 @@
  * rewrites only live bytes (utilisation 1.0), keeps every record's contents
  * and missing/empty state, can change the chunk size, refuses read-only
  * handles and uncommitted changes; killed at random instants it leaves the
- * old or the new dataset, complete and verify-clean, never a mixture.
+ * old or the new dataset, complete and verify-clean, never a mixture; it
+ * and zr_verify() tell their progress (zr_progress_set()).
  */
 #include "helpers.h"
 #include "store_i.h"
@@ -223,4 +224,47 @@ Test(rebalance, sigkill_at_random_instants_leaves_old_or_new, .timeout = T_TIMEO
 	}
 	cr_log_info("rebalance kills: %d left the old layout, %d the new", saw_old, saw_new);
 	cr_assert_gt(saw_old + saw_new, 0);
+}
+
+struct told {
+	uint64_t calls, done, total;
+	bool backwards;
+};
+
+static void tell(void *ctx, uint64_t done, uint64_t total)
+{
+	struct told *t = ctx;
+	t->backwards |= t->calls && done < t->done;
+	t->calls++;
+	t->done = done;
+	t->total = total;
+}
+
+/* zr_progress_set(): zr_rebalance() tells the values it copies and
+ * zr_verify() those it checks, never going back, ending at the total;
+ * unset, nothing is told */
+Test(rebalance, tells_its_progress_and_verify_s)
+{
+	static uint64_t tags[N];
+	struct told t = {0};
+	uint64_t n;
+	build(ZR_RAW, tags, &n);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	zr_progress_set(ds, tell, &t);
+	cr_assert_eq(zr_rebalance(ds, 0, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(t.total, n - 1, "rebalance told a total of %llu values, not %llu",
+		     (unsigned long long)t.total, (unsigned long long)(n - 1)); /* one missing */
+	cr_assert_eq(t.done, t.total);
+	cr_assert_geq(t.calls, 2);
+	cr_assert_not(t.backwards);
+	t = (struct told){0};
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	cr_assert_eq(t.done, n * zr_field_count(ds));
+	cr_assert_eq(t.total, n * zr_field_count(ds));
+	cr_assert_not(t.backwards);
+	t = (struct told){0};
+	zr_progress_set(ds, NULL, NULL);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	cr_assert_eq(t.calls, 0);
+	zr_close(ds);
 }
