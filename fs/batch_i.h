@@ -111,6 +111,10 @@ static inline uint32_t ino_slot(fuse_ino_t ino)
  * again). */
 int zrfs_batch_tables_create(struct zrfs *fs, bool (*queue_pass)(struct zrfs *fs));
 void zrfs_batch_tables_destroy(struct zrfs *fs);
+/* Whether spec @name parses and fits @n records (into *@spec): its steps
+ * an epoch, or -1 with the reason in zs_errmsg(). The one check of a
+ * spec's lookup and of its .why file. */
+int64_t zrfs_batch_spec_check(const char *name, uint64_t n, zs_spec *spec);
 /* The index of spec @name, found or made (for a dataset of @n records; set
  * up makes the -o batches specs first, @listed, to stay): -ENOENT (logged,
  * unless @listed: the caller says why) if it does not parse or fit, or

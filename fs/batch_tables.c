@@ -210,10 +210,21 @@ static void log_full(const char *what, const char *name, unsigned max)
 			 zrfs_log_name(name, esc, sizeof esc), max, what);
 }
 
+int64_t zrfs_batch_spec_check(const char *name, uint64_t n, zs_spec *spec)
+{
+	zs_sampler *s = NULL;
+	int64_t steps;
+
+	if (zs_spec_parse(name, spec) < 0 || zs_sampler_create(&s, spec, n) < 0)
+		return -1;
+	steps = (int64_t)zs_steps(s);
+	zs_sampler_destroy(s); /* each epoch has its own */
+	return steps;
+}
+
 int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool listed)
 {
 	struct zrfs_batch_tables *b = fs->batches;
-	zs_sampler *s = NULL;
 	zs_spec spec;
 	int idx;
 
@@ -223,7 +234,7 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 	pthread_mutex_unlock(&b->lock);
 	if (idx >= 0)
 		return idx;
-	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, n) < 0) {
+	if (zrfs_batch_spec_check(name, n, &spec) < 0) {
 		char esc[ZRFS_LOG_NAME_MAX], why[ZRFS_LOG_NAME_MAX];
 		if (!listed && zrfs_log_admit()) /* the reason may quote the name;
 						    * -o batches says it itself */
@@ -232,7 +243,6 @@ int zrfs_batch_spec_index(struct zrfs *fs, uint64_t n, const char *name, bool li
 				 zrfs_log_name(zs_errmsg(), why, sizeof why));
 		return -ENOENT;
 	}
-	zs_sampler_destroy(s); /* each epoch has its own */
 	pthread_mutex_lock(&b->lock);
 	/* another thread may have been first, also while this one waited for room */
 	if ((idx = find_spec(b, name)) < 0 && room(fs, &b->spec_tally) &&

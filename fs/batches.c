@@ -173,16 +173,15 @@ static void batches_let_go(struct zrfs *fs, fuse_ino_t ino)
 static int why_lookup(struct zrfs *fs, struct zrfs_view *v, const char *name, fuse_ino_t *out)
 {
 	char text[WHY_TEXT_MAX];
-	zs_sampler *s = NULL;
 	zs_spec spec;
+	int64_t steps = zrfs_batch_spec_check(name, v->n, &spec);
 
-	if (zs_spec_parse(name, &spec) < 0 || zs_sampler_create(&s, &spec, v->n) < 0)
+	if (steps < 0)
 		snprintf(text, sizeof text, "%s\n", zs_errmsg());
 	else
-		snprintf(text, sizeof text, "ok: %llu step%s an epoch over %llu record%s\n",
-			 (unsigned long long)zs_steps(s), zs_steps(s) == 1 ? "" : "s",
-			 (unsigned long long)v->n, v->n == 1 ? "" : "s");
-	zs_sampler_destroy(s);
+		snprintf(text, sizeof text, "ok: %lld step%s an epoch over %llu record%s\n",
+			 (long long)steps, steps == 1 ? "" : "s", (unsigned long long)v->n,
+			 v->n == 1 ? "" : "s");
 	*out = zrfs_batch_why_keep(fs, text);
 	return 0;
 }

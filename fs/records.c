@@ -155,9 +155,9 @@ void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint
 	/* its access and change times where they are kept beside (the
 	 * modification time's, the commit's where not) */
 	if (fs->names.atime >= 0 && zr_name_atime(v->ds, &fs->names, id, field, &ns) == 1)
-		st->st_atim = zrfs_ns_ts(ns);
+		st->st_atim = zr_ns_time(ns);
 	if (fs->names.ctime >= 0 && zr_name_ctime(v->ds, &fs->names, id, field, &ns) == 1)
-		st->st_ctim = zrfs_ns_ts(ns);
+		st->st_ctim = zr_ns_time(ns);
 }
 
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)

@@ -174,38 +174,20 @@ static inline uint64_t zrfs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* A file's time as the names and the write layer keep it: nanoseconds
- * since 1970 (negative before), of @ts and of now. */
-static inline int64_t zrfs_ts_ns(struct timespec ts)
-{
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
+/* Now, as the names and the write layer keep a file's time (zr_time_ns). */
 static inline int64_t zrfs_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return zrfs_ts_ns(ts);
-}
-
-/* Time @ns (ns since the epoch) as a timespec. */
-static inline struct timespec zrfs_ns_ts(int64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-
-	if (ts.tv_nsec < 0) { /* before 1970 */
-		ts.tv_sec--;
-		ts.tv_nsec += 1000000000;
-	}
-	return ts;
+	return zr_time_ns(ts);
 }
 
 /* Time @ns as @st's modification and access times; with @ctime, its
  * change time too where that is earlier (changed since it was stored). */
 static inline void zrfs_stat_mtime(struct stat *st, int64_t ns, bool ctime)
 {
-	st->st_mtim = zrfs_ns_ts(ns);
+	st->st_mtim = zr_ns_time(ns);
 	st->st_atim = st->st_mtim;
 	if (ctime && (st->st_ctim.tv_sec < st->st_mtim.tv_sec ||
 		      (st->st_ctim.tv_sec == st->st_mtim.tv_sec &&

@@ -332,17 +332,6 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
  * (every field's files). A record's file is at the path its name makes
  * (zr_names_file); one field's records without one (no name, --by-id, a
  * field whose files the names do not make) are named by id. */
-/* A time of ns since the epoch (negative: before 1970) as a timespec. */
-static struct timespec ns_time(int64_t ns)
-{
-	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-
-	if (ts.tv_nsec < 0) {
-		ts.tv_sec--;
-		ts.tv_nsec += 1000000000;
-	}
-	return ts;
-}
 
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
@@ -431,9 +420,9 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 			}
 			if (zr_name_mtime(ds, &nm, id, f, &ns) == 1) {
 				int64_t atime;
-				struct timespec ts[2] = {ns_time(ns), ns_time(ns)};
+				struct timespec ts[2] = {zr_ns_time(ns), zr_ns_time(ns)};
 				if (zr_name_atime(ds, &nm, id, f, &atime) == 1)
-					ts[0] = ns_time(atime);
+					ts[0] = zr_ns_time(atime);
 				futimens(fd, ts);
 			}
 			close(fd);

@@ -347,7 +347,7 @@ static int plan_names(struct import *im)
 		p->atimes = im->atimes;
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
-		p->ctime = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		p->ctime = zr_time_ns(now);
 		im->f[im->nf++] = (zr_field_spec){.name = ATIME_FIELD, .dtype = ZR_I64, .fixed = 1};
 		im->f[im->nf++] = (zr_field_spec){.name = CTIME_FIELD, .dtype = ZR_I64, .fixed = 1};
 	}

@@ -351,9 +351,9 @@ int plan_dir(struct import *im)
 				 files->v[i], (long long)st.st_size);
 			return -1;
 		}
-		im->mtimes[i] = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		im->mtimes[i] = zr_time_ns(st.st_mtim);
 		im->mtime_width = 1;
-		im->atimes[i] = (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec;
+		im->atimes[i] = zr_time_ns(st.st_atim);
 		im->modes[i] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
 		if (count_ext(&exts, e) < 0)
 			return -1;

@@ -8,6 +8,8 @@
 
 #include "zrecord.h"
 
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,6 +54,25 @@ typedef struct zr_names {
 #define ZR_MTIME_NONE INT64_MIN
 /** A mode a record's field has not (zr_names.mode holding one per field). */
 #define ZR_MODE_NONE 0u
+
+/** A time as the names keep it: nanoseconds since 1970 (negative before). */
+static inline int64_t zr_time_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/** A time the names keep (ns since 1970) as a timespec: tv_nsec in
+ *  0..999999999, before 1970 too. */
+static inline struct timespec zr_ns_time(int64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_sec--;
+		ts.tv_nsec += 1000000000;
+	}
+	return ts;
+}
 
 /**
  * What @p ds's attrs say of its names (field -1 when it keeps none).

@@ -173,7 +173,7 @@ void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir)
 int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts)
 {
 	struct zrfs_writes *w = fs->writes;
-	int64_t ns = zrfs_ts_ns(ts);
+	int64_t ns = zr_time_ns(ts);
 	struct wnode *d;
 	int rc = 0;
 

@@ -272,7 +272,7 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		return;
 	}
 	if (S_ISDIR(st->st_mode)) {
-		struct timespec ts = zrfs_ns_ts(t.mtime);
+		struct timespec ts = zr_ns_time(t.mtime);
 		if (t.mtime != ZR_MTIME_NONE && zrfs_dir_time(fs, ino, ts) == 0)
 			st->st_mtim = st->st_atim = ts;
 		zrfs_reply_attr(req, st, 0);

@@ -376,21 +376,12 @@ static inline bool zrfs_asked_times(const struct stat *attr, int to_set, struct 
 										      : 0;
 
 	t->atime = to_set & FUSE_SET_ATTR_ATIME_NOW ? now
-		   : to_set & FUSE_SET_ATTR_ATIME   ? zrfs_ts_ns(attr->st_atim)
+		   : to_set & FUSE_SET_ATTR_ATIME   ? zr_time_ns(attr->st_atim)
 						     : ZR_MTIME_NONE;
 	t->mtime = to_set & FUSE_SET_ATTR_MTIME_NOW ? now
-		   : to_set & FUSE_SET_ATTR_MTIME   ? zrfs_ts_ns(attr->st_mtim)
+		   : to_set & FUSE_SET_ATTR_MTIME   ? zr_time_ns(attr->st_mtim)
 						     : ZR_MTIME_NONE;
 	return t->atime != ZR_MTIME_NONE || t->mtime != ZR_MTIME_NONE;
-}
-
-/* Times @t asked for, as @st shows them from now on. */
-static inline void zrfs_stat_asked(struct stat *st, const struct wtimes *t)
-{
-	if (t->mtime != ZR_MTIME_NONE)
-		st->st_mtim = zrfs_ns_ts(t->mtime);
-	if (t->atime != ZR_MTIME_NONE)
-		st->st_atim = zrfs_ns_ts(t->atime);
 }
 
 /* The processes (descriptor tables: lock owners) that wrote @n since it
@@ -450,17 +441,17 @@ static inline void zrfs_node_touched(struct wnode *n)
 /* The times and mode set on node @n, if any, in @st (no lock needed). */
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
-	int64_t stored = zrfs_ts_ns(st->st_ctim);
+	int64_t stored = zr_time_ns(st->st_ctim);
 
 	if (n->mode_set)
 		st->st_mode = (st->st_mode & S_IFMT) | (n->mode & 07777);
 	if (n->mtime_set) /* changed since its last commit */
 		zrfs_stat_mtime(st, n->mtime, !n->ctime_set);
 	if (n->atime_set)
-		st->st_atim = zrfs_ns_ts(n->atime);
+		st->st_atim = zr_ns_time(n->atime);
 	/* the later of the stored one (a rename stores it) and its own */
 	if (n->ctime_set)
-		st->st_ctim = zrfs_ns_ts(n->ctime > stored ? n->ctime : stored);
+		st->st_ctim = zr_ns_time(n->ctime > stored ? n->ctime : stored);
 }
 
 /* Whether @name, in a field directory, names no record but is a temporary
