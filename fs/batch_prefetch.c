@@ -36,7 +36,12 @@
  * stays, with its view, so no reader sees a step change under it. A pinned
  * view is an older state the writer must keep a journal for; a reader of
  * random steps or of step 0 of every epoch would otherwise pin one per step
- * for as long as the kernel keeps its names (a year, -o timeout).
+ * for as long as the kernel keeps its names (a year, -o timeout). A step
+ * of the latest whose files nobody looked up for PIN_IDLE_MS is let go
+ * too, as one pushed out: once readers stop, the views and journals they
+ * held go within seconds, not with the next reader's steps (a reader opens
+ * a step's files in turn within milliseconds; one that waits longer keeps
+ * one of them open).
  */
 #include "batch_i.h"
 
@@ -50,6 +55,7 @@
 #define QUEUE_MAX 64
 #define HINTS 256
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
+#define PIN_IDLE_MS 5000 /* a step of the latest not looked up for this long is let go */
 
 enum job_kind {
 	JOB_AHEAD,            /* make a step of a field ready */
@@ -74,6 +80,7 @@ struct step_pin {
 	struct zrfs_view *v;      /* referenced */
 	unsigned refs;            /* numbers of its files found, and its place in latest */
 	bool latest;
+	uint64_t used_ms;         /* the last lookup of one of its files (zrfs_now_ms) */
 };
 
 struct zrfs_prefetch {
@@ -227,6 +234,7 @@ static void pin_free(struct zrfs *fs, struct step_pin *p)
 {
 	struct batch_step at = {.slot = p->slot, .step = p->step};
 
+	if (getenv("ZRFS_DBG")) fprintf(stderr, "pin free %u/%llu\n", p->slot, (unsigned long long)p->step);
 	zrfs_view_put(p->v);
 	zrfs_batch_uncache(fs, &at); /* its next view may be another */
 	free(p);
@@ -255,10 +263,12 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 	pthread_mutex_lock(&q->lock);
 	if ((p = pin_find(q, at->slot, at->step)) != NULL) {
 		p->refs++;
+		p->used_ms = zrfs_now_ms();
 	} else if (!(p = malloc(sizeof *p))) {
 		rc = -ENOMEM;
 	} else {
-		*p = (struct step_pin){.slot = at->slot, .step = at->step, .refs = 2, .latest = true};
+		*p = (struct step_pin){.slot = at->slot, .step = at->step, .refs = 2, .latest = true,
+				       .used_ms = zrfs_now_ms()};
 		if (zrfs_table_add(&q->pins, &p->link, zrfs_hash_u64(step_dir_ino(at))) < 0) {
 			free(p);
 			rc = -ENOMEM;
@@ -275,6 +285,8 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 					push_job(fs, JOB_LET_GO, &let);
 			}
 			q->latest[q->nlatest++] = p;
+			if (q->nlatest == 1) /* a waiting thread learns when it is due */
+				pthread_cond_signal(&q->cond);
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -425,6 +437,52 @@ static void run(struct zrfs *fs, const struct job *j)
 	}
 }
 
+/* Let go of the steps of the latest idle for PIN_IDLE_MS at @now (under
+ * the lock), as of one pushed out: the kernel is told to forget those it
+ * holds (one that stays while the queue is full is let go at a later
+ * look), the others go now, into @gone (*@ngone of them; pin_free after
+ * the lock). The time the next one is due, or 0: none is kept. */
+static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gone,
+			    unsigned *ngone)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	uint64_t due = 0;
+
+	for (unsigned i = 0; i < q->nlatest;) {
+		struct step_pin *p = q->latest[i];
+		struct batch_step at = {.slot = p->slot, .step = p->step};
+		if (now - p->used_ms < PIN_IDLE_MS ||
+		    (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))) {
+			uint64_t when = p->used_ms + PIN_IDLE_MS;
+			due = due && due < when ? due : when < now ? now + 100 : when;
+			i++;
+			continue;
+		}
+		if (getenv("ZRFS_DBG")) fprintf(stderr, "idle let go %u/%llu refs %u\n", p->slot, (unsigned long long)p->step, p->refs);
+		if (latest_remove(q, p)) /* i is now the next one's place */
+			gone[(*ngone)++] = p;
+	}
+	return due;
+}
+
+/* Wait on @q->cond (its lock held) until signalled, or until @due_ms
+ * (zrfs_now_ms's clock; 0: no time). */
+static void wait_until(struct zrfs_prefetch *q, uint64_t due_ms)
+{
+	struct timespec ts;
+	uint64_t now = zrfs_now_ms();
+
+	if (!due_ms) {
+		pthread_cond_wait(&q->cond, &q->lock);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (due_ms > now ? due_ms - now : 0) * 1000000;
+	ts.tv_sec += (time_t)(ns / 1000000000);
+	ts.tv_nsec = (long)(ns % 1000000000);
+	pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+}
+
 static void *prefetcher(void *arg)
 {
 	struct zrfs *fs = arg;
@@ -433,7 +491,18 @@ static void *prefetcher(void *arg)
 	pthread_mutex_lock(&q->lock);
 	while (!q->stop) {
 		if (q->qlen == 0) {
-			pthread_cond_wait(&q->cond, &q->lock);
+			struct step_pin *gone[STEP_PINS_MAX];
+			unsigned ngone = 0;
+			uint64_t due = let_go_idle(fs, zrfs_now_ms(), gone, &ngone);
+			if (ngone) {
+				pthread_mutex_unlock(&q->lock);
+				for (unsigned i = 0; i < ngone; i++)
+					pin_free(fs, gone[i]);
+				pthread_mutex_lock(&q->lock);
+				continue;
+			}
+			if (q->qlen == 0) /* a job pushed by let_go_idle runs first */
+				wait_until(q, due);
 			continue;
 		}
 		struct job j = q->queue[q->qhead];

@@ -21,7 +21,8 @@
 # state had the size of, when the daemon dies, or when after the warm-up
 # (the first quarter) the daemon's memory grew by more than 64 MB or the
 # journals or the change log grew past their bounds (64 journals above the
-# warm-up's, 4 MiB).
+# warm-up's, 4 MiB), or when 10 s after the load stops a commit still
+# leaves a journal (the daemon still holds an older state it showed).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-600}
@@ -157,5 +158,19 @@ PY
 kill $writer 2>/dev/null || :
 wait $writer 2>/dev/null || :
 writer=
+# the load stopped (the reader's files closed): within 10 s the daemon lets
+# go of the older states it showed, and a commit then leaves no journal
+end=$(($(date +%s) + 10))
+journals() { find "$T/ds" -maxdepth 1 -name 'journal*' | wc -l; }
+until printf 'idle' >"$T/value" && "$ZR" set "$T/ds" 0 --txt="$T/value" >/dev/null &&
+	[ "$(journals)" -eq 0 ]; do
+	[ "$(date +%s)" -lt "$end" ] || {
+		echo "soak: $(journals) journals 10 s after the load stopped" >&2
+		exit 1
+	}
+done
+echo "the load stopped: no journal within $((10 - end + $(date +%s))) s; RSS" \
+	"$(awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status) MB," \
+	"$(ls /proc/$pid/fd | wc -l) fds"
 fusermount3 -u "$T/mnt"
 echo "soak: passed"

@@ -6,7 +6,8 @@
 # FORGET unpins it: a reader of step 0 of 150 epochs, with a commit that changes
 # a record after each, leaves the writer at most 64 journals, not 150, and
 # every step it reads shows the state of its lookup, also after the kernel
-# forgets the latest of itself.
+# forgets the latest of itself. Once readers stop, the latest steps are let
+# go within seconds: a commit then leaves no journal of what they showed.
 #
 # The tables of specs (4,096) and of epochs opened (65,536) are bounded the
 # same way: 5,000 specs and 70,000 epochs looked up one after the other
@@ -36,15 +37,27 @@ timeout 30 sh -c "until [ \$(find '$DS' -maxdepth 1 -name 'journal*' | wc -l) -l
 	fail "$(journals) journals after 150 epochs read, a commit each: pins are not bounded"
 # the latest steps keep their views when the kernel forgets them of itself
 # (here, all it can): a reader of a step's files one after another sees one
-# state
+# state. A step looked up, a commit, the kernel's caches dropped:
+head -c 1 "$MNT/.batches/seq,batch=4/epoch-150/0/txt" >/dev/null || fail "epoch 150: step 0"
+printf v150 >"$T/v"
+"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set v150"
+timeout 20 sh -c "until [ \"\$(cat '$MNT/txt/0.txt')\" = v150 ]; do :; done" ||
+	fail "the mount does not show commit v150"
 echo 2 >/proc/sys/vm/drop_caches
-got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-149/0/txt")
-[ "$got" = "v148" ] || fail "epoch 149's step 0, forgotten by the kernel, shows '$got', not v148"
+got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-150/0/txt")
+[ "$got" = "v149" ] || fail "epoch 150's step 0, forgotten by the kernel, shows '$got', not v149"
 # a step let go shows, at its next lookup, the state the mount shows then
-timeout 20 sh -c "until [ \"\$(cat '$MNT/txt/0.txt')\" = v149 ]; do :; done" ||
-	fail "the mount does not show the last commit"
 got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-0/0/txt")
-[ "$got" = "v149" ] || fail "epoch 0's step 0, let go, shows '$got', not v149"
+[ "$got" = "v150" ] || fail "epoch 0's step 0, let go, shows '$got', not v150"
+# readers stopped: within seconds (5 s idle) the latest are let go, and a
+# commit leaves no journal of the states they showed (it removes those no
+# view holds)
+no_journal_left() {
+	"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set"
+	[ "$(journals)" -eq 0 ]
+}
+within 20 no_journal_left ||
+	fail "$(journals) journals 20 s after the last reader: the latest steps keep their views"
 # the spec and epoch tables: more of each than they hold at once
 "$PY" - "$MNT/.batches" "$ZR" 300 <<'PY' || fail "spec and epoch tables"
 import os, subprocess, sys
