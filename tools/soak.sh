@@ -45,7 +45,7 @@ pid=$(pgrep -nf "zrfs $T/ds $T/mnt")
 # the writer: a change to a random record's txt, committed, over and over
 (
 	i=0
-	while :; do
+	while [ ! -e "$T/stop" ]; do
 		printf 'soak %d %0*d' $i $((i % 200)) 0 >"$T/value"
 		"$ZR" set "$T/ds" $((i * 7919 % 2000)) --txt="$T/value" >/dev/null || exit 1
 		i=$((i + 1))
@@ -155,7 +155,7 @@ print(f"after the warm-up ({secs // 4} s): RSS {base[1]} -> max {worst[0]} MB, f
 if bad:
     raise SystemExit("; ".join(bad))
 PY
-kill $writer 2>/dev/null || :
+touch "$T/stop" # the writer ends after its commit (killed, its zr would not)
 wait $writer 2>/dev/null || :
 writer=
 # the load stopped (the reader's files closed): within 10 s the daemon lets
