@@ -69,6 +69,9 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   returns 0, the directory then holds the last name alone with the file's
   bytes, and the dataset one record for it (a rename's ENOENT, and the
   name before coming back, were seen in 2 of 10 runs of 0.5 s);
+- six threads holding record files open fstat and read them while two
+  rewrite those records, each write fsync'd, for HELD_SECS seconds
+  (default 3): no call on a held file fails (ESTALE was seen);
 - record files removed (rm, 30 of them, a quarter open) are gone from
   stat, ls and open at once, read whole with no link through a descriptor
   opened before, and a new file under a removed name is the new one: the
@@ -374,6 +377,57 @@ def reads_while_removing(d):
     if wrong:
         fail('%d of %d reads returned another file\'s bytes: %s' % (len(wrong), reads[0], wrong[:3]))
     return '%d reads while records moved, each its own file\'s bytes' % reads[0]
+
+
+def held_under_commits(d):
+    # six threads hold five record files each open and fstat and read them
+    # while two rewrite those records, each write fsync'd (a commit): no
+    # call on a held file fails (fstat gave ESTALE hundreds of times in
+    # 30 s of such commits); HELD_SECS seconds (default 3)
+    txt = os.path.join(MNT, 'txt')
+    for i in range(30):
+        open(os.path.join(txt, '%d.txt' % i), 'wb').write(b'v-')
+    sync('txt')
+    end = time.monotonic() + float(os.environ.get('HELD_SECS', '3'))
+    errors, reads, writes = [], [0], [0]
+
+    def reader(k):
+        fds = [os.open(os.path.join(txt, '%d.txt' % i), os.O_RDONLY) for i in range(k * 5, k * 5 + 5)]
+        try:
+            while time.monotonic() < end and not errors:
+                for fd in fds:
+                    try:
+                        os.fstat(fd)
+                        if not os.pread(fd, 64, 0).startswith(b'v'):
+                            errors.append('a held file read bytes no write gave it')
+                        reads[0] += 1
+                    except OSError as e:
+                        errors.append('fstat or read of a held file: %s' % e)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def writer(k):
+        i = k
+        while time.monotonic() < end and not errors:
+            fd = os.open(os.path.join(txt, '%d.txt' % (i % 30)), os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, b'v%d' % i)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            writes[0] += 1
+            i += 2
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(6)]
+    threads += [threading.Thread(target=writer, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        fail('%d failed calls on held files (%d reads, %d commits): %s' % (len(errors), reads[0], writes[0], errors[:3]))
+    return '%d reads of held files across %d commits, none failed' % (reads[0], writes[0])
 
 
 def read_across_a_commit(d):
@@ -850,7 +904,8 @@ def main():
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
                  replaced_over_and_over, fsync_beside_its_group, opened_twice_and_truncated,
                  watched_file_handler,
-                 big_record_opened_eight_times, reads_while_removing, read_across_a_commit,
+                 big_record_opened_eight_times, reads_while_removing, held_under_commits,
+                 read_across_a_commit,
                  touched_then_moved, removed_while_open, removed_in_groups,
                  new_file_read_as_it_goes):
         if not ONLY or case.__name__ in ONLY:
