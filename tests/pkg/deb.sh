@@ -96,6 +96,15 @@ umount "$T/mnt" || fail "umount"
 mount -t fuse.zrfs "$T/ds" "$T/mnt" 2>/dev/null || fail "mount -t fuse.zrfs without -o"
 grep -q " $T/mnt fuse.zrfs ro," /proc/mounts || fail "mount -t fuse.zrfs without ro is writable"
 umount "$T/mnt" || fail "umount"
+# zrfs(8)'s fstab line, as written but for its paths: read-only, others allowed
+sed -n '/^\.SH FSTAB AND SYSTEMD/,/^\.fi/p' "$SRC/packaging/man/zrfs.8" | grep fuse.zrfs |
+	sed "s|/srv/datasets/cats|$T/ds|; s|/mnt/cats|$T/mnt|" >"$T/fstab"
+[ -s "$T/fstab" ] || fail "no fstab line in zrfs(8)"
+mount -T "$T/fstab" "$T/mnt" 2>"$T/mount.err" || fail "zrfs(8)'s fstab line: $(cat "$T/mount.err")"
+grep " $T/mnt fuse.zrfs " /proc/mounts | grep -q " ro,.*allow_other" ||
+	fail "zrfs(8)'s fstab line mounts $(grep " $T/mnt " /proc/mounts)"
+[ "$(cat "$T/mnt/note/0.txt")" = "hello from the package" ] || fail "reading the fstab mount"
+umount "$T/mnt" || fail "umount"
 
 dpkg -r $PKGS >/dev/null || fail "dpkg -r"
 installed=0
