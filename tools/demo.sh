@@ -8,16 +8,20 @@
 #   5. mount it with zrfs (read-only) and read it as plain files: ls, cat,
 #      numpy.load of the .npy views; then unmount.
 # Run from anywhere; the dataset stays under the source tree (DEMO_DIR
-# overrides where), the mount point is a temporary directory.
+# overrides where), the mount point is a temporary directory. DEMO_BUILD
+# names a build directory made already: steps 1 and 2 are skipped (the
+# test suite runs the demo so, with the build under test).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build/demo
+build=${DEMO_BUILD:-$top/build/demo}
 data=${DEMO_DIR:-$top/demo-data}
 
-"$top/packaging/deps.sh"
-echo "==> building"
-cmake -S "$top" -B "$build" -DBUILD_TESTING=OFF >/dev/null
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+if [ -z "${DEMO_BUILD:-}" ]; then
+	"$top/packaging/deps.sh"
+	echo "==> building"
+	cmake -S "$top" -B "$build" -DBUILD_TESTING=OFF >/dev/null
+	cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+fi
 zr=$build/tools/zr
 zrfs=$build/fs/zrfs
 
