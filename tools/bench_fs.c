@@ -54,7 +54,8 @@ static const char help[] =
 	"same names and sizes, no work but the reply), with the CPU time each\n"
 	"daemon used per file (and of it, the time in the kernel) and the times its\n"
 	"threads waited per file (voluntary context switches); also cat of the\n"
-	"mount's .npy view and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
+	"mount's .npy view (against a native file and the floor's one file of its\n"
+	"size: a big read's floor) and ls -lR. Needs root (or FUSE access), mksquashfs and\n"
 	"squashfuse_ll (packaging/deps.sh --bench installs them). Medians of R runs\n"
 	"(default 5). --zrfs: the zrfs binary (default: next to zr, or in PATH).\n"
 	"--uring: also zrfs and the floor through mounts with -o uring (the kernel\n"
@@ -73,7 +74,8 @@ static int mount_squash(struct bench_env *c)
 
 /* The floor, as zrfs mounts the dataset: its files data/0 .. data/N-1 of
  * the records' size, -o @zopts added (NULL: none). */
-static int mount_floor(struct bench_env *c, const char *zopts)
+/* The floor with @records files of @size bytes (with -o @zopts). */
+static int mount_floor_of(struct bench_env *c, const char *zopts, uint64_t records, uint64_t size)
 {
 	char prog[PATH_MAX + 16], opts[256];
 	const char *slash = strrchr(c->zrfs, '/');
@@ -83,11 +85,17 @@ static int mount_floor(struct bench_env *c, const char *zopts)
 	else
 		snprintf(prog, sizeof prog, "zrfs-floor");
 	snprintf(opts, sizeof opts, "records=%llu,size=%llu,field=data,ext=%s%s",
-		 (unsigned long long)c->records, (unsigned long long)c->size, zopts ? "," : "",
+		 (unsigned long long)records, (unsigned long long)size, zopts ? "," : "",
 		 zopts ? zopts : "");
 	char *argv[] = {prog, c->zmnt, "-f", "-o", opts, NULL};
 	return bench_mount_child(c, argv);
 }
+
+static int mount_floor(struct bench_env *c, const char *zopts)
+{
+	return mount_floor_of(c, zopts, c->records, c->size);
+}
+
 
 
 /* ---- the reader ---- */
@@ -197,14 +205,31 @@ static int warm_inputs(const struct bench_env *c)
 /* Each daemon's figures per file, over its mount, both passes and its
  * exit: its CPU time (ns), of it in the kernel (ns), and the times its
  * threads waited. */
+/* cat of the floor's one file of @size bytes (its data.npy's size) on a
+ * fresh mount (with -o @zopts): what a big read through FUSE costs with no
+ * work but the reply. */
+static int floor_cat(struct bench_env *c, const char *zopts, uint64_t size, double *secs)
+{
+	char big[PATH_MAX + 16];
+	int rc;
+
+	snprintf(big, sizeof big, "%s/data/0", c->zmnt);
+	if (mount_floor_of(c, zopts, 1, size) < 0)
+		return -1;
+	rc = cat_file(big, size, secs);
+	bench_unmount_zrfs(c);
+	return rc;
+}
+
 enum { CPU, SYS, WAITS, FIGURES };
 /* Per thread count of a run: files per second, and the figures of each
  * daemon: zrfs, zrfs -o uring, the floor, the floor -o uring. */
 enum { NATIVE, NATIVE_COLD, Z1ST, Z2ND, ZCOLD, U1ST, U2ND, F1ST, F2ND, FU1ST, FU2ND, S1ST, S2ND,
        ZD, UD = ZD + FIGURES, FD = UD + FIGURES, FUD = FD + FIGURES, NM = FUD + FIGURES };
-/* Seconds, once per run: cat of data.npy (/dev/fuse, -o uring), of a
- * native file of its size, ls -lR of the mount and of the native tree. */
-enum { NPY, NPYU, FLAT, LSZ, LSN, NS };
+/* Seconds, once per run: cat of data.npy (/dev/fuse, -o uring), of the
+ * floor's one file of its size (/dev/fuse, -o uring), of a native file of
+ * its size, ls -lR of the mount and of the native tree. */
+enum { NPY, NPYU, BIGF, BIGFU, FLAT, LSZ, LSN, NS };
 struct run {
 	double at[BENCH_THREADS_MAX][NM];
 	double secs[NS];
@@ -313,6 +338,10 @@ static int one_run(struct bench_env *c, const uint64_t *order, struct run *r)
 	int rc = zrfs_cat_npy(c, NULL, &npy_size, &s[NPY], &s[LSZ]);
 	if (rc == 0 && c->uring)
 		rc = zrfs_cat_npy(c, "uring", &npy_size, &s[NPYU], NULL);
+	if (rc == 0)
+		rc = floor_cat(c, NULL, npy_size, &s[BIGF]);
+	if (rc == 0 && c->uring)
+		rc = floor_cat(c, "uring", npy_size, &s[BIGFU]);
 	if (rc < 0 || cat_file(c->flat, npy_size, &t) < 0 || cat_file(c->flat, npy_size, &s[FLAT]) < 0 ||
 	    ls_lr(c->tree, &t) < 0 || ls_lr(c->tree, &s[LSN]) < 0)
 		return -1;
@@ -460,12 +489,19 @@ static void report(const struct bench_env *c, const struct run *v)
 	double mb = (double)c->records * (double)c->size / 1e6;
 	printf("\n%-46s %10.2fx   >= 0.9x\n", "cat data.npy / native file from page cache",
 	       med_secs(c, v, FLAT, NPY));
+	printf("%-46s %10.2fx   >= 0.8x\n", "cat data.npy / the floor's file of its size",
+	       med_secs(c, v, BIGF, NPY));
+	if (c->uring)
+		printf("%-46s %10.2fx   >= 0.8x\n", "-o uring: cat data.npy / the floor's",
+		       med_secs(c, v, BIGFU, NPYU));
 	printf("%-46s %10.2fx   <= 1.5x\n", "ls -lR time: zrfs / native", med_secs(c, v, LSZ, LSN));
 	printf("(cat: %.0f MB/s through zrfs, %.0f MB/s native; ls -lR: %.3f s zrfs, %.3f s native)\n",
 	       mb / med_secs(c, v, NPY, -1), mb / med_secs(c, v, FLAT, -1), med_secs(c, v, LSZ, -1),
 	       med_secs(c, v, LSN, -1));
+	printf("(cat of the floor's file: %.0f MB/s)\n", mb / med_secs(c, v, BIGF, -1));
 	if (c->uring)
-		printf("(cat data.npy with -o uring: %.0f MB/s)\n", mb / med_secs(c, v, NPYU, -1));
+		printf("(cat data.npy with -o uring: %.0f MB/s; of the floor's file: %.0f MB/s)\n",
+		       mb / med_secs(c, v, NPYU, -1), mb / med_secs(c, v, BIGFU, -1));
 }
 
 int bench_fs(int argc, char **argv)
