@@ -234,7 +234,6 @@ static void pin_free(struct zrfs *fs, struct step_pin *p)
 {
 	struct batch_step at = {.slot = p->slot, .step = p->step};
 
-	if (getenv("ZRFS_DBG")) fprintf(stderr, "pin free %u/%llu\n", p->slot, (unsigned long long)p->step);
 	zrfs_view_put(p->v);
 	zrfs_batch_uncache(fs, &at); /* its next view may be another */
 	free(p);
@@ -454,11 +453,13 @@ static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gon
 		if (now - p->used_ms < PIN_IDLE_MS ||
 		    (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))) {
 			uint64_t when = p->used_ms + PIN_IDLE_MS;
-			due = due && due < when ? due : when < now ? now + 100 : when;
+			if (when <= now) /* idle, but the queue was full: a look again soon */
+				when = now + 100;
+			if (!due || when < due)
+				due = when;
 			i++;
 			continue;
 		}
-		if (getenv("ZRFS_DBG")) fprintf(stderr, "idle let go %u/%llu refs %u\n", p->slot, (unsigned long long)p->step, p->refs);
 		if (latest_remove(q, p)) /* i is now the next one's place */
 			gone[(*ngone)++] = p;
 	}
