@@ -160,9 +160,6 @@ int cmd_verify(int argc, char **argv)
 	zr_progress_set(ds, zr_progress_cb_show, &line);
 	n = zr_verify(ds, on_problem, &v);
 	zr_progress_set(ds, NULL, NULL);
-	if (n >= 0)
-		zr_progress_show(&line, zr_length(ds) * zr_field_count(ds),
-				 zr_length(ds) * zr_field_count(ds), 0, true);
 	if (n > 0 && repair) {
 		said = true;
 		if (v.short_of_memory)
@@ -197,12 +194,6 @@ int cmd_verify(int argc, char **argv)
 	return n == 0 ? 0 : 1;
 }
 
-/* The values copied: the line ends with the last. */
-static void rebalance_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	zr_progress_show(ctx, done, total, 0, done == total);
-}
-
 int cmd_rebalance(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -227,7 +218,7 @@ int cmd_rebalance(int argc, char **argv)
 		return zr_fail(rc, "rebalance");
 	struct zr_progress line;
 	zr_progress_start(&line, "values");
-	zr_progress_set(ds, rebalance_progress, &line);
+	zr_progress_set(ds, zr_progress_cb_show, &line);
 	rc = zr_rebalance(ds, (uint32_t)chunk_size, &r);
 	zr_close(ds);
 	if (rc < 0)

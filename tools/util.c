@@ -313,7 +313,7 @@ void zr_progress_clear(struct zr_progress *p)
 
 void zr_progress_cb_show(void *ctx, uint64_t done, uint64_t total)
 {
-	zr_progress_show(ctx, done, total, 0, false);
+	zr_progress_show(ctx, done, total, 0, done == total);
 }
 
 json_t *zr_json_text(const char *s)

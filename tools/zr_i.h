@@ -127,7 +127,8 @@ void zr_progress_show(struct zr_progress *p, uint64_t done, uint64_t total, uint
 /* Clear the line, for another line to be printed (it is drawn again at the
  * next show). */
 void zr_progress_clear(struct zr_progress *p);
-/* zr_progress_set()'s callback for a struct zr_progress (values, no bytes). */
+/* zr_progress_set()'s callback for a struct zr_progress (values, no bytes):
+ * the library's last call, done == total, ends the line. */
 void zr_progress_cb_show(void *ctx, uint64_t done, uint64_t total);
 /* Remove @path and everything under it (symbolic links not followed). */
 void rm_tree(const char *path);
