@@ -75,6 +75,7 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m)
 	for (unsigned i = 0; m->fields && i < ds->nfields; i++)
 		m->fields[i] = ds->fields[i].def;
 	m->attrs = ds->attrs ? json_incref(ds->attrs) : NULL;
+	m->tree = ds->tree_ref;
 }
 
 /* ---- journal ---- */
@@ -351,6 +352,12 @@ int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx)
 		FORWARD_IF_ERR(zr_changes_append(ds, ds->generation + 1));
 	}
 
+	/* the tree's directories and links, when set since: a file of this
+	 * generation, durable before the commit point names it */
+	zr_tree_ref tree = ds->tree_ref;
+	if (ds->tree_dirty)
+		FORWARD_IF_ERR(zr_tree_write(ds, ds->generation + 1, &tree));
+
 	zr_meta_from_ds(ds, &m);
 	if (!m.unfull || !m.fields) {
 		zr_meta_free(&m);
@@ -358,9 +365,15 @@ int zr_commit_locked(zr_dataset *ds, zr_change_cb changed, void *ctx)
 	}
 	m.generation = ds->generation + 1;
 	m.modified = now;
+	m.tree = tree;
 	rc = zr_meta_write(ds->dirfd, ds->path, &m);
 	zr_meta_free(&m);
 	FORWARD_IF_ERR(rc);
+	if (ds->tree_dirty) { /* the file of the state before goes */
+		ds->tree_dirty = false;
+		ds->tree_ref = tree;
+		zr_tree_sweep(ds);
+	}
 
 	/* committed: the rest only makes the tables match the journal */
 	ds->generation++;

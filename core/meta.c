@@ -295,6 +295,7 @@ static int parse_fields(json_t *root, const char *where, zr_meta *m)
 static int parse_top(json_t *root, const char *where, zr_meta *m)
 {
 	json_t *format = json_object_get(root, "format"), *attrs = json_object_get(root, "attrs");
+	json_t *tree = json_object_get(root, "tree");
 	uint64_t v;
 
 	RETURN_IF(!json_is_object(root), ZR_ECORRUPT, "%s: not a JSON object", where);
@@ -316,6 +317,8 @@ static int parse_top(json_t *root, const char *where, zr_meta *m)
 	RETURN_IF(attrs && !json_is_object(attrs), ZR_ECORRUPT, "%s: 'attrs' is not an object",
 		  where);
 	m->attrs = attrs ? json_incref(attrs) : NULL;
+	if (tree)
+		FORWARD_IF_ERR(zr_tree_ref_parse(tree, where, &m->tree));
 	return 0;
 }
 
@@ -384,6 +387,8 @@ char *zr_meta_dump(const zr_meta *m)
 	json_object_set_new(root, "fields", fields);
 	if (m->attrs)
 		json_object_set(root, "attrs", m->attrs);
+	if (m->tree.generation)
+		json_object_set_new(root, "tree", zr_tree_ref_json(&m->tree));
 	s = json_dumps(root, JSON_INDENT(2));
 	json_decref(root);
 	return s;

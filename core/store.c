@@ -337,6 +337,7 @@ static int handle_load(zr_dataset *ds, const zr_meta *m, bool new_tables, zr_dat
 	ds->modified = m->modified;
 	ds->chunk_size = m->chunk_size;
 	ds->attrs = m->attrs ? json_incref(m->attrs) : NULL;
+	ds->tree_ref = m->tree;
 	atomic_init(&ds->length, m->length);
 	ds->disk_length = m->length;
 	ds->high = m->high;
@@ -344,6 +345,7 @@ static int handle_load(zr_dataset *ds, const zr_meta *m, bool new_tables, zr_dat
 	RETURN_IF(ds->chunkdirfd < 0, errno == ENOENT ? ZR_ECORRUPT : -errno, "%s/chunk: %s",
 		  ds->path, zr_open_strerror(errno));
 	FORWARD_IF_ERR(open_fields(ds, m, new_tables));
+	FORWARD_IF_ERR(zr_tree_load(ds, &m->tree));
 	return zr_chunk_open_all(ds, m, donor);
 }
 
@@ -384,8 +386,10 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	    (rc = handle_load(ds, &m, new_tables, donor)) < 0 ||
 	    (rc = zr_journal_load(ds, flags & ZR_RDWR)) < 0)
 		goto fail;
-	if (flags & ZR_RDWR)
+	if (flags & ZR_RDWR) {
 		zr_chunks_sweep(ds);
+		zr_tree_sweep(ds); /* what a commit that never landed left */
+	}
 	zr_meta_free(&m);
 	if (!(flags & ZR_RDWR) && !still_current(ds)) {
 		zr_close(ds);
@@ -555,6 +559,7 @@ void zr_close(zr_dataset *ds)
 	if (ds->dirfd >= 0)
 		close(ds->dirfd); /* releases the writer lock */
 	json_decref(ds->attrs);
+	json_decref(ds->tree);
 	pthread_rwlock_destroy(&ds->wlock);
 	pthread_mutex_destroy(&ds->grow_lock);
 	pthread_mutex_destroy(&ds->default_lock);

@@ -145,6 +145,14 @@ typedef struct zr_fielddef {
 	char ext[ZR_EXT_MAX + 1];
 } zr_fielddef;
 
+/* meta.json's "tree": the file tree.<generation> holding the tree's
+ * directories and symbolic links (tree.c), its size and CRC-32. */
+typedef struct zr_tree_ref {
+	uint64_t generation;     /* 0: the dataset keeps none */
+	uint64_t bytes, entries;
+	uint32_t crc;
+} zr_tree_ref;
+
 typedef struct zr_meta {
 	uint64_t generation;
 	uint64_t length;
@@ -156,6 +164,7 @@ typedef struct zr_meta {
 	unsigned nfields;
 	zr_fielddef *fields;
 	json_t *attrs;           /* free-form user metadata, preserved; may be NULL */
+	zr_tree_ref tree;        /* the file of directories and symbolic links (tree.c) */
 } zr_meta;
 
 int zr_meta_read(int dirfd, const char *dir, const char *name, zr_meta *m);
@@ -163,6 +172,18 @@ int zr_meta_parse(const char *buf, size_t len, const char *where, zr_meta *m);
 char *zr_meta_dump(const zr_meta *m);
 int zr_meta_write(int dirfd, const char *dir, const zr_meta *m);
 void zr_meta_free(zr_meta *m);
+/* The tree's directories and links (tree.c): meta.json's "tree" @o
+ * read into @ref (0, or ZR_ECORRUPT naming @where); @ref as meta.json
+ * keeps it (NULL: none); the file @ref names loaded into ds->tree, checked
+ * (0, ZR_ECORRUPT, or -EAGAIN... as a read: a reader whose state moved on
+ * starts over); ds->tree written as the file of generation @generation,
+ * durably, its reference in @ref; the files of others than the committed
+ * one removed (a writer's, after a commit or at open). */
+int zr_tree_ref_parse(json_t *o, const char *where, zr_tree_ref *ref);
+json_t *zr_tree_ref_json(const zr_tree_ref *ref);
+int zr_tree_load(zr_dataset *ds, const zr_tree_ref *ref);
+int zr_tree_write(zr_dataset *ds, uint64_t generation, zr_tree_ref *ref);
+void zr_tree_sweep(zr_dataset *ds);
 int zr_field_check(const zr_field_spec *f);
 uint64_t zr_spec_record_size(const zr_field_spec *f);
 
@@ -247,6 +268,9 @@ struct zr_dataset {
 	uint64_t generation;
 	int64_t created, modified;
 	json_t *attrs;
+	json_t *tree;                 /* zr_tree_entry values, as tree.<G> keeps them; may be NULL */
+	zr_tree_ref tree_ref;         /* the file of the committed state's */
+	bool tree_dirty;              /* zr_tree_set since: the next commit writes a file */
 	atomic_bool dirty;            /* something changed since the last commit */
 	zr_progress_cb progress;      /* zr_progress_set(), or NULL */
 	void *progress_ctx;

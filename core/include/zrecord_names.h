@@ -185,6 +185,49 @@ ZR_API int zr_names_text(const zr_dataset *ds, const zr_names *n, unsigned field
  */
 ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t cap);
 
+/* ---- directories and symbolic links ------------------------------------ */
+
+/** Most directories and symbolic links a dataset keeps. */
+#define ZR_TREE_MAX 65536
+
+/**
+ * A directory or a symbolic link of the tree (core/FORMAT.md, "Directories
+ * and symbolic links"): what a tree holds besides its files, kept beside the
+ * records (never a record, so never drawn by a sampler). A directory kept
+ * here is in the tree even when empty, with its mode and times; one that
+ * is not is there while a record's name puts a file below it (0755, the
+ * dataset's time).
+ */
+typedef struct zr_tree_entry {
+	const char *path;   /**< relative path below the tree (zr_name_safe()),
+				 or "." for the tree itself (a directory) */
+	const char *target; /**< a symbolic link's target (any text, as
+				 symlink(2) takes it); NULL for a directory */
+	uint32_t mode;      /**< S_IFDIR or S_IFLNK, and the permission bits */
+	int64_t mtime;      /**< modification time, ns since 1970 */
+	int64_t atime;      /**< access time; ZR_MTIME_NONE: the mtime */
+	uint64_t size;      /**< a directory's size as its source had it (du
+				 --apparent-size counts it); 0: none kept */
+} zr_tree_entry;
+
+/**
+ * The directories and symbolic links of @p ds's state, sorted by path
+ * (bytewise), into @p out: one allocation, free() it (NULL when none).
+ * Not while zr_tree_set() runs on the same handle.
+ * @return 0, or -ENOMEM
+ */
+ZR_API int zr_tree_get(const zr_dataset *ds, zr_tree_entry **out, size_t *n);
+
+/**
+ * Make @p entries (@p n, in any order) the dataset's directories and
+ * symbolic links from its next commit on, in place of those it had. Each
+ * path once, a relative path below the tree; paths and targets UTF-8 text.
+ * @return 0, -EROFS, -EINVAL (a bad entry, a path twice), -EILSEQ (not
+ * UTF-8), -EFBIG (more than ZR_TREE_MAX, or past meta.json's size),
+ * -ENOMEM; zr_last_error() says which entry
+ */
+ZR_API int zr_tree_set(zr_dataset *ds, const zr_tree_entry *entries, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
