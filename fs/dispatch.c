@@ -797,7 +797,7 @@ static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_write_rmdir(req, fuse_req_userdata(req), parent, name);
 }
 
-/* Links, special files: the tree is the dataset's. */
+/* Hard links, special files: the tree is the dataset's. */
 
 static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       dev_t rdev)
@@ -808,8 +808,7 @@ static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 
 static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	(void)link, (void)parent, (void)name;
-	zrfs_reply_err(req, -EPERM);
+	zrfs_write_symlink(req, fuse_req_userdata(req), link, parent, name);
 }
 
 static void zrfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
@@ -824,11 +823,24 @@ static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fus
 	zrfs_write_rename(req, fuse_req_userdata(req), parent, name, newparent, newname, flags);
 }
 
+/* A symbolic link of tree/ (the only ones). */
+static void zrfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char target[PATH_MAX];
+	int rc = zrfs_tree_readlink(fuse_req_userdata(req), ino, target, sizeof target);
+
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		zrfs_reply_readlink(req, target);
+}
+
 #define READ_OPS                                                                                \
 	.init = zrfs_init, .lookup = zrfs_lookup, .forget = zrfs_forget,                        \
 	.forget_multi = zrfs_forget_multi, .getattr = zrfs_getattr, .open = zrfs_open,          \
 	.read = zrfs_read, .opendir = zrfs_opendir, .readdir = zrfs_readdir,                    \
-	.readdirplus = zrfs_readdirplus, .releasedir = zrfs_releasedir, .statfs = zrfs_statfs
+	.readdirplus = zrfs_readdirplus, .releasedir = zrfs_releasedir, .statfs = zrfs_statfs,  \
+	.readlink = zrfs_readlink
 
 const struct fuse_lowlevel_ops zrfs_ops = {READ_OPS};
 

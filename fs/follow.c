@@ -347,6 +347,10 @@ static void show_view(struct zrfs *fs, struct zrfs_view *cur, struct zrfs_view *
 	zrfs_state_lock(fs);
 	if (rc == 0)
 		rc = note_changes(fs, cur, new, c, touched, notes);
+	/* the directories and links of tree/: a writable mount's are its own
+	 * (it is the dataset's one writer), written at its commits */
+	if (rc == 0 && !fs->writes)
+		rc = zrfs_tree_entries(fs, new, notes);
 	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
 	if (fs->view_shown)
 		fs->view_shown(fs, new->gen);

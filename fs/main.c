@@ -457,8 +457,8 @@ static void teardown(struct zrfs *fs)
 		fuse_session_destroy(fs->se);
 	zrfs_transport_destroy(fs);
 	zrfs_byclass_destroy(fs);
+	zrfs_writes_close(fs); /* its last commit keeps tree/'s directories and links */
 	zrfs_tree_destroy(fs);
-	zrfs_writes_close(fs);
 	zrfs_follow_free(fs); /* the write layer's last commits are made */
 	zrfs_dataset_close(fs);
 }

@@ -94,6 +94,11 @@ void zrfs_reply_statfs(fuse_req_t req, const struct statvfs *sv)
 	fuse_reply_statfs(req, sv);
 }
 
+void zrfs_reply_readlink(fuse_req_t req, const char *target)
+{
+	fuse_reply_readlink(req, target);
+}
+
 /* ---- entries ---- */
 
 int zrfs_reply_handed(fuse_req_t req, struct zrfs *fs, const struct fuse_entry_param *e,

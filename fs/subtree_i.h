@@ -18,7 +18,7 @@
 struct zrfs_dirent {
 	char name[ZRFS_NAME_MAX + 1];
 	fuse_ino_t ino;
-	mode_t type;          /* S_IFDIR or S_IFREG */
+	mode_t type;          /* S_IFDIR, S_IFREG or S_IFLNK */
 	uint64_t pos;         /* its position; a listing goes on at pos + 1 */
 	bool uncached;        /* an overlay's identity: attributes not cached */
 };
@@ -131,6 +131,33 @@ struct zrfs_notes;
 int zrfs_byclass_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 			struct zrfs_notes *notes);
 
+/* The dataset's directories and links as view @v has them (zr_tree_get)
+ * shown in tree/, where they changed since last shown, noting in @notes
+ * what the kernel must look up again (follow.c, under the names lock
+ * written): 0 or -ENOMEM. */
+int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *notes);
+/* A writable mount's: make tree/'s directories and links what writer @ds
+ * commits next (zr_tree_set), those its files' names make aside. 0, or a
+ * negative code (zr_errmsg(ds) says why). */
+int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
+/* tree/'s symbolic links for the write layer: whether @name in @dir is one
+ * (under the names lock); make one (0777, now: *out its number; -EEXIST
+ * where a name is); remove one (-ENOENT: none); move one, keeping its
+ * number, onto nothing or a link (-EEXIST: onto a file or directory);
+ * set one's times. The others take the names lock written. */
+bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
+int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
+		      fuse_ino_t *out);
+int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
+int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
+			const char *newname);
+int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
+			struct timespec atime);
+/* Permission bits @mode for directory @dir of tree/: 0 or -ENOENT. */
+int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode);
+/* The target of symbolic link @ino of tree/ into @buf: 0, -EINVAL (not a
+ * link), -ENOENT (gone). */
+int zrfs_tree_readlink(struct zrfs *fs, fuse_ino_t ino, char *buf, size_t cap);
 /* tree.c: /tree exists when the dataset keeps names and no field is called
  * "tree"; the names are read once, here, from @v (the index) */
 int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v);

@@ -107,6 +107,17 @@ void zrfs_table_drain(struct zrfs_table *t, void (*drop)(struct zrfs_link *l))
 	zrfs_table_free(t);
 }
 
+int zrfs_table_each(const struct zrfs_table *t, int (*fn)(struct zrfs_link *l, void *ctx),
+		    void *ctx)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < t->cap && rc == 0; i++)
+		for (struct zrfs_link *l = t->buckets[i]; l && rc == 0; l = l->next)
+			rc = fn(l, ctx);
+	return rc;
+}
+
 void zrfs_table_free(struct zrfs_table *t)
 {
 	free(t->buckets);

@@ -14,13 +14,20 @@
  * read) and kept up to date by follow.c with the records each commit
  * changed (zrfs_tree_update, under the names lock written), so a lookup is
  * O(1) and a listing O(its directory), whatever the dataset's size.
- * Directories are derived from the names: one lives while something is in
- * it, or, made by mkdir through a writable mount, as long as the mount.
- * A directory's number (ZRFS_INO_TREE_DIR | n) is given when it first
- * appears and never given again while the mount lives.
+ * Directories and symbolic links the dataset keeps (zr_tree_get: beside
+ * the records, never records) are in it with their modes and times, an
+ * empty directory too; other directories come from the names, and live
+ * while something is in them. On a writable mount the index is the
+ * dataset's one writer's: mkdir, rmdir, symlink, a link's rename and
+ * removal, a directory's mode and times change it, and each commit keeps
+ * what it holds then (zrfs_tree_save); a read-only mount applies another
+ * writer's from each commit it follows (zrfs_tree_entries). A directory's
+ * number (ZRFS_INO_TREE_DIR | n) or a link's (ZRFS_INO_TREE_LINK | n) is
+ * given when it first appears and never given again while the mount
+ * lives; a link keeps its number when renamed.
  *
- * Where names clash, a directory wins over a file of the same name, and
- * of two records of one name the lower id shows; names that make no file
+ * Where names clash, a directory wins over a file of the same name, a
+ * file over a link, and of two records of one name the lower id shows; names that make no file
  * (not relative paths below the tree, zr_name_safe) are counted at mount,
  * once in the log. tree/ is shown when the dataset keeps names and no field
  * is called "tree"; it is a view (not listed in the root without
@@ -38,10 +45,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- nodes ---- */
 
-enum node { N_NONE, N_DIR, N_TEXT };
+enum node { N_NONE, N_DIR, N_LINK, N_TEXT };
 
 static enum node tree_decode(const struct zrfs *fs, fuse_ino_t ino, uint64_t *no, unsigned *field,
 			uint64_t *id, unsigned *version)
@@ -51,6 +59,10 @@ static enum node tree_decode(const struct zrfs *fs, fuse_ino_t ino, uint64_t *no
 	if ((ino & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_DIR) {
 		*no = ino & ZRFS_GEN_MASK;
 		return N_DIR;
+	}
+	if ((ino & ~ZRFS_GEN_MASK) == ZRFS_INO_TREE_LINK) {
+		*no = ino & ZRFS_GEN_MASK;
+		return N_LINK;
 	}
 	if (ino >> 56 == ZRFS_INO_TEXT >> 56 &&
 	    zrfs_rec_decode(fs, (ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, field, id, version) &&
@@ -62,6 +74,11 @@ static enum node tree_decode(const struct zrfs *fs, fuse_ino_t ino, uint64_t *no
 static fuse_ino_t dir_ino(const struct tdir *d)
 {
 	return ZRFS_INO_TREE_DIR | d->no;
+}
+
+static fuse_ino_t link_ino(const struct tlink *k)
+{
+	return ZRFS_INO_TREE_LINK | k->no;
 }
 
 /* The number of field @f's file of record @id. */
@@ -100,6 +117,15 @@ static bool has_file(const struct zrfs *fs, struct zrfs_view *v, unsigned f, uin
 	return fs->tree->makes[f] && id < v->n && zrfs_record_listed(v, f, id);
 }
 
+/* Whether entry @e shows a file of its record's (which a link of its
+ * name gives way to). */
+static bool shows_file(const struct zrfs *fs, struct zrfs_view *v, const struct tent *e)
+{
+	if (e->id == NO_ID || fs->names.key) /* a key's files are KEY.FIELD */
+		return false;
+	return has_file(fs, v, (unsigned)fs->names.files, e->id);
+}
+
 static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
 		       fuse_ino_t *out)
 {
@@ -124,17 +150,25 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 		*out = dir_ino(e->sub);
 		return 0;
 	}
+	/* a file over a link (a key's files have extensions: KEY.FIELD) */
+	struct tent *named = e;
 	if (fs->names.key) {
-		if (zr_names_field_of(v->ds, &fs->names, name, len, &field, &key) < 0 ||
-		    !(e = tree_ent_find(t, d, name, key)))
-			return -ENOENT;
+		if (zr_names_field_of(v->ds, &fs->names, name, len, &field, &key) < 0)
+			e = NULL;
+		else
+			e = tree_ent_find(t, d, name, key);
 	} else if (e) {
 		field = (unsigned)fs->names.files;
 	}
-	if (!e || e->id == NO_ID || !has_file(fs, v, field, e->id))
-		return -ENOENT;
-	*out = file_ino(fs, field, e->id);
-	return 0;
+	if (e && e->id != NO_ID && has_file(fs, v, field, e->id)) {
+		*out = file_ino(fs, field, e->id);
+		return 0;
+	}
+	if (named && named->lnk && !shows_file(fs, v, named)) {
+		*out = link_ino(named->lnk);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 /* The text of record @id's class in @v, into @buf: its length, or a
@@ -182,6 +216,7 @@ void zrfs_tree_text_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, u
 static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct tdir *d;
+	struct tlink *k;
 	uint64_t no, id;
 	unsigned field, version;
 
@@ -191,8 +226,24 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 			return -ENOENT;
 		zrfs_dir_attr(fs, v, ino, st);
 		st->st_nlink = 2 + d->subs; /* find and du count on it */
-		if (d->timed)
-			st->st_mtim = st->st_atim = d->mtime;
+		if (d->mode)
+			st->st_mode = S_IFDIR | (d->mode & 07777);
+		if (d->size) {
+			st->st_size = (off_t)d->size;
+			st->st_blocks = (blkcnt_t)((d->size + 511) / 512);
+		}
+		if (d->timed) {
+			st->st_mtim = d->mtime;
+			st->st_atim = d->atime;
+		}
+		return 0;
+	case N_LINK:
+		if (!(k = tree_link_find(fs->tree, no)))
+			return -ENOENT;
+		zrfs_file_attr(fs, v, ino, strlen(k->target), st);
+		st->st_mode = S_IFLNK | k->mode;
+		st->st_mtim = k->mtime;
+		st->st_atim = k->atime;
 		return 0;
 	case N_TEXT:
 		return zrfs_tree_text_attr(fs, v, ino, field, id, st);
@@ -236,6 +287,13 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 			out->pos = 2 + s * SPAN;
 			return 1;
 		}
+		if (k == 0 && !e->sub && e->lnk && !shows_file(fs, v, e)) {
+			snprintf(out->name, sizeof out->name, "%s", e->name);
+			out->ino = link_ino(e->lnk);
+			out->type = S_IFLNK;
+			out->pos = 2 + s * SPAN;
+			return 1;
+		}
 		if (e->id == NO_ID || (e->sub && !fs->names.key)) /* a directory wins */
 			continue;
 		for (unsigned f = k ? (unsigned)k - 1 : 0; f < fs->nfields; f++) {
@@ -267,6 +325,9 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	case N_DIR:
 		zrfs_reply_err(req, -EISDIR);
 		return;
+	case N_LINK: /* opened through O_PATH|O_NOFOLLOW only */
+		zrfs_reply_err(req, -ELOOP);
+		return;
 	case N_TEXT:
 		zrfs_tree_text_read(req, fs, v, field, id, size, off);
 		return;
@@ -286,6 +347,23 @@ const struct zrfs_subtree zrfs_tree = {
 	.entry = tree_entry,
 	.read = tree_read,
 };
+
+int zrfs_tree_readlink(struct zrfs *fs, fuse_ino_t ino, char *buf, size_t cap)
+{
+	uint64_t no, id;
+	unsigned field, version;
+	struct tlink *k;
+	int rc = -EINVAL; /* not a link */
+
+	zrfs_names_begin(fs);
+	if (tree_decode(fs, ino, &no, &field, &id, &version) == N_LINK) {
+		rc = -ENOENT;
+		if ((k = tree_link_find(fs->tree, no)) != NULL)
+			rc = snprintf(buf, cap, "%s", k->target) < (int)cap ? 0 : -ENAMETOOLONG;
+	}
+	zrfs_names_end(fs);
+	return rc;
+}
 
 /* ---- for the write layer ---- */
 
@@ -426,8 +504,127 @@ int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
 
 	zrfs_state_lock(fs);
 	if ((d = dir_of(fs, dir)) != NULL) {
-		d->mtime = mtime;
+		d->mtime = d->atime = mtime;
 		d->timed = true;
+		rc = 0;
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+/* The link of @name in @dir shown (no file of a record over it), or NULL. */
+static struct tent *link_at(const struct zrfs *fs, fuse_ino_t dir, const char *name)
+{
+	struct tdir *d = dir_of(fs, dir);
+	struct tent *e = d ? tree_ent_find(fs->tree, d, name, strlen(name)) : NULL;
+
+	return e && e->lnk && !e->sub && e->id == NO_ID ? e : NULL;
+}
+
+bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name)
+{
+	return link_at(fs, dir, name) != NULL;
+}
+
+int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
+		      fuse_ino_t *out)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	size_t len = strlen(name);
+	struct timespec now;
+	struct tdir *d;
+	struct tent *e;
+	int rc;
+
+	if (!zr_name_safe(name, len) || memchr(name, '/', len))
+		return -EINVAL;
+	clock_gettime(CLOCK_REALTIME, &now);
+	zrfs_state_lock(fs);
+	if (!(d = dir_of(fs, dir)))
+		rc = -ENOENT;
+	else if ((e = tree_ent_find(t, d, name, len)) && (e->sub || e->lnk || e->id != NO_ID))
+		rc = -EEXIST;
+	else if (!e && !(e = tree_ent_new(t, d, name, len)))
+		rc = -ENOMEM;
+	else if ((rc = tree_link_set(t, e, target, strlen(target), 0777, now, now)) == 0)
+		*out = link_ino(e->lnk);
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name)
+{
+	struct tent *e;
+	struct timespec none = {0};
+	int rc = -ENOENT;
+
+	zrfs_state_lock(fs);
+	if ((e = link_at(fs, dir, name)) != NULL)
+		rc = tree_link_set(fs->tree, e, NULL, 0, 0, none, none);
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
+			const char *newname)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	size_t len = strlen(newname);
+	struct tent *e, *to;
+	struct tdir *d;
+	int rc = 0;
+
+	if (!zr_name_safe(newname, len) || memchr(newname, '/', len))
+		return -EINVAL;
+	zrfs_state_lock(fs);
+	if (!(e = link_at(fs, dir, name)) || !(d = dir_of(fs, newdir))) {
+		rc = -ENOENT;
+	} else if ((to = tree_ent_find(t, d, newname, len)) && (to->sub || to->id != NO_ID)) {
+		rc = -EEXIST; /* checked by the caller: a file or directory came since */
+	} else if (to != e && !to && !(to = tree_ent_new(t, d, newname, len))) {
+		rc = -ENOMEM;
+	} else if (to != e) {
+		/* the link itself moves, and keeps its number */
+		struct timespec none = {0};
+		struct tlink *k = e->lnk;
+		if (to->lnk)
+			tree_link_set(t, to, NULL, 0, 0, none, none); /* replaced */
+		to->lnk = k;
+		k->ent = to;
+		e->lnk = NULL;
+		tree_prune(t, e, NULL);
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
+			struct timespec atime)
+{
+	uint64_t no, id;
+	unsigned field, version;
+	struct tlink *k;
+	int rc = -ENOENT;
+
+	zrfs_state_lock(fs);
+	if (tree_decode(fs, ino, &no, &field, &id, &version) == N_LINK &&
+	    (k = tree_link_find(fs->tree, no)) != NULL) {
+		k->mtime = mtime;
+		k->atime = atime;
+		rc = 0;
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode)
+{
+	struct tdir *d;
+	int rc = -ENOENT;
+
+	zrfs_state_lock(fs);
+	if ((d = dir_of(fs, dir)) != NULL) {
+		d->mode = S_IFDIR | (mode & 07777);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);

@@ -1,9 +1,10 @@
 /*
  * tree_i.h - tree/'s index, shared by the subtree (tree.c) and the index
  * itself (tree_index.c): every named record's entry in its directory, by
- * (directory, name) and by id. Guarded by the names lock (view.c): read by
- * lookups and listings, written by follow.c's publication and the write
- * layer's mkdir and rmdir.
+ * (directory, name) and by id, and the dataset's directories and links.
+ * Guarded by the names lock (view.c): read by lookups and listings,
+ * written by follow.c's publication and the write layer's mkdir, rmdir,
+ * symlink and the like.
  */
 #ifndef ZRFS_TREE_I_H
 #define ZRFS_TREE_I_H
@@ -16,6 +17,18 @@
 #define SPAN (ZR_FIELDS_MAX + 1)
 
 struct tdir;
+struct tent;
+
+/* A symbolic link of tree/ (zr_tree_entry): kept by the dataset, or made
+ * by symlink through a writable mount. */
+struct tlink {
+	struct zrfs_link link;   /* in t->links, by number */
+	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
+	struct tent *ent;        /* its entry */
+	uint32_t mode;           /* permission bits */
+	struct timespec mtime, atime;
+	char target[];
+};
 
 /* A name in a directory of tree/: a directory, a record's name, or both
  * (a key "a" and a key "a/b": files a.jpg and a/b.jpg). */
@@ -23,6 +36,7 @@ struct tent {
 	struct zrfs_link link;   /* in t->names, by (directory number, name) */
 	struct tdir *dir;        /* the directory it is in */
 	struct tdir *sub;        /* the directory of this name; NULL: none */
+	struct tlink *lnk;       /* the symbolic link of this name; NULL: none */
 	uint64_t id;             /* the record of this name shown; NO_ID: none */
 	uint64_t *more;          /* other records of this name, not shown */
 	uint32_t nmore;
@@ -39,12 +53,17 @@ struct tdir {
 	uint32_t n, cap, live;
 	uint32_t subs;           /* entries that are directories (its link count) */
 	bool made;               /* by mkdir: lives as long as the mount */
-	bool timed;              /* a time was set on it (utimensat): mtime */
-	struct timespec mtime;
+	bool stored;             /* one of the dataset's (zr_tree_entry): lives while it is */
+	bool timed;              /* a time was set on it (stored, utimensat): mtime, atime */
+	uint32_t mode;           /* S_IFDIR and its permission bits; 0: 0755 */
+	uint64_t size;           /* its size as imported (stored) */
+	struct timespec mtime, atime;
 };
 
 struct zrfs_tree_index {
-	struct zrfs_table names, dirs;
+	struct zrfs_table names, dirs, links;
+	zr_tree_entry *shown;    /* the dataset's directories and links last applied */
+	size_t nshown;
 	struct tdir *root;
 	struct tent **of_id;     /* each record's entry (NULL: no name in the tree) */
 	uint64_t cap;            /* records of_id has room for */
@@ -73,6 +92,12 @@ struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char 
  * the directories that go are noted in @notes (when not NULL): 0, or
  * -ENOMEM (the notes lost; the index is right). */
 int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes);
+/* Give entry @e the symbolic link to @target (@len bytes), or take it
+ * away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
+int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
+		  uint32_t mode, struct timespec mtime, struct timespec atime);
+/* Link number @no, or NULL. */
+struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no);
 /* Whether /tree is shown: the dataset keeps names and no field is "tree". */
 bool tree_shown(const struct zrfs *fs);
 

@@ -1,17 +1,22 @@
 /*
  * tree_index.c - tree/'s index (tree_i.h): built once at mount from the
- * field of names, kept up to date with each commit's records (follow.c),
- * and the names it gives records' files by id (zrfs_tree_leaf). The
- * subtree that shows it is tree.c.
+ * field of names and the dataset's directories and links, kept up to date
+ * with each commit's records and those (follow.c), and the names it gives
+ * records' files by id (zrfs_tree_leaf); a writable mount's directories
+ * and links, gathered for its commits (zrfs_tree_save). The subtree that
+ * shows it is tree.c.
  *
- * Sections: the index, building and following.
+ * Sections: the index, directories and links kept by the dataset, building
+ * and following.
  */
 #include "tree_i.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the index ---- */
 
@@ -105,18 +110,64 @@ struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char 
 	return e;
 }
 
+struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no)
+{
+	for (struct zrfs_link *l = zrfs_table_first(&t->links, zrfs_hash_u64(no)); l;
+	     l = zrfs_table_next(l)) {
+		struct tlink *k = zrfs_container(l, struct tlink, link);
+		if (k->no == no)
+			return k;
+	}
+	return NULL;
+}
+
+int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
+		  uint32_t mode, struct timespec mtime, struct timespec atime)
+{
+	struct tlink *k = NULL;
+
+	if (target) {
+		if (!(k = malloc(sizeof *k + len + 1)))
+			return -ENOMEM;
+		*k = (struct tlink){.no = e->lnk ? e->lnk->no : t->next_no++, .ent = e,
+				    .mode = mode & 07777, .mtime = mtime, .atime = atime};
+		memcpy(k->target, target, len);
+		k->target[len] = 0;
+	}
+	if (e->lnk) {
+		zrfs_table_del(&t->links, &e->lnk->link);
+		free(e->lnk);
+		e->lnk = NULL;
+	}
+	if (!k)
+		return tree_prune(t, e, NULL);
+	if (zrfs_table_add(&t->links, &k->link, zrfs_hash_u64(k->no)) < 0) {
+		free(k);
+		tree_prune(t, e, NULL);
+		return -ENOMEM;
+	}
+	e->lnk = k;
+	return 0;
+}
+
+/* Whether directory @d goes when nothing is in it. */
+static bool dir_passing(const struct zrfs_tree_index *t, const struct tdir *d)
+{
+	return !d->made && !d->stored && !t->keep_emptied && d->self;
+}
+
 int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes)
 {
 	int rc = 0;
 
-	while (e && e->id == NO_ID && !e->sub) {
+	while (e && e->id == NO_ID && !e->sub && !e->lnk) {
 		struct tdir *d = e->dir;
 		d->ents[e->slot] = NULL;
 		d->live--;
 		zrfs_table_del(&t->names, &e->link);
 		free(e->more);
 		free(e);
-		if (d->live || d->made || t->keep_emptied || !d->self)
+		if (d->live || !dir_passing(t, d))
 			break;
 		e = d->self;
 		e->sub = NULL;
@@ -272,6 +323,277 @@ static int name_drop(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 	return rc;
 }
 
+/* ---- directories and links kept by the dataset ---- */
+
+/* The entry of @path (@len bytes, no "."), or NULL. */
+static struct tent *ent_at(const struct zrfs_tree_index *t, const char *path, size_t len)
+{
+	struct tdir *d = t->root;
+	struct tent *e = NULL;
+
+	for (size_t at = 0; d && at <= len;) {
+		const char *slash = memchr(path + at, '/', len - at);
+		size_t c = slash ? (size_t)(slash - (path + at)) : len - at;
+		if (!(e = tree_ent_find(t, d, path + at, c)))
+			return NULL;
+		if (!slash)
+			return e;
+		d = e->sub;
+		at += c + 1;
+	}
+	return NULL;
+}
+
+/* The directory @path (@len bytes) is, made as needed (noted in @notes). */
+static struct tdir *dir_make(struct zrfs_tree_index *t, const char *path, size_t len,
+			     struct zrfs_notes *notes, int *rc)
+{
+	char *buf = malloc(len + 2);
+	const char *last;
+	struct tdir *d;
+
+	if (!buf) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	memcpy(buf, path, len);
+	buf[len] = '/';
+	d = walk(t, buf, len + 1, &last, notes, rc);
+	free(buf);
+	return d;
+}
+
+/* Note in @notes that the entry @e of a directory or link changed. */
+static int note_ent(const struct tent *e, struct zrfs_notes *notes)
+{
+	int rc;
+
+	if (!notes)
+		return 0;
+	rc = zrfs_notes_entry(notes, ZRFS_INO_TREE_DIR | e->dir->no, e->name);
+	if (rc == 0 && e->sub)
+		rc = zrfs_notes_inode(notes, ZRFS_INO_TREE_DIR | e->sub->no);
+	return rc == 0 ? zrfs_notes_inode(notes, ZRFS_INO_TREE_DIR | e->dir->no) : rc;
+}
+
+/* Directory @d is one of the dataset's with @x's mode and times, or (@x
+ * NULL) not any more. */
+static void dir_keep(struct tdir *d, const zr_tree_entry *x)
+{
+	d->stored = x != NULL;
+	d->timed = x != NULL;
+	d->mode = x ? S_IFDIR | (x->mode & 07777) : 0;
+	d->size = x ? x->size : 0;
+	if (x) {
+		d->mtime = zr_ns_time(x->mtime);
+		d->atime = zr_ns_time(x->atime == ZR_MTIME_NONE ? x->mtime : x->atime);
+	}
+}
+
+/* Show @x (@n, sorted) as the dataset's directories and links in place of
+ * t->shown, noting in @notes what changed; the index takes @x. What a
+ * directory or link no longer kept leaves goes after the new ones are in,
+ * so that one kept by both keeps its number. */
+static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrfs_notes *notes)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	zr_tree_entry *old = t->shown;
+	size_t nold = t->nshown;
+	int rc = 0;
+
+	for (size_t i = 0; i < nold; i++) {
+		struct tent *e = strcmp(old[i].path, ".") == 0 ? NULL
+				 : ent_at(t, old[i].path, strlen(old[i].path));
+		if (strcmp(old[i].path, ".") == 0) {
+			dir_keep(t->root, NULL);
+		} else if (e && S_ISDIR(old[i].mode) && e->sub) {
+			dir_keep(e->sub, NULL);
+			rc = rc ? rc : note_ent(e, notes);
+		} else if (e && e->lnk) {
+			rc = rc ? rc : note_ent(e, notes);
+			zrfs_table_del(&t->links, &e->lnk->link);
+			free(e->lnk);
+			e->lnk = NULL; /* the entry is pruned below */
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(x[i].path);
+		struct timespec m = zr_ns_time(x[i].mtime);
+		struct timespec a = zr_ns_time(x[i].atime == ZR_MTIME_NONE ? x[i].mtime : x[i].atime);
+		const char *last;
+		struct tdir *d;
+		struct tent *e;
+		int got = 0;
+		if (strcmp(x[i].path, ".") == 0) {
+			dir_keep(t->root, &x[i]);
+		} else if (S_ISDIR(x[i].mode)) {
+			if ((d = dir_make(t, x[i].path, len, notes, &got)) != NULL) {
+				dir_keep(d, &x[i]);
+				got = note_ent(d->self, notes);
+			}
+		} else if ((d = walk(t, x[i].path, len, &last, notes, &got)) != NULL) {
+			size_t llen = len - (size_t)(last - x[i].path);
+			if (!(e = tree_ent_find(t, d, last, llen)) &&
+			    !(e = tree_ent_new(t, d, last, llen)))
+				got = -ENOMEM;
+			else if ((got = tree_link_set(t, e, x[i].target, strlen(x[i].target),
+						      x[i].mode, m, a)) == 0)
+				got = note_ent(e, notes);
+		}
+		rc = rc ? rc : got;
+	}
+	/* what the old ones left, the deepest first */
+	for (size_t i = nold; i-- > 0;) {
+		struct tent *e = strcmp(old[i].path, ".") == 0 ? NULL
+				 : ent_at(t, old[i].path, strlen(old[i].path));
+		struct tdir *d = e ? e->sub : NULL;
+		if (d && !d->live && dir_passing(t, d)) {
+			e->sub = NULL;
+			e->dir->subs--;
+			tree_dir_free(t, d);
+		}
+		if (e) {
+			int gone = tree_prune(t, e, notes);
+			rc = rc ? rc : gone;
+		}
+	}
+	free(old);
+	t->shown = x;
+	t->nshown = n;
+	return rc;
+}
+
+int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *notes)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	zr_tree_entry *x;
+	size_t n;
+	bool same;
+
+	if (!t || zr_tree_get(v->ds, &x, &n) < 0)
+		return t ? -ENOMEM : 0;
+	same = n == t->nshown;
+	for (size_t i = 0; same && i < n; i++) {
+		const zr_tree_entry *a = &x[i], *b = &t->shown[i];
+		same = a->mode == b->mode && a->mtime == b->mtime && a->atime == b->atime &&
+		       a->size == b->size &&
+		       strcmp(a->path, b->path) == 0 && !a->target == !b->target &&
+		       (!a->target || strcmp(a->target, b->target) == 0);
+	}
+	if (same) {
+		free(x);
+		return 0;
+	}
+	return entries_apply(fs, x, n, notes);
+}
+
+/* The directories and links a writable mount's index holds, being
+ * gathered for zr_tree_set. */
+struct gather {
+	const struct zrfs_tree_index *t;
+	zr_tree_entry *v;
+	size_t n, cap;
+	int64_t now;
+};
+
+/* The path of directory @d into @buf ("" for tree/): its length, or -1. */
+static int dir_path(const struct tdir *d, char *buf, size_t cap)
+{
+	size_t at = cap - 1;
+
+	buf[at] = 0;
+	for (; d->self; d = d->self->dir) {
+		size_t len = d->self->len + (at < cap - 1);
+		if (len > at)
+			return -1;
+		at -= len;
+		memcpy(buf + at, d->self->name, d->self->len);
+		if (len > d->self->len)
+			buf[at + d->self->len] = '/';
+	}
+	memmove(buf, buf + at, cap - at);
+	return (int)(cap - 1 - at);
+}
+
+static int gather_add(struct gather *g, const struct tdir *in, const char *name,
+		      const zr_tree_entry *x)
+{
+	char path[PATH_MAX];
+	int len = dir_path(in, path, sizeof path);
+
+	if (len < 0 || (size_t)len + strlen(name) + 2 > sizeof path)
+		return 0; /* too long a path to keep: as the names' rule */
+	snprintf(path + len, sizeof path - (size_t)len, "%s%s", len && name[0] ? "/" : "", name);
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 64;
+		zr_tree_entry *v = realloc(g->v, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		g->v = v;
+		g->cap = cap;
+	}
+	g->v[g->n] = *x;
+	if (!(g->v[g->n].path = strdup(path[0] ? path : ".")) ||
+	    (x->target && !(g->v[g->n].target = strdup(x->target)))) {
+		free((char *)g->v[g->n].path);
+		return -ENOMEM;
+	}
+	g->n++;
+	return 0;
+}
+
+/* A directory is kept where something of it is the mount's or the
+ * dataset's own: not one its files' names make (0755, no time set). */
+static int gather_dir(struct zrfs_link *l, void *ctx)
+{
+	struct gather *g = ctx;
+	const struct tdir *d = zrfs_container(l, struct tdir, link);
+	zr_tree_entry x = {.mode = d->mode ? d->mode : S_IFDIR | 0755, .mtime = g->now,
+			   .atime = ZR_MTIME_NONE, .size = d->size};
+
+	if (!d->stored && !d->made && !d->timed && !d->mode && (d->live || !d->self))
+		return 0;
+	if (d->timed) {
+		x.mtime = zr_time_ns(d->mtime);
+		x.atime = zr_time_ns(d->atime);
+	}
+	return d->self ? gather_add(g, d->self->dir, d->self->name, &x) : gather_add(g, d, "", &x);
+}
+
+static int gather_link(struct zrfs_link *l, void *ctx)
+{
+	const struct tlink *k = zrfs_container(l, struct tlink, link);
+	zr_tree_entry x = {.mode = S_IFLNK | k->mode, .target = k->target,
+			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime)};
+
+	return gather_add(ctx, k->ent->dir, k->ent->name, &x);
+}
+
+int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds)
+{
+	struct timespec now;
+	struct gather g = {.t = fs->tree};
+	int rc;
+
+	if (!fs->tree)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	g.now = zr_time_ns(now);
+	zrfs_names_begin(fs);
+	rc = zrfs_table_each(&fs->tree->dirs, gather_dir, &g);
+	if (rc == 0)
+		rc = zrfs_table_each(&fs->tree->links, gather_link, &g);
+	zrfs_names_end(fs);
+	if (rc == 0)
+		rc = zr_tree_set(ds, g.v, g.n);
+	for (size_t i = 0; i < g.n; i++) {
+		free((char *)g.v[i].path);
+		free((char *)g.v[i].target);
+	}
+	free(g.v);
+	return rc;
+}
+
 /* ---- building and following ---- */
 
 /* Whether a name of @len bytes makes files: a relative path below the
@@ -364,6 +686,8 @@ int zrfs_tree_create(struct zrfs *fs, struct zrfs_view *v)
 		zr_batch_release(g);
 	}
 	free(buf);
+	if (rc == 0)
+		rc = zrfs_tree_entries(fs, v, NULL);
 	if (rc == 0 && unnamed)
 		fuse_log(FUSE_LOG_WARNING,
 			 "zrfs: %s: %llu records' names make no file (not a relative path below "
@@ -378,6 +702,11 @@ static void tent_free(struct zrfs_link *l)
 
 	free(e->more);
 	free(e);
+}
+
+static void tlink_free(struct zrfs_link *l)
+{
+	free(zrfs_container(l, struct tlink, link));
 }
 
 static void tdir_free(struct zrfs_link *l)
@@ -396,6 +725,8 @@ void zrfs_tree_destroy(struct zrfs *fs)
 		return;
 	zrfs_table_drain(&t->names, tent_free);
 	zrfs_table_drain(&t->dirs, tdir_free);
+	zrfs_table_drain(&t->links, tlink_free);
+	free(t->shown);
 	free(t->of_id);
 	free(t);
 	fs->tree = NULL;

@@ -66,6 +66,7 @@
  *   /by/...                    ZRFS_INO_BY, ZRFS_INO_BY_FIELD + i,
  *                              ZRFS_INO_BY_CLASS | i << 32 | class byclass.c
  *   /tree/... directories      ZRFS_INO_TREE_DIR | n             tree.c
+ *   /tree/... symbolic links   ZRFS_INO_TREE_LINK | n            tree.c
  *   /tree/... files            a record file's number, or for a class
  *                              as text ZRFS_INO_TEXT | (its bits)  tree.c
  *   /<field>/<new file>        ZRFS_INO_STAGED | n        write/nodes.c
@@ -97,6 +98,7 @@
 #define ZRFS_INO_SPEC UINT64_C(0x10000)
 #define ZRFS_INO_WHY_FILE (UINT64_C(1) << 53) /* | a count: batches.c */
 #define ZRFS_INO_TREE_DIR (UINT64_C(1) << 54)
+#define ZRFS_INO_TREE_LINK (ZRFS_INO_TREE_DIR | UINT64_C(1) << 40) /* | n: tree.c */
 #define ZRFS_INO_BY_CLASS (UINT64_C(1) << 55)
 #define ZRFS_INO_REC (UINT64_C(1) << 56)
 #define ZRFS_INO_TEXT (UINT64_C(1) << 57) /* a record file's bits, as decimal text */
@@ -413,6 +415,8 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       mode_t mode, struct fuse_file_info *fi);
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
+			const char *name);
 /* Field directory @field's attributes @st, with the time its names last
  * changed through the mount (none: as they are). */
 void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st);
@@ -664,6 +668,7 @@ int zrfs_reply_open(fuse_req_t req, const struct fuse_file_info *fi);
 void zrfs_reply_write(fuse_req_t req, size_t count);
 void zrfs_reply_none(fuse_req_t req);
 void zrfs_reply_statfs(fuse_req_t req, const struct statvfs *sv);
+void zrfs_reply_readlink(fuse_req_t req, const char *target);
 /* Reply to a LOOKUP, a MKDIR or (@fi not NULL) a CREATE with @e: its
  * number (not 0) counted as handed to the kernel first, with the reference
  * subtree @t took for it (zrfs_inode_hand), and forgotten again if the
@@ -791,6 +796,10 @@ void zrfs_table_del(struct zrfs_table *t, struct zrfs_link *l);
  * owner checks each is the one it wants. */
 struct zrfs_link *zrfs_table_first(const struct zrfs_table *t, uint64_t hash);
 struct zrfs_link *zrfs_table_next(const struct zrfs_link *l);
+/* Hand every entry, in no order, to @fn until it returns other than 0:
+ * that, or 0. The entries stay (@fn must not add or remove any). */
+int zrfs_table_each(const struct zrfs_table *t, int (*fn)(struct zrfs_link *l, void *ctx),
+		    void *ctx);
 /* Free the buckets (the entries are their owner's); or first hand every
  * entry to @drop, which frees it. */
 void zrfs_table_free(struct zrfs_table *t);

@@ -32,7 +32,10 @@ static const char export_help[] =
 	"makes for that field, or, for records without one (and all with\n"
 	"--by-id), named as in the mount's field directory: the record id, plus\n"
 	"the field's extension. The bytes are the records' logical bytes.\n"
-	"Directories are made as needed. A name that is not a relative path\n"
+	"The tree's directories (empty ones too) and symbolic links, which zr\n"
+	"import keeps beside the records, are made with it: links after every\n"
+	"file (nothing is written through one), directories' modes and times\n"
+	"last. Other directories are made as needed. A name that is not a relative path\n"
 	"staying below OUT_DIR (.., an absolute path) stops the export, naming the\n"
 	"record.\n"
 	"npy: write a fixed-shape FIELD as one array of shape (N, *shape), as\n"
@@ -41,21 +44,24 @@ static const char export_help[] =
 	"present fields, KEY the sample's key when zr import tar kept it (the\n"
 	"field of names is not a member), else the record id zero-padded to 9\n"
 	"digits; an i64 scalar field (a class, as zr import tar makes .cls members)\n"
-	"as decimal text; OUT.tar must not exist.\n"
+	"as decimal text; OUT.tar must not exist. With keys, the tree's\n"
+	"symbolic links and directories follow the files as members.\n"
 	"npy and tar: OUT - (or a FIFO, a device, /dev/stdout) writes to it as it\n"
 	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n"
 	"dir and tar: a progress line (records/s, MB/s, ETA) is shown on a terminal.\n";
 
-/* One ustar header for a regular file of permission bits @mode: -1 if
- * @name does not fit (a name of up to 100 bytes, after a prefix of up to
- * 155 ending at a '/'). */
+/* One ustar header for a file of @mode (S_IFREG, S_IFDIR, S_IFLNK to
+ * @link): -1 if @name or @link does not fit (a name of up to 100 bytes,
+ * after a prefix of up to 155 ending at a '/'; a link of up to 100). */
 static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime,
-		      unsigned mode)
+		      unsigned mode, const char *link)
 {
 	size_t len = strlen(name), cut = 0;
 	unsigned sum = 0;
 
 	memset(h, 0, 512);
+	if (link && strlen(link) > 100)
+		return -1;
 	if (len > 100) {
 		const char *slash = NULL;
 		for (const char *p = name; (p = strchr(p, '/')) != NULL; p++)
@@ -78,7 +84,9 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	snprintf((char *)h + 136, 12, "%011llo",
 		 (unsigned long long)(mtime > 0 ? mtime & 0x1ffffffffLL : 0));
 	memset(h + 148, ' ', 8);
-	h[156] = '0';
+	h[156] = S_ISDIR(mode) ? '5' : S_ISLNK(mode) ? '2' : '0';
+	if (link)
+		memcpy(h + 157, link, strlen(link));
 	memcpy(h + 257, "ustar", 6);
 	memcpy(h + 263, "00", 2);
 	for (int i = 0; i < 512; i++)
@@ -204,6 +212,35 @@ static int say_left_out(const struct left_out *lo, const char *how)
 	return 1;
 }
 
+/* The tree's symbolic links, then its directories, the deepest first, of
+ * @t (@n) as members of @fd: after every file, so that tar x sets a
+ * directory's time after the last file it writes into it (tar c puts a
+ * directory before its files; tar x then sets its time when it leaves it,
+ * and records in id order may come back to it). */
+static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
+{
+	unsigned char h[512];
+	char name[PATH_MAX + 2];
+
+	for (size_t k = 0; k < 2 * n; k++) {
+		size_t i = k < n ? k : 2 * n - 1 - k;
+		bool links = k < n;
+		if (S_ISLNK(t[i].mode) != links || strcmp(t[i].path, ".") == 0)
+			continue;
+		snprintf(name, sizeof name, "%s%s", t[i].path, links ? "" : "/");
+		if (tar_header(h, name, 0, t[i].mtime / 1000000000, t[i].mode, t[i].target) < 0) {
+			zr_warn("export: %s: '%s'%s%s is too long for a tar header", out, t[i].path,
+				links ? " -> " : "", links ? t[i].target : "");
+			return -1;
+		}
+		if (write_all(fd, h, 512) < 0) {
+			zr_warn("export: %s: %s", out, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 {
 	static const unsigned char zeros[1024];
@@ -217,6 +254,8 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	int fd = open_out(out, &stream), status = 1;
 	int64_t mtime = 0;
 	struct left_out lo = {0};
+	zr_tree_entry *tree = NULL;
+	size_t ntree = 0;
 	zr_names nm;
 	zr_info in;
 
@@ -229,6 +268,11 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	int names = nm.field; /* not a member, as the times are not */
 	if (!nm.key || by_id)
 		nm.field = -1; /* paths are not keys: ids then */
+	/* the tree's directories and links, where members are named by keys */
+	if (nm.field >= 0 && zr_tree_get(ds, &tree, &ntree) < 0) {
+		zr_warn("export: out of memory");
+		goto out;
+	}
 	zr_progress_start(&line, "records");
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int got = nm.field >= 0 ? names_get(ds, &nm, id, key, sizeof key) : 0;
@@ -256,7 +300,8 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 			/* a file's mode is its member's (with paths: the files') */
 			if ((!nm.key && (int)f != nm.files) || zr_name_mode(ds, &nm, id, f, &mode) != 1)
 				mode = 0644;
-			if (tar_header(h, name, (uint64_t)n, ns / 1000000000, mode) < 0) {
+			if (tar_header(h, name, (uint64_t)n, ns / 1000000000, S_IFREG | (mode & 07777),
+				       NULL) < 0) {
 				zr_warn("export: %s: record %llu: member name '%s' is too long for "
 					"a tar header (--by-id names members by id)", out,
 					(unsigned long long)id, name);
@@ -272,6 +317,8 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 		}
 	}
 	zr_progress_show(&line, zr_length(ds), zr_length(ds), bytes, true);
+	if (tar_tree(fd, out, tree, ntree) < 0)
+		goto out;
 	if (write_all(fd, zeros, sizeof zeros) < 0) {
 		zr_warn("export: %s: %s", out, strerror(errno));
 		goto out;
@@ -281,6 +328,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 	status = 0;
 out:
 	free(buf);
+	free(tree);
 	/* the archive of the others is kept, and the export fails */
 	status = finish_file(fd, out, stream, status);
 	return status ? status : say_left_out(&lo, "--by-id names every member by id");
@@ -327,6 +375,60 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 	return finish_file(fd, out, stream, status);
 }
 
+/* The tree's directories (@links false) or symbolic links (true) of @t
+ * (@n) under @dfd (@out): directories made before the files go in them,
+ * links after every file (no file is written through one). 0, or 1 (said). */
+static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n, bool links)
+{
+	int status = 0;
+
+	for (size_t i = 0; i < n && status == 0; i++) {
+		const char *leaf;
+		int at;
+		if (S_ISLNK(t[i].mode) != links || strcmp(t[i].path, ".") == 0)
+			continue;
+		if ((at = names_parent_at(dfd, t[i].path, out, &leaf)) < 0)
+			return 1;
+		/* writable until its files are in: its own mode comes last */
+		if (links ? symlinkat(t[i].target, at, leaf) < 0
+			  : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
+			zr_warn("export: %s/%s: %s", out, t[i].path,
+				errno == EEXIST ? "exists (OUT_DIR must be empty, and names differ)"
+						: strerror(errno));
+			status = 1;
+		}
+		if (at != dfd)
+			close(at);
+	}
+	return status;
+}
+
+/* The modes and times of @t's directories and links under @dfd, the
+ * deepest first: a directory's time is set after every change in it. */
+static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t n)
+{
+	for (size_t i = n; i-- > 0;) {
+		bool top = strcmp(t[i].path, ".") == 0;
+		int64_t atime = t[i].atime == ZR_MTIME_NONE ? t[i].mtime : t[i].atime;
+		struct timespec ts[2] = {zr_ns_time(atime), zr_ns_time(t[i].mtime)};
+		const char *leaf = ".";
+		int at = top ? dfd : names_parent_at(dfd, t[i].path, out, &leaf), rc = 0;
+		if (at < 0)
+			return 1;
+		if (!S_ISLNK(t[i].mode))
+			rc = fchmodat(at, leaf, t[i].mode & 07777, 0);
+		if (rc == 0)
+			rc = utimensat(at, leaf, ts, AT_SYMLINK_NOFOLLOW);
+		if (rc < 0)
+			zr_warn("export: %s/%s: %s", out, t[i].path, strerror(errno));
+		if (at != dfd)
+			close(at);
+		if (rc < 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Write records as files of @out (made if need be; files already there are
  * not overwritten): field @field's, or with @field -1 the dataset's tree
  * (every field's files). A record's file is at the path its name makes
@@ -336,6 +438,8 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 {
 	static char name[PATH_MAX + 1], path[PATH_MAX + ZR_NAME_MAX + 2];
+	zr_tree_entry *tree = NULL;
+	size_t ntree = 0;
 	zr_names nm, kept;
 	uint64_t count = 0, unnamed = 0, bytes = 0;
 	struct zr_progress line;
@@ -364,6 +468,13 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 		zr_warn("export: %s: %s", out, strerror(errno));
 		return 1;
 	}
+	/* the tree's directories and links: with the tree, not one field's */
+	if (field < 0 && zr_tree_get(ds, &tree, &ntree) < 0) {
+		zr_warn("export: out of memory");
+		goto out;
+	}
+	if (tree_make(dfd, out, tree, ntree, false) != 0)
+		goto out;
 	zr_progress_start(&line, "records");
 	for (uint64_t id = 0; id < zr_length(ds); id++) {
 		int named = nm.field >= 0 ? names_get(ds, &nm, id, name, sizeof name) : 0;
@@ -435,12 +546,15 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 		zr_warn("export: %llu record%s no name, so no place in the tree: 'zr export dir "
 			"DS FIELD OUT_DIR' writes a field's records, those by id",
 			(unsigned long long)unnamed, unnamed == 1 ? " has" : "s have");
+	if (tree_make(dfd, out, tree, ntree, true) != 0 || tree_finish(dfd, out, tree, ntree) != 0)
+		goto out;
 	printf("%s: %llu file%s\n", out, (unsigned long long)count, count == 1 ? "" : "s");
 	status = say_left_out(&lo, "'zr export dir DS FIELD OUT_DIR' writes a field's records, "
 				   "those by id");
 out:
 	close(dfd);
 	free(buf);
+	free(tree);
 	return status;
 }
 

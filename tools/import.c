@@ -51,12 +51,16 @@ static const char help[] =
 	"        takes the first directory under SRC instead (SRC/cat/2024/x.png:\n"
 	"        cat).\n"
 	"        Classes are numbered 0.. in sorted order of their names, which\n"
-	"        meta.json keeps under attrs.classes.FIELD. Symbolic links are\n"
-	"        not followed (a link to /etc/shadow must not become a record):\n"
-	"        they are skipped, with a warning that counts them; with\n"
-	"        --follow-links one to a file is that file, and a dangling or\n"
-	"        looping one is skipped. Links to directories, FIFOs, sockets and\n"
-	"        devices are always skipped. Hidden files and directories (a name\n"
+	"        meta.json keeps under attrs.classes.FIELD. Every directory (SRC\n"
+	"        itself, empty ones) and symbolic link is kept beside the records,\n"
+	"        with its mode and times, never a record: a link as its target's\n"
+	"        text, nothing read through it (a link to /etc/shadow stays a\n"
+	"        link); zr export dir and the mount's tree/ give them back. With\n"
+	"        --follow-links a link to a file is that file; other links stay\n"
+	"        links. With --no-names (no tree to keep them in) links are\n"
+	"        skipped, counted in a warning (--follow-links: those to files\n"
+	"        followed). FIFOs, sockets and devices are always skipped.\n"
+	"        Hidden files and directories (a name\n"
 	"        starting with a dot: .DS_Store, ._x, .git) are skipped and\n"
 	"        counted in a warning; --hidden imports them. A file at the top\n"
 	"        of SRC is in no class: skipped with a warning.\n"
@@ -375,7 +379,7 @@ static bool made_by_import(const char *name, bool in_chunk)
 	for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
 		if (strcmp(name, fixed[i]) == 0)
 			return true;
-	return strncmp(name, "journal.", 8) == 0 ||
+	return strncmp(name, "journal.", 8) == 0 || strncmp(name, "tree.", 5) == 0 ||
 	       (n > 7 && strcmp(name + n - 7, ".offset") == 0) ||
 	       (n > 11 && strcmp(name + n - 11, ".offset.new") == 0);
 }
@@ -539,7 +543,8 @@ static int write_dataset(struct import *im, const char *dest, const char *attrs)
 		write_all_records(&im->p, ds, first, (unsigned)im->o.writers);
 		if (atomic_load(&im->p.failed))
 			zr_warn("import: %s", im->p.err);
-		else if ((rc = zr_commit(ds)) < 0)
+		else if ((rc = zr_tree_set(ds, im->tree.v, im->tree.n)) < 0 ||
+			 (rc = zr_commit(ds)) < 0)
 			zr_warn("import: %s", zr_errmsg(ds));
 	}
 	zr_close(ds); /* without a commit, nothing of this import stays */
@@ -604,6 +609,7 @@ int cmd_import(int argc, char **argv)
 	}
 	strs_free(&im->files);
 	strs_free(&im->classes);
+	tree_list_free(&im->tree);
 	zr_tar_free(&im->t);
 	strs_free(&im->unpacked);
 	for (int i = 0; i < im->nunpacked; i++)

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 
 /* The fields of the files' times and modes, beside the names
  * (zr_names.mtime, .mode, .atime, .ctime). */
@@ -23,6 +24,21 @@
 #define CTIME_FIELD "ctime"
 
 /* ---- the plan: where each record's bytes come from ---- */
+
+/* dir, tar: the tree's directories and symbolic links, kept beside the
+ * records (zr_tree_set); paths and targets are the list's. */
+struct tree_list {
+	zr_tree_entry *v;
+	bool *full;     /* each entry: a directory something is kept in */
+	size_t n, cap;
+};
+int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
+		  const char *target);
+/* At most ZR_TREE_MAX entries: past it, directories with something in them
+ * go (a warning says so), empty ones and links stay; 0, or -1 with the
+ * reason in @err when that is still too many. */
+int tree_list_fit(struct tree_list *t, char *err, size_t errlen);
+void tree_list_free(struct tree_list *t);
 
 /* One value: @len bytes at @off of @path; path NULL = missing. */
 struct src {
@@ -90,6 +106,7 @@ struct import {
 	unsigned mtime_width;         /* ... 1 a record (dir), or one per field (tar) */
 	uint32_t *modes;              /* dir: each record's file's mode (st_mode), or NULL */
 	int64_t *atimes;              /* dir: each record's file's access time (ns), or NULL */
+	struct tree_list tree;        /* dir, tar: directories and symbolic links */
 	struct zr_tar t;              /* tar: the members */
 	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */
 	int unpacked_fd[64];

@@ -33,80 +33,206 @@ static int cmp_str(const void *a, const void *b)
 
 /* What a walk skipped, for the warning that says so. */
 struct skipped {
-	uint64_t links, dangling, dirlinks, special, hidden;
+	uint64_t links, dangling, dirlinks, special, hidden, binary;
 	char first[PATH_MAX]; /* the first one, to name */
 };
 
 static void skip(struct skipped *k, uint64_t *what, const char *path)
 {
-	if (k->links + k->dangling + k->dirlinks + k->special + k->hidden == 0)
+	if (k->links + k->dangling + k->dirlinks + k->special + k->hidden + k->binary == 0)
 		snprintf(k->first, sizeof k->first, "%s", path);
 	(*what)++;
 }
 
-/* Every regular file under @dir, as paths. A symbolic link is not
- * followed unless @follow: then one to a file counts as the file, and a
- * dangling one or a loop is skipped; one to a directory never is followed
- * (no loops). Sockets, devices and FIFOs are not records, nor, unless
- * @hidden, names starting with a dot. What is skipped is counted in @k; an
- * entry that cannot be looked at fails the walk. */
-static int walk(const char *dir, bool follow, bool hidden, struct strs *out, struct skipped *k,
-		char *err, size_t errlen)
+/* A walk of SRC: its options, what it finds, what it skips. */
+struct walk {
+	size_t top;             /* bytes of "SRC/": a path under SRC starts there */
+	bool follow, hidden;
+	struct strs *files;
+	struct tree_list *tree; /* directories and links kept, or NULL: none */
+	struct skipped k;
+	char *err;
+	size_t errlen;
+};
+
+/* Keep symbolic link @path as a link: 1, 0 (skipped), or -1. */
+static int keep_link(struct walk *w, const char *path)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n = lstat(path, &st) < 0 ? -1 : readlink(path, target, sizeof target - 1);
+
+	if (n < 0) {
+		snprintf(w->err, w->errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	target[n] = 0;
+	switch (n == 0 ? -3 : tree_list_add(w->tree, path + w->top, &st, target)) {
+	case 0:
+		return 1;
+	case -2:
+		skip(&w->k, &w->k.binary, path);
+		return 0;
+	default:
+		snprintf(w->err, w->errlen, "%s: %s", path, n ? "out of memory" : "an empty link");
+		return -1;
+	}
+}
+
+/* Every regular file under @dir, as paths, and with w->tree every
+ * directory and symbolic link, which a link's target never is: a link is
+ * kept as a link (what it points to is not read), unless w->follow and it
+ * points to a file: then it counts as the file. Without w->tree links are
+ * skipped, or with w->follow followed to files (dangling ones, loops and
+ * links to directories skipped). Sockets, devices and FIFOs are not
+ * records, nor, unless w->hidden, names starting with a dot. What is
+ * skipped is counted in w->k; an entry that cannot be looked at fails the
+ * walk. 1 when something under @dir is kept, 0 when nothing is, -1. */
+static int walk(struct walk *w, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	int rc = 0;
+	int rc = 0, kept = 0;
 
 	if (!d) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		snprintf(w->err, w->errlen, "%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	while (rc == 0 && (de = readdir(d))) {
+	while (rc >= 0 && (de = readdir(d))) {
 		char *path;
 		struct stat st;
+		bool is_dir = false;
+		rc = 0;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
 			rc = -1;
 			break;
 		}
-		if (!hidden && de->d_name[0] == '.') {
-			skip(k, &k->hidden, path);
+		if (!w->hidden && de->d_name[0] == '.') {
+			skip(&w->k, &w->k.hidden, path);
 			free(path);
 			continue;
 		}
 		/* the entry's type when the filesystem tells it (saves a stat per
 		 * file: the plan stats every file for its size anyway) */
 		if (de->d_type == DT_REG) {
-			rc = strs_add(out, path) < 0 ? -1 : 0;
+			rc = strs_add(w->files, path) < 0 ? -1 : 1;
+			kept |= rc > 0;
 			continue;
 		}
-		if (de->d_type == DT_DIR) {
-			rc = walk(path, follow, hidden, out, k, err, errlen);
-		} else if (lstat(path, &st) < 0) {
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		if (lstat(path, &st) < 0) {
+			snprintf(w->err, w->errlen, "%s: %s", path, strerror(errno));
 			rc = -1;
 		} else if (S_ISDIR(st.st_mode)) {
-			rc = walk(path, follow, hidden, out, k, err, errlen);
+			/* kept as a directory of the tree, then walked */
+			size_t at = w->tree ? w->tree->n : SIZE_MAX;
+			int added = w->tree ? tree_list_add(w->tree, path + w->top, &st, NULL) : 0;
+			is_dir = true;
+			if (added == -2) {
+				skip(&w->k, &w->k.binary, path);
+				at = SIZE_MAX;
+			}
+			if (added == -1)
+				rc = -1;
+			else if ((rc = walk(w, path)) > 0 && at != SIZE_MAX)
+				w->tree->full[at] = true;
 		} else if (S_ISREG(st.st_mode)) {
-			rc = strs_add(out, path) < 0 ? -1 : 0;
+			rc = strs_add(w->files, path) < 0 ? -1 : 1;
+			kept |= rc > 0;
 			continue;
 		} else if (!S_ISLNK(st.st_mode)) {
-			skip(k, &k->special, path);
-		} else if (!follow) {
-			skip(k, &k->links, path);
-		} else if (stat(path, &st) < 0) {
-			skip(k, &k->dangling, path); /* dangling, a loop, or unreadable */
-		} else if (S_ISREG(st.st_mode)) {
-			rc = strs_add(out, path) < 0 ? -1 : 0;
+			skip(&w->k, &w->k.special, path);
+		} else if (w->follow && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+			rc = strs_add(w->files, path) < 0 ? -1 : 1;
+			kept |= rc > 0;
 			continue;
+		} else if (w->tree) {
+			rc = keep_link(w, path); /* a link: as it is */
+		} else if (!w->follow) {
+			skip(&w->k, &w->k.links, path);
+		} else if (stat(path, &st) < 0) {
+			skip(&w->k, &w->k.dangling, path); /* dangling, a loop, or unreadable */
 		} else {
-			skip(k, S_ISDIR(st.st_mode) ? &k->dirlinks : &k->special, path);
+			skip(&w->k, S_ISDIR(st.st_mode) ? &w->k.dirlinks : &w->k.special, path);
 		}
+		kept |= rc > 0 || (is_dir && w->tree);
 		free(path);
 	}
 	closedir(d);
-	return rc;
+	return rc < 0 ? -1 : kept;
+}
+
+/* ---- the tree's directories and links ---- */
+
+/* 0, -1 (out of memory), or -2: @path or @target is not UTF-8 text. */
+int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
+		  const char *target)
+{
+	zr_tree_entry *e;
+	json_t *text[2] = {json_string(path), target ? json_string(target) : NULL};
+	bool utf8 = text[0] && (!target || text[1]);
+
+	json_decref(text[0]);
+	json_decref(text[1]);
+	if (!utf8)
+		return -2; /* meta.json keeps text */
+	if (t->n == t->cap) { /* two arrays of one size */
+		size_t cap = t->cap, fcap = t->cap;
+		if (grow(&t->v, &cap, t->n, sizeof *t->v, 64) < 0 ||
+		    grow(&t->full, &fcap, t->n, sizeof *t->full, 64) < 0)
+			return -1;
+		t->cap = cap;
+	}
+	e = &t->v[t->n];
+	*e = (zr_tree_entry){.mode = (uint32_t)(st->st_mode & (S_IFMT | 07777)),
+			     .mtime = zr_time_ns(st->st_mtim), .atime = zr_time_ns(st->st_atim),
+			     .size = S_ISDIR(st->st_mode) ? (uint64_t)st->st_size : 0};
+	if (!(e->path = strdup(path)) || (target && !(e->target = strdup(target)))) {
+		free((char *)e->path);
+		return -1;
+	}
+	t->full[t->n++] = false;
+	return 0;
+}
+
+int tree_list_fit(struct tree_list *t, char *err, size_t errlen)
+{
+	size_t kept = 0, gone = 0;
+
+	if (t->n <= ZR_TREE_MAX)
+		return 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->full[i] && S_ISDIR(t->v[i].mode)) {
+			free((char *)t->v[i].path);
+			gone++;
+			continue;
+		}
+		t->full[kept] = t->full[i];
+		t->v[kept++] = t->v[i];
+	}
+	t->n = kept;
+	if (kept > ZR_TREE_MAX) {
+		snprintf(err, errlen, "%zu empty directories and symbolic links; a dataset keeps at "
+			 "most %d", kept, ZR_TREE_MAX);
+		return -1;
+	}
+	zr_warn("import: %zu directories and symbolic links, more than a dataset keeps (%d): the "
+		"modes and times of the %zu directories that hold something are not kept (they "
+		"come from their files' names, 0755)",
+		kept + gone, ZR_TREE_MAX, gone);
+	return 0;
+}
+
+void tree_list_free(struct tree_list *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free((char *)t->v[i].path);
+		free((char *)t->v[i].target);
+	}
+	free(t->v);
+	free(t->full);
+	*t = (struct tree_list){0};
 }
 
 /* One line for all that a walk skipped, naming the first. */
@@ -124,6 +250,8 @@ static void warn_skipped(const struct skipped *k)
 		{k->special, "FIFO, socket or device", "FIFOs, sockets or devices"},
 		{k->hidden, "hidden file or directory (--hidden imports them)",
 		 "hidden files or directories (--hidden imports them)"},
+		{k->binary, "directory or link whose name or target is not UTF-8 (its files are kept)",
+		 "directories or links whose names or targets are not UTF-8 (their files are kept)"},
 	};
 
 	for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
@@ -315,11 +443,21 @@ int plan_dir(struct import *im)
 	bool labels = im->o.label_field != NULL;
 	struct exts exts = {0};
 
-	struct skipped k = {0};
+	struct walk w = {.top = srclen + 1, .follow = im->o.follow_links, .hidden = im->o.hidden,
+			 .files = files, .tree = im->o.names ? &im->tree : NULL, .err = p->err,
+			 .errlen = sizeof p->err};
 
-	if (walk(src, im->o.follow_links, im->o.hidden, files, &k, p->err, sizeof p->err) < 0)
+	struct stat top;
+
+	/* SRC itself is the tree's top: "." */
+	if (w.tree && (stat(src, &top) < 0 || (S_ISDIR(top.st_mode) &&
+						 tree_list_add(w.tree, ".", &top, NULL) == -1))) {
+		snprintf(p->err, sizeof p->err, "%s: %s", src, strerror(errno));
 		return -1;
-	warn_skipped(&k);
+	}
+	if (walk(&w, src) < 0 || tree_list_fit(&im->tree, p->err, sizeof p->err) < 0)
+		return -1;
+	warn_skipped(&w.k);
 	p->nofollow = !im->o.follow_links;
 	qsort(files->v, files->n, sizeof *files->v, cmp_str);
 	if (labels && find_classes(files, srclen + 1, im->o.label_top, classes, p->err,
@@ -511,6 +649,75 @@ static int tar_classes(const struct zr_tar *t, int64_t **cls_of)
 	return cls;
 }
 
+/* Entries' places by their paths, then by order of arrival. */
+static int by_path(const void *a, const void *b, void *entries)
+{
+	const zr_tree_entry *e = entries;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(e[i].path, e[j].path);
+
+	return c ? c : (i > j) - (i < j);
+}
+
+/* The directories and links of the shards' members into @tree: those of a
+ * path that makes none (.., absolute, not UTF-8) said in one warning, of a
+ * path given twice the last. 0, or -1. */
+static int tar_tree(const struct zr_tar *t, struct tree_list *tree, char *err, size_t errlen)
+{
+	uint64_t bad = 0;
+	const char *first = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->ne; i++) {
+		const struct zr_tar_entry *e = &t->e[i];
+		struct stat st = {.st_mode = e->mode, .st_mtim = zr_ns_time(e->mtime)};
+		bool top = strcmp(e->path, ".") == 0;
+		st.st_atim = st.st_mtim;
+		int rc = (top ? S_ISDIR(e->mode) : zr_name_safe(e->path, strlen(e->path)))
+				 ? tree_list_add(tree, e->path, &st, e->target)
+				 : -2;
+		if (rc == -1) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (rc == -2 && bad++ == 0)
+			first = e->path;
+	}
+	if (bad)
+		zr_warn("import: skipped %llu director%s or link%s whose name%s no path below the "
+			"tree (.., absolute, or not UTF-8); the first: %s",
+			(unsigned long long)bad, bad == 1 ? "y" : "ies", bad == 1 ? "" : "s",
+			bad == 1 ? " makes" : "s make", first);
+	/* of one path, the last member, as tar x leaves it */
+	size_t *at = malloc((tree->n ? tree->n : 1) * sizeof *at);
+	zr_tree_entry *v = malloc((tree->n ? tree->n : 1) * sizeof *v);
+	if (!at || !v) {
+		free(at);
+		free(v);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < tree->n; i++)
+		at[i] = i;
+	qsort_r(at, tree->n, sizeof *at, by_path, tree->v);
+	for (size_t i = 0; i < tree->n; i++) {
+		const zr_tree_entry *e = &tree->v[at[i]];
+		if (i + 1 < tree->n && strcmp(e->path, tree->v[at[i + 1]].path) == 0) {
+			free((char *)e->path);
+			free((char *)e->target);
+			continue;
+		}
+		tree->full[n] = false;
+		v[n++] = *e;
+	}
+	free(tree->v);
+	free(at);
+	tree->v = v;
+	tree->n = n;
+	tree->cap = n ? n : 1;
+	return tree_list_fit(tree, err, errlen);
+}
+
 int plan_tar(struct import *im)
 {
 	struct zr_tar *t = &im->t;
@@ -526,9 +733,10 @@ int plan_tar(struct import *im)
 			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
 			t->first_skipped);
 	if (rc == 0 && t->unfiled)
-		zr_warn("import: skipped %llu link%s, FIFO%s or device%s (not files); the first: %s",
+		zr_warn("import: skipped %llu hard link%s, FIFO%s or device%s (not %s); the first: %s",
 			(unsigned long long)t->unfiled, t->unfiled == 1 ? "" : "s",
-			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "" : "s", t->first_unfiled);
+			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "" : "s",
+			t->unfiled == 1 ? "a file" : "files", t->first_unfiled);
 	const char *split;
 	uint64_t again = rc == 0 ? zr_tar_split_keys(t, &split) : 0;
 	if (again)
@@ -540,6 +748,8 @@ int plan_tar(struct import *im)
 		snprintf(p->err, sizeof p->err, "%s: no members", im->pos[0]);
 		rc = -1;
 	}
+	if (rc == 0 && im->o.names)
+		rc = tar_tree(t, &im->tree, p->err, sizeof p->err);
 	/* .cls members hold a sample's class as decimal text (WebDataset):
 	 * when every one does, they make an i64 field "cls" (so that cls.npy
 	 * and batch .npy files give the classes), the last field */

@@ -46,14 +46,14 @@ static int shown_len(const char *shown)
 	return (int)n;
 }
 
-int names_create_at(int dfd, const char *path, const char *shown)
+int names_parent_at(int dfd, const char *path, const char *shown, const char **leaf)
 {
 	char dir[PATH_MAX];
-	const char *leaf = strrchr(path, '/');
-	int at = dfd, fd;
+	const char *last = strrchr(path, '/');
+	int at = dfd;
 
 	/* each directory made (or entered) without following a link */
-	for (const char *p = path; leaf && p < leaf;) {
+	for (const char *p = path; last && p < last;) {
 		const char *slash = strchr(p, '/');
 		snprintf(dir, sizeof dir, "%.*s", (int)(slash - p), p);
 		if (mkdirat(at, dir, 0755) < 0 && errno != EEXIST)
@@ -65,7 +65,23 @@ int names_create_at(int dfd, const char *path, const char *shown)
 			goto fail;
 		p = slash + 1;
 	}
-	fd = openat(at, leaf ? leaf + 1 : path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	*leaf = last ? last + 1 : path;
+	return at;
+fail:
+	zr_warn("export: %.*s/%s: %s", shown_len(shown), shown, path, strerror(errno));
+	if (at >= 0 && at != dfd)
+		close(at);
+	return -1;
+}
+
+int names_create_at(int dfd, const char *path, const char *shown)
+{
+	const char *leaf;
+	int at = names_parent_at(dfd, path, shown, &leaf), fd;
+
+	if (at < 0)
+		return -1;
+	fd = openat(at, leaf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == EEXIST)
 		zr_warn("export: %.*s/%s: exists (OUT_DIR must be empty, and names differ)",
 			shown_len(shown), shown, path);
@@ -74,11 +90,6 @@ int names_create_at(int dfd, const char *path, const char *shown)
 	if (at != dfd)
 		close(at);
 	return fd;
-fail:
-	zr_warn("export: %.*s/%s: %s", shown_len(shown), shown, path, strerror(errno));
-	if (at >= 0 && at != dfd)
-		close(at);
-	return -1;
 }
 
 static const char find_help[] =

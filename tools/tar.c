@@ -99,15 +99,36 @@ static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, 
 				return -1;
 			}
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct zr_tar_member *m = realloc(t->m, cap * sizeof *m);
-		if (!m)
-			return -1;
-		t->m = m;
-		t->cap = cap;
-	}
+	if (grow(&t->m, &t->cap, t->n, sizeof *t->m, 1024) < 0)
+		return -1;
 	t->m[t->n++] = (struct zr_tar_member){t->keys - 1, field, open_as, off, len, mtime};
+	return 0;
+}
+
+/* A directory or symbolic link member @path (@target: a link's), kept
+ * for the tree: "./" the top, as "."; names that make no path below it
+ * (.., absolute) are left to the import, which says so. */
+static int tar_entry(struct zr_tar *t, const char *path, const char *target, uint32_t mode,
+		     int64_t mtime)
+{
+	size_t len;
+
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/';)
+			path++;
+	len = strlen(path);
+	while (len > 0 && path[len - 1] == '/')
+		len--;
+	if (grow(&t->e, &t->ecap, t->ne, sizeof *t->e, 64) < 0)
+		return -1;
+	struct zr_tar_entry *e = &t->e[t->ne];
+	*e = (struct zr_tar_entry){.mode = mode, .mtime = mtime};
+	e->path = len ? strndup(path, len) : strdup(".");
+	if (!e->path || (target && !(e->target = strdup(target)))) {
+		free(e->path);
+		return -1;
+	}
+	t->ne++;
 	return 0;
 }
 
@@ -127,10 +148,10 @@ static int64_t pax_time(const char *s, size_t len)
 	return i == len ? sec * 1000000000 + ns : -1;
 }
 
-/* The path and the mtime a pax extended header ("LEN KEY=VALUE\n"
- * records) sets, if any, into @out and *@mtime; records that do not add up
- * end the scan. */
-static void pax_header(const char *data, size_t len, char *out, size_t outlen, int64_t *mtime)
+/* The path, the link target and the mtime a pax extended header ("LEN
+ * KEY=VALUE\n" records) sets, if any, into @out, @link (PATH_MAX bytes
+ * each) and *@mtime; records that do not add up end the scan. */
+static void pax_header(const char *data, size_t len, char *out, char *link, int64_t *mtime)
 {
 	for (size_t at = 0; at < len;) {
 		const char *p = data + at, *end;
@@ -144,7 +165,9 @@ static void pax_header(const char *data, size_t len, char *out, size_t outlen, i
 		if (*end != '\n')
 			return;
 		if ((size_t)(end - (p + i + 1)) >= 5 && memcmp(p + i + 1, "path=", 5) == 0)
-			snprintf(out, outlen, "%.*s", (int)(end - (p + i + 6)), p + i + 6);
+			snprintf(out, PATH_MAX, "%.*s", (int)(end - (p + i + 6)), p + i + 6);
+		if ((size_t)(end - (p + i + 1)) >= 9 && memcmp(p + i + 1, "linkpath=", 9) == 0)
+			snprintf(link, PATH_MAX, "%.*s", (int)(end - (p + i + 10)), p + i + 10);
 		if ((size_t)(end - (p + i + 1)) >= 6 && memcmp(p + i + 1, "mtime=", 6) == 0)
 			*mtime = pax_time(p + i + 7, (size_t)(end - (p + i + 7)));
 		at += rl;
@@ -155,7 +178,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 		size_t errlen)
 {
 	unsigned char h[512];
-	char longname[PATH_MAX] = "", name[PATH_MAX];
+	char longname[PATH_MAX] = "", longlink[PATH_MAX] = "", name[PATH_MAX];
 	int64_t pax_mtime = -1; /* the next member's, from a pax header */
 	uint64_t off = 0, size;
 	struct stat st;
@@ -196,7 +219,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			return -1;
 		}
 		char type = (char)h[156];
-		if (type == 'L' || type == 'x') { /* the next member's name */
+		if (type == 'L' || type == 'K' || type == 'x') { /* the next member's name */
 			char *data = len <= TAR_EXT_MAX ? malloc(len + 1) : NULL;
 			if (!data || pread(fd, data, len, (off_t)(off + 512)) != (ssize_t)len) {
 				free(data);
@@ -208,22 +231,34 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			data[len] = 0;
 			if (type == 'L')
 				snprintf(longname, sizeof longname, "%s", data);
+			else if (type == 'K')
+				snprintf(longlink, sizeof longlink, "%s", data);
 			else
-				pax_header(data, len, longname, sizeof longname, &pax_mtime);
+				pax_header(data, len, longname, longlink, &pax_mtime);
 			free(data);
-		} else if (type == '0' || type == 0 || type == '7') {
+		} else if (type == '0' || type == 0 || type == '7' || type == '5' || type == '2') {
 			if (longname[0])
 				snprintf(name, sizeof name, "%s", longname);
 			else if (memcmp(h + 257, "ustar", 5) == 0 && h[345])
 				snprintf(name, sizeof name, "%.155s/%.100s", (char *)h + 345, (char *)h);
 			else
 				snprintf(name, sizeof name, "%.100s", (char *)h);
-			longname[0] = 0;
+			if (type == '2' && !longlink[0])
+				snprintf(longlink, sizeof longlink, "%.100s", (char *)h + 157);
 			int64_t mtime = pax_mtime >= 0 ? pax_mtime
 					: (int64_t)tar_num(h + 136, 12, &ok) * 1000000000;
+			uint32_t mode = (uint32_t)tar_num(h + 100, 8, &ok) & 07777;
+			longname[0] = 0;
 			pax_mtime = -1;
-			if (tar_member(t, path, shard, name, off + 512, len, mtime, err, errlen) < 0)
+			if (type == '5' || type == '2') {
+				mode |= type == '5' ? S_IFDIR : S_IFLNK;
+				if (tar_entry(t, name, type == '2' ? longlink : NULL, mode, mtime) < 0)
+					return -1;
+			} else if (tar_member(t, path, shard, name, off + 512, len, mtime, err,
+					      errlen) < 0) {
 				return -1;
+			}
+			longlink[0] = 0;
 		} else {
 			/* links, FIFOs, devices: counted, said once (import); a
 			 * directory's members carry their paths; globals, tar's
@@ -231,7 +266,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			if (type >= '1' && type <= '6' && type != '5' && t->unfiled++ == 0)
 				snprintf(t->first_unfiled, sizeof t->first_unfiled, "%s: %s", shard,
 					 longname[0] ? longname : (char *)h);
-			longname[0] = 0;
+			longname[0] = longlink[0] = 0;
 			pax_mtime = -1;
 		}
 		off += 512 + (len + 511) / 512 * 512;
@@ -265,6 +300,11 @@ void zr_tar_free(struct zr_tar *t)
 {
 	strs_free(&t->fields);
 	strs_free(&t->key_names);
+	for (size_t i = 0; i < t->ne; i++) {
+		free(t->e[i].path);
+		free(t->e[i].target);
+	}
+	free(t->e);
 	free(t->m);
 	memset(t, 0, sizeof *t);
 }

@@ -211,19 +211,28 @@ void rm_tree(const char *path)
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	void **at = v;
+
+	if (n < *cap)
+		return 0;
+	size_t want = *cap ? *cap * 2 : first;
+	void *p = realloc(*at, want * size);
+	if (!p)
+		return -ENOMEM;
+	*at = p;
+	*cap = want;
+	return 0;
+}
+
 int strs_add(struct strs *s, char *x)
 {
 	if (!x)
 		return -ENOMEM;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		char **v = realloc(s->v, cap * sizeof *v);
-		if (!v) {
-			free(x);
-			return -ENOMEM;
-		}
-		s->v = v;
-		s->cap = cap;
+	if (grow(&s->v, &s->cap, s->n, sizeof *s->v, 256) < 0) {
+		free(x);
+		return -ENOMEM;
 	}
 	s->v[s->n++] = x;
 	return 0;

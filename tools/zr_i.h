@@ -43,6 +43,10 @@ int names_get(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t 
  * directories: a descriptor to write, or -1 (said on stderr; @shown names
  * the directory). */
 int names_create_at(int dfd, const char *path, const char *shown);
+/* The directory @path's last component is in, under @dfd (made as needed,
+ * entered without following a link): @dfd itself, or a descriptor to
+ * close; the last component at *@leaf. -1 (said on stderr). */
+int names_parent_at(int dfd, const char *path, const char *shown, const char **leaf);
 /* A dataset opened for writing with one value per field read from
  * --FIELD=FILE arguments argv[from..argc) (data NULL where not given). */
 struct field_args {
@@ -139,6 +143,10 @@ struct strs {
 	char **v;
 	size_t n, cap;
 };
+/* Room in the array *@v (a pointer to it, of @cap elements of @size
+ * bytes) for element @n: doubled when full, @first at the start. 0 or
+ * -ENOMEM (the array as it was). */
+int grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
 int strs_add(struct strs *s, char *x);
 void strs_free(struct strs *s);
 
@@ -152,8 +160,16 @@ struct zr_tar_member {
 	uint64_t off, len;     /* the member's bytes in the shard */
 	int64_t mtime;         /* its modification time, ns since the epoch */
 };
+/* A directory or symbolic link member, for the tree (zr_tree_entry). */
+struct zr_tar_entry {
+	char *path, *target;   /* target: a link's; NULL for a directory */
+	uint32_t mode;         /* S_IFDIR or S_IFLNK, and the permission bits */
+	int64_t mtime;
+};
 struct zr_tar {
 	struct zr_tar_member *m;
+	struct zr_tar_entry *e; /* directories and symbolic links, in order */
+	size_t ne, ecap;
 	size_t n, cap;
 	struct strs fields;    /* extensions, in order of first appearance */
 	uint32_t keys;         /* samples so far */
@@ -161,7 +177,7 @@ struct zr_tar {
 	char last_key[PATH_MAX];
 	uint64_t skipped;      /* members not named KEY.EXT, left out */
 	char first_skipped[PATH_MAX + 64];
-	uint64_t unfiled;      /* links, FIFOs, devices: not files, left out */
+	uint64_t unfiled;      /* hard links, FIFOs, devices: not files, left out */
 	char first_unfiled[PATH_MAX + 64];
 };
 /* List the members of the shard open as @fd, which the writers open as

@@ -177,8 +177,11 @@ int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts)
 	struct wnode *d;
 	int rc = 0;
 
-	if (tree_dir_ino(fs, dir))
-		return zrfs_tree_touch(fs, dir, ts);
+	if (tree_dir_ino(fs, dir)) {
+		if ((rc = zrfs_tree_touch(fs, dir, ts)) == 0)
+			zrfs_tree_changed(fs);
+		return rc;
+	}
 	/* a field directory, or one made in it: for the mount's life (make
 	 * and rsync compare a directory's time with its files') */
 	pthread_mutex_lock(&w->names_lock);
@@ -192,6 +195,20 @@ int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts)
 	}
 	pthread_mutex_unlock(&w->names_lock);
 	return rc;
+}
+
+void zrfs_tree_changed(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	pthread_mutex_lock(&w->names_lock);
+	if (!atomic_exchange(&w->tree_changed, true)) {
+		/* the first change starts the clock, as a draft ready does */
+		if (!w->nready && !atomic_load(&w->ngone))
+			w->ready_since_ms = zrfs_now_ms();
+		pthread_cond_signal(&w->wake);
+	}
+	pthread_mutex_unlock(&w->names_lock);
 }
 
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts)
@@ -426,6 +443,54 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		zrfs_handle_drop(fs, h);
 }
 
+void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
+			const char *name)
+{
+	enum what what = W_NONE;
+	struct fuse_entry_param e;
+	struct zrfs_view *v;
+	struct wnode *d;
+	struct place p;
+	uint64_t id;
+	bool alias;
+	int rc;
+
+	if (strlen(name) > ZRFS_NAME_MAX || strlen(target) >= PATH_MAX) {
+		zrfs_reply_err(req, -ENAMETOOLONG);
+		return;
+	}
+	memset(&e, 0, sizeof e);
+	zrfs_names_lock(fs);
+	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 && !p.tree)
+		rc = -EPERM; /* a field's directory holds records' files only */
+	else if (rc == 0)
+		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+	if (rc == 0 && what != W_NONE && what != W_ID)
+		rc = -EEXIST;
+	zrfs_names_unlock(fs);
+	if (rc == 0 && what == W_ID) {
+		/* a file of the name removed, its removal waiting for its group
+		 * (tar x's placeholder for a link): committed first, so that the
+		 * name is the link's alone */
+		pthread_mutex_lock(&fs->writes->lock);
+		rc = zrfs_settle_stored(fs);
+		pthread_mutex_unlock(&fs->writes->lock);
+	}
+	if (rc == 0 && (rc = zrfs_tree_symlink(fs, parent, name, target, &e.ino)) == 0) {
+		v = zrfs_names_begin(fs);
+		rc = zrfs_tree.attr(fs, v, e.ino, &e.attr);
+		zrfs_names_end(fs);
+	}
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	zrfs_tree_changed(fs);
+	zrfs_dir_changed(fs, parent, NULL);
+	e.entry_timeout = e.attr_timeout = fs->opts.timeout;
+	zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
+}
+
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
@@ -548,7 +613,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d;
 	struct place p;
 	uint64_t id;
-	bool alias, dropped = false;
+	bool alias, dropped = false, link = false;
 	int64_t rc = 0;
 	enum what what = W_NONE;
 
@@ -561,10 +626,14 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	else if ((dropped = what == W_DRAFT && d->stored == NO_ID && d->id == NO_ID &&
 			    !d->storing))
 		zrfs_draft_drop(w, d); /* never stored, in place of nothing: nothing to commit */
+	else if (what == W_NONE && p.tree && zrfs_tree_is_link(fs, parent, name))
+		link = true; /* a symbolic link of tree/: the index's, kept at the next commit */
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
 	zrfs_names_unlock(fs);
-	if (rc < 0 || dropped) {
+	if (link && (rc = zrfs_tree_unlink(fs, parent, name)) == 0)
+		zrfs_tree_changed(fs);
+	if (rc < 0 || dropped || link) {
 		if (rc == 0)
 			zrfs_dir_changed(fs, parent, NULL);
 		zrfs_reply_status(req, rc);
@@ -644,8 +713,8 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		rc = zrfs_settle_stored(fs);
 		pthread_mutex_unlock(&w->lock);
 	}
-	if (rc == 0 && what == W_DIR)
-		rc = zrfs_tree_rmdir(fs, parent, name);
+	if (rc == 0 && what == W_DIR && (rc = zrfs_tree_rmdir(fs, parent, name)) == 0)
+		zrfs_tree_changed(fs);
 	if (rc == 0)
 		zrfs_dir_changed(fs, parent, NULL);
 	zrfs_reply_status(req, rc);

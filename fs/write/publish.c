@@ -104,6 +104,14 @@ static int64_t commit(struct zrfs *fs)
 	struct zrfs_writes *w = fs->writes;
 	int rc = apply_removals(fs);
 
+	/* tree/'s directories and links as they are now (a change after
+	 * this goes with the next commit); past what a dataset keeps, or
+	 * short of memory, the records are committed all the same, and the
+	 * log says what was not kept */
+	if (rc == 0 && atomic_exchange(&w->tree_changed, false) &&
+	    zrfs_tree_save(fs, w->ds) < 0 && zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: tree/'s directories and links are not kept: %s\n",
+			 fs->dataset, zr_errmsg(w->ds));
 	if (rc == 0)
 		rc = zrfs_follow_commit(fs, w->ds);
 	if (rc == 0 && w->gone_applied) { /* shown: the view has them */
@@ -855,7 +863,7 @@ static int64_t publish_group_held(struct zrfs *fs, struct wnode *also)
 	for (size_t i = 0; i < n; i++)
 		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
 	pthread_mutex_unlock(&w->names_lock);
-	if (any || w->gone_applied) {
+	if (any || w->gone_applied || atomic_load(&w->tree_changed)) {
 		/* settled as the view with the commit is made (zrfs_write_shown),
 		 * else (a view read back) once it is */
 		pthread_mutex_lock(&w->names_lock);

@@ -159,7 +159,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d, *td;
 	struct place p, tp;
 	uint64_t id, tid;
-	bool alias, talias, record = false, replacing = false;
+	bool alias, talias, record = false, replacing = false, link = false;
 	enum what what = W_NONE, to = W_NONE;
 	int64_t rc = 0;
 
@@ -186,7 +186,17 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		 * record does: the group then has put it where it decided */
 		record = what == W_RECORD ||
 			 (what == W_DRAFT && (d->stored != NO_ID || d->storing));
-		if (what == W_NONE || what == W_ID)
+		/* a symbolic link of tree/ moves in the index, onto nothing or
+		 * another link; onto a file mv replaces it itself (EXDEV) */
+		link = what == W_NONE && p.tree && zrfs_tree_is_link(fs, parent, name);
+		if (link && (to == W_DIR || (to == W_DRAFT && td->kind == WN_DIR)))
+			rc = -EISDIR;
+		else if (link && (flags & RENAME_NOREPLACE) &&
+			 (to != W_NONE || zrfs_tree_is_link(fs, newparent, newname)))
+			rc = -EEXIST;
+		else if (link)
+			rc = to == W_NONE ? 0 : -EXDEV;
+		else if (what == W_NONE || what == W_ID)
 			rc = -ENOENT;
 		else if (what == W_DIR)
 			rc = -EXDEV; /* a directory of tree/: mv copies and removes */
@@ -210,6 +220,8 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			replacing = true; /* below, under the writer's lock */
 	}
 	zrfs_names_unlock(fs);
+	if (rc == 0 && link)
+		rc = zrfs_tree_link_move(fs, parent, name, newparent, newname);
 	if (rc == 0 && (record || replacing)) {
 		pthread_mutex_lock(&w->lock);
 		if ((rc = zrfs_settle_stored(fs)) == 0) {
@@ -240,6 +252,11 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		}
 		pthread_mutex_unlock(&w->lock);
 	}
+	/* a file onto a link replaces it */
+	if (rc == 0 && !link && tp.tree && zrfs_tree_unlink(fs, newparent, newname) == 0)
+		link = true;
+	if (rc == 0 && link)
+		zrfs_tree_changed(fs);
 	if (rc >= 0) {
 		zrfs_dir_changed(fs, parent, NULL);
 		if (newparent != parent)
@@ -271,8 +288,25 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
+	if (S_ISLNK(st->st_mode)) { /* lutimes: rsync -a sets a link's times */
+		if (t.mtime != ZR_MTIME_NONE) {
+			struct timespec m = zr_ns_time(t.mtime);
+			struct timespec a = t.atime != ZR_MTIME_NONE ? zr_ns_time(t.atime) : m;
+			if (zrfs_tree_link_time(fs, ino, m, a) == 0) {
+				st->st_mtim = m;
+				st->st_atim = a;
+				zrfs_tree_changed(fs);
+			}
+		}
+		zrfs_reply_attr(req, st, 0);
+		return;
+	}
 	if (S_ISDIR(st->st_mode)) {
 		struct timespec ts = zr_ns_time(t.mtime);
+		if (mode && zrfs_tree_mode(fs, ino, attr->st_mode) == 0) {
+			st->st_mode = S_IFDIR | (attr->st_mode & 07777);
+			zrfs_tree_changed(fs);
+		}
 		if (t.mtime != ZR_MTIME_NONE && zrfs_dir_time(fs, ino, ts) == 0)
 			st->st_mtim = st->st_atim = ts;
 		zrfs_reply_attr(req, st, 0);
@@ -310,6 +344,11 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 		bool mode = (to_set & FUSE_SET_ATTR_MODE) &&
 			    (attr->st_mode & 07777) != (now->st_mode & 07777);
 		bool kept = mode && fs->names.mode >= 0 && S_ISREG(now->st_mode);
+		if (mode && S_ISDIR(now->st_mode)) { /* tree/'s keeps its mode */
+			zrfs_names_begin(fs);
+			kept = zrfs_tree_dir(fs, ino);
+			zrfs_names_end(fs);
+		}
 		if (((mode && !kept) || ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
 		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
 		    !(ino & ZRFS_INO_STAGED))

@@ -344,6 +344,8 @@ struct zrfs_writes {
 	struct zrfs_table gone; /* removals waiting for their group (struct wgone) */
 	atomic_size_t ngone;  /* ... how many: read without names_lock */
 	bool gone_applied;    /* ... made in the writer, their commit failed (w->lock) */
+	atomic_bool tree_changed; /* tree/'s directories or links changed: the next
+				   * commit keeps them (zrfs_tree_save) */
 	/* publish.c: the group; under names_lock, the committer waits on wake */
 	pthread_cond_t wake;
 	pthread_t committer;
@@ -702,6 +704,9 @@ void zrfs_names_unlock(struct zrfs *fs);
  * time now (into @ts when not NULL) when its names changed. */
 void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir);
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts);
+/* tree/'s directories or links changed (a directory made, removed, its
+ * time or mode set; a link): a group commits them (taking no lock). */
+void zrfs_tree_changed(struct zrfs *fs);
 /* Directory @dir (tree/'s, a field's or one made in it) has time @ts, kept
  * in memory: 0, or -ENOENT if it is no such directory. */
 int zrfs_dir_time(struct zrfs *fs, fuse_ino_t dir, struct timespec ts);
@@ -721,10 +726,11 @@ static inline bool zrfs_group_full(const struct zrfs_writes *w)
 	       atomic_load(&w->ngone) >= GONE_MAX / 2;
 }
 
-/* Whether a group has anything to do: drafts ready, or removals. */
+/* Whether a group has anything to do: drafts ready, removals, or tree/'s
+ * directories and links to keep. */
 static inline bool zrfs_group_waiting(const struct zrfs_writes *w)
 {
-	return w->nready || atomic_load(&w->ngone);
+	return w->nready || atomic_load(&w->ngone) || atomic_load(&w->tree_changed);
 }
 
 /* ---- handles.c: handles and when a close publishes ---- */

@@ -99,9 +99,10 @@ zr cat ds a 2
 expect_out uvw
 
 # import dir does not follow symbolic links unless asked: a link to a file
-# outside the tree (/etc/shadow, run as root) must not become a record;
-# dangling links, loops, links to directories and FIFOs are skipped with
-# one warning, never an abort
+# outside the tree (/etc/shadow, run as root) must not become a record. It
+# keeps them as links (their targets as text, nothing read through them);
+# without names (so no tree to keep them in) dangling links, loops, links
+# to directories and FIFOs are skipped with one warning, never an abort
 mkdir -p tree/a
 printf 'the secret' >secret
 printf one >tree/a/1
@@ -110,17 +111,35 @@ ln -s "$T/nowhere" tree/a/3
 ln -s 4 tree/a/4
 ln -s .. tree/a/5
 mkfifo tree/a/6
-bounded "$ZR" import dir tree noln
+bounded "$ZR" import dir tree noln --no-names
 expect_rc 0
 expect_err_has "zr: import: skipped 4 symbolic links, 1 FIFO, socket or device (--follow-links follows links to files); the first: tree/a/*"
 zr info noln
 expect_out_has "records      1"
 grep -rq "the secret" noln && fail "a link's target was imported"
-bounded "$ZR" import dir tree ln --follow-links
+bounded "$ZR" import dir tree ln --follow-links --no-names
 expect_rc 0
 expect_err_has "zr: import: skipped 2 dangling or looping symbolic links, 1 symbolic link to a directory, 1 FIFO, socket or device; the first: tree/a/*"
 zr cat ln data 1
 expect_out "the secret"
+# with names: every link kept as a link, the FIFO skipped; with
+# --follow-links the one to a file is that file, the others links
+bounded "$ZR" import dir tree lnk
+expect_rc 0
+expect_err_has "zr: import: skipped 1 FIFO, socket or device; the first: tree/a/6"
+grep -rq "the secret" lnk && fail "a link's target was imported"
+zr export dir lnk lnkout
+expect_rc 0
+for l in 2 3 4 5; do
+	[ "$(readlink "lnkout/a/$l")" = "$(readlink "tree/a/$l")" ] || fail "link a/$l not kept"
+done
+bounded "$ZR" import dir tree lnf --follow-links
+expect_rc 0
+zr export dir lnf lnfout
+expect_rc 0
+[ -f lnfout/a/2 ] && [ ! -L lnfout/a/2 ] && [ "$(cat lnfout/a/2)" = "the secret" ] ||
+	fail "--follow-links: the link to a file is not that file"
+[ "$(readlink lnfout/a/5)" = .. ] || fail "--follow-links: the link to a directory is not kept"
 
 # zr rebalance on a full disk: its new tables are stored through a mapping,
 # so their blocks are reserved first: ENOSPC and a message, never SIGBUS

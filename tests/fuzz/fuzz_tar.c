@@ -2,13 +2,15 @@
  * fuzz_tar.c - libFuzzer target: the tar shard scanner of `zr import tar`
  * (tools/tar.c). Whatever the bytes, a scan that succeeds lists members that
  * lie inside the archive, belong to a sample and a valid field name, and
- * keep each sample's fields distinct.
+ * keep each sample's fields distinct; its directories and links have a
+ * path, a kind, and a target for a link alone.
  */
 #include "zr_i.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,6 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t j = i; j-- > 0 && t.m[j].key == m->key;)
 				if (t.m[j].field == m->field)
 					abort();
+		}
+		for (size_t i = 0; i < t.ne; i++) { /* directories and links for the tree */
+			const struct zr_tar_entry *e = &t.e[i];
+			if (!e->path || (!S_ISDIR(e->mode) && !S_ISLNK(e->mode)) ||
+			    S_ISLNK(e->mode) != (e->target != NULL))
+				abort();
 		}
 	} else if (!err[0]) {
 		abort(); /* a failure always says why */

@@ -1,0 +1,138 @@
+#!/bin/sh
+# tree/ keeps what rsync -a of a tree keeps besides its files: directories
+# (empty ones too, with their modes and times) and symbolic links. Real
+# trees (/usr/share/icons: 332 empty directories; /usr/share/zoneinfo: 365
+# links) and a made one (links relative, absolute, dangling, to a
+# directory; directories 0700, 0555, timed) go in by zr import dir and come
+# back, equal by diff -r, find (kind, mode, size, time, target), du
+# --apparent-size and rsync -ani --delete, through a read-only mount and zr
+# export dir; rsync -a --delete and tar x into a writable tree/ land and
+# stay after a remount; mkdir, rmdir, chmod, ln -s, mv and rm of links and
+# utimes on directories and links are kept; a read-only mount follows
+# another writer's.
+. "$(dirname "$0")/lib.sh"
+: "${ZR:?ZR must name the zr binary}"
+unmount_all() {
+	mountpoint -q "$T/ro" 2>/dev/null && { fusermount3 -u "$T/ro" 2>/dev/null || umount -l "$T/ro"; }
+	cleanup
+}
+trap unmount_all EXIT
+
+# what find sees of a tree, all of it: kind and mode, size (@dirsize 0:
+# not a directory's, which mkdir through a mount does not make 4096), time
+# to the nanosecond, path, a link's target
+look() { # look DIR [nodirsize] > LIST
+	(cd "$1" && find . -printf '%M %s %T@ %p -> %l\n' | sort -k4) |
+		if [ "${2:-}" = nodirsize ]; then awk '$1 ~ /^d/ {$2 = "-"} {print}'; else cat; fi
+}
+same_tree() { # same_tree SRC TREE WHAT [nodirsize]
+	diff -r --no-dereference "$1" "$2" >/dev/null ||
+		fail "$3: diff -r: $(diff -r --no-dereference "$1" "$2" 2>&1 | head -3)"
+	look "$1" "${4:-}" >"$T/a.find"
+	look "$2" "${4:-}" >"$T/b.find"
+	diff "$T/a.find" "$T/b.find" >/dev/null ||
+		fail "$3: find differs: $(diff "$T/a.find" "$T/b.find" | head -6)"
+	out=$(rsync -ani --delete "$1/" "$2/") || fail "$3: rsync -ani --delete"
+	[ -z "$out" ] || fail "$3: rsync -ani --delete lists: $(echo "$out" | head -4)"
+}
+
+# ---- a made tree: every kind of link, empty directories, modes, times
+SRC=$T/src
+mkdir -p "$SRC/a/empty" "$SRC/a/locked" "$SRC/b/deep/er" "$SRC/ro"
+printf 'x\n' >"$SRC/a/x.txt"
+printf '#!/bin/sh\necho ran\n' >"$SRC/b/run.sh"
+chmod 755 "$SRC/b/run.sh"
+ln -s ../a/x.txt "$SRC/b/rel"
+ln -s /etc/hostname "$SRC/b/abs"
+ln -s nowhere "$SRC/b/dangling"
+ln -s ../a "$SRC/b/dirlink"
+printf 'r\n' >"$SRC/ro/r.txt"
+chmod 700 "$SRC/a/locked"
+chmod 555 "$SRC/ro"
+touch -h -d '2001-02-03 04:05:06.789' "$SRC/b/rel"
+touch -d '2002-03-04 05:06:07.123456789' "$SRC/a/empty" "$SRC/b/deep/er" "$SRC/b/deep"
+touch -d '2003-01-01' "$SRC/a" "$SRC/b" "$SRC/ro" "$SRC"
+"$ZR" import dir "$SRC" "$DS" --ext "" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
+[ ! -s "$T/import.err" ] || fail "import dir said: $(cat "$T/import.err")"
+mount_ds
+same_tree "$SRC" "$MNT/tree" "made tree, read-only"
+[ "$(du -s --apparent-size "$SRC" | cut -f1)" = "$(du -s --apparent-size "$MNT/tree" | cut -f1)" ] ||
+	fail "du -s --apparent-size differs"
+[ "$(cat "$MNT/tree/b/rel")" = x ] || fail "a relative link does not lead to its file"
+[ "$("$MNT/tree/b/run.sh")" = ran ] || fail "an executable file does not run"
+# links are never records: the sampler sees the files only
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = 3 ] || fail "links or directories became records"
+"$ZR" export dir "$DS" "$T/out" >/dev/null || fail "export dir"
+same_tree "$SRC" "$T/out" "zr export dir" nodirsize
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- writable: each change kept after a remount, as on a local directory
+"$ZRFS" "$DS" "$MNT" -o writable,log="$T/log" || fail "zrfs -o writable"
+cp -a "$SRC" "$T/ref"
+for r in "$T/ref" "$MNT/tree"; do
+	mkdir -p "$r/made/sub" || fail "mkdir -p in $r"
+	chmod 750 "$r/made" || fail "chmod of a directory in $r"
+	ln -s ../a/x.txt "$r/made/l" || fail "ln -s in $r"
+	mv "$r/b/rel" "$r/b/rel2" || fail "mv of a link in $r"
+	rm "$r/b/dangling" || fail "rm of a link in $r"
+	rmdir "$r/a/empty" || fail "rmdir of an imported directory in $r"
+	mkdir "$r/keep" && touch -d '1999-09-09' "$r/keep" || fail "a directory's time in $r"
+	touch -h -d '1998-08-08' "$r/made/l" || fail "a link's time in $r"
+	printf 'onto\n' >"$r/made/f" && mv "$r/made/f" "$r/b/abs" || fail "a file onto a link in $r"
+	touch -d '2005-05-05' "$r/made/sub" "$r/b/abs" # made at a moment of its own
+	touch -d '2004-04-04' "$r/made" "$r/b" "$r/a" "$r"
+done
+[ "$(readlink "$MNT/tree/b/rel2")" = ../a/x.txt ] || fail "a link moved lost its target"
+[ -f "$MNT/tree/b/abs" ] && [ ! -L "$MNT/tree/b/abs" ] || fail "a file renamed onto a link is not the file"
+# what mount refuses: a link in a field's directory, a hard link
+ln -s x "$MNT/data/l" 2>/dev/null && fail "a link made in a field's directory"
+ln "$MNT/tree/a/x.txt" "$MNT/tree/a/hard" 2>/dev/null && fail "a hard link made"
+same_tree "$T/ref" "$MNT/tree" "changes, mounted" nodirsize
+unmount_wait
+mount_ds
+same_tree "$T/ref" "$MNT/tree" "changes, after a remount" nodirsize
+fusermount3 -u "$MNT" || fail "unmount"
+
+# ---- rsync -a --delete and tar x of real trees into a writable tree/
+ZONE=/usr/share/zoneinfo
+ICONS=/usr/share/icons
+[ -d "$ZONE" ] && [ -d "$ICONS" ] || fail "$ZONE or $ICONS is missing (tzdata, hicolor-icon-theme)"
+"$ZRFS" "$DS" "$MNT" -o writable,log="$T/log" || fail "zrfs -o writable"
+rsync -a --delete "$ZONE/" "$MNT/tree/" || fail "rsync -a --delete of $ZONE exited $?"
+out=$(rsync -ai --delete "$ZONE/" "$MNT/tree/") || fail "a second rsync -a --delete"
+[ -z "$out" ] || fail "a second rsync -a --delete sent: $(echo "$out" | head -4)"
+mkdir "$MNT/tree/icons" && tar cf - -C "$ICONS" . | tar xf - -C "$MNT/tree/icons" ||
+	fail "tar x of $ICONS into tree/"
+# GNU tar's placeholder for a link that leaves the directory (an empty
+# file, checked by its inode before the link replaces it, after the files
+# that follow: here 30 MB of them)
+mkdir -p "$T/arc/x/sub" && ln -s ../../zone.tab "$T/arc/x/sub/up" &&
+	head -c 30000000 /dev/urandom >"$T/arc/x/big" && tar cf "$T/arc.tar" -C "$T/arc" x ||
+	fail "the archive with a ../ link"
+tar xf "$T/arc.tar" -C "$MNT/tree" || fail "tar x of a ../ link and a big file after it"
+[ "$(readlink "$MNT/tree/x/sub/up")" = ../../zone.tab ] || fail "tar x left no link: $(ls -l "$MNT/tree/x/sub")"
+cmp -s "$T/arc/x/big" "$MNT/tree/x/big" || fail "tar x: the big file differs"
+rm -r "$MNT/tree/x" || fail "rm -r of what tar x made"
+touch -d '2000-01-01' "$MNT/tree" # icons/ made in it
+unmount_wait
+mount_ds
+mkdir "$T/both" && cp -a "$ZONE/." "$T/both/" && mkdir "$T/both/icons" &&
+	cp -a "$ICONS/." "$T/both/icons/" && touch -d '2000-01-01' "$T/both" || fail "the reference"
+touch -r "$MNT/tree/icons" "$T/both/icons" # made by mkdir: its time the mount's
+same_tree "$T/both" "$MNT/tree" "rsync and tar x, after a remount" nodirsize
+
+# ---- an import of a real tree: empty directories, links, and another
+# writer's changes followed by a read-only mount
+fusermount3 -u "$MNT" || fail "unmount"
+rm -rf "$DS"
+"$ZR" import dir "$ICONS" "$DS" --hidden >/dev/null 2>"$T/import.err" || fail "import $ICONS"
+mount_ds
+same_tree "$ICONS" "$MNT/tree" "$ICONS, read-only"
+mkdir "$T/ro"
+"$ZRFS" "$DS" "$T/ro" -o writable,log="$T/log" || fail "zrfs -o writable"
+rmdir "$(find "$T/ro/tree" -type d -empty | head -1)" || fail "rmdir in the writable mount"
+ln -s hicolor "$T/ro/tree/made-link" || fail "ln -s in the writable mount"
+sync "$T/ro/tree" || fail "sync"
+followed() { [ -L "$MNT/tree/made-link" ] && [ "$(find "$MNT/tree" -type d -empty | wc -l)" -eq "$(find "$T/ro/tree" -type d -empty | wc -l)" ]; }
+within 10 followed || fail "the read-only mount does not follow the writable one's links and directories"
+same_tree "$T/ro/tree" "$MNT/tree" "followed"
