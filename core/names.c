@@ -70,7 +70,7 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 	int ctime = field_named(ds, json_string_value(json_object_get(names, "ctime")));
 
 	*out = (zr_names){.field = -1, .files = -1, .mtime = -1, .mode = -1, .atime = -1,
-			  .ctime = -1};
+			  .ctime = -1, .label = -1};
 	if (!text)
 		return -ENOMEM;
 	/* names are text of any length: a variable-size bytes field */
@@ -101,10 +101,39 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 				out->files = (int)f;
 		if (out->files >= 0 && zr_names_own(out, (unsigned)out->files))
 			out->files = -1;
+		/* a label the paths give: an i64 scalar with class names */
+		json_t *lab = json_object_get(names, "label");
+		const char *from = json_string_value(json_object_get(lab, "from"));
+		int label = field_named(ds, json_string_value(json_object_get(lab, "field")));
+		const zr_field_spec *ls = label >= 0 ? zr_field(ds, (unsigned)label) : NULL;
+		if (ls && ls->dtype == ZR_I64 && ls->fixed && ls->ndim == 0 &&
+		    labelled(ds, classes, (unsigned)label) && !zr_names_own(out, (unsigned)label) &&
+		    label != out->files && from &&
+		    (strcmp(from, "parent") == 0 || strcmp(from, "top") == 0)) {
+			out->label = label;
+			out->label_top = strcmp(from, "top") == 0;
+		}
 	}
 	json_decref(root);
 	free(text);
 	return 0;
+}
+
+const char *zr_name_class_dir(const char *name, size_t len, int top, size_t *dlen)
+{
+	const char *last = memrchr(name, '/', len), *start = name;
+
+	if (!last)
+		return NULL;
+	if (top) {
+		*dlen = (size_t)((const char *)memchr(name, '/', len) - name);
+		return name;
+	}
+	for (const char *q = name; q < last; q++)
+		if (*q == '/')
+			start = q + 1;
+	*dlen = (size_t)(last - start);
+	return start;
 }
 
 int zr_name_safe(const char *name, size_t len)

@@ -270,7 +270,12 @@ static char *import_attrs(const struct import *im)
 	     (im->p.mtimes && json_object_set_new(v, "mtime", json_string(MTIME_FIELD)) < 0) ||
 	     (im->p.modes && json_object_set_new(v, "mode", json_string(MODE_FIELD)) < 0) ||
 	     (im->p.atimes && (json_object_set_new(v, "atime", json_string(ATIME_FIELD)) < 0 ||
-			       json_object_set_new(v, "ctime", json_string(CTIME_FIELD)) < 0))))
+			       json_object_set_new(v, "ctime", json_string(CTIME_FIELD)) < 0)) ||
+	     /* the label the paths give, kept so by a mount writing in tree/ */
+	     (im->o.label_field && im->src->plan == plan_dir &&
+	      json_object_set_new(v, "label",
+				  json_pack("{s:s,s:s}", "field", im->o.label_field, "from",
+					    im->o.label_top ? "top" : "parent")) < 0)))
 		goto out;
 	text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 out:

@@ -277,22 +277,11 @@ static const char *extension(const char *path)
 
 /* The class directory of @rel (a path under SRC): its immediate parent,
  * or with @top the first directory under SRC; NULL for a file directly in
- * SRC. Its name, not NUL-terminated, is *len bytes. */
+ * SRC. Its name, not NUL-terminated, is *len bytes. The library's rule, so
+ * that a mount writing in tree/ labels files as the import did. */
 static const char *class_of(const char *rel, bool top, size_t *len)
 {
-	const char *last = strrchr(rel, '/'), *start = rel;
-
-	if (!last)
-		return NULL;
-	if (top) {
-		*len = (size_t)(strchr(rel, '/') - rel);
-		return rel;
-	}
-	for (const char *q = rel; q < last; q++)
-		if (*q == '/')
-			start = q + 1;
-	*len = (size_t)(last - start);
-	return start;
+	return zr_name_class_dir(rel, strlen(rel), top, len);
 }
 
 /* The class names of @files (under SRC, @skip bytes of prefix), sorted

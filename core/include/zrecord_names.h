@@ -47,6 +47,13 @@ typedef struct zr_names {
 	int ctime;  /**< the field of the files' change times (as mtime's: of
 			 the last change of a value, name, mode or time); -1:
 			 none kept */
+	int label;  /**< names that are paths: an i64 label field whose class
+			 is a directory of the path (attrs.names.label, as zr
+			 import dir --label-from-parent and --label-from-top
+			 make), numbered as attrs.classes.FIELD lists the class
+			 names; -1: none */
+	int label_top; /**< with label: 1, the path's first directory is the
+			 class; 0, the file's parent directory */
 } zr_names;
 
 /** A time a record's field has not (zr_names.mtime, .atime or .ctime
@@ -73,6 +80,14 @@ static inline struct timespec zr_ns_time(int64_t ns)
 	}
 	return ts;
 }
+
+/**
+ * The class directory of path @p name (@p len bytes), as zr import dir
+ * labels files and zr_names.label keeps them labelled: the first
+ * directory (@p top) or the file's parent; its name is *@p dlen bytes.
+ * @return it, or NULL for a file directly in the tree (in no class)
+ */
+ZR_API const char *zr_name_class_dir(const char *name, size_t len, int top, size_t *dlen);
 
 /**
  * What @p ds's attrs say of its names (field -1 when it keeps none).

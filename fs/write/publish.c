@@ -97,6 +97,34 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 
 static int apply_removals(struct zrfs *fs);
 
+/* Record @id, at @path in tree/, takes the class its path gives (the
+ * label zr import dir gave it from its directory: zr_names.label), or
+ * none where the directory names no class (said, rarely). Not committed;
+ * 0 or a negative code (logged). */
+static int set_label(struct zrfs *fs, uint64_t id, const char *path)
+{
+	struct zrfs_writes *w = fs->writes;
+	char name[ZRFS_NAME_MAX + 1];
+	const struct wclass *hit = NULL;
+	size_t len;
+	const char *dir;
+
+	if (fs->names.label < 0)
+		return 0;
+	dir = zr_name_class_dir(path, strlen(path), fs->names.label_top, &len);
+	if (dir && len < sizeof name) {
+		memcpy(name, dir, len);
+		name[len] = 0;
+		hit = zrfs_class_find(w, name);
+	}
+	if (!hit && zrfs_log_admit())
+		fuse_log(FUSE_LOG_INFO, "zrfs: %s: tree/%s is in no class of %s (attrs.classes): "
+			 "its label is missing\n", fs->dataset, path,
+			 fs->fields[fs->names.label].name);
+	return set_value(fs, (unsigned)fs->names.label, id,
+			 hit ? (zr_value){&hit->no, sizeof hit->no} : (zr_value){NULL, 0}, NULL);
+}
+
 /* Commit what was changed, with the removals waiting, and make the mount
  * show it (under w->lock): the generation, or a negative code (logged). */
 static int64_t commit(struct zrfs *fs)
@@ -308,8 +336,11 @@ static int remove_if_empty(struct zrfs *fs, uint64_t id, bool by_name)
 
 	if ((id < w->made_from && !by_name) || id > last)
 		return 0;
-	for (unsigned f = 0; f < fs->nfields; f++) /* its name, time, mode are no values */
-		if (!zr_names_own(&fs->names, f) && (rc = zr_present(w->ds, f, id)) != 0)
+	/* its name, time, mode are no values; nor, by name, the label its
+	 * path gives it */
+	for (unsigned f = 0; f < fs->nfields; f++)
+		if (!zr_names_own(&fs->names, f) && !(by_name && (int)f == fs->names.label) &&
+		    (rc = zr_present(w->ds, f, id)) != 0)
 			return rc < 0 ? rc : 0;
 	if ((rc = zr_delete(w->ds, id)) < 0) {
 		if (zrfs_log_admit())
@@ -480,6 +511,8 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
 
 	if (rc == 0 && fs->names.files >= 0) /* renamed: a change */
 		rc = set_changed(fs, (unsigned)fs->names.files, id, zrfs_now_ns());
+	if (rc == 0) /* into another class directory: that class */
+		rc = set_label(fs, id, name);
 	for (unsigned f = 0; rc == 0 && gone != NO_ID && f < fs->nfields; f++) {
 		pthread_mutex_lock(&w->names_lock);
 		zrfs_nodes_detach_record(w, f, gone); /* its descriptors write nowhere */
@@ -662,6 +695,9 @@ static int store_value(struct zrfs *fs, struct wnode *d, uint64_t id, uint64_t n
 				       ? path
 				       : NULL);
 	zrfs_value_unmap(map, v.len);
+	/* a new file of tree/ in a class directory: labelled as imported */
+	if (rc == 0 && d->stored == NO_ID && id == n && d->tree)
+		rc = set_label(fs, id, path);
 	if (rc == 0)
 		rc = set_node_times(fs, d, id);
 	if (rc == 0 && d->mode_set)

@@ -344,6 +344,13 @@ struct zrfs_writes {
 	struct zrfs_table gone; /* removals waiting for their group (struct wgone) */
 	atomic_size_t ngone;  /* ... how many: read without names_lock */
 	bool gone_applied;    /* ... made in the writer, their commit failed (w->lock) */
+	/* the class names of the label the paths give (zr_names.label),
+	 * by name, each with its number (mount.c) */
+	struct wclass {
+		char *name;
+		int64_t no;
+	} *classes;
+	size_t nclasses;
 	atomic_bool tree_changed; /* tree/'s directories or links changed: the next
 				   * commit keeps them (zrfs_tree_save) */
 	/* publish.c: the group; under names_lock, the committer waits on wake */
@@ -725,6 +732,9 @@ static inline bool zrfs_group_full(const struct zrfs_writes *w)
 	return w->nready >= DRAFTS_MAX / 2 || w->ready_bytes >= w->commit_bytes ||
 	       atomic_load(&w->ngone) >= GONE_MAX / 2;
 }
+
+/* The class of the label the paths give named @name (mount.c), or NULL. */
+const struct wclass *zrfs_class_find(const struct zrfs_writes *w, const char *name);
 
 /* Whether a group has anything to do: drafts ready, removals, or tree/'s
  * directories and links to keep. */
