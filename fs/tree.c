@@ -396,22 +396,10 @@ int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size
 int zrfs_tree_path(const struct zrfs *fs, fuse_ino_t dir, char *buf, size_t cap)
 {
 	const struct tdir *d = dir_of(fs, dir);
-	size_t at = cap;
 
 	if (!d || cap == 0)
 		return -ENOENT;
-	buf[--at] = 0;
-	for (; d->self; d = d->self->dir) {
-		size_t len = d->self->len + (at < cap - 1); /* and a '/' after it */
-		if (len > at)
-			return -ENAMETOOLONG;
-		at -= len;
-		memcpy(buf + at, d->self->name, d->self->len);
-		if (len > d->self->len)
-			buf[at + d->self->len] = '/';
-	}
-	memmove(buf, buf + at, cap - at);
-	return 0;
+	return tree_dir_path(d, buf, cap) < 0 ? -ENAMETOOLONG : 0;
 }
 
 fuse_ino_t zrfs_tree_subdir(const struct zrfs *fs, fuse_ino_t dir, const char *name)

@@ -92,6 +92,9 @@ struct tent *tree_ent_new(struct zrfs_tree_index *t, struct tdir *d, const char 
  * the directories that go are noted in @notes (when not NULL): 0, or
  * -ENOMEM (the notes lost; the index is right). */
 int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *notes);
+/* The path of directory @d below tree/ ("" for tree/ itself) into @buf
+ * (@cap >= 1 bytes): its length, or -1 when it does not fit. */
+int tree_dir_path(const struct tdir *d, char *buf, size_t cap);
 /* Give entry @e the symbolic link to @target (@len bytes), or take it
  * away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,

@@ -490,20 +490,18 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
 /* The directories and links a writable mount's index holds, being
  * gathered for zr_tree_set. */
 struct gather {
-	const struct zrfs_tree_index *t;
 	zr_tree_entry *v;
 	size_t n, cap;
 	int64_t now;
 };
 
-/* The path of directory @d into @buf ("" for tree/): its length, or -1. */
-static int dir_path(const struct tdir *d, char *buf, size_t cap)
+int tree_dir_path(const struct tdir *d, char *buf, size_t cap)
 {
 	size_t at = cap - 1;
 
 	buf[at] = 0;
 	for (; d->self; d = d->self->dir) {
-		size_t len = d->self->len + (at < cap - 1);
+		size_t len = d->self->len + (at < cap - 1); /* and a '/' after it */
 		if (len > at)
 			return -1;
 		at -= len;
@@ -519,7 +517,7 @@ static int gather_add(struct gather *g, const struct tdir *in, const char *name,
 		      const zr_tree_entry *x)
 {
 	char path[PATH_MAX];
-	int len = dir_path(in, path, sizeof path);
+	int len = tree_dir_path(in, path, sizeof path);
 
 	if (len < 0 || (size_t)len + strlen(name) + 2 > sizeof path)
 		return 0; /* too long a path to keep: as the names' rule */
@@ -572,7 +570,7 @@ static int gather_link(struct zrfs_link *l, void *ctx)
 int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds)
 {
 	struct timespec now;
-	struct gather g = {.t = fs->tree};
+	struct gather g = {0};
 	int rc;
 
 	if (!fs->tree)

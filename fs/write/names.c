@@ -485,8 +485,7 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 		zrfs_reply_err(req, rc);
 		return;
 	}
-	zrfs_tree_changed(fs);
-	zrfs_dir_changed(fs, parent, NULL);
+	zrfs_dir_changed(fs, parent, NULL); /* and the link is kept with it */
 	e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 	zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 }
@@ -631,8 +630,8 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
 	zrfs_names_unlock(fs);
-	if (link && (rc = zrfs_tree_unlink(fs, parent, name)) == 0)
-		zrfs_tree_changed(fs);
+	if (link)
+		rc = zrfs_tree_unlink(fs, parent, name); /* kept with its directory's time */
 	if (rc < 0 || dropped || link) {
 		if (rc == 0)
 			zrfs_dir_changed(fs, parent, NULL);
@@ -713,8 +712,8 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		rc = zrfs_settle_stored(fs);
 		pthread_mutex_unlock(&w->lock);
 	}
-	if (rc == 0 && what == W_DIR && (rc = zrfs_tree_rmdir(fs, parent, name)) == 0)
-		zrfs_tree_changed(fs);
+	if (rc == 0 && what == W_DIR)
+		rc = zrfs_tree_rmdir(fs, parent, name); /* kept with its parent's time */
 	if (rc == 0)
 		zrfs_dir_changed(fs, parent, NULL);
 	zrfs_reply_status(req, rc);

@@ -252,11 +252,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		}
 		pthread_mutex_unlock(&w->lock);
 	}
-	/* a file onto a link replaces it */
-	if (rc == 0 && !link && tp.tree && zrfs_tree_unlink(fs, newparent, newname) == 0)
-		link = true;
-	if (rc == 0 && link)
-		zrfs_tree_changed(fs);
+	/* a file onto a link replaces it (kept, as a link moved, with the
+	 * directories' times) */
+	if (rc == 0 && !link && tp.tree)
+		zrfs_tree_unlink(fs, newparent, newname);
 	if (rc >= 0) {
 		zrfs_dir_changed(fs, parent, NULL);
 		if (newparent != parent)

@@ -711,8 +711,9 @@ void zrfs_names_unlock(struct zrfs *fs);
  * time now (into @ts when not NULL) when its names changed. */
 void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir);
 void zrfs_dir_changed(struct zrfs *fs, fuse_ino_t dir, struct timespec *ts);
-/* tree/'s directories or links changed (a directory made, removed, its
- * time or mode set; a link): a group commits them (taking no lock). */
+/* tree/'s directories or links changed (a directory's time: a name made
+ * or removed in it, or set; its mode; a link's time): a group commits them
+ * (called holding no lock). */
 void zrfs_tree_changed(struct zrfs *fs);
 /* Directory @dir (tree/'s, a field's or one made in it) has time @ts, kept
  * in memory: 0, or -ENOENT if it is no such directory. */
