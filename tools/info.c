@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static const char help[] =
@@ -42,6 +43,21 @@ static void fmt_shape(char *buf, size_t cap, const zr_field_spec *f)
 				      (unsigned long long)f->shape[d]);
 	if (n < cap)
 		snprintf(buf + n, cap - n, f->ndim == 1 ? ",)" : ")");
+}
+
+/* The directories and symbolic links the dataset keeps beside its records
+ * (zr_tree_get): none where it cannot tell (out of memory). */
+static void tree_counts(const zr_dataset *ds, size_t *dirs, size_t *links)
+{
+	zr_tree_entry *t;
+	size_t n;
+
+	*dirs = *links = 0;
+	if (zr_tree_get(ds, &t, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		(*(S_ISLNK(t[i].mode) ? links : dirs))++;
+	free(t);
 }
 
 static json_t *info_json(zr_dataset *ds, const zr_info *in)
@@ -81,6 +97,10 @@ static json_t *info_json(zr_dataset *ds, const zr_info *in)
 		json_array_append_new(fields, jf);
 	}
 	json_object_set_new(o, "fields", fields);
+	size_t dirs, links;
+	tree_counts(ds, &dirs, &links);
+	json_object_set_new(o, "tree", json_pack("{s:I,s:I}", "directories", (json_int_t)dirs,
+						 "links", (json_int_t)links));
 	/* the dataset's attrs as meta.json keeps them: class names, names */
 	json_t *a = zr_attrs_json(ds);
 	json_object_set_new(o, "attrs", a ? a : json_object());
@@ -108,6 +128,11 @@ static void info_human(zr_dataset *ds, const zr_info *in)
 	       in->live_bytes ? (double)in->logical_bytes / (double)in->live_bytes : 1.0);
 	printf("utilisation  %.1f%%\n", in->utilisation * 100);
 	printf("missing      %llu field values\n", (unsigned long long)in->missing);
+	size_t dirs, links;
+	tree_counts(ds, &dirs, &links);
+	if (dirs || links)
+		printf("tree         %zu directories, %zu symbolic links (beside the records)\n",
+		       dirs, links);
 	printf("fields       %-20s %-6s %-8s %-16s %s\n", "NAME", "DTYPE", "STORAGE", "SHAPE",
 	       "EXT");
 	for (unsigned i = 0; i < zr_field_count(ds); i++) {

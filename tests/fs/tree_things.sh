@@ -62,6 +62,8 @@ same_tree "$SRC" "$MNT/tree" "made tree, read-only"
 [ "$("$MNT/tree/b/run.sh")" = ran ] || fail "an executable file does not run"
 # links are never records: the sampler sees the files only
 [ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = 3 ] || fail "links or directories became records"
+"$ZR" info "$DS" | grep -qx 'tree         8 directories, 4 symbolic links (beside the records)' ||
+	fail "zr info: $("$ZR" info "$DS" | grep '^tree')"
 "$ZR" export dir "$DS" "$T/out" >/dev/null || fail "export dir"
 same_tree "$SRC" "$T/out" "zr export dir" nodirsize
 fusermount3 -u "$MNT" || fail "unmount"
