@@ -415,10 +415,14 @@ static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t 
 		int at = top ? dfd : names_parent_at(dfd, t[i].path, out, &leaf), rc = 0;
 		if (at < 0)
 			return 1;
-		if (!S_ISLNK(t[i].mode))
-			rc = fchmodat(at, leaf, t[i].mode & 07777, 0);
-		if (rc == 0)
+		if (S_ISLNK(t[i].mode)) {
 			rc = utimensat(at, leaf, ts, AT_SYMLINK_NOFOLLOW);
+		} else { /* the directory itself, never what a link there points to */
+			int fd = openat(at, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			rc = fd < 0 || fchmod(fd, t[i].mode & 07777) < 0 || futimens(fd, ts) < 0 ? -1 : 0;
+			if (fd >= 0)
+				close(fd);
+		}
 		if (rc < 0)
 			zr_warn("export: %s/%s: %s", out, t[i].path, strerror(errno));
 		if (at != dfd)

@@ -140,6 +140,17 @@ expect_rc 0
 [ -f lnfout/a/2 ] && [ ! -L lnfout/a/2 ] && [ "$(cat lnfout/a/2)" = "the secret" ] ||
 	fail "--follow-links: the link to a file is not that file"
 [ "$(readlink lnfout/a/5)" = .. ] || fail "--follow-links: the link to a directory is not kept"
+# an export into a directory where a link stands at a directory's path
+# fails there, and never sets the mode or times of what the link points to
+mkdir -p tdir/empty vdir && printf x >tdir/f && chmod 700 tdir/empty && chmod 755 vdir &&
+	touch -d 2001-01-01 vdir
+zr import dir tdir tds
+expect_rc 0
+mkdir planted && ln -s "$T/vdir" planted/empty
+zr export dir tds planted
+expect_rc 1
+expect_err_has "zr: export: planted/empty: *"
+[ "$(stat -c '%a %Y' vdir)" = "755 $(date -d 2001-01-01 +%s)" ] || fail "the export changed a link's target"
 
 # zr rebalance on a full disk: its new tables are stored through a mapping,
 # so their blocks are reserved first: ENOSPC and a message, never SIGBUS
