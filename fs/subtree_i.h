@@ -142,9 +142,10 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
 int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
 /* tree/'s symbolic links for the write layer: whether @name in @dir is one
  * (under the names lock); make one (0777, now: *out its number; -EEXIST
- * where a name is); remove one (-ENOENT: none); move one, keeping its
- * number, onto nothing or a link (-EEXIST: onto a file or directory);
- * set one's times. The others take the names lock written. */
+ * where a name is, -EILSEQ for a name or target not UTF-8); remove one
+ * (-ENOENT: none); move one, keeping its number, onto nothing or a link
+ * (-EEXIST: onto a file or directory; -EILSEQ); set one's times. The
+ * others take the names lock written. */
 bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
 		      fuse_ino_t *out);

@@ -526,6 +526,8 @@ int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const c
 
 	if (!zr_name_safe(name, len) || memchr(name, '/', len))
 		return -EINVAL;
+	if (!tree_text(name) || !tree_text(target))
+		return -EILSEQ; /* the dataset keeps links as text */
 	clock_gettime(CLOCK_REALTIME, &now);
 	zrfs_state_lock(fs);
 	if (!(d = dir_of(fs, dir)))
@@ -564,6 +566,8 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 
 	if (!zr_name_safe(newname, len) || memchr(newname, '/', len))
 		return -EINVAL;
+	if (!tree_text(newname))
+		return -EILSEQ; /* kept as text, as symlink's */
 	zrfs_state_lock(fs);
 	if (!(e = link_at(fs, dir, name)) || !(d = dir_of(fs, newdir))) {
 		rc = -ENOENT;

@@ -95,6 +95,9 @@ int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *not
 /* The path of directory @d below tree/ ("" for tree/ itself) into @buf
  * (@cap >= 1 bytes): its length, or -1 when it does not fit. */
 int tree_dir_path(const struct tdir *d, char *buf, size_t cap);
+/* Whether @s is UTF-8 text, as the dataset keeps its directories' and
+ * links' paths and targets. */
+bool tree_text(const char *s);
 /* Give entry @e the symbolic link to @target (@len bytes), or take it
  * away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,

@@ -12,6 +12,7 @@
 #include "tree_i.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -491,7 +492,7 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
  * gathered for zr_tree_set. */
 struct gather {
 	zr_tree_entry *v;
-	size_t n, cap;
+	size_t n, cap, skipped;
 	int64_t now;
 };
 
@@ -513,6 +514,14 @@ int tree_dir_path(const struct tdir *d, char *buf, size_t cap)
 	return (int)(cap - 1 - at);
 }
 
+bool tree_text(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
 static int gather_add(struct gather *g, const struct tdir *in, const char *name,
 		      const zr_tree_entry *x)
 {
@@ -522,6 +531,11 @@ static int gather_add(struct gather *g, const struct tdir *in, const char *name,
 	if (len < 0 || (size_t)len + strlen(name) + 2 > sizeof path)
 		return 0; /* too long a path to keep: as the names' rule */
 	snprintf(path + len, sizeof path - (size_t)len, "%s%s", len && name[0] ? "/" : "", name);
+	if (!tree_text(path)) { /* the dataset keeps text: a directory made by
+				 * files' names, not kept as itself */
+		g->skipped++;
+		return 0;
+	}
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 64;
 		zr_tree_entry *v = realloc(g->v, cap * sizeof *v);
@@ -584,6 +598,10 @@ int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds)
 	zrfs_names_end(fs);
 	if (rc == 0)
 		rc = zr_tree_set(ds, g.v, g.n);
+	if (g.skipped && zrfs_log_admit())
+		fuse_log(FUSE_LOG_INFO, "zrfs: %s: %zu directories or links of tree/ whose "
+			 "paths are not UTF-8 are not kept as themselves (files are)\n",
+			 fs->dataset, g.skipped);
 	for (size_t i = 0; i < g.n; i++) {
 		free((char *)g.v[i].path);
 		free((char *)g.v[i].target);

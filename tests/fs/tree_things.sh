@@ -86,7 +86,10 @@ for r in "$T/ref" "$MNT/tree"; do
 done
 [ "$(readlink "$MNT/tree/b/rel2")" = ../a/x.txt ] || fail "a link moved lost its target"
 [ -f "$MNT/tree/b/abs" ] && [ ! -L "$MNT/tree/b/abs" ] || fail "a file renamed onto a link is not the file"
-# what mount refuses: a link in a field's directory, a hard link
+# what mount refuses: a link in a field's directory, a hard link, a link
+# whose name or target is not text (EILSEQ: the dataset keeps them as text)
+ln -s "$(printf 'a\377')" "$MNT/tree/bin" 2>"$T/err" && fail "a link to a target not UTF-8 made"
+grep -q 'Invalid or incomplete multibyte or wide character' "$T/err" || fail "ln -s said: $(cat "$T/err")"
 ln -s x "$MNT/data/l" 2>/dev/null && fail "a link made in a field's directory"
 ln "$MNT/tree/a/x.txt" "$MNT/tree/a/hard" 2>/dev/null && fail "a hard link made"
 same_tree "$T/ref" "$MNT/tree" "changes, mounted" nodirsize
