@@ -290,6 +290,31 @@ static int parse_fields(json_t *root, const char *where, zr_meta *m)
 	return 0;
 }
 
+/* meta.json's "tree" @o: the file of the tree's directories and links
+ * (tree.c), into @ref. */
+static int parse_tree_ref(json_t *o, const char *where, zr_tree_ref *ref)
+{
+	uint64_t crc;
+
+	RETURN_IF(!json_is_object(o), ZR_ECORRUPT,
+		  "%s: 'tree' is not {generation, bytes, entries, crc32} of a tree file", where);
+	FORWARD_IF_ERR(get_uint(o, "generation", INT64_MAX, &ref->generation, where));
+	FORWARD_IF_ERR(get_uint(o, "bytes", ZR_TREE_BYTES_MAX, &ref->bytes, where));
+	FORWARD_IF_ERR(get_uint(o, "entries", ZR_TREE_MAX, &ref->entries, where));
+	FORWARD_IF_ERR(get_uint(o, "crc32", UINT32_MAX, &crc, where));
+	ref->crc = (uint32_t)crc;
+	RETURN_IF(!ref->generation || !ref->entries, ZR_ECORRUPT,
+		  "%s: 'tree' names no file (generation and entries are 1 or more)", where);
+	return 0;
+}
+
+static json_t *tree_ref_json(const zr_tree_ref *ref)
+{
+	return json_pack("{s:I,s:I,s:I,s:I}", "generation", (json_int_t)ref->generation, "bytes",
+			 (json_int_t)ref->bytes, "entries", (json_int_t)ref->entries, "crc32",
+			 (json_int_t)ref->crc);
+}
+
 /* Everything of @root but chunks and fields: format, version, counters,
  * times, attrs. */
 static int parse_top(json_t *root, const char *where, zr_meta *m)
@@ -318,7 +343,7 @@ static int parse_top(json_t *root, const char *where, zr_meta *m)
 		  where);
 	m->attrs = attrs ? json_incref(attrs) : NULL;
 	if (tree)
-		FORWARD_IF_ERR(zr_tree_ref_parse(tree, where, &m->tree));
+		FORWARD_IF_ERR(parse_tree_ref(tree, where, &m->tree));
 	return 0;
 }
 
@@ -388,7 +413,7 @@ char *zr_meta_dump(const zr_meta *m)
 	if (m->attrs)
 		json_object_set(root, "attrs", m->attrs);
 	if (m->tree.generation)
-		json_object_set_new(root, "tree", zr_tree_ref_json(&m->tree));
+		json_object_set_new(root, "tree", tree_ref_json(&m->tree));
 	s = json_dumps(root, JSON_INDENT(2));
 	json_decref(root);
 	return s;

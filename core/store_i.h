@@ -172,15 +172,14 @@ int zr_meta_parse(const char *buf, size_t len, const char *where, zr_meta *m);
 char *zr_meta_dump(const zr_meta *m);
 int zr_meta_write(int dirfd, const char *dir, const zr_meta *m);
 void zr_meta_free(zr_meta *m);
-/* The tree's directories and links (tree.c): meta.json's "tree" @o
- * read into @ref (0, or ZR_ECORRUPT naming @where); @ref as meta.json
- * keeps it (NULL: none); the file @ref names loaded into ds->tree, checked
- * (0, ZR_ECORRUPT, or -EAGAIN... as a read: a reader whose state moved on
- * starts over); ds->tree written as the file of generation @generation,
- * durably, its reference in @ref; the files of others than the committed
- * one removed (a writer's, after a commit or at open). */
-int zr_tree_ref_parse(json_t *o, const char *where, zr_tree_ref *ref);
-json_t *zr_tree_ref_json(const zr_tree_ref *ref);
+/* The largest tree file: ZR_TREE_MAX entries of long paths and targets. */
+#define ZR_TREE_BYTES_MAX (64u << 20)
+/* The tree's directories and links (tree.c): the file @ref names loaded
+ * into ds->tree, checked (0, ZR_ECORRUPT naming it, -ESTALE on a shared
+ * filesystem that does not show it yet, or a read's error); ds->tree
+ * written as the file of generation @generation, durably, its reference
+ * in @ref (none when empty); the files of others than the committed one
+ * removed (a writer's, after a commit or at open). */
 int zr_tree_load(zr_dataset *ds, const zr_tree_ref *ref);
 int zr_tree_write(zr_dataset *ds, uint64_t generation, zr_tree_ref *ref);
 void zr_tree_sweep(zr_dataset *ds);

@@ -26,8 +26,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* The largest tree file: ZR_TREE_MAX entries of long paths and targets. */
-#define TREE_BYTES_MAX (64u << 20)
 #define TREE_FILE "tree"
 
 /* ---- checking ---- */
@@ -105,28 +103,6 @@ static int entries_check(json_t *tree, const char *where)
 static void file_name(char *buf, size_t cap, uint64_t generation)
 {
 	snprintf(buf, cap, TREE_FILE ".%" PRIu64, generation);
-}
-
-int zr_tree_ref_parse(json_t *o, const char *where, zr_tree_ref *ref)
-{
-	int64_t g, bytes, entries, crc;
-
-	RETURN_IF(!json_is_object(o) || get_int(o, "generation", &g) < 0 || g < 1 ||
-			  get_int(o, "bytes", &bytes) < 0 || bytes < 2 || bytes > TREE_BYTES_MAX ||
-			  get_int(o, "entries", &entries) < 0 || entries < 1 ||
-			  entries > ZR_TREE_MAX || get_int(o, "crc32", &crc) < 0 || crc < 0 ||
-			  crc > UINT32_MAX,
-		  ZR_ECORRUPT,
-		  "%s: 'tree' is not {generation, bytes, entries, crc32} of a tree file", where);
-	*ref = (zr_tree_ref){(uint64_t)g, (uint64_t)bytes, (uint64_t)entries, (uint32_t)crc};
-	return 0;
-}
-
-json_t *zr_tree_ref_json(const zr_tree_ref *ref)
-{
-	return json_pack("{s:I,s:I,s:I,s:I}", "generation", (json_int_t)ref->generation, "bytes",
-			 (json_int_t)ref->bytes, "entries", (json_int_t)ref->entries, "crc32",
-			 (json_int_t)ref->crc);
 }
 
 int zr_tree_load(zr_dataset *ds, const zr_tree_ref *ref)
@@ -353,10 +329,10 @@ int zr_tree_set(zr_dataset *ds, const zr_tree_entry *entries, size_t n)
 	if (!tree)
 		return zr_err(-ENOMEM, "out of memory");
 	bytes = rc == 0 ? json_dumpb(tree, NULL, 0, JSON_COMPACT) : 0;
-	if (rc == 0 && bytes > TREE_BYTES_MAX)
+	if (rc == 0 && bytes > ZR_TREE_BYTES_MAX)
 		rc = zr_err(-EFBIG, "%s: the directories and symbolic links take %zu bytes; a "
 				    "dataset keeps at most %u",
-			    ds->path, bytes, TREE_BYTES_MAX);
+			    ds->path, bytes, ZR_TREE_BYTES_MAX);
 	if (rc < 0) {
 		json_decref(tree);
 		return rc;

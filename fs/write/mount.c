@@ -10,58 +10,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ---- opening ---- */
-
-static int class_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct wclass *)a)->name, ((const struct wclass *)b)->name);
-}
-
-const struct wclass *zrfs_class_find(const struct zrfs_writes *w, const char *name)
-{
-	struct wclass key = {.name = (char *)name};
-
-	return w->nclasses ? bsearch(&key, w->classes, w->nclasses, sizeof *w->classes, class_cmp)
-			   : NULL;
-}
-
-/* The class names of the label the paths give, where the dataset keeps
- * one (zr_names.label): 0 or -ENOMEM. */
-static int classes_load(struct zrfs *fs, struct zrfs_writes *w)
-{
-	char *text;
-	json_t *root, *names, *v;
-	size_t i = 0;
-
-	if (fs->names.label < 0)
-		return 0;
-	text = zr_attrs(w->ds);
-	root = text ? json_loads(text, 0, NULL) : NULL;
-	free(text);
-	names = json_object_get(json_object_get(root, "classes"),
-				fs->fields[fs->names.label].name);
-	if (!root || !(w->classes = calloc(json_array_size(names) + 1, sizeof *w->classes))) {
-		json_decref(root);
-		return -ENOMEM;
-	}
-	json_array_foreach(names, i, v) {
-		if (!json_is_string(v))
-			continue;
-		if (!(w->classes[w->nclasses].name = strdup(json_string_value(v))))
-			break;
-		w->classes[w->nclasses++].no = (int64_t)i;
-	}
-	bool whole = i == json_array_size(names);
-	json_decref(root);
-	qsort(w->classes, w->nclasses, sizeof *w->classes, class_cmp);
-	return whole ? 0 : -ENOMEM;
-}
 
 int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 {
@@ -97,7 +51,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 		return -1;
 	}
 	w->made_from = zr_length(w->ds);
-	if (classes_load(fs, w) < 0) {
+	if (zrfs_classes_load(fs) < 0) {
 		fprintf(stderr, "zrfs: out of memory\n");
 		free(where);
 		return -1;
@@ -136,9 +90,7 @@ void zrfs_writes_close(struct zrfs *fs)
 	zr_close(w->ds); /* every change was committed when it was stored */
 	if (w->dirfd >= 0)
 		close(w->dirfd);
-	for (size_t i = 0; i < w->nclasses; i++)
-		free(w->classes[i].name);
-	free(w->classes);
+	zrfs_classes_free(w);
 	pthread_mutex_destroy(&w->lock);
 	pthread_mutex_destroy(&w->names_lock);
 	pthread_mutex_destroy(&w->handles_lock);

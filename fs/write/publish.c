@@ -34,6 +34,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,59 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 
 static int apply_removals(struct zrfs *fs);
 
+static int class_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct wclass *)a)->name, ((const struct wclass *)b)->name);
+}
+
+static const struct wclass *class_find(const struct zrfs_writes *w, const char *name)
+{
+	struct wclass key = {.name = (char *)name};
+
+	return w->nclasses ? bsearch(&key, w->classes, w->nclasses, sizeof *w->classes, class_cmp)
+			   : NULL;
+}
+
+int zrfs_classes_load(struct zrfs *fs)
+{
+	struct zrfs_writes *w = fs->writes;
+	char *text;
+	json_t *root, *names, *v;
+	size_t i = 0;
+
+	if (fs->names.label < 0)
+		return 0;
+	text = zr_attrs(w->ds);
+	root = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	names = json_object_get(json_object_get(root, "classes"),
+				fs->fields[fs->names.label].name);
+	if (!root || !(w->classes = calloc(json_array_size(names) + 1, sizeof *w->classes))) {
+		json_decref(root);
+		return -ENOMEM;
+	}
+	json_array_foreach(names, i, v) {
+		if (!json_is_string(v))
+			continue;
+		if (!(w->classes[w->nclasses].name = strdup(json_string_value(v))))
+			break;
+		w->classes[w->nclasses++].no = (int64_t)i;
+	}
+	bool whole = i == json_array_size(names);
+	json_decref(root);
+	qsort(w->classes, w->nclasses, sizeof *w->classes, class_cmp);
+	return whole ? 0 : -ENOMEM;
+}
+
+void zrfs_classes_free(struct zrfs_writes *w)
+{
+	for (size_t i = 0; i < w->nclasses; i++)
+		free(w->classes[i].name);
+	free(w->classes);
+	w->classes = NULL;
+	w->nclasses = 0;
+}
+
 /* Record @id, at @path in tree/, takes the class its path gives (the
  * label zr import dir gave it from its directory: zr_names.label), or
  * none where the directory names no class (said, rarely). Not committed;
@@ -115,7 +169,7 @@ static int set_label(struct zrfs *fs, uint64_t id, const char *path)
 	if (dir && len < sizeof name) {
 		memcpy(name, dir, len);
 		name[len] = 0;
-		hit = zrfs_class_find(w, name);
+		hit = class_find(w, name);
 	}
 	if (!hit && zrfs_log_admit())
 		fuse_log(FUSE_LOG_INFO, "zrfs: %s: tree/%s is in no class of %s (attrs.classes): "

@@ -345,7 +345,7 @@ struct zrfs_writes {
 	atomic_size_t ngone;  /* ... how many: read without names_lock */
 	bool gone_applied;    /* ... made in the writer, their commit failed (w->lock) */
 	/* the class names of the label the paths give (zr_names.label),
-	 * by name, each with its number (mount.c) */
+	 * by name, each with its number (publish.c) */
 	struct wclass {
 		char *name;
 		int64_t no;
@@ -734,8 +734,11 @@ static inline bool zrfs_group_full(const struct zrfs_writes *w)
 	       atomic_load(&w->ngone) >= GONE_MAX / 2;
 }
 
-/* The class of the label the paths give named @name (mount.c), or NULL. */
-const struct wclass *zrfs_class_find(const struct zrfs_writes *w, const char *name);
+/* The class names of the label the paths give (zr_names.label), read
+ * from the dataset's attrs (publish.c, which labels files by them): 0 or
+ * -ENOMEM; and let go. */
+int zrfs_classes_load(struct zrfs *fs);
+void zrfs_classes_free(struct zrfs_writes *w);
 
 /* Whether a group has anything to do: drafts ready, removals, or tree/'s
  * directories and links to keep. */

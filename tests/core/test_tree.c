@@ -168,8 +168,10 @@ Test(tree, a_damaged_tree_is_refused_at_open)
 		bool match;
 		const char *ref, *says;
 	} bad[] = {
-		{"", 0, false, "{}", "'tree' is not {generation, bytes, entries, crc32}"},
-		{"", 0, false, "[1]", "'tree' is not {generation"},
+		{"", 0, false, "{}", "'generation' is missing"},
+		{"", 0, false, "{\"generation\": 1, \"bytes\": 9, \"entries\": 99999999, \"crc32\": 1}",
+		 "'entries' = 99999999 is out of range 0..65536"},
+		{"", 0, false, "[1]", "'tree' is not {generation, bytes, entries, crc32}"},
 		{NULL, 0, false, NULL, "tree.1: missing (meta.json names it)"},
 		{"[]", 0, false, NULL, "tree.1: not the size meta.json gives"},
 		{"flip", 0, false, NULL, "tree.1: damaged (not the CRC-32 meta.json gives)"},

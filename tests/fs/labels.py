@@ -105,11 +105,13 @@ def main():
         os.remove(os.path.join(tree, "apps", "apps1.png"))
         os.rename(os.path.join(tree, "actions", "actions2.png"),
                   os.path.join(tree, "places", "actions2.png"))
-        shutil.copy(os.path.join(SRC, "apps", "apps0.png"), os.path.join(tree, "apps", "added.png"))
+        shutil.copy(os.path.join(SRC, "apps", "apps0.png"),
+                    os.path.join(tree, "apps", "added.png"))
         shutil.copy(os.path.join(SRC, "apps", "apps0.png"),
                     os.path.join(tree, "places", "added2.png"))
         os.makedirs(os.path.join(tree, "elsewhere"))
-        shutil.copy(os.path.join(SRC, "apps", "apps2.png"), os.path.join(tree, "elsewhere", "x.png"))
+        shutil.copy(os.path.join(SRC, "apps", "apps2.png"),
+                    os.path.join(tree, "elsewhere", "x.png"))
         # mv(1) of a file into another class directory
         run("mv", os.path.join(tree, "places", "places3.png"), os.path.join(tree, "apps"))
         run("sync", tree)
