@@ -32,6 +32,9 @@ static void *committer(void *arg)
 
 		if (w->nlate && (!waiting || late_due < due))
 			due = late_due; /* only to wake then */
+		uint64_t tree_due = zrfs_tree_due_ms(w);
+		if (tree_due && !waiting && (!w->nlate || tree_due < due))
+			due = tree_due; /* tree/'s changes alone: kept then */
 		/* a listing open: its entries would move under it (write_i.h) */
 		if (waiting && !full && w->listings && now >= due && now < due + LISTING_WAIT_MS)
 			due += LISTING_WAIT_MS;
@@ -53,7 +56,7 @@ static void *committer(void *arg)
 			w->ready_since_ms = now + w->retry_ms;
 			continue;
 		}
-		if (!waiting && w->nlate == 0) {
+		if (!waiting && w->nlate == 0 && !tree_due) {
 			pthread_cond_wait(&w->wake, &w->names_lock);
 		} else {
 			struct timespec ts;

@@ -202,12 +202,8 @@ void zrfs_tree_changed(struct zrfs *fs)
 	struct zrfs_writes *w = fs->writes;
 
 	pthread_mutex_lock(&w->names_lock);
-	if (!atomic_exchange(&w->tree_changed, true)) {
-		/* the first change starts the clock, as a draft ready does */
-		if (!w->nready && !atomic_load(&w->ngone))
-			w->ready_since_ms = zrfs_now_ms();
-		pthread_cond_signal(&w->wake);
-	}
+	if (!atomic_exchange(&w->tree_changed, true))
+		pthread_cond_signal(&w->wake); /* the committer's clock: zrfs_tree_due_ms */
 	pthread_mutex_unlock(&w->names_lock);
 }
 

@@ -190,8 +190,15 @@ static int64_t commit(struct zrfs *fs)
 	 * this goes with the next commit); past what a dataset keeps, or
 	 * short of memory, the records are committed all the same, and the
 	 * log says what was not kept */
-	if (rc == 0 && atomic_exchange(&w->tree_changed, false) &&
-	    zrfs_tree_save(fs, w->ds) < 0 && zrfs_log_admit())
+	uint64_t tree = zrfs_tree_due_ms(w);
+	if (rc == 0 && tree && tree <= zrfs_now_ms()) {
+		atomic_store(&w->tree_changed, false);
+		atomic_store(&w->tree_now, false);
+		w->tree_saved_ms = zrfs_now_ms();
+	} else {
+		tree = 0;
+	}
+	if (tree && zrfs_tree_save(fs, w->ds) < 0 && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: tree/'s directories and links are not kept: %s\n",
 			 fs->dataset, zr_errmsg(w->ds));
 	if (rc == 0)
@@ -662,6 +669,7 @@ int64_t zrfs_publish_all(struct zrfs *fs)
 	pthread_mutex_lock(&w->names_lock);
 	zrfs_publish_late(fs);
 	pthread_mutex_unlock(&w->names_lock);
+	atomic_store(&w->tree_now, true); /* a sync, the unmount: tree/'s too */
 	return zrfs_publish_group(fs, NULL);
 }
 
@@ -953,7 +961,8 @@ static int64_t publish_group_held(struct zrfs *fs, struct wnode *also)
 	for (size_t i = 0; i < n; i++)
 		any |= g[i]->listed && g[i]->stored != NO_ID && !g[i]->gen;
 	pthread_mutex_unlock(&w->names_lock);
-	if (any || w->gone_applied || atomic_load(&w->tree_changed)) {
+	uint64_t tree = zrfs_tree_due_ms(w);
+	if (any || w->gone_applied || (tree && tree <= zrfs_now_ms())) {
 		/* settled as the view with the commit is made (zrfs_write_shown),
 		 * else (a view read back) once it is */
 		pthread_mutex_lock(&w->names_lock);

@@ -351,6 +351,8 @@ struct zrfs_writes {
 		int64_t no;
 	} *classes;
 	size_t nclasses;
+	uint64_t tree_saved_ms;   /* when they were last kept (zrfs_now_ms) */
+	atomic_bool tree_now;     /* keep them with the next group (sync, unmount) */
 	atomic_bool tree_changed; /* tree/'s directories or links changed: the next
 				   * commit keeps them (zrfs_tree_save) */
 	/* publish.c: the group; under names_lock, the committer waits on wake */
@@ -740,11 +742,28 @@ static inline bool zrfs_group_full(const struct zrfs_writes *w)
 int zrfs_classes_load(struct zrfs *fs);
 void zrfs_classes_free(struct zrfs_writes *w);
 
+/* tree/'s directories and links changed are kept at most every
+ * TREE_SAVE_MS (a commit carries them all: a program making and removing
+ * thousands of directories must not cost a commit of all of them each),
+ * and at once by a sync or the unmount, as a local filesystem's journal
+ * makes a directory's changes durable within seconds, or at fsync. */
+#define TREE_SAVE_MS 5000
+
+/* When tree/'s changes are due (0: none waits). */
+static inline uint64_t zrfs_tree_due_ms(const struct zrfs_writes *w)
+{
+	if (!atomic_load(&w->tree_changed))
+		return 0;
+	return atomic_load(&w->tree_now) ? 1 : w->tree_saved_ms + TREE_SAVE_MS;
+}
+
 /* Whether a group has anything to do: drafts ready, removals, or tree/'s
- * directories and links to keep. */
+ * directories and links due to be kept. */
 static inline bool zrfs_group_waiting(const struct zrfs_writes *w)
 {
-	return w->nready || atomic_load(&w->ngone) || atomic_load(&w->tree_changed);
+	uint64_t tree = zrfs_tree_due_ms(w);
+
+	return w->nready || atomic_load(&w->ngone) || (tree && tree <= zrfs_now_ms());
 }
 
 /* ---- handles.c: handles and when a close publishes ---- */
