@@ -25,6 +25,7 @@ struct rd {
 	uint8_t *buf;
 	uint32_t len, done;
 	uint64_t off;
+	uint32_t chunk_id, crc; /* a record's: checked, and named when wrong */
 };
 
 struct zr_reader {
@@ -190,7 +191,7 @@ int zr_reader_read_ranges(zr_reader *r, const zr_range *ranges, size_t n)
 	FORWARD_IF_ERR(grow((void **)&r->rds, &r->rds_cap, n + 1, sizeof *r->rds));
 	for (size_t i = 0; i < n; i++)
 		r->rds[i] = (struct rd){ranges[i].fd, ranges[i].dst, ranges[i].len, 0,
-					ranges[i].offset};
+					ranges[i].offset, 0, 0};
 	rc = r->uring ? run_uring(r, r->rds, n) : run_pread(r->rds, n);
 	RETURN_IF(rc < 0, rc == -ENODATA ? -EIO : rc,
 		  "%s: reading %zu ranges of chunk files failed: %s", r->ds->path, n,
@@ -227,7 +228,7 @@ static int reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t
 			FORWARD_IF_ERR(zr_shape_check(ds, field, ids[i], e.len));
 		if (offsets)
 			offsets[i] = out;
-		r->rds[i] = (struct rd){c ? c->fd : -1, NULL, e.len, 0, e.offset};
+		r->rds[i] = (struct rd){c ? c->fd : -1, NULL, e.len, 0, e.offset, e.chunk_id, e.crc};
 		if (flate) {
 			r->rds[i].buf = (uint8_t *)(uintptr_t)scratch; /* fixed up below */
 			scratch += e.len;
@@ -247,6 +248,11 @@ static int reader_read(zr_reader *r, unsigned field, const uint64_t *ids, size_t
 	rc = r->uring ? run_uring(r, r->rds, n) : run_pread(r->rds, n);
 	RETURN_IF(rc < 0, rc == -ENODATA ? -EIO : rc, "%s: field '%s': read failed: %s", ds->path,
 		  ds->fields[field].def.name, strerror(-rc));
+	for (size_t i = 0; zr_checks(ds, field) && i < n; i++) {
+		struct rd *d = &r->rds[i];
+		zr_entry e = {d->off, d->chunk_id, d->len, d->crc};
+		FORWARD_IF_ERR(zr_value_check(ds, field, ids[i], &e, d->buf));
+	}
 	if (flate) {
 		/* inflate each record into place, in order */
 		for (size_t i = 0; i < n; i++) {

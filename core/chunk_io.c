@@ -142,8 +142,9 @@ int zr_chunk_acquire(zr_dataset *ds, zr_writer *w)
 			c->owner = w->slot;
 		goto out;
 	}
-	if (num >= UINT32_MAX - 1 - ds->chunk_first) {
-		rc = zr_err(-EFBIG, "%s: no chunk ids left", ds->path);
+	if (num >= (ds->version >= 2 ? ZR_V2_CHUNK_LIMIT : UINT32_MAX - 1) - ds->chunk_first) {
+		rc = zr_err(-EFBIG, "%s: no chunk ids left (format 2 numbers chunks below %u)",
+			    ds->path, ZR_V2_CHUNK_LIMIT);
 		goto out;
 	}
 	id = ds->chunk_first + num;

@@ -56,6 +56,7 @@ void zr_meta_from_ds(zr_dataset *ds, zr_meta *m)
 	uint32_t num = atomic_load(&ds->chunk_num);
 
 	memset(m, 0, sizeof *m);
+	m->version = ds->version;
 	m->generation = ds->generation;
 	m->length = atomic_load(&ds->length);
 	m->high = ds->high > m->length ? ds->high : m->length;
@@ -110,7 +111,7 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 			continue; /* beyond the committed length: nothing reads it */
 		zr_put_le64(p, (key - 1) % ds->nfields);
 		zr_put_le64(p + 8, (key - 1) / ds->nfields);
-		zr_entry_encode(p + 16, &o->slots[i].e);
+		zr_entry_encode(p + 16, ds->version, &o->slots[i].e);
 		p += JOURNAL_REC;
 	}
 	crc = (uint32_t)crc32(0, buf, (uInt)(size - 4));
@@ -143,7 +144,7 @@ static int journal_apply(zr_dataset *ds, uint64_t upto)
 		uint64_t key = o->slots[i].key, id = (key - 1) / ds->nfields;
 		if (key && id < len && o->slots[i].gen <= upto)
 			zr_entry_store(zr_table_slot(&ds->fields[(key - 1) % ds->nfields], id),
-				       &o->slots[i].e);
+				       ds->version, &o->slots[i].e);
 	}
 	for (unsigned f = 0; f < ds->nfields; f++)
 		if (zr_sys.fdatasync(ds->fields[f].fd) < 0)
@@ -279,7 +280,7 @@ int zr_journal_load(zr_dataset *ds, bool apply)
 				    (unsigned long long)id);
 			break;
 		}
-		zr_entry_decode(p + 16, &e);
+		zr_entry_decode(p + 16, ds->version, &e);
 		rc = zr_overlay_set(ds, (unsigned)field, id, &e, ds->generation);
 	}
 	goto out;

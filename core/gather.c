@@ -77,7 +77,7 @@ static int locate(zr_dataset *ds, unsigned field, uint64_t id, uint64_t len, zr_
 
 int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_batch **out)
 {
-	bool flate;
+	bool flate, check;
 	uint64_t len = zr_length(ds), total = 0;
 	uint32_t *phys = NULL;
 	zr_batch *b;
@@ -86,6 +86,7 @@ int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_
 	*out = NULL;
 	FORWARD_IF_ERR(check_field(ds, field));
 	flate = ds->fields[field].def.spec.compress == ZR_FLATE;
+	check = zr_checks(ds, field);
 	b = calloc(1, sizeof *b + n * (sizeof *b->recs + sizeof *b->pins) +
 			      (flate ? n * sizeof *phys : 0));
 	RETURN_IF(!b, -ENOMEM, "out of memory (batch of %zu)", n);
@@ -101,6 +102,8 @@ int zr_gather(zr_dataset *ds, unsigned field, const uint64_t *ids, size_t n, zr_
 		if ((rc = locate(ds, field, ids[i], len, &e, &bytes, &logical, &held)) < 0)
 			goto fail;
 		batch_pin(b, held);
+		if (check && (rc = zr_value_check(ds, field, ids[i], &e, bytes)) < 0)
+			goto fail;
 		b->recs[i].data = bytes;
 		b->recs[i].len = logical;
 		if (flate) {
@@ -196,8 +199,11 @@ static int64_t record_load(zr_dataset *ds, unsigned field, uint64_t id, void *ds
 		  ds->path, (unsigned long long)st.logical_len, cap);
 	if (st.physical_len == 0)
 		return 0;
+	zr_entry e = {st.offset, st.chunk_id, st.physical_len, st.crc};
 	if (ds->fields[field].def.spec.compress == ZR_RAW) {
 		rc = zr_read_full(st.fd, dst, st.physical_len, st.offset);
+		if (rc == 0 && zr_checks(ds, field))
+			FORWARD_IF_ERR(zr_value_check(ds, field, id, &e, dst));
 	} else {
 		if (st.physical_len > load_cap) {
 			uint8_t *b = realloc(load_buf, st.physical_len);
@@ -208,6 +214,8 @@ static int64_t record_load(zr_dataset *ds, unsigned field, uint64_t id, void *ds
 			load_cap = st.physical_len;
 		}
 		rc = zr_read_full(st.fd, load_buf, st.physical_len, st.offset);
+		if (rc == 0)
+			FORWARD_IF_ERR(zr_value_check(ds, field, id, &e, load_buf));
 		if (rc == 0 && zr_flate_decode(load_buf, st.physical_len, dst, st.logical_len) < 0)
 			rc = ZR_ECORRUPT;
 	}
@@ -245,8 +253,10 @@ int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
 			    ds->fields[field].def.name, (unsigned long long)id);
 		goto out;
 	}
+	bool check = zr_checks(ds, field) && st.physical_len;
+	uint32_t crc = 0;
 	if (ds->fields[field].def.spec.compress == ZR_FLATE && st.physical_len) {
-		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd);
+		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd, &crc);
 	} else if (st.physical_len && !(buf = malloc(ZR_COPY_PIECE))) {
 		rc = zr_err(-ENOMEM, "out of memory");
 		goto out;
@@ -256,6 +266,13 @@ int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
 								 : ZR_COPY_PIECE;
 		if ((rc = zr_read_full(st.fd, buf, n, st.offset + at)) == 0)
 			rc = zr_write_full(fd, buf, n, at);
+		if (check)
+			crc = zr_crc32c(crc, buf, n);
+	}
+	if (rc == 0 && check) {
+		zr_entry e = {st.offset, st.chunk_id, st.physical_len, st.crc};
+		if ((rc = zr_crc_check(ds, field, id, &e, crc)) < 0)
+			goto out; /* said */
 	}
 	if (rc == ZR_ECORRUPT)
 		rc = zr_err(rc, "%s: field '%s' record %llu: the stream does not inflate to %llu bytes",

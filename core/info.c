@@ -23,6 +23,11 @@ uint64_t zr_generation(const zr_dataset *ds)
 	return ds->generation;
 }
 
+unsigned zr_format_version(const zr_dataset *ds)
+{
+	return ds->version;
+}
+
 uint64_t zr_length(const zr_dataset *ds)
 {
 	return atomic_load_explicit(&ds->length, memory_order_acquire);
@@ -97,6 +102,7 @@ int zr_stat_held(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *ou
 	out->physical_len = e.len;
 	out->chunk_id = e.chunk_id;
 	out->offset = e.offset;
+	out->crc = e.crc;
 	out->fd = c ? c->fd : -1;
 	out->logical_len = e.len;
 	if (ds->fields[field].def.spec.compress != ZR_FLATE || e.len == 0)

@@ -232,11 +232,13 @@ static int parse_chunks(json_t *root, const char *where, zr_meta *m)
 		  where);
 	FORWARD_IF_ERR(get_uint(chunks, "size", UINT32_MAX, &v, where));
 	m->chunk_size = (uint32_t)v;
-	FORWARD_IF_ERR(get_uint(chunks, "num", UINT32_MAX, &v, where));
+	/* format 2's entries name chunks below 0xFFFFFF (FORMAT.md) */
+	uint64_t ids = m->version >= 2 ? ZR_V2_CHUNK_LIMIT : UINT32_MAX - 1;
+	FORWARD_IF_ERR(get_uint(chunks, "num", ids, &v, where));
 	m->chunk_num = (uint32_t)v;
 	v = 0;
 	if (json_object_get(chunks, "first"))
-		FORWARD_IF_ERR(get_uint(chunks, "first", UINT32_MAX - 1 - m->chunk_num, &v, where));
+		FORWARD_IF_ERR(get_uint(chunks, "first", ids - m->chunk_num, &v, where));
 	m->chunk_first = (uint32_t)v;
 	RETURN_IF(m->chunk_size == 0, ZR_ECORRUPT, "%s: chunks.size is 0", where);
 	unfull = json_object_get(chunks, "unfull");
@@ -327,9 +329,10 @@ static int parse_top(json_t *root, const char *where, zr_meta *m)
 	RETURN_IF(!json_is_string(format) || strcmp(json_string_value(format), "zrecord") != 0,
 		  ZR_ECORRUPT, "%s: 'format' is not \"zrecord\"", where);
 	FORWARD_IF_ERR(get_uint(root, "version", UINT32_MAX, &v, where));
-	RETURN_IF(v != ZR_FORMAT_VERSION, ZR_EVERSION,
-		  "%s: format version %llu, this library reads version %d", where,
+	RETURN_IF(v < 1 || v > ZR_FORMAT_VERSION, ZR_EVERSION,
+		  "%s: format version %llu, this library reads versions 1 to %d", where,
 		  (unsigned long long)v, ZR_FORMAT_VERSION);
+	m->version = (unsigned)v;
 	FORWARD_IF_ERR(get_uint(root, "generation", INT64_MAX, &m->generation, where));
 	FORWARD_IF_ERR(get_uint(root, "length", ZR_LENGTH_MAX, &m->length, where));
 	m->high = m->length;
@@ -377,7 +380,7 @@ char *zr_meta_dump(const zr_meta *m)
 	char *s;
 
 	json_object_set_new(root, "format", json_string("zrecord"));
-	json_object_set_new(root, "version", json_integer(ZR_FORMAT_VERSION));
+	json_object_set_new(root, "version", json_integer(m->version ? m->version : ZR_FORMAT_VERSION));
 	json_object_set_new(root, "generation", json_integer((json_int_t)m->generation));
 	json_object_set_new(root, "length", json_integer((json_int_t)m->length));
 	if (m->high > m->length) /* only while readers may hold a longer state */

@@ -167,22 +167,22 @@ int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries)
 
 /* ---- entry access ---- */
 
-static void entry_load(const uint8_t *slot, zr_entry *e)
+static void entry_load(const uint8_t *slot, unsigned version, zr_entry *e)
 {
-	uint64_t hi = le64toh(__atomic_load_n((const uint64_t *)(slot + 8), __ATOMIC_ACQUIRE));
-	uint64_t lo = le64toh(__atomic_load_n((const uint64_t *)slot, __ATOMIC_RELAXED));
+	uint64_t w[2];
 
-	e->offset = lo;
-	e->chunk_id = (uint32_t)hi;
-	e->len = (uint32_t)(hi >> 32);
+	w[1] = le64toh(__atomic_load_n((const uint64_t *)(slot + 8), __ATOMIC_ACQUIRE));
+	w[0] = le64toh(__atomic_load_n((const uint64_t *)slot, __ATOMIC_RELAXED));
+	zr_entry_unwords(w, version, e);
 }
 
-void zr_entry_store(uint8_t *slot, const zr_entry *e)
+void zr_entry_store(uint8_t *slot, unsigned version, const zr_entry *e)
 {
-	uint64_t hi = (uint64_t)e->chunk_id | (uint64_t)e->len << 32;
+	uint64_t w[2];
 
-	__atomic_store_n((uint64_t *)slot, htole64(e->offset), __ATOMIC_RELAXED);
-	__atomic_store_n((uint64_t *)(slot + 8), htole64(hi), __ATOMIC_RELEASE);
+	zr_entry_words(e, version, w);
+	__atomic_store_n((uint64_t *)slot, htole64(w[0]), __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)(slot + 8), htole64(w[1]), __ATOMIC_RELEASE);
 }
 
 int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
@@ -193,7 +193,7 @@ int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
 	    zr_overlay_find(ds, field, id, e))
 		return 0;
 	if (!atomic_load_explicit(&zr_guarded, memory_order_relaxed)) {
-		entry_load(zr_table_slot(&ds->fields[field], id), e);
+		entry_load(zr_table_slot(&ds->fields[field], id), ds->version, e);
 		return 0;
 	}
 	/* fault.c: the table may be cut short under the mapping */
@@ -204,7 +204,7 @@ int zr_entry_get(zr_dataset *ds, unsigned field, uint64_t id, zr_entry *e)
 			      (unsigned long long)id);
 	}
 	zr_fault_jump = &jump;
-	entry_load(zr_table_slot(&ds->fields[field], id), e);
+	entry_load(zr_table_slot(&ds->fields[field], id), ds->version, e);
 	zr_fault_jump = NULL;
 	return 0;
 }
@@ -215,7 +215,7 @@ int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
 	if (id < ds->high)
 		return zr_overlay_set(ds, field, id, e, ds->generation + 1);
 	atomic_store(&ds->fields[field].unsynced, true);
-	zr_entry_store(zr_table_slot(&ds->fields[field], id), e);
+	zr_entry_store(zr_table_slot(&ds->fields[field], id), ds->version, e);
 	return 0;
 }
 
@@ -246,6 +246,25 @@ int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *
 	}
 	*out = c;
 	return 0;
+}
+
+int zr_crc_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e, uint32_t crc)
+{
+	RETURN_IF(crc != e->crc, ZR_ECORRUPT,
+		  "%s/chunk/%u.zr: field '%s' record %llu: the %u bytes at %llu do not match "
+		  "their checksum (CRC-32C %08x, the entry says %08x): the bytes or their entry "
+		  "changed since they were written",
+		  ds->path, e->chunk_id, ds->fields[field].def.name, (unsigned long long)id, e->len,
+		  (unsigned long long)e->offset, crc, e->crc);
+	return 0;
+}
+
+int zr_value_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   const uint8_t *bytes)
+{
+	if (ds->version < 2 || e->len == 0)
+		return 0;
+	return zr_crc_check(ds, field, id, e, zr_crc32c(0, bytes, e->len));
 }
 
 /* A present record of a fixed-shape field whose length is not the

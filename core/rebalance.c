@@ -3,7 +3,8 @@
  *
  * Live records are read in (chunk, offset) order, so the old chunks are read
  * sequentially, and appended in that order to fresh chunks numbered after the
- * old ones. New tables are written beside the old as <field>.offset.new.
+ * old ones, each value with its checksum (a format-1 dataset becomes format
+ * 2). New tables are written beside the old as <field>.offset.new.
  * Then the switch:
  *   1. rebalance.json (the new meta.json, next generation) is written to a
  *      temporary file, fsynced and renamed into place: the commit point;
@@ -93,7 +94,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 			if (e.len)
 				refs[nrefs++] = (struct ref){e.chunk_id, f, e.offset, id};
 			else
-				zr_entry_store(tables[f] + id * ZR_ENTRY_SIZE, &e);
+				zr_entry_store(tables[f] + id * ZR_ENTRY_SIZE, ZR_FORMAT_VERSION, &e);
 		}
 	qsort(refs, nrefs, sizeof *refs, ref_cmp);
 	for (uint64_t i = 0; i < nrefs && rc == 0; i++) {
@@ -108,10 +109,13 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		    (rc = zr_entry_locate(ds, r->field, r->id, &e, &bytes, &held)) < 0)
 			break;
 		/* a record's fields were appended together: count a record once */
-		if (r->id != last_id || oc.fd < 0) {
-			if (oc.fd < 0 || oc.records >= chunk_size) {
-				if (first + count < first) {
-					rc = zr_err(-EFBIG, "%s: no chunk ids left", ds->path);
+		/* (format 2's offsets stay below 2^40: past it, a fresh chunk) */
+		bool room = oc.fd >= 0 && oc.pos + f->align + e.len <= ZR_V2_OFFSET_LIMIT;
+		if (r->id != last_id || !room) {
+			if (!room || oc.records >= chunk_size) {
+				if (first + count >= ZR_V2_CHUNK_LIMIT) {
+					rc = zr_err(-EFBIG, "%s: no chunk ids left (format 2 numbers "
+						    "chunks below %u)", ds->path, ZR_V2_CHUNK_LIMIT);
 					break;
 				}
 				if ((rc = next_chunk(ds, &oc, first + count++)) < 0)
@@ -129,7 +133,11 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 		oc.pos = off + e.len;
 		e.chunk_id = oc.id;
 		e.offset = off;
-		zr_entry_store(tables[r->field] + r->id * ZR_ENTRY_SIZE, &e);
+		/* the value's checksum goes with it (a damaged value stays one);
+		 * a format-1 dataset's values get theirs */
+		if (ds->version < 2)
+			e.crc = zr_crc32c(0, bytes, e.len);
+		zr_entry_store(tables[r->field] + r->id * ZR_ENTRY_SIZE, ZR_FORMAT_VERSION, &e);
 	}
 	zr_chunk_unuse(held);
 	free(refs);
@@ -143,6 +151,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 	FORWARD_IF_ERR(rc);
 	zr_meta_from_ds(ds, m);
 	RETURN_IF(!m->unfull || !m->fields, -ENOMEM, "out of memory");
+	m->version = ZR_FORMAT_VERSION; /* every value has its checksum now */
 	m->generation = ds->generation + 1;
 	m->high = m->length; /* readers of older states keep the old tables */
 	m->chunk_size = chunk_size;

@@ -58,6 +58,9 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 	zr_meta m = {0};
 	int dirfd = -1, rc = 0;
 
+	RETURN_IF(opts && opts->version > ZR_FORMAT_VERSION, ZR_EVERSION,
+		  "%s: format version %u, this library writes versions 1 to %d", dir,
+		  opts->version, ZR_FORMAT_VERSION);
 	RETURN_IF(nfields == 0 || nfields > ZR_FIELDS_MAX, ZR_EINVAL_SPEC,
 		  "%s: a dataset has 1..%d fields, not %u", dir, ZR_FIELDS_MAX, nfields);
 	for (unsigned i = 0; i < nfields; i++) {
@@ -106,6 +109,7 @@ int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfields,
 		}
 		close(fd);
 	}
+	m.version = opts && opts->version ? opts->version : ZR_FORMAT_VERSION;
 	m.created = m.modified = (int64_t)time(NULL);
 	m.chunk_size = opts && opts->chunk_size ? opts->chunk_size : ZR_CHUNK_SIZE_DEFAULT;
 
@@ -332,6 +336,7 @@ static int handle_load(zr_dataset *ds, const zr_meta *m, bool new_tables, zr_dat
 {
 	if (!(ds->flags & ZR_RDWR))
 		FORWARD_IF_ERR(zr_readers_hold(ds, m->generation));
+	ds->version = m->version;
 	ds->generation = m->generation;
 	ds->created = m->created;
 	ds->modified = m->modified;
@@ -428,7 +433,7 @@ int zr_snapshot(zr_dataset *w, zr_dataset *donor, zr_dataset **out)
 	zr_meta_from_ds(w, &m);
 	if (!m.unfull || !m.fields)
 		rc = zr_err(-ENOMEM, "out of memory");
-	else if ((rc = handle_new(&ds, w->path, ZR_RDONLY)) == 0 &&
+	else if ((rc = handle_new(&ds, w->path, ZR_RDONLY | (w->flags & ZR_CHECK))) == 0 &&
 		 (rc = zr_readers_open(ds)) == 0 && (rc = handle_load(ds, &m, false, donor)) == 0)
 		rc = zr_overlay_copy(ds, w);
 	zr_meta_free(&m);
@@ -474,7 +479,8 @@ static int open_retrying(zr_dataset **out, const char *dir, unsigned flags, zr_d
 int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 {
 	*out = NULL;
-	RETURN_IF(flags & ~(unsigned)ZR_RDWR, -EINVAL, "zr_open: unknown flags 0x%x", flags);
+	RETURN_IF(flags & ~(unsigned)(ZR_RDWR | ZR_CHECK), -EINVAL, "zr_open: unknown flags 0x%x",
+		  flags);
 	return open_retrying(out, dir, flags, NULL);
 }
 
@@ -483,7 +489,7 @@ int zr_reopen(zr_dataset *prev, zr_dataset **out)
 	*out = NULL;
 	RETURN_IF(prev->flags & ZR_RDWR, -EINVAL, "%s: zr_reopen takes a read-only handle",
 		  prev->path);
-	return open_retrying(out, prev->path, ZR_RDONLY, prev);
+	return open_retrying(out, prev->path, ZR_RDONLY | (prev->flags & ZR_CHECK), prev);
 }
 
 /* Switch the handle to the state @m after a rebalance. Old mappings are
@@ -499,6 +505,7 @@ int zr_reload(zr_dataset *ds, const zr_meta *m)
 	free(ds->specs);
 	ds->fields = NULL;
 	ds->specs = NULL;
+	ds->version = m->version;
 	ds->generation = m->generation;
 	ds->modified = m->modified;
 	ds->chunk_size = m->chunk_size;

@@ -50,6 +50,11 @@ extern uint64_t zr_chunk_map_step;
 extern bool zr_uring_disabled;
 #define ZR_CHUNK_EMPTY 0xFFFFFFFFu          /* chunk_id of a present, empty record */
 #define ZR_FLATE_HDR 8                      /* u64 logical length before the stream */
+/* Format 2's entries (codec.c): offsets below 2^40, chunk ids below
+ * 0xFFFFFF (which marks an empty value), and the value's CRC-32C in the
+ * bits this frees. */
+#define ZR_V2_OFFSET_LIMIT (UINT64_C(1) << 40)
+#define ZR_V2_CHUNK_LIMIT 0xFFFFFFu
 #define ZR_META_MAX (16u << 20)             /* largest meta.json we parse */
 
 /* ---- errors (error.c) ---- */
@@ -107,14 +112,19 @@ typedef struct zr_entry {
 	uint64_t offset;   /* within the chunk */
 	uint32_t chunk_id;
 	uint32_t len;      /* physical length; 0 = missing unless chunk_id == ZR_CHUNK_EMPTY */
+	uint32_t crc;      /* format 2: CRC-32C of the stored bytes (0 for none) */
 } zr_entry;
 
 static inline bool zr_entry_missing(const zr_entry *e)
 {
 	return e->len == 0 && e->chunk_id != ZR_CHUNK_EMPTY;
 }
-void zr_entry_decode(const uint8_t *p, zr_entry *e);
-void zr_entry_encode(uint8_t *p, const zr_entry *e);
+/* An entry as the two little-endian u64 words of a table slot, in the
+ * layout of format @version (FORMAT.md), and back. */
+void zr_entry_words(const zr_entry *e, unsigned version, uint64_t w[2]);
+void zr_entry_unwords(const uint64_t w[2], unsigned version, zr_entry *e);
+void zr_entry_decode(const uint8_t *p, unsigned version, zr_entry *e);
+void zr_entry_encode(uint8_t *p, unsigned version, const zr_entry *e);
 uint64_t zr_le64(const uint8_t *p);
 void zr_put_le64(uint8_t *p, uint64_t v);
 
@@ -154,6 +164,7 @@ typedef struct zr_tree_ref {
 } zr_tree_ref;
 
 typedef struct zr_meta {
+	unsigned version;        /* the format's: 1, or 2 (values checksummed) */
 	uint64_t generation;
 	uint64_t length;
 	uint64_t high;           /* >= the length of any state readers may hold */
@@ -265,6 +276,7 @@ struct zr_dataset {
 	uint64_t disk_length;         /* records of the committed state */
 	uint64_t high;                /* see (c): entries below it change via the overlay */
 	uint64_t generation;
+	unsigned version;             /* the format's (meta.json) */
 	int64_t created, modified;
 	json_t *attrs;
 	json_t *tree;                 /* zr_tree_entry values, as tree.<G> keeps them; may be NULL */
@@ -293,6 +305,7 @@ struct zr_writer {
 	uint8_t *stage;           /* a record's small values, written together */
 	size_t stage_len;         /* ... from chunk->write_pos on */
 };
+
 
 /* chunk.c */
 /* Open chunks are a bounded set: at most zr_chunks_open_max (0: half the
@@ -351,7 +364,7 @@ int zr_table_reserve(zr_dataset *ds, zr_fstate *f, uint64_t entries);
 int zr_table_trim(zr_dataset *ds, zr_fstate *f, uint64_t entries);
 void zr_table_close(zr_fstate *f);
 void zr_table_retire(zr_dataset *ds, zr_fstate *f);
-void zr_entry_store(uint8_t *slot, const zr_entry *e);
+void zr_entry_store(uint8_t *slot, unsigned version, const zr_entry *e);
 /* Check @e against its chunk; on success *out is the chunk, pinned (release
  * with zr_chunk_unuse), or NULL if @e stores no bytes. */
 int zr_entry_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
@@ -369,8 +382,27 @@ int zr_entry_put(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e)
 int zr_entry_locate(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
 		    const uint8_t **bytes, zr_chunk **held);
 int zr_shape_check(zr_dataset *ds, unsigned field, uint64_t id, uint64_t logical);
+/* Format 2: whether @crc, the CRC-32C of @e's stored bytes, is the one
+ * its entry holds; the same for the stored bytes at @bytes (0 at once for
+ * format 1 and empty values). 0, or ZR_ECORRUPT naming the record and
+ * where its bytes are. */
+int zr_crc_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e, uint32_t crc);
+int zr_value_check(zr_dataset *ds, unsigned field, uint64_t id, const zr_entry *e,
+		   const uint8_t *bytes);
+/* Whether reads of @field check values' checksums (ZR_CHECK, or flate). */
+static inline bool zr_checks(const zr_dataset *ds, unsigned field)
+{
+	return ds->version >= 2 &&
+	       ((ds->flags & ZR_CHECK) || ds->fields[field].def.spec.compress == ZR_FLATE);
+}
 
 /* codec.c */
+uint32_t zr_le32(const uint8_t *p);
+void zr_put_le32(uint8_t *p, uint32_t v);
+/* CRC-32C of @n bytes at @p, continuing @crc (0 to start); the second
+ * without the CPU's instruction (both must agree: tests). */
+uint32_t zr_crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t zr_crc32c_portable(uint32_t crc, const void *p, size_t n);
 size_t zr_flate_bound(size_t n);
 int zr_flate_encode(const void *src, size_t n, uint8_t *dst, size_t cap, size_t *out_len);
 int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t logical_len);
@@ -378,8 +410,10 @@ int zr_flate_decode(const uint8_t *phys, size_t phys_len, void *dst, uint64_t lo
 #define ZR_COPY_PIECE (1u << 20)
 /* Inflate the flate record of @phys_len bytes at @off of @in_fd, which
  * holds @logical_len bytes, into @out_fd from offset 0, ZR_COPY_PIECE bytes
- * at a time: 0, ZR_ECORRUPT, -ENODATA (@in_fd ends early), -errno. */
-int zr_flate_copy(int in_fd, uint64_t off, uint64_t phys_len, uint64_t logical_len, int out_fd);
+ * at a time: 0, ZR_ECORRUPT, -ENODATA (@in_fd ends early), -errno; the
+ * CRC-32C of the stored bytes into *@crc (unless NULL) on success. */
+int zr_flate_copy(int in_fd, uint64_t off, uint64_t phys_len, uint64_t logical_len, int out_fd,
+		  uint32_t *crc);
 int zr_logical_len(const zr_fstate *f, const zr_entry *e, const uint8_t *bytes, uint64_t *out);
 
 /* overlay.c */

@@ -3,8 +3,9 @@
  *
  * Every entry of every field is checked against its chunk (the chunk exists,
  * the bytes lie within its committed data, a fixed-shape record has the
- * right size) and every flate record is inflated and must give exactly its
- * stored logical length with a valid Adler-32. Problems are reported one by
+ * right size), every value of a format-2 dataset must give the CRC-32C its
+ * entry holds, and every flate record is inflated and must give exactly
+ * its stored logical length with a valid Adler-32. Problems are reported one by
  * one, with field, id and reason; the count is returned.
  */
 #include "store_i.h"
@@ -52,7 +53,17 @@ static int check_bytes(zr_dataset *ds, unsigned fi, uint64_t id, const zr_entry 
 {
 	zr_fstate *f = &ds->fields[fi];
 	uint64_t logical;
+	uint32_t crc;
 
+	if (ds->version >= 2 && (crc = zr_crc32c(0, bytes, e->len)) != e->crc) {
+		/* the checks below would only say the same, less precisely */
+		report(v, f->def.name, id,
+		       "the %u bytes in chunk %u at %llu do not match their checksum (CRC-32C "
+		       "%08x, the entry says %08x): the bytes or their entry changed since they "
+		       "were written",
+		       e->len, e->chunk_id, (unsigned long long)e->offset, crc, e->crc);
+		return 0;
+	}
 	if (zr_logical_len(f, e, bytes, &logical) < 0) {
 		report(v, f->def.name, id, "flate header claims an impossible length");
 		return 0;

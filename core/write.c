@@ -123,6 +123,8 @@ static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
 			  f->def.name, v.len, n);
 		p = w->buf;
 	}
+	if (ds->version >= 2)
+		e->crc = zr_crc32c(0, p, n);
 	int rc = n <= STAGE_VALUE ? stage_add(w, p, n, f->align, &off) : stage_flush(w);
 	if (rc == 0 && n > STAGE_VALUE &&
 	    (rc = zr_chunk_append(ds, w->chunk, p, n, NULL, 0, f->align, &off)) < 0 &&
@@ -136,20 +138,44 @@ static int store_value(zr_writer *w, unsigned field, zr_value v, zr_entry *e)
 	return 0;
 }
 
+/* The writer's chunk takes no more appends: handed back, full. */
+static void chunk_full(zr_writer *w)
+{
+	zr_dataset *ds = w->ds;
+	zr_chunk *full = w->chunk;
+
+	pthread_mutex_lock(&ds->grow_lock);
+	full->writable = false;
+	full->owner = -1;
+	w->chunk = NULL;
+	pthread_mutex_unlock(&ds->grow_lock);
+	zr_chunk_evictable(full); /* read from now on, like any other */
+}
+
 /* One more record in the writer's chunk; hand the chunk back when full. */
 static void count_record(zr_writer *w)
 {
-	zr_dataset *ds = w->ds;
+	if (++w->chunk->records >= w->ds->chunk_size)
+		chunk_full(w);
+}
 
-	if (++w->chunk->records >= ds->chunk_size) {
-		zr_chunk *full = w->chunk;
-		pthread_mutex_lock(&ds->grow_lock);
-		full->writable = false;
-		full->owner = -1;
-		w->chunk = NULL;
-		pthread_mutex_unlock(&ds->grow_lock);
-		zr_chunk_evictable(full); /* read from now on, like any other */
-	}
+/* Format 2 keeps offsets below 2^40: a chunk the record's values might
+ * take past it is full (they go to a fresh one). */
+static void chunk_room(zr_writer *w, const zr_value *values)
+{
+	zr_dataset *ds = w->ds;
+	uint64_t need = 0;
+
+	if (ds->version < 2 || !w->chunk)
+		return;
+	for (unsigned f = 0; f < ds->nfields; f++)
+		if (values[f].data)
+			need += (ds->fields[f].def.spec.compress == ZR_FLATE
+					 ? zr_flate_bound(values[f].len)
+					 : values[f].len) +
+				ds->fields[f].align;
+	if (w->chunk->write_pos + need > ZR_V2_OFFSET_LIMIT && w->chunk->write_pos)
+		chunk_full(w);
 }
 
 /* ---- writers ---- */
@@ -271,6 +297,9 @@ static int put_locked(zr_writer *w, uint64_t id, const zr_value *values)
 		FORWARD_IF_ERR(check_value(ds, f, values[f]));
 	int rc = 0;
 
+	if (!w->chunk)
+		FORWARD_IF_ERR(zr_chunk_acquire(ds, w));
+	chunk_room(w, values);
 	if (!w->chunk)
 		FORWARD_IF_ERR(zr_chunk_acquire(ds, w));
 	for (unsigned f = 0; f < ds->nfields && rc == 0; f++)

@@ -47,8 +47,10 @@ extern "C" {
 #define ZR_API
 #endif
 
-/** Version of the on-disk format this library reads and writes. */
-#define ZR_FORMAT_VERSION 1
+/** Newest version of the on-disk format, which zr_create() writes by
+ * default; the library reads and writes every version from 1 on (2: each
+ * stored value carries a CRC-32C). */
+#define ZR_FORMAT_VERSION 2
 
 /* Project error codes, below errno's range (cf. LMDB's -30799...). */
 #define ZR_ECORRUPT (-30800) /**< on-disk data is inconsistent or damaged */
@@ -101,12 +103,16 @@ typedef struct zr_field_spec {
 typedef struct zr_create_opts {
 	uint32_t chunk_size; /**< records per chunk; 0 = ZR_CHUNK_SIZE_DEFAULT */
 	const char *attrs;   /**< free-form metadata kept in meta.json: a JSON object, or NULL */
+	unsigned version;    /**< format version: 0 = ZR_FORMAT_VERSION; 1 for versions of
+			      * the library before checksums (no value is checked) */
 } zr_create_opts;
 
 /** Flags for zr_open(). */
 enum {
 	ZR_RDONLY = 0, /**< read committed state; never writes */
 	ZR_RDWR = 1,   /**< take the writer lock; fails with -EBUSY if held */
+	ZR_CHECK = 2,  /**< check every raw value read against its checksum too
+			* (format 2: flate values always are; zr_verify() checks all) */
 };
 
 /** The bytes of one field of one record. data == NULL means missing. */
@@ -135,6 +141,7 @@ typedef struct zr_record_stat {
 				   the same handle holding this record is alive, and
 				   otherwise may be closed by any later call that
 				   opens another chunk. Gather first, then stat. */
+	uint32_t crc;         /**< CRC-32C of the stored bytes (format 2; else 0) */
 } zr_record_stat;
 
 /** Dataset-wide figures, as computed by zr_info(). */
@@ -192,7 +199,10 @@ ZR_API int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfie
  * at most 16,384) are open at once across all handles: the least recently
  * used are closed again, never while a batch or a read uses them. So a
  * missing or damaged chunk file is reported by the reads of its records
- * (and by zr_info_get() and zr_verify()), not by the open.
+ * (and by zr_info_get() and zr_verify()), not by the open. With ZR_CHECK
+ * (or'ed in) every raw value read is checked against its checksum too, as
+ * flate ones always are (format 2; a mismatch is ZR_ECORRUPT naming the
+ * chunk, offset and record); zr_reopen() and zr_snapshot() keep it.
  * @param[out] out the handle; release with zr_close().
  * @return 0, -ENOENT, -EBUSY, ZR_ECORRUPT, ZR_EVERSION, -errno.
  */
@@ -322,6 +332,10 @@ typedef void (*zr_change_cb)(void *ctx, unsigned field, uint64_t id);
  * new handle and compare generations.
  */
 ZR_API uint64_t zr_generation(const zr_dataset *ds);
+
+/** The dataset's format version: 2 (each stored value carries a CRC-32C,
+ * zr_verify() checks) or 1 (made by earlier versions or asked for). */
+ZR_API unsigned zr_format_version(const zr_dataset *ds);
 
 /**
  * Say who holds the writer lock of a dataset opened ZR_RDWR, for the message

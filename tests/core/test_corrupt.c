@@ -4,7 +4,8 @@
  * point outside their chunk or at chunks that do not exist, flipped bits in
  * flate streams. Each gives a clear error naming the file (open) or the
  * field and id (gather, verify), never a crash or an out-of-bounds read;
- * a random bit-flip campaign checks the same for damage nobody planned.
+ * a flipped bit in any value is found by its checksum (format 2); a random
+ * bit-flip campaign checks the same for damage nobody planned.
  */
 #include "helpers.h"
 #include "store_i.h"
@@ -32,12 +33,19 @@ static void append(uint64_t from, uint64_t to)
 	zr_close(ds);
 }
 
-static void build(void)
+/* The dataset in format @version (0: the newest). */
+static void build_v(unsigned version)
 {
 	zr_field_spec f[2] = {{.name = "r", .dtype = ZR_BYTES, .compress = ZR_RAW},
 			      {.name = "z", .dtype = ZR_BYTES, .compress = ZR_FLATE}};
-	cr_assert_eq(zr_create(t_ds, f, 2, &(zr_create_opts){.chunk_size = 100}), 0);
+	zr_create_opts o = {.chunk_size = 100, .version = version};
+	cr_assert_eq(zr_create(t_ds, f, 2, &o), 0);
 	append(0, N);
+}
+
+static void build(void)
+{
+	build_v(0);
 }
 
 /* Path of @rel in the dataset; two calls may be live at once (rename). */
@@ -60,6 +68,31 @@ static void poke(const char *rel, off_t off, const void *bytes, size_t n)
 	int fd = open(file(rel), O_WRONLY);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(pwrite(fd, bytes, n, off), (ssize_t)n);
+	close(fd);
+}
+
+/* Where record @id of @field lies, and the dataset's format version. */
+static zr_record_stat where(unsigned field, uint64_t id, unsigned *version)
+{
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, field, id, &st), 0);
+	*version = zr_format_version(ds);
+	zr_close(ds);
+	return st;
+}
+
+/* The byte @at bytes into the stored value @st XOR-ed with @x, in place. */
+static void flip(const zr_record_stat *st, uint64_t at, uint8_t x)
+{
+	char rel[32];
+	uint8_t b;
+	snprintf(rel, sizeof rel, "chunk/%u.zr", st->chunk_id);
+	int fd = open(file(rel), O_RDWR);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &b, 1, (off_t)(st->offset + at)), 1);
+	b ^= x;
+	cr_assert_eq(pwrite(fd, &b, 1, (off_t)(st->offset + at)), 1);
 	close(fd);
 }
 
@@ -272,16 +305,46 @@ Test(corrupt, unfull_chunk_truncated)
 Test(corrupt, entry_points_outside_its_chunk)
 {
 	build();
+	zr_entry e = {.offset = (1ULL << 40) - 50, .chunk_id = 1, .len = 100};
+	uint8_t p[16];
+	zr_entry_encode(p, 2, &e);
+	poke("r.offset", 16 * 150, p, 16);
+	damaged_record(0, 150, "outside chunk/1.zr");
+}
+
+Test(corrupt, entry_points_outside_its_chunk_format_1)
+{
+	build_v(1);
 	zr_entry e = {.offset = 1ULL << 40, .chunk_id = 1, .len = 100};
 	uint8_t p[16];
-	zr_entry_encode(p, &e);
+	zr_entry_encode(p, 1, &e);
 	poke("r.offset", 16 * 150, p, 16);
 	damaged_record(0, 150, "outside chunk/1.zr");
 	/* offset + len overflowing 64 bits */
 	e = (zr_entry){.offset = UINT64_MAX - 10, .chunk_id = 1, .len = 100};
-	zr_entry_encode(p, &e);
+	zr_entry_encode(p, 1, &e);
 	poke("r.offset", 16 * 150, p, 16);
 	damaged_record(0, 150, "outside chunk/1.zr");
+}
+
+/* An entry changed to point at other bytes of its chunk (a table restored
+ * from another backup, a stray write): the checksum it holds is not
+ * theirs. */
+Test(corrupt, entry_pointing_at_other_bytes)
+{
+	unsigned version;
+	build();
+	zr_record_stat st = where(0, 151, &version);
+	zr_entry e = {.offset = st.offset + 1, .chunk_id = st.chunk_id, .len = st.physical_len - 1,
+		      .crc = st.crc};
+	uint8_t p[16];
+	zr_entry_encode(p, 2, &e);
+	poke("r.offset", 16 * 151, p, 16);
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	struct problems pr = {.field = "r", .id = 151};
+	cr_assert_eq(zr_verify(ds, collect, &pr), 1);
+	cr_assert(pr.found);
+	zr_close(ds);
 }
 
 Test(corrupt, entry_names_a_chunk_that_does_not_exist)
@@ -289,23 +352,126 @@ Test(corrupt, entry_names_a_chunk_that_does_not_exist)
 	build();
 	zr_entry e = {.offset = 0, .chunk_id = 77, .len = 10};
 	uint8_t p[16];
-	zr_entry_encode(p, &e);
+	zr_entry_encode(p, 2, &e);
 	poke("z.offset", 16 * 20, p, 16);
 	damaged_record(1, 20, "chunk 77 does not exist");
 }
 
 Test(corrupt, flate_stream_bit_flip)
 {
+	unsigned version;
 	build();
-	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
-	zr_record_stat st;
-	cr_assert_eq(zr_stat(ds, 1, 250, &st), 0);
-	zr_close(ds);
-	char rel[32];
-	snprintf(rel, sizeof rel, "chunk/%u.zr", st.chunk_id);
-	uint8_t b = 0x5a;
-	poke(rel, (off_t)(st.offset + st.physical_len / 2), &b, 1);
+	zr_record_stat st = where(1, 250, &version);
+	cr_assert_eq(version, 2);
+	flip(&st, st.physical_len / 2, 0x5a);
+	damaged_record(1, 250, "do not match their checksum");
+}
+
+/* Format 1 (no checksums): zlib's own check still finds it. */
+Test(corrupt, flate_stream_bit_flip_format_1)
+{
+	unsigned version;
+	build_v(1);
+	zr_record_stat st = where(1, 250, &version);
+	cr_assert_eq(version, 1);
+	flip(&st, st.physical_len / 2, 0x5a);
 	damaged_record(1, 250, "inflate");
+}
+
+/* One bit of a raw value: verify names it; reads asked to check (ZR_CHECK)
+ * refuse it, whichever way they read; the other records read. */
+Test(corrupt, raw_bit_flip_is_found_by_its_checksum)
+{
+	unsigned version;
+	uint64_t id = 123;
+	build();
+	zr_record_stat st = where(0, id, &version);
+	cr_assert_eq(version, 2);
+	flip(&st, st.physical_len / 3, 0x10);
+
+	/* verify: exactly that record */
+	zr_dataset *ds = t_open(t_ds, ZR_RDONLY);
+	struct problems p = {.field = "r", .id = id};
+	cr_assert_eq(zr_verify(ds, collect, &p), 1);
+	cr_assert(p.found);
+	zr_batch *g;
+	cr_assert_eq(zr_gather(ds, 0, &id, 1, &g), 0, "unchecked: served as stored");
+	zr_batch_release(g);
+	zr_close(ds);
+
+	ds = t_open(t_ds, ZR_RDONLY | ZR_CHECK);
+	cr_assert_eq(zr_gather(ds, 0, &id, 1, &g), ZR_ECORRUPT);
+	cr_assert_not_null(strstr(zr_errmsg(ds), "do not match their checksum"), "%s",
+			   zr_errmsg(ds));
+	cr_assert_not_null(strstr(zr_errmsg(ds), "record 123"), "%s", zr_errmsg(ds));
+	uint8_t buf[3000];
+	cr_assert_eq(zr_record_load(ds, 0, id, buf, sizeof buf), ZR_ECORRUPT);
+	char out[512];
+	snprintf(out, sizeof out, "%s/copy", t_dir);
+	int ofd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert_geq(ofd, 0);
+	cr_assert_eq(zr_record_copy(ds, 0, id, ofd), ZR_ECORRUPT);
+	close(ofd);
+	zr_reader *r;
+	cr_assert_eq(zr_reader_open(ds, 0, &r), 0);
+	uint64_t ids[3] = {id - 1, id, id + 1};
+	static uint8_t many[3 * 3000];
+	cr_assert_eq(zr_reader_read(r, 0, ids, 3, many, sizeof many, NULL), ZR_ECORRUPT);
+	cr_assert_not_null(strstr(zr_errmsg(ds), "record 123"), "%s", zr_errmsg(ds));
+	ids[1] = id + 2;
+	cr_assert_eq(zr_reader_read(r, 0, ids, 3, many, sizeof many, NULL), 0, "%s",
+		     zr_errmsg(ds));
+	zr_reader_close(r);
+	uint64_t other = id + 1;
+	cr_assert_eq(zr_gather(ds, 0, &other, 1, &g), 0);
+	uint8_t want[3000];
+	size_t n = 1 + t_len(8, other, 2999);
+	t_fill(want, n, 8, other);
+	size_t k;
+	const zr_slice *s = zr_batch_records(g, &k);
+	cr_assert_eq(s[0].len, n);
+	cr_assert_eq(memcmp(s[0].data, want, n), 0);
+	zr_batch_release(g);
+	zr_close(ds);
+}
+
+/* A dataset of format 1 (earlier versions', no checksums) reads and takes
+ * writes as before, and stays format 1; a rebalance makes it format 2,
+ * every value with its checksum. */
+Test(corrupt, format_1_reads_writes_and_rebalances_to_2)
+{
+	build_v(1);
+	append(N, N + 50);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	cr_assert_eq(zr_format_version(ds), 1);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	zr_info in;
+	cr_assert_eq(zr_info_get(ds, &in), 0);
+	cr_assert_eq(in.live_bytes, in.chunk_bytes, "no bytes but the values");
+	cr_assert_eq(in.utilisation, 1.0);
+	cr_assert_eq(zr_rebalance(ds, 0, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_format_version(ds), 2);
+	zr_close(ds);
+	ds = t_open(t_ds, ZR_RDONLY | ZR_CHECK);
+	cr_assert_eq(zr_format_version(ds), 2);
+	cr_assert_eq(zr_verify(ds, NULL, NULL), 0);
+	for (unsigned f = 0; f < 2; f++)
+		for (uint64_t id = 0; id < N + 50; id++) {
+			uint8_t want[3000];
+			size_t n = 1 + t_len(8, id, 2999);
+			t_fill(want, n, 8, id);
+			zr_batch *g;
+			size_t k;
+			cr_assert_eq(zr_gather(ds, f, &id, 1, &g), 0, "%s", zr_errmsg(ds));
+			const zr_slice *s = zr_batch_records(g, &k);
+			cr_assert_eq(s[0].len, n);
+			cr_assert_eq(memcmp(s[0].data, want, n), 0);
+			zr_batch_release(g);
+		}
+	cr_assert_eq(zr_info_get(ds, &in), 0);
+	cr_assert_eq(in.live_bytes, in.chunk_bytes, "no bytes but the values");
+	cr_assert_eq(in.utilisation, 1.0);
+	zr_close(ds);
 }
 
 Test(corrupt, flate_length_header_lies)
@@ -338,6 +504,7 @@ Test(corrupt, random_bit_flips_never_crash, .timeout = T_TIMEOUT(120))
 		snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", t_ds, src, t_ds);
 		cr_assert_eq(system(cmd), 0);
 		const char *rel = files[(rng = t_mix(rng)) % 5];
+		bool chunk = strncmp(rel, "chunk/", 6) == 0;
 		struct stat st;
 		cr_assert_eq(stat(file(rel), &st), 0);
 		for (int k = 0; k < 1 + (int)((rng = t_mix(rng)) % 4); k++) {
@@ -349,6 +516,9 @@ Test(corrupt, random_bit_flips_never_crash, .timeout = T_TIMEOUT(120))
 			cr_assert_eq(pwrite(fd, &b, 1, off), 1);
 			close(fd);
 		}
+		/* flips that changed a chunk (two may undo each other) */
+		snprintf(cmd, sizeof cmd, "cmp -s '%s/%s' '%s/%s'", src, rel, t_ds, rel);
+		bool changed = chunk && system(cmd) != 0;
 		zr_dataset *ds;
 		int rc = zr_open(&ds, t_ds, ZR_RDONLY);
 		if (rc < 0) {
@@ -357,7 +527,10 @@ Test(corrupt, random_bit_flips_never_crash, .timeout = T_TIMEOUT(120))
 			continue;
 		}
 		opened++;
-		zr_verify(ds, NULL, NULL);
+		int64_t problems = zr_verify(ds, NULL, NULL);
+		/* every byte of these chunks is a value or its checksum */
+		if (changed)
+			cr_assert_gt(problems, 0, "trial %d: a changed %s verifies clean", trial, rel);
 		for (unsigned f = 0; f < 2; f++)
 			for (uint64_t id = 0; id < zr_length(ds); id += 7) {
 				zr_batch *b;

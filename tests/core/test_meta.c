@@ -97,8 +97,39 @@ Test(meta, syntax_and_type_errors)
 
 Test(meta, version_and_format)
 {
-	rejects("\"version\": 1", "\"version\": 2", ZR_EVERSION, "version 2");
+	rejects("\"version\": 1", "\"version\": 3", ZR_EVERSION, "version 3");
+	rejects("\"version\": 1", "\"version\": 0", ZR_EVERSION, "version 0");
 	rejects("\"zrecord\"", "\"other\"", ZR_ECORRUPT, "format");
+	/* version 2 parses, and is written back as it is */
+	char *s = variant("\"version\": 1", "\"version\": 2");
+	zr_meta m;
+	cr_assert_eq(zr_meta_parse(s, strlen(s), "x/meta.json", &m), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(m.version, 2);
+	char *out = zr_meta_dump(&m);
+	cr_assert_not_null(strstr(out, "\"version\": 2"), "%s", out);
+	free(out);
+	zr_meta_free(&m);
+	free(s);
+	/* its entries name chunks below 0xFFFFFF (2 chunks: from 16777213 at
+	 * most); version 1's below 2^32 - 1 */
+	static const struct {
+		unsigned version, first;
+		int rc;
+	} cases[] = {{2, 16777213, 0}, {2, 16777214, ZR_ECORRUPT}, {1, 16777214, 0}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char doc[sizeof good + 64];
+		snprintf(doc, sizeof doc,
+			 "{\"format\": \"zrecord\", \"version\": %u, \"generation\": 4, "
+			 "\"length\": 3, \"chunks\": {\"first\": %u, \"num\": 2, \"size\": 2}, "
+			 "\"fields\": [{\"name\": \"x\", \"dtype\": \"u8\", \"compress\": \"raw\"}]}",
+			 cases[i].version, cases[i].first);
+		int rc = zr_meta_parse(doc, strlen(doc), "x/meta.json", &m);
+		cr_assert_eq(rc, cases[i].rc, "%s: %s", doc, zr_errmsg(NULL));
+		if (rc == 0)
+			zr_meta_free(&m);
+		else
+			cr_assert_not_null(strstr(zr_errmsg(NULL), "first"), "%s", zr_errmsg(NULL));
+	}
 }
 
 Test(meta, chunks_are_checked)

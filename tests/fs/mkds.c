@@ -53,7 +53,7 @@ static void corrupt(zr_dataset *ds, const char *dir, const char *ref)
 	char path[4096];
 	zr_record_stat st;
 	uint8_t e[16], b;
-	uint64_t off = UINT64_C(1) << 40;
+	uint64_t off = (UINT64_C(1) << 40) - 1; /* the largest format 2 holds */
 	int fd;
 
 	if (zr_stat(ds, 0, 10, &st) < 0 || !st.present)

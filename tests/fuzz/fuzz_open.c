@@ -2,9 +2,10 @@
  * fuzz_open.c - libFuzzer target: offset tables and chunks as found on
  * disk (core/store.c, offset.c, chunk.c, gather.c, verify.c). The input is
  * split into an offset table and a chunk of one dataset (one raw and one
- * flate field share them) with a valid meta.json; opening, verifying,
- * gathering and loading every record must fail cleanly or succeed, never
- * read outside the files.
+ * flate field share them) with a valid meta.json of format 1 or 2 (the
+ * entries' layouts differ), read with and without ZR_CHECK; opening,
+ * verifying, gathering and loading every record must fail cleanly or
+ * succeed, never read outside the files.
  */
 #include "zrecord.h"
 
@@ -48,17 +49,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (entries > 64)
 		entries = 64;
 	snprintf(meta, sizeof meta,
-		 "{\"format\": \"zrecord\", \"version\": 1, \"generation\": 1, \"length\": %zu,"
+		 "{\"format\": \"zrecord\", \"version\": %d, \"generation\": 1, \"length\": %zu,"
 		 " \"chunks\": {\"first\": 0, \"num\": 1, \"size\": 65536, \"unfull\": [[0, %zu, %zu]]},"
 		 " \"fields\": [{\"name\": \"r\", \"dtype\": \"bytes\", \"compress\": \"raw\"},"
 		 " {\"name\": \"z\", \"dtype\": \"bytes\", \"compress\": \"flate\"}]}",
-		 entries, size - split, entries);
+		 1 + (int)(size & 1), entries, size - split, entries);
 	put("meta.json", meta, strlen(meta));
 	put("r.offset", data + 2, entries * 16);
 	put("z.offset", data + 2, entries * 16);
 	snprintf(path, sizeof path, "chunk/0.zr");
 	put(path, data + split, size - split);
-	if (zr_open(&ds, dir, ZR_RDONLY) < 0)
+	if (zr_open(&ds, dir, ZR_RDONLY | (data[1] & 1 ? ZR_CHECK : 0)) < 0)
 		return 0;
 	zr_verify(ds, NULL, NULL);
 	uint8_t *buf = malloc(1 << 16);
