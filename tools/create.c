@@ -9,6 +9,7 @@
 
 static const char help[] =
 	"usage: zr create DIR --field SPEC [--field SPEC...] [--chunk-size N]\n"
+	"                 [--format 1|2]\n"
 	"\n"
 	"Create an empty dataset in DIR (which must not exist, or be empty).\n"
 	"\n"
@@ -20,6 +21,9 @@ static const char help[] =
 	"NAME uses A-Z a-z 0-9 _ - . and does not start with '.' or '-'.\n"
 	"\n"
 	"  --chunk-size N   records per chunk file (default 65536)\n"
+	"  --format 1|2     the format version (default 2: every value carries a\n"
+	"                   CRC-32C that zr verify checks; 1: none, for versions of\n"
+	"                   zr and zrfs from before checksums, which refuse 2)\n"
 	"\n"
 	"Example:\n"
 	"  zr create cifar --field image:u8:shape=32x32x3 --field label:i64:shape=\n";
@@ -74,6 +78,7 @@ int cmd_create(int argc, char **argv)
 {
 	static const struct option opts[] = {{"field", required_argument, 0, 'f'},
 					     {"chunk-size", required_argument, 0, 'c'},
+					     {"format", required_argument, 0, 'F'},
 					     ZR_OPT_HELP, ZR_OPT_END};
 	zr_field_spec fields[ZR_FIELDS_MAX];
 	zr_create_opts co = {0};
@@ -95,6 +100,11 @@ int cmd_create(int argc, char **argv)
 			if (parse_u64(optarg, 1, UINT32_MAX, "--chunk-size", &v) < 0)
 				return EXIT_USAGE;
 			co.chunk_size = (uint32_t)v;
+			break;
+		case 'F':
+			if (parse_u64(optarg, 1, ZR_FORMAT_VERSION, "--format", &v) < 0)
+				return EXIT_USAGE;
+			co.version = (unsigned)v;
 			break;
 		case 'h':
 			fputs(help, stdout);

@@ -578,7 +578,7 @@ int cmd_export(int argc, char **argv)
 	argc -= optind - 1; /* the operands from argv[1] on */
 	argv += optind - 1;
 	if (argc == 4 && (strcmp(argv[1], "tar") == 0 || (strcmp(argv[1], "dir") == 0 && !by_id))) {
-		int rc = zr_open(&ds, argv[2], ZR_RDONLY);
+		int rc = zr_open(&ds, argv[2], ZR_RDONLY | ZR_CHECK);
 		if (rc < 0)
 			return zr_fail(rc, "export");
 		status = argv[1][0] == 't' ? export_tar(ds, argv[3], by_id)

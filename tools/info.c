@@ -65,7 +65,7 @@ static json_t *info_json(zr_dataset *ds, const zr_info *in)
 	json_t *o = json_object(), *fields = json_array();
 
 	json_object_set_new(o, "path", json_string(zr_path(ds)));
-	json_object_set_new(o, "version", json_integer(ZR_FORMAT_VERSION));
+	json_object_set_new(o, "version", json_integer(zr_format_version(ds)));
 	json_object_set_new(o, "generation", json_integer((json_int_t)in->generation));
 	json_object_set_new(o, "modified", json_integer(in->mtime));
 	json_object_set_new(o, "length", json_integer((json_int_t)in->length));
@@ -119,7 +119,8 @@ static void info_human(zr_dataset *ds, const zr_info *in)
 	fmt_bytes(b, sizeof b, in->live_bytes);
 	fmt_bytes(c, sizeof c, in->logical_bytes);
 	printf("dataset      %s\n", zr_path(ds));
-	printf("format       zrecord %d, generation %llu, committed %s\n", ZR_FORMAT_VERSION,
+	printf("format       zrecord %u%s, generation %llu, committed %s\n", zr_format_version(ds),
+	       zr_format_version(ds) < 2 ? " (no checksums: zr rebalance adds them)" : "",
 	       (unsigned long long)in->generation, when);
 	printf("records      %llu\n", (unsigned long long)in->length);
 	printf("chunks       %u (up to %u records each), %s\n", in->chunk_count, in->chunk_size,

@@ -19,7 +19,8 @@ static const char ls_help[] =
 static const char stat_help[] =
 	"usage: zr stat DIR FIELD ID\n"
 	"\n"
-	"Show where record ID of FIELD is stored and its sizes.\n";
+	"Show where record ID of FIELD is stored, its sizes and (format 2) the\n"
+	"CRC-32C of its stored bytes, which its entry holds.\n";
 
 int cmd_ls(int argc, char **argv)
 {
@@ -117,6 +118,8 @@ int cmd_stat(int argc, char **argv)
 		       "at offset %llu\n",
 		       (unsigned long long)st.logical_len, st.physical_len, st.chunk_id,
 		       (unsigned long long)st.offset);
+	if (st.physical_len && zr_format_version(ds) >= 2)
+		printf("checksum   CRC-32C %08x\n", st.crc);
 	zr_close(ds);
 	return 0;
 }

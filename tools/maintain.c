@@ -32,7 +32,9 @@ static const char rebalance_help[] =
 	"left by modified and deleted records. Prints the utilisation before and\n"
 	"after. An interrupted rebalance leaves the old dataset intact (or, past\n"
 	"its commit point, the new one). Needs exclusive access to DIR. A progress\n"
-	"line (values/s, ETA) is shown on a terminal.\n"
+	"line (values/s, ETA) is shown on a terminal. Each value keeps its\n"
+	"checksum; a dataset of format 1 gets one for every value and becomes\n"
+	"format 2 (zr verify first: a damaged value would get a checksum too).\n"
 	"  --chunk-size N   records per chunk of the result (default: keep)\n";
 
 struct vctx {
@@ -219,10 +221,14 @@ int cmd_rebalance(int argc, char **argv)
 	struct zr_progress line;
 	zr_progress_start(&line, "values");
 	zr_progress_set(ds, zr_progress_cb_show, &line);
+	unsigned version = zr_format_version(ds);
 	rc = zr_rebalance(ds, (uint32_t)chunk_size, &r);
 	zr_close(ds);
 	if (rc < 0)
 		return zr_fail(rc, "rebalance");
+	if (version < ZR_FORMAT_VERSION)
+		printf("format       %u -> %d (every value has its checksum)\n", version,
+		       ZR_FORMAT_VERSION);
 	printf("utilisation  %.1f%% -> %.1f%%\n", r.utilisation_before * 100,
 	       r.utilisation_after * 100);
 	printf("chunks       %u (%llu bytes) -> %u (%llu bytes)\n", r.chunks_before,

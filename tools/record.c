@@ -175,7 +175,7 @@ int cmd_cat(int argc, char **argv)
 	argv += optind - 1;
 	if (parse_u64(argv[3], 0, UINT64_MAX, "cat: ID", &id) < 0)
 		return EXIT_USAGE;
-	rc = zr_open(&ds, argv[1], ZR_RDONLY);
+	rc = zr_open(&ds, argv[1], ZR_RDONLY | ZR_CHECK);
 	if (rc < 0)
 		return zr_fail(rc, "cat");
 	f = zr_field_find(ds, argv[2]);

@@ -248,7 +248,7 @@ void strs_free(struct strs *s)
 
 int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds)
 {
-	int rc = zr_open(ds, dir, ZR_RDONLY), f;
+	int rc = zr_open(ds, dir, ZR_RDONLY | ZR_CHECK), f;
 
 	if (rc < 0)
 		return zr_fail(rc, what) ? -1 : -1;

@@ -67,7 +67,8 @@ int cmd_sample(int argc, char **argv);
 
 /* Print "zr: " + message to stderr. */
 void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Open @dir read-only and find @field: its index, or -1 (said, as @what;
+/* Open @dir read-only, checking what is read (ZR_CHECK), and find @field:
+ * its index, or -1 (said, as @what;
  * *@ds closed). */
 int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds);
 /* Print @j (then released) compactly on stdout, then @after: a script's

@@ -22,6 +22,31 @@ zr verify ds
 expect_rc 1
 expect_err_has '*ds/meta.json*'
 
+# a byte changed in place: the value's checksum names it, and zr cat and
+# zr export (which check what they read) refuse it; the others read
+rm -rf ds
+zr create ds --field a:bytes --chunk-size 2
+for i in 1 2 3; do zr put ds --a=r; done
+zr stat ds a 1
+expect_out_has 'checksum   CRC-32C 53bceff1'
+printf 'X' | dd of=ds/chunk/0.zr bs=1 seek=8 conv=notrunc 2>/dev/null
+zr verify ds
+expect_rc 1
+expect_out_has 'field a, record 1: the 6 bytes in chunk 0 at 6 do not match their checksum (CRC-32C *, the entry says *): the bytes or their entry changed since they were written'
+expect_out_has 'ds: 3 records, 1 problem'
+zr cat ds a 1
+expect_rc 1
+expect_err_has '*ds/chunk/0.zr: field *a* record 1: the 6 bytes at 6 do not match their checksum*'
+zr cat ds a 0
+expect_rc 0
+expect_out 'abcdef'
+zr export dir ds a out
+expect_rc 1
+expect_err_has '*record 1: the 6 bytes at 6 do not match their checksum*'
+zr verify ds --repair
+expect_rc 0
+expect_out_has 'ds: 2 records, 0 problems (1 record removed)'
+
 # --repair removes each record with a problem, highest id first (the last
 # record takes its id), says so, commits, and leaves a clean dataset
 rm -rf ds
