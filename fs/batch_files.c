@@ -533,7 +533,7 @@ static int field_file_size(struct zrfs *fs, struct zrfs_view *v, const struct ba
 	} else if (part == PART_NPY) {
 		rc = zrfs_npy_header(f->spec, n, f->record_size, &h);
 		*size = h.size;
-	} else if (f->flate) {
+	} else if (f->whole) {
 		struct zrfs_cached *e;
 		const uint8_t *data;
 		if ((rc = get_blob(fs, v, at, field, &e, &data, size)) == 0) {
@@ -577,7 +577,7 @@ void zrfs_batch_file_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		char info[1024];
 		int n = info_json(at, info, sizeof info);
 		zrfs_reply_slice(req, info, (uint64_t)n, size, off);
-	} else if (fs->fields[kind_field(kind)].flate) {
+	} else if (fs->fields[kind_field(kind)].whole) {
 		batch_read_flate(req, fs, v, at, kind_field(kind), kind_part(kind), size, off);
 	} else {
 		read_raw(req, fs, v, at, kind_field(kind), kind_part(kind), size, off, ahead);

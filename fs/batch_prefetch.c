@@ -424,7 +424,7 @@ static void run(struct zrfs *fs, const struct job *j)
 			pin_free(fs, p);
 		else
 			zrfs_batch_uncache(fs, &j->at);
-	} else if (fs->fields[j->field].flate) {
+	} else if (fs->fields[j->field].whole) {
 		zrfs_batch_assemble(fs, j->v, &j->at, j->field);
 	} else {
 		/* raw: start the disk on the records; the kernel caches them */

@@ -347,7 +347,7 @@ static void batches_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		unsigned f = kind_field(w.kind);
 		if (off == 0)
 			zrfs_prefetch_ahead(fs, &w.at, f);
-		ahead = !fs->fields[f].flate && zrfs_prefetch_hinted(fs, &w.at, f);
+		ahead = !fs->fields[f].whole && zrfs_prefetch_hinted(fs, &w.at, f);
 	}
 	zrfs_batch_file_read(req, fs, v, &w.at, w.kind, size, off, ahead);
 }

@@ -79,7 +79,7 @@ static uint64_t memory_bound(void)
 }
 
 /* The mount's copy of field @i of @ds. */
-static void field_copy(struct zrfs_field *f, zr_dataset *ds, unsigned i)
+static void field_copy(struct zrfs_field *f, zr_dataset *ds, unsigned i, bool check)
 {
 	const zr_field_spec *spec = zr_field(ds, i);
 
@@ -94,7 +94,8 @@ static void field_copy(struct zrfs_field *f, zr_dataset *ds, unsigned i)
 	f->name_len = strlen(f->name);
 	f->ext_len = spec->ext ? strlen(f->ext) : 0;
 	f->record_size = zr_field_record_size(ds, i);
-	f->flate = spec->compress == ZR_FLATE;
+	/* -o check: a raw value too is served from the cache, checked once */
+	f->whole = spec->compress == ZR_FLATE || (check && zr_format_version(ds) >= 2);
 	/* a fixed shape: FIELD.npy (zr_npy_header refuses what NumPy cannot read) */
 	char hdr[ZR_NPY_HEADER_MAX];
 	f->has_npy = spec->fixed && zr_npy_header(spec, 0, hdr, sizeof hdr) > 0;
@@ -105,7 +106,7 @@ int zrfs_dataset_open(struct zrfs *fs)
 	struct zrfs_view *v = NULL;
 	zr_dataset *ds;
 	struct stat st;
-	int rc = zr_open(&ds, fs->dataset, ZR_RDONLY);
+	int rc = zr_open(&ds, fs->dataset, ZR_RDONLY | (fs->opts.check ? ZR_CHECK : 0));
 
 	if (rc < 0) {
 		fprintf(stderr, "zrfs: %s\n", zr_errmsg(NULL));
@@ -123,7 +124,7 @@ int zrfs_dataset_open(struct zrfs *fs)
 		return -1;
 	}
 	for (unsigned i = 0; i < fs->nfields; i++)
-		field_copy(&fs->fields[i], ds, i);
+		field_copy(&fs->fields[i], ds, i, fs->opts.check);
 	if (zr_names_get(ds, &fs->names) < 0) {
 		zr_close(ds);
 		fprintf(stderr, "zrfs: out of memory\n");

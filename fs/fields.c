@@ -271,7 +271,7 @@ static void read_view(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, unsi
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		ids[i] = lo + i;
 	if (rc == 0)
-		rc = f->flate ? zrfs_records_inflate_rows(fs, v, field, ids, n, rows)
+		rc = f->whole ? zrfs_records_inflate_rows(fs, v, field, ids, n, rows)
 			      : zrfs_records_locate(fs, v, field, ids, n, rows, &g);
 	if (rc == 0)
 		rc = zrfs_npy_pieces(&p, h, rows, lo, pos, end);

@@ -89,6 +89,10 @@ static const char usage[] =
 	"                       always reachable by name; unlisted, tools that walk\n"
 	"                       the whole mount, du, find, rsync -a, see each record\n"
 	"                       once)\n"
+	"  check                check every raw value against its checksum before it is\n"
+	"                       served (flate values always are): a record file's value\n"
+	"                       is loaded whole into the cache, once; a damaged one\n"
+	"                       reads EIO, logged with where it lies\n"
 	"  splice               splice raw records from the chunk files into replies\n"
 	"                       instead of reading them into a buffer (zero-copy; on\n"
 	"                       the machines measured it was slower, see BENCHMARKS.md)\n"
@@ -154,6 +158,7 @@ static const struct fuse_opt cli_spec[] = {
 	{"log=%s", offsetof(struct cli, log), 0},
 	{"uring", offsetof(struct cli, opts.uring), 1},
 	{"splice", offsetof(struct cli, opts.splice), 1},
+	{"check", offsetof(struct cli, opts.check), 1},
 	{"list_views", offsetof(struct cli, opts.list_views), 1},
 	{"writable", offsetof(struct cli, writable), 1},
 	{"rw", offsetof(struct cli, rw), 1},

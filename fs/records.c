@@ -233,7 +233,7 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	zr_batch *g = NULL;
 	int rc;
 
-	if (fs->fields[field].flate) {
+	if (fs->fields[field].whole) {
 		record_read_flate(req, fs, v, ino, field, id, size, off);
 		return;
 	}

@@ -146,7 +146,8 @@ struct zrfs_field {
 	size_t name_len;
 	size_t ext_len;       /* 0: record files have no extension */
 	uint64_t record_size; /* fixed-shape fields; 0 = variable */
-	bool flate;
+	bool whole;           /* served from values loaded whole into the cache:
+			       * inflated (flate), or checked (-o check) */
 	bool has_npy;         /* a fixed shape: FIELD.npy, the whole field */
 };
 
@@ -155,6 +156,7 @@ struct zrfs_opts {
 	uint64_t cache_bytes; /* bound of the inflated-record cache */
 	unsigned readahead_kb; /* 0: leave the kernel's default */
 	int splice;           /* splice raw bytes into replies (-o splice) */
+	int check;            /* check raw values' checksums too (-o check) */
 	int list_views;       /* list /.batches and /by in the root (-o list_views) */
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */

@@ -39,7 +39,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 	w->fs = fs;
 	fs->writes = w;
 	fs->view_shown = zrfs_write_shown;
-	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR)) < 0) {
+	if ((rc = zr_open(&w->ds, fs->dataset, ZR_RDWR | (fs->opts.check ? ZR_CHECK : 0))) < 0) {
 		fprintf(stderr, "zrfs: cannot mount read-write: %s\n", zr_errmsg(NULL));
 		free(where);
 		return -1;

@@ -33,6 +33,46 @@ n=$(grep -c "field 'img' record 10" "$T/log")
 grep -q "left out" "$T/log" || fail "no line says how many were left out: $(tail -3 "$T/log")"
 grep -q "field 'txt' record 20" "$T/log" || fail "no log line for txt 20"
 
+# a byte of a raw value changed in place (bit rot, a stray write): zr verify
+# names the record by its checksum; a mount serves raw values as stored
+# unless -o check, which makes the record file, FIELD.npy and a batch's file
+# that hold it EIO, logged with where it lies; the other records read
+: "${ZR:?ZR must name the zr binary}"
+CK=$T/ck
+head -c 4000 /dev/urandom >"$T/flat"
+"$ZR" import flat "$T/flat" "$CK" --record-size 40 >/dev/null || fail "zr import flat"
+off=$("$ZR" stat "$CK" data 7 | sed -n 's/^stored *40 bytes in chunk\/\([0-9]*\)\.zr at offset \([0-9]*\)$/\1 \2/p')
+set -- $off
+[ $# -eq 2 ] || fail "zr stat of record 7: $("$ZR" stat "$CK" data 7)"
+/usr/bin/python3 -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]) + 13); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 4]))
+' "$CK/chunk/$1.zr" "$2" || fail "flip"
+"$ZR" verify "$CK" >"$T/out"
+[ $? -eq 1 ] || fail "zr verify of a changed value: $(cat "$T/out")"
+grep -q "field data, record 7: the 40 bytes in chunk $1 at $2 do not match their checksum" "$T/out" ||
+	fail "zr verify said: $(cat "$T/out")"
+grep -q "1 problem" "$T/out" || fail "zr verify found more: $(cat "$T/out")"
+"$ZRFS" "$CK" "$MNT" || fail "mount"
+cmp -s "$MNT/data/7" "$T/flat" -i 0:280 -n 40 && fail "unchecked: record 7 reads as before"
+[ "$(wc -c <"$MNT/data/7")" -eq 40 ] || fail "unchecked: record 7 is not served as stored"
+fusermount3 -u "$MNT" || fail "unmount"
+"$ZRFS" "$CK" "$MNT" -o check -f 2>"$T/log" &
+pid=$!
+timeout 20 sh -c "until mountpoint -q '$MNT'; do :; done" || fail "not mounted with -o check"
+for f in data/7 data.npy ".batches/seq,batch=10/epoch-0/0/data"; do
+	out=$(cat "$MNT/$f" 2>&1 >/dev/null) && fail "-o check: reading $f succeeded"
+	case $out in *"Input/output error"*) ;; *) fail "-o check: $f: $out" ;; esac
+done
+cmp "$MNT/data/8" "$T/flat" -i 0:320 -n 40 || fail "-o check: data/8 does not read its bytes"
+cmp "$MNT/.batches/seq,batch=10/epoch-0/1/data" "$T/flat" -i 0:400 -n 400 ||
+	fail "-o check: the second batch does not read its bytes"
+fusermount3 -u "$MNT"
+wait $pid || fail "zrfs exited $?"
+grep -q "record 7: the 40 bytes at $2 do not match their checksum" "$T/log" ||
+	fail "-o check: no log line for record 7: $(cat "$T/log")"
+
 # a FIFO where a dataset file should be: zrfs refuses to mount, naming it,
 # instead of blocking forever (an fstab mount would hang the boot); a chunk
 # file is opened on first use, so its records are EIO, logged, and the
