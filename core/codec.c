@@ -37,23 +37,6 @@ void zr_put_le64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-uint32_t zr_le32(const uint8_t *p)
-{
-	return le32(p);
-}
-
-void zr_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Layout of an entry (FORMAT.md): offset u64 @0, chunk_id u32 @8, len u32 @12. */
 /* ---- CRC-32C ---- */
 
 #define CRC32C_POLY 0x82F63B78u /* reflected */
@@ -180,7 +163,8 @@ uint32_t zr_crc32c_portable(uint32_t crc, const void *p, size_t n)
 
 /* ---- entries ---- */
 
-/* Format 2 takes 32 bits for the checksum from the offset (40 bits left:
+/* Format 1: offset u64 @0, chunk_id u32 @8, len u32 @12 (FORMAT.md).
+ * Format 2 takes 32 bits for the checksum from the offset (40 bits left:
  * chunks of up to 1 TiB) and the chunk id (24 left): its high 24 bits sit
  * above the offset, its low 8 above the chunk id. */
 #define OFFSET_MASK (ZR_V2_OFFSET_LIMIT - 1)

@@ -256,7 +256,8 @@ int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
 	bool check = zr_checks(ds, field) && st.physical_len;
 	uint32_t crc = 0;
 	if (ds->fields[field].def.spec.compress == ZR_FLATE && st.physical_len) {
-		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd, &crc);
+		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd,
+				   check ? &crc : NULL);
 	} else if (st.physical_len && !(buf = malloc(ZR_COPY_PIECE))) {
 		rc = zr_err(-ENOMEM, "out of memory");
 		goto out;

@@ -397,8 +397,6 @@ static inline bool zr_checks(const zr_dataset *ds, unsigned field)
 }
 
 /* codec.c */
-uint32_t zr_le32(const uint8_t *p);
-void zr_put_le32(uint8_t *p, uint32_t v);
 /* CRC-32C of @n bytes at @p, continuing @crc (0 to start); the second
  * without the CPU's instruction (both must agree: tests). */
 uint32_t zr_crc32c(uint32_t crc, const void *p, size_t n);
