@@ -33,7 +33,8 @@
  * data, each opened in turn, sees one state. A step pushed out of them is
  * let go: the kernel is told to forget its name and its files' pages, and
  * the pin goes with the last of its files; a step whose file is open
- * stays, with its view, so no reader sees a step change under it. A pinned
+ * stays, with its view, so no reader sees a step change under it (and is
+ * told again every second: once closed, it goes). A pinned
  * view is an older state the writer must keep a journal for; a reader of
  * random steps or of step 0 of every epoch would otherwise pin one per step
  * for as long as the kernel keeps its names (a year, -o timeout). A step
@@ -56,6 +57,7 @@
 #define HINTS 256
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
 #define PIN_IDLE_MS 5000 /* a step of the latest not looked up for this long is let go */
+#define PRUNE_AGAIN_MS 1000 /* a step let go and held is asked back this often */
 
 enum job_kind {
 	JOB_AHEAD,            /* make a step of a field ready */
@@ -97,6 +99,7 @@ struct zrfs_prefetch {
 	struct zrfs_table pins;   /* struct step_pin */
 	struct step_pin *latest[STEP_PINS_MAX]; /* the latest pinned, oldest first */
 	unsigned nlatest;
+	uint64_t asked_ms;        /* steps let go and held were last asked back then */
 };
 
 static unsigned hint_slot(uint64_t key)
@@ -397,6 +400,72 @@ void zrfs_prefetch_pass_now(struct zrfs *fs)
 	zrfs_batch_tables_finish(fs, n);
 }
 
+/* Have the kernel forget step @at, and so the view it showed: its files'
+ * names, inodes and pages and its directory's name, those in use but. Where
+ * it can be asked to drop numbers (notify.c), the files first: a directory
+ * goes only once nothing under it is cached. That takes no lock a request
+ * holds; the names told one by one take the epoch directory's lock. */
+static void forget_step(struct zrfs *fs, const struct batch_step *at)
+{
+	unsigned kinds = step_kinds(fs);
+	fuse_ino_t *ino = malloc(kinds * sizeof *ino);
+	char name[32];
+	bool dropped = false;
+
+	if (ino) {
+		for (unsigned kind = STEP_IDS; kind < kinds; kind++)
+			ino[kind - STEP_IDS] = step_ino(at->slot, at->step, kind);
+		ino[kinds - 1] = step_dir_ino(at);
+		dropped = zrfs_notify_prune(fs, ino, kinds);
+		free(ino);
+	}
+	if (dropped)
+		return;
+	for (unsigned kind = STEP_IDS; kind < kinds; kind++)
+		fuse_lowlevel_notify_inval_inode(fs->se, step_ino(at->slot, at->step, kind), 0, 0);
+	snprintf(name, sizeof name, "%llu", (unsigned long long)at->step);
+	fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(at->slot), name, strlen(name));
+}
+
+struct let_go {
+	struct batch_step at[STEP_PINS_MAX];
+	unsigned n;
+};
+
+static int let_go_add(struct zrfs_link *l, void *ctx)
+{
+	struct step_pin *p = zrfs_container(l, struct step_pin, link);
+	struct let_go *g = ctx;
+
+	if (!p->latest)
+		g->at[g->n++] = (struct batch_step){.slot = p->slot, .step = p->step};
+	return g->n == STEP_PINS_MAX;
+}
+
+/* Steps let go that the kernel still holds a file of (one open then may be
+ * closed now): asked to be forgotten again every PRUNE_AGAIN_MS, where the
+ * kernel can be asked to drop numbers (it would keep an unused name until
+ * memory is short, and the step its view). Under the lock, which it lets
+ * go and takes again if it asks; the time the next ask is due, or 0. */
+static uint64_t let_go_again(struct zrfs *fs, uint64_t now)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	struct let_go g;
+
+	if (q->pins.n <= q->nlatest || !atomic_load(&fs->prunes))
+		return 0;
+	if (now - q->asked_ms < PRUNE_AGAIN_MS)
+		return q->asked_ms + PRUNE_AGAIN_MS;
+	q->asked_ms = now;
+	g.n = 0;
+	zrfs_table_each(&q->pins, let_go_add, &g);
+	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < g.n; i++)
+		forget_step(fs, &g.at[i]);
+	pthread_mutex_lock(&q->lock);
+	return now + PRUNE_AGAIN_MS;
+}
+
 static void run(struct zrfs *fs, const struct job *j)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
@@ -404,13 +473,7 @@ static void run(struct zrfs *fs, const struct job *j)
 	if (j->kind == JOB_PASS) {
 		zrfs_prefetch_pass_now(fs);
 	} else if (j->kind != JOB_AHEAD) {
-		char name[32];
-		for (unsigned kind = STEP_IDS; kind < step_kinds(fs); kind++)
-			fuse_lowlevel_notify_inval_inode(fs->se, step_ino(j->at.slot, j->at.step, kind),
-							 0, 0);
-		/* the kernel may forget the step now, and the view it showed */
-		snprintf(name, sizeof name, "%llu", (unsigned long long)j->at.step);
-		fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(j->at.slot), name, strlen(name));
+		forget_step(fs, &j->at);
 		/* a step dropped behind the reader leaves the latest; a step
 		 * keeps its view while the kernel holds a file of it */
 		struct step_pin *p = NULL;
@@ -502,6 +565,9 @@ static void *prefetcher(void *arg)
 				pthread_mutex_lock(&q->lock);
 				continue;
 			}
+			uint64_t again = let_go_again(fs, zrfs_now_ms());
+			if (again && (!due || again < due))
+				due = again;
 			if (q->qlen == 0) /* a job pushed by let_go_idle runs first */
 				wait_until(q, due);
 			continue;

@@ -636,6 +636,8 @@ static void *follower(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		zrfs_notes_send(fs, &notes);
 		zrfs_notes_free(&notes);
+		/* the old numbers pinned: the kernel need not keep them now */
+		zrfs_inodes_prune(fs, zrfs_now_ms());
 		answer_up_to(fs, gen, upto, false);
 	}
 	return NULL;

@@ -20,6 +20,12 @@
  *     tells the subtree to let it go when the kernel forgets the number;
  *     those of later lookups of a number held it lets go at once.
  *
+ * A pinned number keeps an older state alive (and the writer's journal of
+ * it), but the kernel keeps a name and an inode it does not use until
+ * memory is short: each pinned number is remembered, and the follower asks
+ * the kernel to drop the new ones after each commit and all of them again
+ * every second (zrfs_inodes_prune), until their FORGET unpins them.
+ *
  * The numbers of one record (every version, and its twin in tree/ showing
  * a class as text) hash alike, so that whether the kernel holds any of them
  * is one chain to walk (view.c gives a record's versions back with that).
@@ -37,6 +43,7 @@
 #include <string.h>
 
 #define SHARDS 64 /* a power of 2 */
+#define PRUNE_AGAIN_MS 1000
 
 /* One number the kernel holds. */
 struct entry {
@@ -52,10 +59,21 @@ struct shard {
 	struct zrfs_table t;
 } __attribute__((aligned(64)));
 
+/* The numbers pinned, for the kernel to be asked to drop (notify.c):
+ * those from sent on not asked yet; all asked again every PRUNE_AGAIN_MS,
+ * those unpinned since left out (a file open then may be closed now). */
+struct stale {
+	pthread_mutex_t lock;
+	fuse_ino_t *v;
+	size_t n, cap, sent;
+	uint64_t asked_ms;
+};
+
 struct zrfs_inodes {
 	struct shard shards[SHARDS];
 	atomic_uint_least64_t held;   /* entries, all shards */
 	atomic_uint_least64_t pinned; /* of them, showing a view of their own */
+	struct stale stale;
 };
 
 /* ---- the table ---- */
@@ -210,6 +228,24 @@ uint64_t zrfs_inodes_held(struct zrfs *fs)
 
 /* ---- pins ---- */
 
+/* Remember pinned @ino to be dropped (short of memory: it waits for the
+ * kernel's own FORGET, as without the notification). */
+static void stale_add(struct stale *st, fuse_ino_t ino)
+{
+	pthread_mutex_lock(&st->lock);
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		fuse_ino_t *v = realloc(st->v, cap * sizeof *v);
+		if (v) {
+			st->v = v;
+			st->cap = cap;
+		}
+	}
+	if (st->n < st->cap)
+		st->v[st->n++] = ino;
+	pthread_mutex_unlock(&st->lock);
+}
+
 int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 {
 	struct zrfs_inodes *t = fs->inodes;
@@ -224,6 +260,8 @@ int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v)
 		rc = 1;
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (rc == 1 && atomic_load(&fs->prunes))
+		stale_add(&t->stale, ino);
 	return rc;
 }
 
@@ -276,6 +314,33 @@ bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino)
 	return v != NULL;
 }
 
+void zrfs_inodes_prune(struct zrfs *fs, uint64_t now_ms)
+{
+	struct stale *st = &fs->inodes->stale;
+	fuse_ino_t *ask = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&st->lock);
+	if (now_ms - st->asked_ms >= PRUNE_AGAIN_MS) {
+		size_t kept = 0;
+		for (size_t i = 0; i < st->n; i++)
+			if (zrfs_inode_pinned(fs, st->v[i]))
+				st->v[kept++] = st->v[i];
+		st->n = kept;
+		st->sent = 0;
+		st->asked_ms = now_ms;
+	}
+	if (st->sent < st->n && (ask = malloc((st->n - st->sent) * sizeof *ask))) {
+		n = st->n - st->sent;
+		memcpy(ask, st->v + st->sent, n * sizeof *ask);
+		st->sent = st->n;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (n)
+		zrfs_notify_prune(fs, ask, n);
+	free(ask);
+}
+
 /* ---- set-up ---- */
 
 int zrfs_inodes_create(struct zrfs *fs)
@@ -287,6 +352,7 @@ int zrfs_inodes_create(struct zrfs *fs)
 	memset(t, 0, sizeof *t);
 	for (unsigned i = 0; i < SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
+	pthread_mutex_init(&t->stale.lock, NULL);
 	fs->inodes = t;
 	return 0;
 }
@@ -310,6 +376,8 @@ void zrfs_inodes_destroy(struct zrfs *fs)
 		zrfs_table_drain(&s->t, entry_free);
 		pthread_mutex_destroy(&s->lock);
 	}
+	pthread_mutex_destroy(&t->stale.lock);
+	free(t->stale.v);
 	free(t);
 	fs->inodes = NULL;
 }

@@ -16,6 +16,12 @@
  * notifying thread cannot finish dying, /dev/fuse is never closed, and the
  * program and the mount hang until `umount -f`. An epoch cannot: on those
  * kernels only, zrfs falls back to the old notification (zrfs(8)).
+ * An epoch leaves the stale names cached, with the inodes they hold, until
+ * their next use: a record file looked up once before a commit would keep
+ * its old number, and the older state its pin shows (inodes.c), for as
+ * long as the kernel keeps the name. FUSE_NOTIFY_PRUNE (FUSE 7.45) has the
+ * kernel drop a number's names and inode unless a file of it is open (it
+ * takes no lock a request holds either): then the FORGET comes at once.
  * A listing's notification (INVAL_INODE of a directory) takes no lock that
  * a request holds across its answer; a record file's, sent only when every
  * version of it is held and the oldest number is taken back for new bytes
@@ -27,16 +33,27 @@
 #include <linux/fuse.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* fuse_notify_code's next after FUSE_NOTIFY_RESEND (7); libfuse 3.14 and
  * Debian 12's headers have neither */
 #define NOTIFY_INC_EPOCH 8
 #define EPOCH_MINOR 44
+#define NOTIFY_PRUNE 9 /* followed by struct prune and the numbers */
+#define PRUNE_MINOR 45
+#define PRUNE_BATCH 512 /* numbers a write; the kernel takes them so */
+
+struct prune {
+	uint32_t count;
+	uint32_t padding;
+	uint64_t spare;
+};
 
 void zrfs_notify_setup(struct zrfs *fs, const struct fuse_conn_info *conn)
 {
 	atomic_store(&fs->epochs, conn->proto_major == 7 && conn->proto_minor >= EPOCH_MINOR);
+	atomic_store(&fs->prunes, conn->proto_major == 7 && conn->proto_minor >= PRUNE_MINOR);
 }
 
 bool zrfs_notify_epoch(struct zrfs *fs)
@@ -50,6 +67,28 @@ bool zrfs_notify_epoch(struct zrfs *fs)
 	if (errno == EINVAL) /* a kernel that says 7.44 but has it not: never again */
 		atomic_store(&fs->epochs, false);
 	return false;
+}
+
+bool zrfs_notify_prune(struct zrfs *fs, const fuse_ino_t *ino, size_t n)
+{
+	for (size_t i = 0; i < n; i += PRUNE_BATCH) {
+		uint32_t count = n - i < PRUNE_BATCH ? (uint32_t)(n - i) : PRUNE_BATCH;
+		struct prune p = {.count = count};
+		struct fuse_out_header h = {
+			.len = (uint32_t)(sizeof h + sizeof p + count * sizeof *ino),
+			.error = NOTIFY_PRUNE,
+		};
+		struct iovec iov[3] = {
+			{&h, sizeof h}, {&p, sizeof p}, {(void *)(ino + i), count * sizeof *ino}};
+		if (!fs->se || !atomic_load(&fs->prunes))
+			return false;
+		if (writev(fuse_session_fd(fs->se), iov, 3) == (ssize_t)h.len)
+			continue;
+		if (errno == EINVAL) /* a kernel without it: never again */
+			atomic_store(&fs->prunes, false);
+		return false;
+	}
+	return true;
 }
 
 static int note(struct zrfs_notes *notes, fuse_ino_t ino, const char *name)

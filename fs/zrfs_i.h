@@ -248,6 +248,7 @@ struct zrfs {
 	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */
 	atomic_bool epochs;   /* names are told with an epoch (notify.c) */
+	atomic_bool prunes;   /* the kernel can be told to drop numbers (notify.c) */
 	atomic_bool warm;     /* the last batch read ahead was all in the page cache */
 };
 
@@ -337,6 +338,12 @@ int zrfs_inode_pin(struct zrfs *fs, fuse_ino_t ino, struct zrfs_view *v);
 bool zrfs_inode_pinned(struct zrfs *fs, fuse_ino_t ino);
 struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino);
 bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino);
+/* Ask the kernel to drop the numbers pinned since the last call, and every
+ * number still pinned once a second (a file open at the first ask may be
+ * closed now): its FORGET then unpins it at once, where the kernel would
+ * keep an unused name and inode of an old state until memory is short.
+ * Where the kernel cannot be asked, pins wait for its own FORGETs. */
+void zrfs_inodes_prune(struct zrfs *fs, uint64_t now_ms);
 
 /* ---- follow.c ---- */
 
@@ -522,6 +529,10 @@ void zrfs_notify_setup(struct zrfs *fs, const struct fuse_conn_info *conn);
 /* Have the kernel look up every name it caches again before its next use,
  * taking no lock: true; false where it cannot (tell names one by one). */
 bool zrfs_notify_epoch(struct zrfs *fs);
+/* Have the kernel drop its names and inodes of numbers @ino[0..@n) (and
+ * FORGET them) but those of a file open, taking no lock: true; false where
+ * it cannot (a kernel before FUSE 7.45). */
+bool zrfs_notify_prune(struct zrfs *fs, const fuse_ino_t *ino, size_t n);
 /* Move every note of @src to @dst, leaving @src empty: 0, or -ENOMEM (the
  * notes of @src are then dropped: those names show an older state until
  * the kernel looks them up again after its timeout). */

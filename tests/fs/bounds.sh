@@ -8,6 +8,8 @@
 # every step it reads shows the state of its lookup, also after the kernel
 # forgets the latest of itself. Once readers stop, the latest steps are let
 # go within seconds: a commit then leaves no journal of what they showed.
+# Record files and steps the kernel keeps cached after a commit, unused
+# (or once closed), are let go the same way.
 #
 # The tables of specs (4,096) and of epochs opened (65,536) are bounded the
 # same way: 5,000 specs and 70,000 epochs looked up one after the other
@@ -92,6 +94,50 @@ assert ids(f"{B}/{held_spec}/epoch-9/2/ids") == want(held_spec, 9, 2)
 assert sorted(os.listdir(held_dir)) == sorted(os.listdir(f"{B}/{held_spec}/epoch-9"))
 assert sorted(os.listdir(B)) == listed
 PY
+# Record files looked up before a commit changes them: the kernel keeps a
+# name and an inode it does not use until memory is short, and each old
+# number shows the state it showed, which the writer keeps a journal for.
+# The next path through the directory has the kernel drop the names under
+# it, but a directory nobody reads again keeps them: the mount has the
+# kernel drop those not open at once and those open once closed. A file
+# held open across the commit keeps its bytes until it is closed, and
+# within seconds of that a commit leaves no journal.
+for i in 1 2 3 4 6 7 8; do # 5 has no txt
+	same "$MNT/txt/$i.txt" "$REF/txt/$i.txt"
+done
+exec 3<"$MNT/txt/9.txt"
+for i in 1 2 3 4 6 7 8 9; do
+	printf "new$i" >"$T/v"
+	"$ZR" set "$DS" "$i" --txt="$T/v" >/dev/null || fail "zr set $i"
+done
+# (waited for through the root: a path through txt/ would have the kernel
+# drop the names under it, as a next reader of that directory does)
+within 20 cmp -s "$MNT/meta.json" "$DS/meta.json" || fail "the mount does not show commit new9"
+cmp -s - "$REF/txt/9.txt" <&3 || fail "record 9, held open, changed under its reader"
+no_journal_left && fail "the state record 9's open file shows went while it was open"
+exec 3<&-
+within 20 no_journal_left ||
+	fail "$(journals) journals 20 s after record files read before a commit were let go"
+# A step let go while a file of it is open keeps its view until it is
+# closed, and then goes (the kernel is asked again every second).
+step="$MNT/.batches/seq,batch=4/epoch-151/0/txt"
+cat "$step" >"$T/step" || fail "epoch 151's step 0"
+exec 3<"$step"
+printf v151 >"$T/v"
+"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set v151"
+within 20 cmp -s "$MNT/meta.json" "$DS/meta.json" || fail "the mount does not show commit v151"
+no_journal_left && fail "the state a step's open file shows went while it was open"
+# 64 steps looked up after it push it out of the latest: it is let go
+k=1
+while [ $k -le 64 ]; do
+	head -c 1 "$MNT/.batches/seq,batch=4/epoch-151/$k/txt" >/dev/null || fail "epoch 151's step $k"
+	k=$((k + 1))
+done
+cmp -s - "$T/step" <&3 || fail "epoch 151's step 0, held open, changed under its reader"
+no_journal_left && fail "the state a step's open file shows went while it was open"
+exec 3<&-
+within 20 no_journal_left ||
+	fail "$(journals) journals 20 s after a step let go while open was closed"
 unmount_wait
 n=$(journals)
 [ "$n" -eq 0 ] || {
