@@ -5,6 +5,15 @@
  * through the mapping: a full disk fails with ENOSPC, not SIGBUS) and
  * trims. The files themselves are chunk.c's.
  *
+ * An append writes past everything written to its chunk (a writer takes a
+ * chunk trimmed to its committed bytes, and a failed append trims it back),
+ * where the file reads as zeros: runs of zeros of 64 KiB or more that fill
+ * whole pages of the file are not written but left as holes, as in a
+ * sparse file (zr_write_sparse). A value written with a hole (a file
+ * written through the mount at a far offset, a mostly empty array) then
+ * takes the disk space of its data; it reads the same, and its checksum
+ * is of its bytes.
+ *
  * Sections: mapping, writer side.
  */
 #include "store_i.h"
@@ -233,9 +242,9 @@ int zr_chunk_append(zr_dataset *ds, zr_chunk *c, const void *p1, size_t n1, cons
 		pthread_mutex_unlock(&ds->grow_lock);
 		FORWARD_IF_ERR(rc);
 	}
-	rc = zr_write_full(c->fd, p1, n1, off);
+	rc = zr_write_sparse(c->fd, p1, n1, off);
 	if (rc == 0 && n2)
-		rc = zr_write_full(c->fd, p2, n2, off + n1);
+		rc = zr_write_sparse(c->fd, p2, n2, off + n1);
 	if (rc < 0) {
 		/* leave no partial record behind the committed data */
 		zr_sys.ftruncate(c->fd, (off_t)c->write_pos);

@@ -125,7 +125,7 @@ static int rewrite(zr_dataset *ds, uint32_t chunk_size, zr_meta *m, uint8_t **ta
 			last_id = r->id;
 		}
 		uint64_t off = (oc.pos + f->align - 1) / f->align * f->align;
-		if ((rc = zr_write_full(oc.fd, bytes, e.len, off)) < 0) {
+		if ((rc = zr_write_sparse(oc.fd, bytes, e.len, off)) < 0) {
 			rc = zr_err(rc, "%s/chunk/%u.zr: write failed: %s", ds->path, oc.id,
 				    strerror(-rc));
 			break;

@@ -104,6 +104,11 @@ int zr_fresh_stat(int dirfd, const char *name, struct statx *sx);
 bool zr_fs_shared(int fd);
 /* pwrite/pread all of it or fail with -errno (short writes retried). */
 int zr_write_full(int fd, const void *buf, size_t n, uint64_t off);
+/* The same where the file reads as zeros (past everything written to it):
+ * runs of HOLE_MIN (64 KiB) zero bytes or more on whole pages of the file
+ * are left unwritten, holes; the file is made @off + @n bytes long at
+ * least. 0 or -errno. */
+int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off);
 int zr_file_reserve(int fd, uint64_t size);
 int zr_read_full(int fd, void *buf, size_t n, uint64_t off);
 

@@ -170,6 +170,48 @@ int zr_write_full(int fd, const void *buf, size_t n, uint64_t off)
 	return 0;
 }
 
+#define PAGE 4096
+#define HOLE_MIN (64 * 1024)
+
+static bool page_zero(const uint8_t *p)
+{
+	static const uint8_t zeros[PAGE];
+
+	return p[0] == 0 && p[PAGE - 1] == 0 && memcmp(p, zeros, PAGE) == 0;
+}
+
+int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const uint8_t *p = buf;
+	size_t done = 0, i = (size_t)((PAGE - off % PAGE) % PAGE), run = SIZE_MAX;
+	int rc;
+
+	if (n < HOLE_MIN)
+		return zr_write_full(fd, p, n, off);
+	for (; i + PAGE <= n; i += PAGE) {
+		if (page_zero(p + i)) {
+			if (run == SIZE_MAX)
+				run = i;
+			continue;
+		}
+		if (run != SIZE_MAX && i - run >= HOLE_MIN) {
+			if ((rc = zr_write_full(fd, p + done, run - done, off + done)) < 0)
+				return rc;
+			done = i;
+		}
+		run = SIZE_MAX;
+	}
+	if (run != SIZE_MAX && i - run >= HOLE_MIN) {
+		if ((rc = zr_write_full(fd, p + done, run - done, off + done)) < 0)
+			return rc;
+		done = i;
+	}
+	if (done < n)
+		return zr_write_full(fd, p + done, n - done, off + done);
+	/* the value ends in a hole: the file still ends at its last byte */
+	return zr_sys.ftruncate(fd, (off_t)(off + n)) < 0 ? -errno : 0;
+}
+
 int zr_read_full(int fd, void *buf, size_t n, uint64_t off)
 {
 	uint8_t *p = buf;

@@ -80,7 +80,10 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   files took minutes);
 - a record's file opened for writing (touch) and renamed is gone from
   its old name (the number it kept as the file's identity was the one a
-  lookup of the old name gave, and showed the moved file there).
+  lookup of the old name gave, and showed the moved file there);
+- a new file with one byte written at 4 GiB - 20 takes the disk space of
+  its data, not 4 GB: its hole stays a hole in the value being written and
+  in the chunk it is stored in, and reads as zeros.
 
 Exit 0 on success; a message and 1 on the first failure.
 """
@@ -647,6 +650,33 @@ def new_file_read_as_it_goes(d):
             '%d writes, %d reads of files that opened, none failed' % tuple(counts))
 
 
+def disk_bytes(top):
+    return sum(os.lstat(os.path.join(r, n)).st_blocks * 512
+               for r, _, names in os.walk(top) for n in names)
+
+
+def sparse_stays_sparse(d):
+    p = os.path.join(MNT, 'img', 'sparse.jpg')
+    at = (4 << 30) - 20  # the largest value is 4 GiB - 16
+    before = disk_bytes(DS)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.pwrite(fd, b'Z', at)
+    os.close(fd)
+    sync('img')
+    grew = disk_bytes(DS) - before
+    if grew > 64 << 20:
+        fail('a 1-byte write at 4 GiB - 20 took %d MB of disk' % (grew >> 20))
+    fd = os.open(p, os.O_RDONLY)
+    size, end, mid = os.fstat(fd).st_size, os.pread(fd, 9, at - 8), os.pread(fd, 4096, 1 << 31)
+    os.close(fd)
+    if size != at + 1 or end != bytes(8) + b'Z' or mid != bytes(4096):
+        fail('the sparse file reads %d bytes, %r at its end, %r... in the middle'
+             % (size, end, mid[:8]))
+    os.unlink(p)
+    sync('img')
+    return 'a 4 GiB file of one byte took %d KB' % (grew >> 10)
+
+
 def mount_beside(ds, mnt, nofile=None):
     """Mount @ds on @mnt (made here, unmounted by fail), the daemon's
     descriptors limited to @nofile if given."""
@@ -907,7 +937,7 @@ def main():
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
                  read_across_a_commit,
                  touched_then_moved, removed_while_open, removed_in_groups,
-                 new_file_read_as_it_goes):
+                 new_file_read_as_it_goes, sparse_stays_sparse):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
     unmount(d)
