@@ -15,12 +15,15 @@
  * back: past half a table, a pass (run by a prefetch thread, which drops
  * what was made of the steps of the slots given back in between its
  * sweep and its finish) picks the least recently used entries down to a
- * quarter and tells the kernel to forget the name /.batches
- * (FUSE_NOTIFY_INVAL_ENTRY in the root): every name under it not in use
- * goes at once, and their FORGETs bring the next pass, which gives the
- * entries asked back; the others stay, and are found again by name. A
- * name in use (a file of it open, a directory someone is in) stays, with
- * its entry. One notification does, where one per name would take the
+ * quarter and tells the kernel to forget the name /.batches: every name
+ * under it not in use goes, and their FORGETs bring the next pass, which
+ * gives the entries asked back; the others stay, and are found again by
+ * name. Where the kernel has FUSE_NOTIFY_INC_EPOCH (notify.c) that is an
+ * epoch: the next path through /.batches drops what is under it (the one
+ * a full table holds waiting is past it, and its FORGETs come with the
+ * next lookup there); else FUSE_NOTIFY_INVAL_ENTRY in the root, which
+ * waits for the root's lock. A name in use (a file of it open, a
+ * directory someone is in) stays, with its entry. One notification does, where one per name would take the
  * kernel ~40 us each while lookups fill the table; and one in the root
  * never waits for a lookup in /.batches, which holds that directory until
  * it is answered: so a lookup that finds a table full waits (up to a
@@ -576,7 +579,10 @@ void zrfs_batch_tables_finish(struct zrfs *fs, uint32_t ngone)
 		want_pass(fs);
 	pthread_mutex_unlock(&b->lock);
 	pthread_mutex_unlock(&b->pass_lock);
-	if (fs->se && tell) /* a name in use stays */
+	/* a name in use stays; an epoch where the kernel has it (the root's
+	 * lock, which the old notification takes, is held by a request to us
+	 * while a lookup, create or rename there waits for its answer) */
+	if (fs->se && tell && !zrfs_notify_epoch(fs))
 		fuse_lowlevel_notify_inval_entry(fs->se, ZRFS_INO_ROOT, ZRFS_BATCHES_NAME,
 						 strlen(ZRFS_BATCHES_NAME));
 }
