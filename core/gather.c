@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct zr_batch {
 	size_t n;
@@ -255,6 +256,10 @@ int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
 	}
 	bool check = zr_checks(ds, field) && st.physical_len;
 	uint32_t crc = 0;
+	/* an empty file reads as zeros where nothing is written: runs of
+	 * zeros stay holes there, as in the chunk (zr_write_sparse) */
+	struct stat fst;
+	bool empty = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_size == 0;
 	if (ds->fields[field].def.spec.compress == ZR_FLATE && st.physical_len) {
 		rc = zr_flate_copy(st.fd, st.offset, st.physical_len, st.logical_len, fd,
 				   check ? &crc : NULL);
@@ -266,7 +271,8 @@ int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd)
 		size_t n = st.physical_len - at < ZR_COPY_PIECE ? (size_t)(st.physical_len - at)
 								 : ZR_COPY_PIECE;
 		if ((rc = zr_read_full(st.fd, buf, n, st.offset + at)) == 0)
-			rc = zr_write_full(fd, buf, n, at);
+			rc = empty ? zr_write_sparse(fd, buf, n, at)
+				   : zr_write_full(fd, buf, n, at);
 		if (check)
 			crc = zr_crc32c(crc, buf, n);
 	}

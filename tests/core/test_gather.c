@@ -309,3 +309,43 @@ Test(gather, record_copy_flate)
 	record_copy(ZR_FLATE);
 }
 
+
+/* zr_record_copy of a value with runs of zeros into an empty file leaves
+ * them holes there (a sparse value exported stays sparse); into a file
+ * that has bytes it writes them, so nothing of the file's shows through. */
+Test(gather, record_copy_keeps_holes)
+{
+	size_t len = (8u << 20) + 100;
+	uint8_t *v = calloc(1, len), *got = malloc(len);
+	cr_assert(v && got);
+	v[0] = 1;
+	v[len - 1] = 2;
+	t_create1(t_ds, ZR_RAW, 16);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	cr_assert_eq(zr_append(ds, &(zr_value){v, len}, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	char path[400];
+	snprintf(path, sizeof path, "%s/out", t_dir);
+	for (int full = 0; full < 2; full++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		cr_assert_geq(fd, 0);
+		if (full) { /* the file has bytes where the value has zeros */
+			memset(got, 0xEE, len);
+			cr_assert_eq(pwrite(fd, got, len, 0), (ssize_t)len);
+		}
+		cr_assert_eq(zr_record_copy(ds, 0, 0, fd), (int64_t)len, "%s", zr_errmsg(ds));
+		struct stat st;
+		cr_assert_eq(fstat(fd, &st), 0);
+		cr_assert_eq((size_t)st.st_size, len);
+		if (!full)
+			cr_assert_lt((uint64_t)st.st_blocks * 512, 1u << 20, "%llu bytes on disk",
+				     (unsigned long long)st.st_blocks * 512);
+		cr_assert_eq(pread(fd, got, len, 0), (ssize_t)len);
+		cr_assert(memcmp(got, v, len) == 0, "the copy differs (file %s)",
+			  full ? "with bytes" : "empty");
+		close(fd);
+	}
+	zr_close(ds);
+	free(v);
+	free(got);
+}
