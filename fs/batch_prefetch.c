@@ -99,7 +99,8 @@ struct zrfs_prefetch {
 	struct zrfs_table pins;   /* struct step_pin */
 	struct step_pin *latest[STEP_PINS_MAX]; /* the latest pinned, oldest first */
 	unsigned nlatest;
-	uint64_t asked_ms;        /* steps let go and held were last asked back then */
+	uint64_t asked_ms;        /* steps let go and held were last asked back then, */
+	size_t asked_from;        /* ... those after this many of them */
 };
 
 static unsigned hint_slot(uint64_t key)
@@ -427,9 +428,11 @@ static void forget_step(struct zrfs *fs, const struct batch_step *at)
 	fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(at->slot), name, strlen(name));
 }
 
+/* Steps let go and held, STEP_PINS_MAX at most, after the first @skip. */
 struct let_go {
 	struct batch_step at[STEP_PINS_MAX];
 	unsigned n;
+	size_t skip;
 };
 
 static int let_go_add(struct zrfs_link *l, void *ctx)
@@ -437,16 +440,22 @@ static int let_go_add(struct zrfs_link *l, void *ctx)
 	struct step_pin *p = zrfs_container(l, struct step_pin, link);
 	struct let_go *g = ctx;
 
-	if (!p->latest)
-		g->at[g->n++] = (struct batch_step){.slot = p->slot, .step = p->step};
+	if (p->latest)
+		return 0;
+	if (g->skip) {
+		g->skip--;
+		return 0;
+	}
+	g->at[g->n++] = (struct batch_step){.slot = p->slot, .step = p->step};
 	return g->n == STEP_PINS_MAX;
 }
 
 /* Steps let go that the kernel still holds a file of (one open then may be
- * closed now): asked to be forgotten again every PRUNE_AGAIN_MS, where the
- * kernel can be asked to drop numbers (it would keep an unused name until
- * memory is short, and the step its view). Under the lock, which it lets
- * go and takes again if it asks; the time the next ask is due, or 0. */
+ * closed now): asked to be forgotten again every PRUNE_AGAIN_MS, up to
+ * STEP_PINS_MAX at a time in turn, where the kernel can be asked to drop
+ * numbers (it would keep an unused name until memory is short, and the
+ * step its view). Under the lock, which it lets go and takes again if it
+ * asks; the time the next ask is due, or 0. */
 static uint64_t let_go_again(struct zrfs *fs, uint64_t now)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
@@ -458,7 +467,9 @@ static uint64_t let_go_again(struct zrfs *fs, uint64_t now)
 		return q->asked_ms + PRUNE_AGAIN_MS;
 	q->asked_ms = now;
 	g.n = 0;
+	g.skip = q->asked_from; /* those after the ones asked last time, in turn */
 	zrfs_table_each(&q->pins, let_go_add, &g);
+	q->asked_from = g.n == STEP_PINS_MAX ? q->asked_from + g.n : 0;
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < g.n; i++)
 		forget_step(fs, &g.at[i]);

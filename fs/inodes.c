@@ -23,8 +23,9 @@
  * A pinned number keeps an older state alive (and the writer's journal of
  * it), but the kernel keeps a name and an inode it does not use until
  * memory is short: each pinned number is remembered, and the follower asks
- * the kernel to drop the new ones after each commit and all of them again
- * every second (zrfs_inodes_prune), until their FORGET unpins them.
+ * the kernel to drop the new ones after each commit and the others again
+ * every second, 4,096 at a time in turn (zrfs_inodes_prune), until their
+ * FORGET unpins them.
  *
  * The numbers of one record (every version, and its twin in tree/ showing
  * a class as text) hash alike, so that whether the kernel holds any of them
@@ -44,6 +45,7 @@
 
 #define SHARDS 64 /* a power of 2 */
 #define PRUNE_AGAIN_MS 1000
+#define PRUNE_AGAIN_MAX 4096
 
 /* One number the kernel holds. */
 struct entry {
@@ -60,12 +62,13 @@ struct shard {
 } __attribute__((aligned(64)));
 
 /* The numbers pinned, for the kernel to be asked to drop (notify.c):
- * those from sent on not asked yet; all asked again every PRUNE_AGAIN_MS,
- * those unpinned since left out (a file open then may be closed now). */
+ * those from @fresh on not asked yet; every PRUNE_AGAIN_MS, up to
+ * PRUNE_AGAIN_MAX more from @cursor on (a file open then may be closed
+ * now), those unpinned since taken out. */
 struct stale {
 	pthread_mutex_t lock;
 	fuse_ino_t *v;
-	size_t n, cap, sent;
+	size_t n, cap, fresh, cursor;
 	uint64_t asked_ms;
 };
 
@@ -317,27 +320,34 @@ bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino)
 void zrfs_inodes_prune(struct zrfs *fs, uint64_t now_ms)
 {
 	struct stale *st = &fs->inodes->stale;
-	fuse_ino_t *ask = NULL;
-	size_t n = 0;
+	fuse_ino_t *ask;
+	size_t k = 0;
 
 	pthread_mutex_lock(&st->lock);
-	if (now_ms - st->asked_ms >= PRUNE_AGAIN_MS) {
-		size_t kept = 0;
-		for (size_t i = 0; i < st->n; i++)
-			if (zrfs_inode_pinned(fs, st->v[i]))
-				st->v[kept++] = st->v[i];
-		st->n = kept;
-		st->sent = 0;
+	bool again = now_ms - st->asked_ms >= PRUNE_AGAIN_MS && st->n > 0;
+	if ((st->fresh == st->n && !again) ||
+	    !(ask = malloc((st->n - st->fresh + PRUNE_AGAIN_MAX) * sizeof *ask))) {
+		pthread_mutex_unlock(&st->lock);
+		return;
+	}
+	for (size_t i = st->fresh; i < st->n; i++)
+		ask[k++] = st->v[i];
+	st->fresh = st->n;
+	for (size_t looked = 0; again && looked < PRUNE_AGAIN_MAX && st->n > 0; looked++) {
+		if (st->cursor >= st->n)
+			st->cursor = 0;
+		if (zrfs_inode_pinned(fs, st->v[st->cursor])) {
+			ask[k++] = st->v[st->cursor++];
+		} else { /* forgotten, or its pin taken back: out */
+			st->v[st->cursor] = st->v[--st->n];
+			st->fresh = st->n;
+		}
+	}
+	if (again)
 		st->asked_ms = now_ms;
-	}
-	if (st->sent < st->n && (ask = malloc((st->n - st->sent) * sizeof *ask))) {
-		n = st->n - st->sent;
-		memcpy(ask, st->v + st->sent, n * sizeof *ask);
-		st->sent = st->n;
-	}
 	pthread_mutex_unlock(&st->lock);
-	if (n)
-		zrfs_notify_prune(fs, ask, n);
+	if (k)
+		zrfs_notify_prune(fs, ask, k);
 	free(ask);
 }
 
