@@ -23,8 +23,9 @@
  * a full table holds waiting is past it, and its FORGETs come with the
  * next lookup there); else FUSE_NOTIFY_INVAL_ENTRY in the root, which
  * waits for the root's lock. A name in use (a file of it open, a
- * directory someone is in) stays, with its entry. One notification does, where one per name would take the
- * kernel ~40 us each while lookups fill the table; and one in the root
+ * directory someone is in) stays, with its entry. One notification does,
+ * where one per name would take the kernel ~40 us each while lookups fill
+ * the table; and one in the root
  * never waits for a lookup in /.batches, which holds that directory until
  * it is answered: so a lookup that finds a table full waits (up to a
  * second) for a pass to give something back. The steps a reader has just

@@ -340,9 +340,10 @@ struct zrfs_view *zrfs_inode_view(struct zrfs *fs, fuse_ino_t ino);
 bool zrfs_inode_unpin(struct zrfs *fs, fuse_ino_t ino);
 /* Ask the kernel to drop the numbers pinned since the last call, and the
  * numbers still pinned again once a second, 4,096 at a time in turn (a
- * file open at the first ask may be closed now): its FORGET then unpins it at once, where the kernel would
- * keep an unused name and inode of an old state until memory is short.
- * Where the kernel cannot be asked, pins wait for its own FORGETs. */
+ * file open at the first ask may be closed now): its FORGET then unpins it
+ * at once, where the kernel would keep an unused name and inode of an old
+ * state until memory is short. Where the kernel cannot be asked, pins wait
+ * for its own FORGETs. */
 void zrfs_inodes_prune(struct zrfs *fs, uint64_t now_ms);
 
 /* ---- follow.c ---- */

@@ -288,7 +288,8 @@ int zrfs_value_bytes(const struct zrfs_value *v, zr_value *out, void **map)
 		munmap(p, size);
 		p = MAP_FAILED;
 	}
-	if (p == MAP_FAILED && (p = mmap(NULL, size, PROT_READ, MAP_SHARED, v->fd, 0)) == MAP_FAILED)
+	if (p == MAP_FAILED &&
+	    (p = mmap(NULL, size, PROT_READ, MAP_SHARED, v->fd, 0)) == MAP_FAILED)
 		return -errno;
 	*map = p;
 	out->data = p;
