@@ -31,7 +31,7 @@
 static const char help[] =
 	"usage: zr import dir SRC DEST [--field NAME]\n"
 	"                     [--label-from-parent FIELD | --label-from-top FIELD]\n"
-	"                     [--ext EXT] [--follow-links] [--hidden]\n"
+	"                     [--ext EXT] [--follow-links] [--no-hidden]\n"
 	"                     [--names FIELD | --no-names]\n"
 	"       zr import npy FILE.npy [FILE.npy...] DEST [--field NAME]\n"
 	"       zr import flat FILE DEST --record-size BYTES [--field NAME]\n"
@@ -59,9 +59,11 @@ static const char help[] =
 	"        --follow-links a link to a file is that file; other links stay\n"
 	"        links. With --no-names (no tree to keep them in) links are\n"
 	"        skipped, counted in a warning (--follow-links: those to files\n"
-	"        followed). FIFOs, sockets and devices are always skipped. Hidden\n"
-	"        files and directories (a name starting with a dot: .DS_Store, ._x,\n"
-	"        .git) are skipped and counted in a warning; --hidden imports them.\n"
+	"        followed). FIFOs, sockets and devices are always skipped. Names\n"
+	"        starting with a dot are files and directories like the others, as\n"
+	"        rsync -a copies them (.gitignore, .git); --no-hidden skips them\n"
+	"        (.DS_Store, ._x in an image folder: with a label option such files\n"
+	"        are counted in a warning that names this option).\n"
 	"        A file at the top of SRC is in no class: skipped with a warning.\n"
 	"  npy   the rows of each array, in order; dtype and row shape are kept, so\n"
 	"        the mount's FIELD.npy reproduces the array.\n"
@@ -121,14 +123,14 @@ static bool names_kind(const struct import *im)
 
 enum {
 	O_FIELD = 256, O_PARENT, O_TOP, O_NAMES, O_NO_NAMES, O_EXT, O_COMPRESS, O_CHUNK,
-	O_WRITERS, O_RECORD_SIZE, O_LINKS, O_HIDDEN
+	O_WRITERS, O_RECORD_SIZE, O_LINKS, O_HIDDEN, O_NO_HIDDEN
 };
 
 /* Whether this kind of import takes option @c. */
 static bool takes(const struct import *im, int c)
 {
 	switch (c) {
-	case O_PARENT: case O_TOP: case O_EXT: case O_LINKS: case O_HIDDEN:
+	case O_PARENT: case O_TOP: case O_EXT: case O_LINKS: case O_HIDDEN: case O_NO_HIDDEN:
 		return im->src->plan == plan_dir;
 	case O_NAMES: case O_NO_NAMES:
 		return names_kind(im);
@@ -153,7 +155,7 @@ static int take_option(struct import *im, int c, const char *val)
 	case O_NAMES: o->names = val; break;
 	case O_NO_NAMES: o->names = NULL; break;
 	case O_LINKS: o->follow_links = true; break;
-	case O_HIDDEN: o->hidden = true; break;
+	case O_HIDDEN: case O_NO_HIDDEN: o->hidden = c == O_HIDDEN; break;
 	case O_EXT:
 		if (val[0] && (strlen(val) > ZR_EXT_MAX || zr_name_check(val) < 0)) {
 			zr_warn("import: --ext %s: not an extension (%s)", val,
@@ -195,7 +197,8 @@ static int parse_args(struct import *im, int argc, char **argv)
 		{"writers", required_argument, 0, O_WRITERS},
 		{"record-size", required_argument, 0, O_RECORD_SIZE},
 		{"follow-links", no_argument, 0, O_LINKS},
-		{"hidden", no_argument, 0, O_HIDDEN},
+		{"hidden", no_argument, 0, O_HIDDEN}, /* the default, still taken */
+		{"no-hidden", no_argument, 0, O_NO_HIDDEN},
 		ZR_OPT_HELP, ZR_OPT_END};
 	struct opts *o = &im->o;
 	const char *kind = im->src->kind;
@@ -580,7 +583,8 @@ int cmd_import(int argc, char **argv)
 	for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
 		if (strcmp(argv[1], sources[i].kind) == 0)
 			im->src = &sources[i];
-	im->o = (struct opts){.field = "data", .names = "name", .compress = ZR_RAW, .writers = 4};
+	im->o = (struct opts){.field = "data", .names = "name", .hidden = true, .compress = ZR_RAW,
+			     .writers = 4};
 	if (!im->src) {
 		zr_warn("import: unknown source kind '%s' (dir, npy, flat, tar; see 'zr import --help')",
 			argv[1]);

@@ -33,13 +33,13 @@ static int cmp_str(const void *a, const void *b)
 
 /* What a walk skipped, for the warning that says so. */
 struct skipped {
-	uint64_t links, dangling, dirlinks, special, hidden, binary;
+	uint64_t links, dangling, dirlinks, special, binary;
 	char first[PATH_MAX]; /* the first one, to name */
 };
 
 static void skip(struct skipped *k, uint64_t *what, const char *path)
 {
-	if (k->links + k->dangling + k->dirlinks + k->special + k->hidden + k->binary == 0)
+	if (k->links + k->dangling + k->dirlinks + k->special + k->binary == 0)
 		snprintf(k->first, sizeof k->first, "%s", path);
 	(*what)++;
 }
@@ -85,8 +85,8 @@ static int keep_link(struct walk *w, const char *path)
  * points to a file: then it counts as the file. Without w->tree links are
  * skipped, or with w->follow followed to files (dangling ones, loops and
  * links to directories skipped). Sockets, devices and FIFOs are not
- * records, nor, unless w->hidden, names starting with a dot. What is
- * skipped is counted in w->k; an entry that cannot be looked at fails the
+ * records. Without w->hidden names starting with a dot are passed over, as
+ * asked, silently. What else is skipped is counted in w->k; an entry that cannot be looked at fails the
  * walk. 1 when something under @dir is kept, 0 when nothing is, -1. */
 static int walk(struct walk *w, const char *dir)
 {
@@ -110,7 +110,6 @@ static int walk(struct walk *w, const char *dir)
 			break;
 		}
 		if (!w->hidden && de->d_name[0] == '.') {
-			skip(&w->k, &w->k.hidden, path);
 			free(path);
 			continue;
 		}
@@ -248,8 +247,6 @@ static void warn_skipped(const struct skipped *k)
 		{k->dangling, "dangling or looping symbolic link", "dangling or looping symbolic links"},
 		{k->dirlinks, "symbolic link to a directory", "symbolic links to directories"},
 		{k->special, "FIFO, socket or device", "FIFOs, sockets or devices"},
-		{k->hidden, "hidden file or directory (--hidden imports them)",
-		 "hidden files or directories (--hidden imports them)"},
 		{k->binary, "directory or link whose name or target is not UTF-8 (its files are kept)",
 		 "directories or links whose names or targets are not UTF-8 (their files are kept)"},
 	};
@@ -431,6 +428,8 @@ int plan_dir(struct import *im)
 	size_t srclen = strlen(src);
 	bool labels = im->o.label_field != NULL;
 	struct exts exts = {0};
+	uint64_t hidden = 0; /* files under a dot name that take a class */
+	const char *first_hidden = NULL;
 
 	struct walk w = {.top = srclen + 1, .follow = im->o.follow_links, .hidden = im->o.hidden,
 			 .files = files, .tree = im->o.names ? &im->tree : NULL, .err = p->err,
@@ -468,6 +467,10 @@ int plan_dir(struct import *im)
 			snprintf(name, sizeof name, "%.*s", (int)len, c ? c : "");
 			char **hit = bsearch(&key, classes->v, classes->n, sizeof *classes->v, cmp_str);
 			label = hit ? (int64_t)(hit - classes->v) : 0;
+			if (rel[0] == '.' || strstr(rel, "/.")) {
+				first_hidden = first_hidden ? first_hidden : files->v[i];
+				hidden++;
+			}
 		}
 		if (stat(files->v[i], &st) < 0) {
 			snprintf(p->err, sizeof p->err, "%s: %s", files->v[i], strerror(errno));
@@ -487,6 +490,12 @@ int plan_dir(struct import *im)
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
 			return -1;
 	}
+	/* an image folder's .DS_Store or ._x.png would be a sample of its class */
+	if (hidden)
+		zr_warn("import: %llu %s under a name starting with a dot %s a class (--no-hidden "
+			"skips such names); the first: %s",
+			(unsigned long long)hidden, hidden == 1 ? "file" : "files",
+			hidden == 1 ? "takes" : "take", first_hidden);
 	choose_ext(im, &exts);
 	free(exts.v);
 	return 0;

@@ -54,7 +54,7 @@ printf 'dot' >"$SRC/train/.hidden"
 chmod 755 "$SRC/README"
 chmod 600 "$SRC/train/cat/2.jpg"
 chmod 640 "$SRC/train/.hidden"
-"$ZR" import dir "$SRC" "$DS" --hidden >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
+"$ZR" import dir "$SRC" "$DS" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
 mount_ds
 agree "$SRC" "$MNT/tree" "directory import"
 same_meta "$SRC" "$MNT/tree" "directory import"

@@ -130,7 +130,7 @@ same_tree "$T/both" "$MNT/tree" "rsync and tar x, after a remount" nodirsize
 # writer's changes followed by a read-only mount
 fusermount3 -u "$MNT" || fail "unmount"
 rm -rf "$DS"
-"$ZR" import dir "$ICONS" "$DS" --hidden >/dev/null 2>"$T/import.err" || fail "import $ICONS"
+"$ZR" import dir "$ICONS" "$DS" >/dev/null 2>"$T/import.err" || fail "import $ICONS"
 mount_ds
 same_tree "$ICONS" "$MNT/tree" "$ICONS, read-only"
 mkdir "$T/ro"
