@@ -511,15 +511,29 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 				continue; /* not a file of the tree */
 			if (len == 0)
 				zr_record_file_name(ds, &kept, f, id, path, sizeof path);
-			n = member_load(ds, f, id, len > 0 && zr_names_text(ds, &nm, f), &buf, &cap);
-			if (n == -ENOENT)
+			/* a class as text is loaded; bytes are copied a piece at a
+			 * time, whatever their size, and their holes stay holes */
+			bool text = len > 0 && zr_names_text(ds, &nm, f);
+			zr_record_stat st;
+			if (zr_stat(ds, f, id, &st) < 0) {
+				zr_fail(-1, "export");
+				goto out;
+			}
+			if (!st.present)
 				continue;
-			if (n < 0)
+			if (text && (n = member_load(ds, f, id, true, &buf, &cap)) < 0)
 				goto out;
 			int fd = names_create_at(dfd, path, out);
 			if (fd < 0)
 				goto out;
-			if (write_all(fd, buf, (size_t)n) < 0) {
+			if (!text && (n = zr_record_copy(ds, f, id, fd)) < 0) {
+				char what[PATH_MAX + ZR_NAME_MAX + 64];
+				snprintf(what, sizeof what, "export: %s/%s", out, path);
+				zr_fail((int)n, what);
+				close(fd);
+				goto out;
+			}
+			if (text && write_all(fd, buf, (size_t)n) < 0) {
 				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
 				close(fd);
 				goto out;

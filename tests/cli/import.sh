@@ -99,6 +99,17 @@ expect_out "tree: 8 files"
 diff -r src tree >/dev/null || fail "export dir of the tree differs from the source: $(diff -r src tree | head -3)"
 zr export dir ds label byid-label
 [ -f byid-label/7 ] || fail "a field the names make no file of is not exported by id: $(ls byid-label | head -3)"
+# a sparse file's holes stay holes in the dataset and in what export writes
+# (a piece at a time: a value need not fit in memory)
+mkdir -p sparse/d
+truncate -s 64M sparse/d/img && printf mid | dd of=sparse/d/img bs=1 seek=33554432 conv=notrunc 2>/dev/null
+zr import dir sparse sparseds
+expect_rc 0
+zr export dir sparseds sparseout
+expect_rc 0
+cmp -s sparse/d/img sparseout/d/img || fail "export of a sparse file differs from it"
+[ "$(du -sk sparseds | cut -f1)" -lt 1024 ] || fail "import of a sparse file took $(du -sk sparseds | cut -f1) KiB"
+[ "$(stat -c %b sparseout/d/img)" -lt 2048 ] || fail "export wrote a sparse file's holes: $(stat -c %b sparseout/d/img) blocks"
 zr import dir src ds2 --no-names
 zr info --json ds2
 grep -q '"name": "name"' "$T/.out" && fail "--no-names kept a field of names"
