@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct zr_batch {
 	size_t n;
@@ -296,4 +297,86 @@ out:
 	free(buf);
 	zr_chunk_unuse(held);
 	return rc < 0 ? rc : (int64_t)st.logical_len;
+}
+
+/* Where lseek(2) of chunk file @fd finds @whence at or after byte @off of
+ * the raw value at [base, base + len): its offset in the value, len for no
+ * hole before the end, -ENXIO for no data before it. A filesystem that
+ * cannot tell (an error other than ENXIO) has data everywhere. */
+static int64_t value_seek(int fd, uint64_t base, uint64_t len, uint64_t off, int whence)
+{
+	off_t at = lseek(fd, (off_t)(base + off), whence);
+
+	if (at < 0 && errno != ENXIO)
+		at = whence == SEEK_DATA ? (off_t)(base + off) : (off_t)(base + len);
+	if (at < 0 || (uint64_t)at >= base + len) /* ENXIO: only a hole is left */
+		return whence == SEEK_DATA ? -ENXIO : (int64_t)len;
+	return (int64_t)((uint64_t)at - base);
+}
+
+/* The value of record @id pinned for seeks: 1 with *@st and *@held (raw,
+ * stored: its holes are the chunk's), 0 for a value without holes (flate,
+ * empty; nothing held), or -errno. */
+static int seek_hold(zr_dataset *ds, unsigned field, uint64_t id, zr_record_stat *st,
+		     zr_chunk **held)
+{
+	int rc;
+
+	*held = NULL;
+	if ((rc = zr_stat_held(ds, field, id, st, held)) < 0)
+		return rc;
+	if (!st->present) {
+		zr_chunk_unuse(*held);
+		*held = NULL;
+		return zr_err(-ENOENT, "%s: field '%s' record %llu is missing", ds->path,
+			      ds->fields[field].def.name, (unsigned long long)id);
+	}
+	if (ds->fields[field].def.spec.compress == ZR_RAW && st->physical_len && st->fd >= 0)
+		return 1;
+	zr_chunk_unuse(*held);
+	*held = NULL;
+	return 0;
+}
+
+int64_t zr_record_seek(zr_dataset *ds, unsigned field, uint64_t id, uint64_t off, int whence)
+{
+	zr_record_stat st;
+	zr_chunk *held;
+	int64_t rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return zr_err(-EINVAL, "zr_record_seek: whence %d is neither SEEK_DATA nor "
+				       "SEEK_HOLE", whence);
+	if ((rc = seek_hold(ds, field, id, &st, &held)) < 0)
+		return rc;
+	if (off >= st.logical_len)
+		rc = -ENXIO;
+	else if (rc == 0)
+		rc = whence == SEEK_DATA ? (int64_t)off : (int64_t)st.logical_len;
+	else
+		rc = value_seek(st.fd, st.offset, st.logical_len, off, whence);
+	zr_chunk_unuse(held);
+	return rc;
+}
+
+int64_t zr_record_holes(zr_dataset *ds, unsigned field, uint64_t id)
+{
+	zr_record_stat st;
+	zr_chunk *held;
+	int64_t rc, holes = 0;
+
+	if ((rc = seek_hold(ds, field, id, &st, &held)) <= 0)
+		return rc;
+	for (uint64_t at = 0; at < st.logical_len;) {
+		int64_t data = value_seek(st.fd, st.offset, st.logical_len, at, SEEK_DATA);
+		if (data < 0) { /* a hole to the end */
+			holes += (int64_t)(st.logical_len - at);
+			break;
+		}
+		holes += data - (int64_t)at;
+		at = (uint64_t)value_seek(st.fd, st.offset, st.logical_len, (uint64_t)data,
+					  SEEK_HOLE);
+	}
+	zr_chunk_unuse(held);
+	return holes;
 }

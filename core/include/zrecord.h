@@ -321,6 +321,28 @@ ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void 
  */
 ZR_API int64_t zr_record_copy(zr_dataset *ds, unsigned field, uint64_t id, int fd);
 
+/**
+ * Where lseek(2) would find the next data (@p whence SEEK_DATA) or the next
+ * hole (SEEK_HOLE) at or after @p off in a file holding one record's value:
+ * a hole is a run of zeros the chunk file leaves unwritten (see
+ * zr_record_copy), and the value's end counts as one. A flate value, or
+ * one on a filesystem that tells no holes, is data to its end. Nothing is
+ * read. Thread-safe.
+ * @return the offset, -ENXIO (@p off at or past the end; SEEK_DATA: no
+ *         data after it), -ENOENT (missing value, bad field or id),
+ *         -EINVAL (another @p whence), ZR_ECORRUPT or -EIO (the chunk)
+ */
+ZR_API int64_t zr_record_seek(zr_dataset *ds, unsigned field, uint64_t id, uint64_t off,
+			      int whence);
+
+/**
+ * Bytes of one record's value that are holes (see zr_record_seek): its
+ * logical length less these is what it takes on disk, as stat(2)'s
+ * st_blocks counts a sparse file. Thread-safe.
+ * @return the bytes, or an error as zr_record_seek()
+ */
+ZR_API int64_t zr_record_holes(zr_dataset *ds, unsigned field, uint64_t id);
+
 /* ---- following a dataset that changes ------------------------------------- */
 
 /** A record that may have changed: zr_changes() and zr_commit_changes() call

@@ -349,3 +349,64 @@ Test(gather, record_copy_keeps_holes)
 	free(v);
 	free(got);
 }
+
+/* zr_record_seek finds a raw value's holes where lseek(2) of a file of its
+ * bytes would (to the page), zr_record_holes counts them; a flate value and
+ * a dense one are data to their end. */
+Test(gather, seek_finds_holes)
+{
+	const size_t page = 4096, a = page, gap = 256 * 1024, b = page, tail = 128 * 1024;
+	size_t len = a + gap + b + tail;
+	uint8_t *v = calloc(1, len), *dense = malloc(len);
+	cr_assert(v && dense);
+	memset(v, 'a', a);
+	memset(v + a + gap, 'b', b);
+	memset(dense, 'd', len);
+	t_create1(t_ds, ZR_RAW, 16);
+	zr_dataset *ds = t_open(t_ds, ZR_RDWR);
+	cr_assert_eq(zr_append(ds, &(zr_value){v, len}, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_append(ds, &(zr_value){dense, len}, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+
+	/* 'a', a hole, 'b', a hole to the end: page-aligned in the chunk, so
+	 * each edge within a page of the value's own */
+	cr_assert_eq(zr_record_seek(ds, 0, 0, 0, SEEK_DATA), 0);
+	int64_t h1 = zr_record_seek(ds, 0, 0, 0, SEEK_HOLE);
+	cr_assert(h1 >= (int64_t)a && h1 < (int64_t)(a + page), "first hole at %lld",
+		  (long long)h1);
+	int64_t d2 = zr_record_seek(ds, 0, 0, (uint64_t)h1, SEEK_DATA);
+	cr_assert(d2 > (int64_t)(a + gap - page) && d2 <= (int64_t)(a + gap), "data again at %lld",
+		  (long long)d2);
+	int64_t h2 = zr_record_seek(ds, 0, 0, (uint64_t)d2, SEEK_HOLE);
+	cr_assert(h2 >= (int64_t)(a + gap + b) && h2 < (int64_t)(a + gap + b + page),
+		  "last hole at %lld", (long long)h2);
+	cr_assert_eq(zr_record_seek(ds, 0, 0, (uint64_t)h2, SEEK_DATA), -ENXIO);
+	cr_assert_eq(zr_record_seek(ds, 0, 0, len - 1, SEEK_HOLE), (int64_t)len - 1);
+	cr_assert_eq(zr_record_seek(ds, 0, 0, len, SEEK_DATA), -ENXIO);
+	cr_assert_eq(zr_record_seek(ds, 0, 0, len, SEEK_HOLE), -ENXIO);
+	int64_t holes = zr_record_holes(ds, 0, 0);
+	cr_assert_eq(holes, (d2 - h1) + ((int64_t)len - h2), "holes %lld", (long long)holes);
+	cr_assert_geq(holes, (int64_t)(gap + tail - 2 * page));
+
+	/* dense: one extent */
+	cr_assert_eq(zr_record_seek(ds, 0, 1, 100, SEEK_DATA), 100);
+	cr_assert_eq(zr_record_seek(ds, 0, 1, 100, SEEK_HOLE), (int64_t)len);
+	cr_assert_eq(zr_record_holes(ds, 0, 1), 0);
+	cr_assert_eq(zr_record_seek(ds, 0, 1, 0, SEEK_SET), -EINVAL);
+	cr_assert_eq(zr_record_seek(ds, 0, 2, 0, SEEK_DATA), -ENOENT);
+	zr_close(ds);
+
+	/* flate: no holes to tell */
+	char flate[400];
+	snprintf(flate, sizeof flate, "%s/flate", t_dir);
+	t_create1(flate, ZR_FLATE, 16);
+	ds = t_open(flate, ZR_RDWR);
+	cr_assert_eq(zr_append(ds, &(zr_value){v, len}, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_record_seek(ds, 0, 0, a + 10, SEEK_DATA), (int64_t)(a + 10));
+	cr_assert_eq(zr_record_seek(ds, 0, 0, 0, SEEK_HOLE), (int64_t)len);
+	cr_assert_eq(zr_record_holes(ds, 0, 0), 0);
+	zr_close(ds);
+	free(v);
+	free(dense);
+}
