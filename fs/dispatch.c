@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 static const struct zrfs_subtree *const subtrees[] = {&zrfs_fields, &zrfs_batches, &zrfs_byclass,
 						     &zrfs_tree, &zrfs_writing};
@@ -457,6 +458,24 @@ static void zrfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
  * keeps it as the file's, which then shows the bytes written): the read
  * goes to the owner and view of the open. And past the page cache: the
  * writer shares the inode, whose size the kernel changes as it writes. */
+/* SEEK_DATA or SEEK_HOLE from @off in owned file @ino of @v, a view held:
+ * its subtree's answer, or one from its size (a file without holes). */
+static int64_t seek_in(struct zrfs *fs, const struct zrfs_subtree *t, struct zrfs_view *v,
+		       fuse_ino_t ino, uint64_t off, int whence)
+{
+	int64_t rc = t->seek ? t->seek(fs, v, ino, off, whence) : -ENOSYS;
+	struct stat st;
+
+	if (rc != -ENOSYS)
+		return rc;
+	zrfs_names_begin(fs); /* attr's rule */
+	rc = t->attr(fs, v, ino, &st);
+	zrfs_names_end(fs);
+	if (rc < 0)
+		return rc;
+	return S_ISREG(st.st_mode) ? zrfs_seek_plain((uint64_t)st.st_size, off, whence) : -EINVAL;
+}
+
 struct pinned {
 	struct zrfs_reading r;
 	const struct zrfs_subtree *t;
@@ -468,6 +487,14 @@ static void p_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_
 	struct pinned *p = (struct pinned *)h;
 
 	p->t->read(req, fs, p->r.v, ino, size, off);
+}
+
+static int64_t p_seek(struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino, uint64_t off,
+		      int whence)
+{
+	struct pinned *p = (struct pinned *)h;
+
+	return seek_in(fs, p->t, p->r.v, ino, off, whence);
 }
 
 void zrfs_reading_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, const char *buf,
@@ -518,6 +545,7 @@ static const struct zrfs_handle_ops pinned_ops = {
 	.release = zrfs_reading_release,
 	.getattr = p_getattr,
 	.setattr = zrfs_reading_setattr,
+	.seek = p_seek,
 };
 
 static void open_pinned(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
@@ -592,6 +620,30 @@ static void zrfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		t->read(req, fs, v, ino, size, off);
 	zrfs_view_put(v);
+}
+
+/* lseek(2) with SEEK_DATA or SEEK_HOLE (the kernel answers the others): a
+ * record's value has the holes its chunk left (cp, tar --sparse, and
+ * rsync -S find them without reading zeros) */
+static void zrfs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		       struct fuse_file_info *fi)
+{
+	struct zrfs *fs = fuse_req_userdata(req);
+	struct zrfs_handle *h = zrfs_handle_of(fi);
+	const struct zrfs_subtree *t = NULL;
+	struct zrfs_view *v = NULL;
+	int64_t rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		rc = -EINVAL;
+	else if (off < 0)
+		rc = -ENXIO;
+	else if (h)
+		rc = h->ops->seek(fs, h, ino, (uint64_t)off, whence);
+	else if ((rc = resolve(fs, ino, &t, &v)) == 0)
+		rc = t ? seek_in(fs, t, v, ino, (uint64_t)off, whence) : -EISDIR;
+	zrfs_view_put(v);
+	zrfs_reply_seek(req, rc);
 }
 
 static void zrfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -840,7 +892,7 @@ static void zrfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	.forget_multi = zrfs_forget_multi, .getattr = zrfs_getattr, .open = zrfs_open,          \
 	.read = zrfs_read, .opendir = zrfs_opendir, .readdir = zrfs_readdir,                    \
 	.readdirplus = zrfs_readdirplus, .releasedir = zrfs_releasedir, .statfs = zrfs_statfs,  \
-	.readlink = zrfs_readlink
+	.readlink = zrfs_readlink, .lseek = zrfs_lseek
 
 const struct fuse_lowlevel_ops zrfs_ops = {READ_OPS};
 

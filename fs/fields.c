@@ -351,6 +351,18 @@ static void fields_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	zrfs_reply_err(req, -ENOENT);
 }
 
+/* A record file's holes are its value's; the other files have none. */
+static int64_t fields_seek(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, uint64_t off,
+			   int whence)
+{
+	unsigned field = 0;
+	uint64_t id = 0, version;
+
+	if (fields_decode(fs, ino, &field, &id, &version) != N_REC)
+		return -ENOSYS;
+	return zrfs_record_seek(fs, v, field, id, off, whence);
+}
+
 const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
 	.owns = fields_owns,
@@ -359,4 +371,5 @@ const struct zrfs_subtree zrfs_fields = {
 	.attr = fields_attr,
 	.entry = fields_entry,
 	.read = fields_read,
+	.seek = fields_seek,
 };

@@ -121,6 +121,9 @@ void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint
 
 /* ---- attributes ---- */
 
+/* The shortest run of zeros a chunk leaves as a hole (zr_write_sparse). */
+#define SPARSE_MIN (64 * 1024)
+
 int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
 		     uint64_t id, struct stat *st)
 {
@@ -136,8 +139,24 @@ int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsig
 	if (!rs.present)
 		return -ENOENT;
 	zrfs_file_attr(fs, v, ino, rs.logical_len, st);
+	/* only a raw value of 64 KiB or more can have a hole (zr_write_sparse) */
+	if (rs.logical_len >= SPARSE_MIN && fs->fields[field].spec->compress == ZR_RAW) {
+		int64_t holes = zr_record_holes(v->ds, field, id);
+		if (holes > 0)
+			st->st_blocks = (blkcnt_t)((rs.logical_len - (uint64_t)holes + 511) / 512);
+	}
 	zrfs_record_meta(fs, v, field, id, st);
 	return 0;
+}
+
+int64_t zrfs_record_seek(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+			 uint64_t off, int whence)
+{
+	int64_t rc = zr_record_seek(v->ds, field, id, off, whence);
+
+	if (rc < 0 && rc != -ENXIO)
+		zrfs_log_record_error(fs, v->ds, field, id, (int)rc);
+	return rc;
 }
 
 void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,

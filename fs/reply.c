@@ -99,6 +99,21 @@ void zrfs_reply_readlink(fuse_req_t req, const char *target)
 	fuse_reply_readlink(req, target);
 }
 
+void zrfs_reply_seek(fuse_req_t req, int64_t rc)
+{
+	if (rc < 0)
+		zrfs_reply_err(req, (int)rc);
+	else
+		fuse_reply_lseek(req, (off_t)rc);
+}
+
+int64_t zrfs_seek_plain(uint64_t size, uint64_t off, int whence)
+{
+	if (off >= size)
+		return -ENXIO;
+	return whence == SEEK_DATA ? (int64_t)off : (int64_t)size;
+}
+
 /* ---- entries ---- */
 
 int zrfs_reply_handed(fuse_req_t req, struct zrfs *fs, const struct fuse_entry_param *e,

@@ -100,6 +100,11 @@ struct zrfs_subtree {
 	/* Reply to a read of an owned node (EISDIR for a directory). */
 	void (*read)(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 		     size_t size, off_t off);
+	/* lseek(2)'s SEEK_DATA or SEEK_HOLE (@whence) from @off in owned file
+	 * @ino: the offset, -ENXIO, -errno, or -ENOSYS for a file without
+	 * holes (its size from attr). NULL: no file of it has holes. */
+	int64_t (*seek)(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, uint64_t off,
+			int whence);
 };
 
 extern const struct zrfs_subtree zrfs_fields;

@@ -474,6 +474,10 @@ struct zrfs_handle_ops {
 	/* NULL: not open for writing (EBADF) */
 	void (*fallocate)(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, int mode,
 			  off_t off, off_t len);
+	/* lseek(2)'s SEEK_DATA or SEEK_HOLE (@whence) from @off in the file it
+	 * reads: the offset, or -ENXIO, -errno */
+	int64_t (*seek)(struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino, uint64_t off,
+			int whence);
 };
 struct zrfs_handle {
 	const struct zrfs_handle_ops *ops;
@@ -596,7 +600,8 @@ void zrfs_record_name_for(const struct zrfs *fs, unsigned field, uint64_t id, co
 /* Log a failed access to record @id of @field with the library's detail. */
 void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint64_t id, int rc);
 /* Attributes of record file @ino ((@field, @id) as @v has it): 0, -ENOENT
- * (missing), -errno (logged). */
+ * (missing), -errno (logged). A raw value's holes (zr_record_holes) are
+ * left out of st_blocks, as a sparse file's are. */
 int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
 		     uint64_t id, struct stat *st);
 /* The file of (@field, @id)'s own modification time and permission bits
@@ -607,6 +612,10 @@ void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint
 /* Whether record @id of @field has a file (is present, or cannot be
  * checked: a damaged record is listed and fails when accessed). */
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id);
+/* lseek(2)'s SEEK_DATA or SEEK_HOLE in the record's value (its holes the
+ * chunk's, zr_record_seek): the offset, -ENXIO, or -errno (logged). */
+int64_t zrfs_record_seek(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
+			 uint64_t off, int whence);
 /* Reply to a read of record file @ino. */
 void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 		      unsigned field, uint64_t id, size_t size, off_t off);
@@ -683,6 +692,11 @@ void zrfs_reply_write(fuse_req_t req, size_t count);
 void zrfs_reply_none(fuse_req_t req);
 void zrfs_reply_statfs(fuse_req_t req, const struct statvfs *sv);
 void zrfs_reply_readlink(fuse_req_t req, const char *target);
+/* An LSEEK's answer: offset @rc, or the error */
+void zrfs_reply_seek(fuse_req_t req, int64_t rc);
+/* lseek(2)'s SEEK_DATA or SEEK_HOLE (@whence) from @off in a file of @size
+ * bytes without holes: the offset, or -ENXIO past its end */
+int64_t zrfs_seek_plain(uint64_t size, uint64_t off, int whence);
 /* Reply to a LOOKUP, a MKDIR or (@fi not NULL) a CREATE with @e: its
  * number (not 0) counted as handed to the kernel first, with the reference
  * subtree @t took for it (zrfs_inode_hand), and forgotten again if the

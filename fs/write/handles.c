@@ -598,6 +598,24 @@ static void h_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 		zrfs_follow_answer(fs, publish(fs, n, false), req, NULL);
 }
 
+/* SEEK_DATA, SEEK_HOLE: in the value being written, its holes its own */
+static int64_t h_seek(struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino, uint64_t off,
+		      int whence)
+{
+	struct whandle *h = (struct whandle *)hh;
+	struct wnode *n = h->node;
+	int64_t rc;
+
+	(void)ino;
+	fresh_end(fs, h);
+	pthread_mutex_lock(&n->lock);
+	rc = zrfs_node_load(fs, n);
+	if (rc == 0)
+		rc = zrfs_value_seek(&n->val, off, whence);
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
 static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino)
 {
 	struct whandle *h = (struct whandle *)hh;
@@ -717,4 +735,5 @@ static const struct zrfs_handle_ops handle_ops = {
 	.release = h_release,
 	.getattr = h_getattr,
 	.setattr = h_setattr,
+	.seek = h_seek,
 };

@@ -353,6 +353,26 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 				 h->field, h->id, size, off);
 }
 
+/* SEEK_DATA, SEEK_HOLE in the value it reads */
+static int64_t r_seek(struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino, uint64_t off,
+		      int whence)
+{
+	struct rhandle *h = (struct rhandle *)hh;
+	struct stat st;
+	int64_t rc;
+
+	if (h->draft) {
+		pthread_mutex_lock(&h->draft->lock);
+		rc = h->draft->loaded ? zrfs_value_seek(&h->draft->val, off, whence) : -ESTALE;
+		pthread_mutex_unlock(&h->draft->lock);
+		return rc;
+	}
+	if (!h->text)
+		return zrfs_record_seek(fs, h->r.v, h->field, h->id, off, whence);
+	rc = zrfs_tree_text_attr(fs, h->r.v, ino, h->field, h->id, &st);
+	return rc < 0 ? rc : zrfs_seek_plain((uint64_t)st.st_size, off, whence);
+}
+
 /* fstat(2) of the descriptor: the value it reads */
 static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino)
 {
@@ -383,6 +403,7 @@ static const struct zrfs_handle_ops rhandle_ops = {
 	.release = zrfs_reading_release,
 	.getattr = r_getattr,
 	.setattr = zrfs_reading_setattr,
+	.seek = r_seek,
 };
 
 void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,

@@ -198,6 +198,20 @@ ssize_t zrfs_value_read(const struct zrfs_value *v, void *buf, size_t n, uint64_
 	return (ssize_t)n;
 }
 
+int64_t zrfs_value_seek(const struct zrfs_value *v, uint64_t off, int whence)
+{
+	uint64_t size = atomic_load(&v->size);
+	off_t at;
+
+	if (off >= size || v->fd < 0)
+		return zrfs_seek_plain(size, off, whence);
+	if ((at = lseek(v->fd, (off_t)off, whence)) < 0 && errno != ENXIO)
+		return zrfs_seek_plain(size, off, whence); /* a filesystem that cannot tell */
+	if (at < 0 || (uint64_t)at >= size) /* ENXIO: a hole to the end */
+		return whence == SEEK_DATA ? -ENXIO : (int64_t)size;
+	return at;
+}
+
 int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size)
 {
 	uint64_t old = atomic_load(&v->size);

@@ -175,6 +175,9 @@ void zrfs_value_free(struct zrfs_value *v);
 int zrfs_value_write(struct zrfs_value *v, int dirfd, const void *buf, size_t n, uint64_t off);
 /* Up to @n bytes at @off: the count, or -errno. */
 ssize_t zrfs_value_read(const struct zrfs_value *v, void *buf, size_t n, uint64_t off);
+/* lseek(2)'s SEEK_DATA or SEEK_HOLE from @off: the holes of its private
+ * file (none in memory). The offset, or -ENXIO. */
+int64_t zrfs_value_seek(const struct zrfs_value *v, uint64_t off, int whence);
 int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size);
 /* Make @v the stored value of (@field, @id) in @ds (missing: empty): kept
  * in memory when it fits, else copied into a private file a piece at a

@@ -54,10 +54,27 @@ printf 'dot' >"$SRC/train/.hidden"
 chmod 755 "$SRC/README"
 chmod 600 "$SRC/train/cat/2.jpg"
 chmod 640 "$SRC/train/.hidden"
+truncate -s 8M "$SRC/val/disk.img" # sparse: 6 bytes at 4 MiB
+printf 'middle' | dd of="$SRC/val/disk.img" bs=1 seek=4194304 conv=notrunc 2>/dev/null
 "$ZR" import dir "$SRC" "$DS" >/dev/null 2>"$T/import.err" || fail "import dir: $(cat "$T/import.err")"
 mount_ds
 agree "$SRC" "$MNT/tree" "directory import"
 same_meta "$SRC" "$MNT/tree" "directory import"
+# a sparse file's holes are the dataset's: stat counts the blocks of its
+# data, lseek finds them, and cp copies them as holes
+[ "$(stat -c %b "$MNT/tree/val/disk.img")" -lt 1024 ] ||
+	fail "a sparse file of 8 MiB takes $(stat -c %b "$MNT/tree/val/disk.img") blocks on the mount"
+holes=$("$PY" -c 'if 1:
+	import os, sys
+	fd = os.open(sys.argv[1], os.O_RDONLY)
+	hole = os.lseek(fd, 0, os.SEEK_HOLE)
+	print(hole, os.lseek(fd, hole, os.SEEK_DATA))' "$MNT/tree/val/disk.img") || fail "lseek on the mount"
+set -- $holes
+[ "$1" -le 8192 ] && [ "$2" -ge $((4194304 - 8192)) ] && [ "$2" -le 4194304 ] ||
+	fail "lseek: a sparse file's first hole at $1, its data at $2"
+cp "$MNT/tree/val/disk.img" "$T/disk.copy" || fail "cp of a sparse file"
+cmp -s "$T/disk.copy" "$SRC/val/disk.img" || fail "cp of a sparse file differs from it"
+[ "$(stat -c %b "$T/disk.copy")" -lt 1024 ] || fail "cp of a sparse file wrote its holes"
 # a file of tree/ is the record file itself: one inode, one page cache
 id=$("$ZR" find "$DS" train/dog/1.jpg)
 [ "$(stat -c %i "$MNT/tree/train/dog/1.jpg")" = "$(stat -c %i "$MNT/data/$id.jpg")" ] ||

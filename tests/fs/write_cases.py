@@ -661,20 +661,37 @@ def sparse_stays_sparse(d):
     before = disk_bytes(DS)
     fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
     os.pwrite(fd, b'Z', at)
+    data = os.lseek(fd, 0, os.SEEK_DATA)  # being written: the hole is its own
     os.close(fd)
+    if data < at - 4096:
+        fail('lseek(SEEK_DATA) of the file being written found data at %d' % data)
     sync('img')
     grew = disk_bytes(DS) - before
     if grew > 64 << 20:
         fail('a 1-byte write at 4 GiB - 20 took %d MB of disk' % (grew >> 20))
     fd = os.open(p, os.O_RDONLY)
-    size, end, mid = os.fstat(fd).st_size, os.pread(fd, 9, at - 8), os.pread(fd, 4096, 1 << 31)
+    st, end, mid = os.fstat(fd), os.pread(fd, 9, at - 8), os.pread(fd, 4096, 1 << 31)
+    # stored: the chunk's holes (a page at each end of the value may be data)
+    hole = os.lseek(fd, 0, os.SEEK_HOLE)
+    data = os.lseek(fd, hole, os.SEEK_DATA)
     os.close(fd)
-    if size != at + 1 or end != bytes(8) + b'Z' or mid != bytes(4096):
+    if st.st_size != at + 1 or end != bytes(8) + b'Z' or mid != bytes(4096):
         fail('the sparse file reads %d bytes, %r at its end, %r... in the middle'
-             % (size, end, mid[:8]))
+             % (st.st_size, end, mid[:8]))
+    if st.st_blocks * 512 > 1 << 20 or hole > 8192 or data < at - 8192:
+        fail('the stored sparse file: %d blocks, a hole at %d, data again at %d'
+             % (st.st_blocks, hole, data))
+    # cp finds the holes (st_blocks, then lseek) and writes none of them
+    copy = os.path.join(T, 'sparse.copy')
+    subprocess.run(['cp', p, copy], check=True)
+    cst = os.stat(copy)
+    os.unlink(copy)
+    if cst.st_size != at + 1 or cst.st_blocks * 512 > 1 << 20:
+        fail('cp of the sparse file made %d bytes in %d blocks' % (cst.st_size, cst.st_blocks))
     os.unlink(p)
     sync('img')
-    return 'a 4 GiB file of one byte took %d KB' % (grew >> 10)
+    return 'a 4 GiB file of one byte took %d KB, %d blocks; cp: %d blocks' % (
+        grew >> 10, st.st_blocks, cst.st_blocks)
 
 
 def mount_beside(ds, mnt, nofile=None):
