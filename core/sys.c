@@ -188,8 +188,11 @@ int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off)
 
 	if (n < HOLE_MIN)
 		return zr_write_full(fd, p, n, off);
-	for (; i + PAGE <= n; i += PAGE) {
-		if (page_zero(p + i)) {
+	/* whole pages of zeros make a run; one long enough, ended by a page
+	 * with data or by the last whole page, is skipped */
+	for (bool last = false; !last; i += PAGE) {
+		last = i + PAGE > n;
+		if (!last && page_zero(p + i)) {
 			if (run == SIZE_MAX)
 				run = i;
 			continue;
@@ -200,11 +203,6 @@ int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off)
 			done = i;
 		}
 		run = SIZE_MAX;
-	}
-	if (run != SIZE_MAX && i - run >= HOLE_MIN) {
-		if ((rc = zr_write_full(fd, p + done, run - done, off + done)) < 0)
-			return rc;
-		done = i;
 	}
 	if (done < n)
 		return zr_write_full(fd, p + done, n - done, off + done);
