@@ -840,8 +840,7 @@ static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void zrfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	(void)mode; /* every directory has the same mode */
-	zrfs_write_mkdir(req, fuse_req_userdata(req), parent, name);
+	zrfs_write_mkdir(req, fuse_req_userdata(req), parent, name, mode);
 }
 
 static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)

@@ -424,7 +424,8 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
  * either removed, renamed. */
 void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       mode_t mode, struct fuse_file_info *fi);
-void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name);
+void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      mode_t mode);
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name);
 /* Field directory @field's attributes @st, with the time its names last

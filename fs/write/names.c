@@ -486,7 +486,8 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 	zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 }
 
-void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
+void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      mode_t mode)
 {
 	struct fuse_entry_param e;
 	struct wnode *d = NULL, *old;
@@ -509,9 +510,10 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	else if (rc == 0 && !p.tree)
 		rc = new_draft(fs, parent, &p, name, WN_DIR, NO_ID, 0, &d);
 	zrfs_names_unlock(fs);
-	/* in tree/: a directory of the index, kept as long as the mount */
-	if (rc == 0 && p.tree)
-		rc = zrfs_tree_mkdir(fs, parent, name, &e.ino);
+	/* in tree/: a directory of the index, kept as long as the mount, with
+	 * the mode asked (the umask applied by the kernel), as chmod keeps it */
+	if (rc == 0 && p.tree && (rc = zrfs_tree_mkdir(fs, parent, name, &e.ino)) == 0)
+		rc = zrfs_tree_mode(fs, e.ino, (uint32_t)mode);
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
 		return;
@@ -520,6 +522,8 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	e.ino = d ? d->ino : e.ino;
 	zrfs_dir_attr(fs, v, e.ino, &e.attr);
 	zrfs_names_end(fs);
+	if (p.tree)
+		e.attr.st_mode = S_IFDIR | (mode & 07777);
 	zrfs_node_put(d);
 	zrfs_dir_changed(fs, parent, NULL);
 	zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);

@@ -429,7 +429,7 @@ Test(write_names, records_added_or_renamed_through_the_mount_keep_their_names, .
 	expect_value(1, 2, "dog.bin");
 	/* and in a directory made for it, the name is the path */
 	struct fuse_entry_param *e = &t_reply.entry;
-	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR, "sub");
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR, "sub", 0755);
 	cr_assert_eq(t_reply.kind, 'n', "mkdir: kind %c errno %d", t_reply.kind, t_reply.err);
 	fuse_ino_t sub = e->ino;
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
@@ -452,7 +452,7 @@ Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, 
 {
 	/* rsync --delay-updates: .~tmp~/NAME, renamed into place at the end */
 	struct fuse_entry_param *e = &t_reply.entry;
-	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~");
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_DIR + 2, ".~tmp~", 0755);
 	cr_assert_eq(t_reply.kind, 'n');
 	fuse_ino_t tmp = e->ino;
 	struct fuse_file_info fi = {.flags = O_WRONLY | O_CREAT};
@@ -477,7 +477,7 @@ Test(write_names, a_temporary_directory_holds_files_until_they_are_renamed_out, 
 	cr_assert_eq(length_now(), T_N);
 	zrfs_write_rename(NULL, &t_fs, ZRFS_INO_DIR + 2, "1.bin", ZRFS_INO_DIR + 1, "1", 0);
 	cr_assert_eq(t_reply.err, EXDEV, "between fields");
-	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_ROOT, "newfield");
+	zrfs_write_mkdir(NULL, &t_fs, ZRFS_INO_ROOT, "newfield", 0755);
 	cr_assert_eq(t_reply.err, EPERM);
 	zrfs_write_rmdir(NULL, &t_fs, ZRFS_INO_ROOT, "v");
 	cr_assert_eq(t_reply.err, EPERM);

@@ -74,6 +74,12 @@ cp -a "$SRC" "$T/ref"
 for r in "$T/ref" "$MNT/tree"; do
 	mkdir -p "$r/made/sub" || fail "mkdir -p in $r"
 	chmod 750 "$r/made" || fail "chmod of a directory in $r"
+	# mkdir(2)'s own mode, the umask applied (no chmod after it)
+	"$PY" -c 'import os, sys; os.mkdir(sys.argv[1], 0o700)' "$r/private" ||
+		fail "mkdir(0700) in $r"
+	(umask 077 && "$PY" -c 'import os, sys; os.mkdir(sys.argv[1])' "$r/masked") ||
+		fail "mkdir under umask 077 in $r"
+	touch -d '2003-03-03' "$r/private" "$r/masked"
 	ln -s ../a/x.txt "$r/made/l" || fail "ln -s in $r"
 	mv "$r/b/rel" "$r/b/rel2" || fail "mv of a link in $r"
 	rm "$r/b/dangling" || fail "rm of a link in $r"
