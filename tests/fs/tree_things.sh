@@ -98,6 +98,32 @@ ln -s "$(printf 'a\377')" "$MNT/tree/bin" 2>"$T/err" && fail "a link to a target
 grep -q 'Invalid or incomplete multibyte or wide character' "$T/err" || fail "ln -s said: $(cat "$T/err")"
 ln -s x "$MNT/data/l" 2>/dev/null && fail "a link made in a field's directory"
 ln "$MNT/tree/a/x.txt" "$MNT/tree/a/hard" 2>/dev/null && fail "a hard link made"
+# what a local filesystem without the feature answers, as zrfs(8) lists it
+refused=$("$PY" - "$MNT/tree/a" <<'EOF'
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+d = sys.argv[1]
+def code(f):
+    try:
+        f()
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode[e.errno]  # EOPNOTSUPP is ENOTSUP
+def exchange():
+    if libc.renameat2(-100, (d + '/x.txt').encode(), -100, (d + '/y').encode(), 2) < 0:
+        raise OSError(ctypes.get_errno(), 'renameat2')
+open(d + '/y', 'w').close()
+print(code(lambda: os.setxattr(d + '/x.txt', 'user.k', b'v')),
+      code(lambda: os.listxattr(d + '/x.txt')),
+      code(lambda: os.open(d, os.O_TMPFILE | os.O_WRONLY, 0o600)),
+      code(exchange), code(lambda: os.mkfifo(d + '/fifo')),
+      code(lambda: os.mknod(d + '/null', 0o600 | 0o020000, os.makedev(1, 3))))
+os.unlink(d + '/y')
+EOF
+) || fail "the refusals' probe"
+[ "$refused" = "ENOTSUP ENOTSUP ENOTSUP EINVAL EPERM EPERM" ] ||
+	fail "xattrs, O_TMPFILE, RENAME_EXCHANGE, mkfifo, mknod: $refused"
+touch -d '2004-04-04' "$MNT/tree/a" # as the loop left it
 same_tree "$T/ref" "$MNT/tree" "changes, mounted" nodirsize
 unmount_wait
 mount_ds
