@@ -40,10 +40,14 @@ int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
 int tree_list_fit(struct tree_list *t, char *err, size_t errlen);
 void tree_list_free(struct tree_list *t);
 
-/* One value: @len bytes at @off of @path; path NULL = missing. */
+/* One value: @len bytes at @off of @path; path NULL = missing. With
+ * @nsegs, a sparse one: the data of @segs stored one after another at @off,
+ * zeros between them. */
 struct src {
 	const char *path;
 	uint64_t off, len;
+	const struct zr_tar_seg *segs;
+	uint32_t nsegs;
 };
 
 /* Records of @width file values each (srcs[i * width + f]), and with

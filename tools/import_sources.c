@@ -86,8 +86,9 @@ static int keep_link(struct walk *w, const char *path)
  * skipped, or with w->follow followed to files (dangling ones, loops and
  * links to directories skipped). Sockets, devices and FIFOs are not
  * records. Without w->hidden names starting with a dot are passed over, as
- * asked, silently. What else is skipped is counted in w->k; an entry that cannot be looked at fails the
- * walk. 1 when something under @dir is kept, 0 when nothing is, -1. */
+ * asked, silently. What else is skipped is counted in w->k; an entry that
+ * cannot be looked at fails the walk. 1 when something under @dir is kept,
+ * 0 when nothing is, -1. */
 static int walk(struct walk *w, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -630,7 +631,7 @@ static int tar_classes(const struct zr_tar *t, int64_t **cls_of)
 			fd = open(mb->shard, O_RDONLY | O_CLOEXEC);
 			open_path = mb->shard;
 		}
-		if (fd < 0 || mb->len >= sizeof text ||
+		if (fd < 0 || mb->len >= sizeof text || mb->nsegs ||
 		    pread(fd, text, mb->len, (off_t)mb->off) != (ssize_t)mb->len ||
 		    !parse_class(text, mb->len, &(*cls_of)[m])) {
 			zr_warn("import: sample %u has a .cls member that is not a decimal class: "
@@ -783,7 +784,8 @@ int plan_tar(struct import *im)
 				label = &cls_of[m];
 			else
 				vals[f - (cls >= 0 && f > cls)] =
-					(struct src){t->m[m].shard, t->m[m].off, t->m[m].len};
+					(struct src){t->m[m].shard, t->m[m].off, t->m[m].len,
+						     t->segs + t->m[m].seg_at, t->m[m].nsegs};
 		}
 		rc = plan_add_record(p, vals, label);
 	}

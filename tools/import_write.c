@@ -51,7 +51,7 @@ int plan_add_record(struct plan *p, const struct src *vals, const int64_t *label
 int plan_add(struct plan *p, const char *path, uint64_t off, uint64_t len,
 		    const int64_t *label)
 {
-	struct src v = {path, off, len};
+	struct src v = {path, off, len, NULL, 0};
 
 	return plan_add_record(p, &v, label);
 }
@@ -67,6 +67,38 @@ static void plan_fail(struct plan *p, const char *fmt, const char *what, const c
 }
 
 /* ---- writers and progress ---- */
+
+/* @n bytes at @off of @fd into @buf: how many there were. */
+static uint64_t read_at(int fd, uint8_t *buf, uint64_t n, uint64_t off)
+{
+	uint64_t got = 0;
+
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (uint64_t)r;
+	}
+	return got;
+}
+
+/* Value @s from @fd into @buf: whether all of it was there. A sparse one
+ * is its segments' data, stored one after another, and zeros around them
+ * (which the store leaves as holes). */
+static bool read_src(int fd, const struct src *s, uint8_t *buf)
+{
+	uint64_t at = s->off;
+
+	if (!s->nsegs)
+		return read_at(fd, buf, s->len, s->off) == s->len;
+	memset(buf, 0, s->len);
+	for (uint32_t k = 0; k < s->nsegs; at += s->segs[k++].len)
+		if (read_at(fd, buf + s->segs[k].off, s->segs[k].len, at) != s->segs[k].len)
+			return false;
+	return true;
+}
 
 struct wctx {
 	struct plan *p;
@@ -113,26 +145,19 @@ static void *writer(void *arg)
 				/* not blocking on what became a FIFO since it was listed */
 				int fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
 							       (p->nofollow ? O_NOFOLLOW : 0));
-				uint64_t got = 0;
 				struct stat st;
 				if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
 					close(fd);
 					fd = -1;
 					errno = ENXIO;
 				}
-				while (fd >= 0 && got < s->len) {
-					ssize_t r = pread(fd, bufs[f] + got, s->len - got,
-							  (off_t)(s->off + got));
-					if (r < 0 && errno == EINTR)
-						continue;
-					if (r <= 0)
-						break;
-					got += (uint64_t)r;
-				}
+				if (fd >= 0)
+					errno = 0;
+				bool whole = fd >= 0 && read_src(fd, s, bufs[f]);
 				int e = errno;
 				if (fd >= 0)
 					close(fd);
-				if (got != s->len) {
+				if (!whole) {
 					plan_fail(p, "%s: %s", s->path,
 						  fd < 0 && e == ELOOP && p->nofollow
 							  ? "now a symbolic link (not followed)"

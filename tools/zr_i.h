@@ -158,8 +158,17 @@ void strs_free(struct strs *s);
 struct zr_tar_member {
 	uint32_t key, field;   /* sample index, index into fields */
 	const char *shard;
-	uint64_t off, len;     /* the member's bytes in the shard */
+	uint64_t off, len;     /* its bytes at @off of the shard, @len of them */
 	int64_t mtime;         /* its modification time, ns since the epoch */
+	/* a sparse file (tar --sparse): @len is its size, its data
+	 * segs[seg_at, seg_at + nsegs) stored one after another from @off, the
+	 * rest zeros; nsegs 0: its bytes as they are */
+	uint32_t nsegs;
+	size_t seg_at;
+};
+/* A segment of data of a sparse member: @len bytes at @off of the file. */
+struct zr_tar_seg {
+	uint64_t off, len;
 };
 /* A directory or symbolic link member, for the tree (zr_tree_entry). */
 struct zr_tar_entry {
@@ -180,6 +189,8 @@ struct zr_tar {
 	char first_skipped[PATH_MAX + 64];
 	uint64_t unfiled;      /* hard links, FIFOs, devices: not files, left out */
 	char first_unfiled[PATH_MAX + 64];
+	struct zr_tar_seg *segs; /* the sparse members' segments */
+	size_t nsegs, segcap;
 };
 /* List the members of the shard open as @fd, which the writers open as
  * @path; messages name it @shown. */

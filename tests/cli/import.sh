@@ -589,6 +589,46 @@ expect_err_has '*huge.tar: not a tar archive, or damaged (bad header at byte 0)*
 zr import tar lying.tar bad11
 expect_rc 1
 expect_err_has '*lying.tar: truncated tar (member at byte 0 needs 4611686018427387904 bytes)*'
+# GNU tar's sparse files (tar --sparse): old GNU 'S' members (one map
+# block more past 4 segments) and pax formats 0.0, 0.1 and 1.0 give the
+# file back, their holes left holes
+mkdir sparse_src
+truncate -s 3M sparse_src/s1.img
+for i in 1 2 3 4 5 6 7; do
+	printf "$i" | dd of=sparse_src/s1.img bs=1 seek=$((i * 300000)) conv=notrunc 2>/dev/null
+done
+truncate -s 1M sparse_src/s2.img # holes only
+printf x >sparse_src/s1.txt && printf y >sparse_src/s2.txt
+for fmt in gnu oldgnu posix:0.0 posix:0.1 posix:1.0; do
+	n=$(echo $fmt | tr -d :.)
+	opts="--format=${fmt%%:*}"
+	[ "$fmt" = "${fmt#*:}" ] || opts="$opts --sparse-version=${fmt#*:}"
+	(cd sparse_src && tar --sparse $opts -cf ../sp_$n.tar s1.img s1.txt s2.img s2.txt) ||
+		fail "tar --sparse $opts"
+	zr import tar sp_$n.tar sp_$n
+	expect_rc 0
+	zr export dir sp_$n sp_${n}_out
+	expect_rc 0
+	for f in s1.img s1.txt s2.img s2.txt; do
+		cmp -s sparse_src/$f sp_${n}_out/$f || fail "tar --sparse $opts: $f differs after import"
+	done
+	[ "$(du -sk sp_$n | cut -f1)" -lt 512 ] ||
+		fail "tar --sparse $opts: the holes were stored ($(du -sk sp_$n | cut -f1) KiB)"
+done
+# a damaged map (format 1.0: it heads the member's data) is refused
+for map in '99999999' '1\n5000000\n3'; do
+	/usr/bin/python3 - "$map" <<'PY'
+import sys
+t = bytearray(open('sp_posix10.tar', 'rb').read())
+at = t.index(b'./GNUSparseFile.') + 512  # the member's data: its map first
+t[at:at + 512] = (sys.argv[1].replace('\\n', '\n') + '\n').encode().ljust(512, b'\0')
+open('sp_bad.tar', 'wb').write(t)
+PY
+	zr import tar sp_bad.tar sp_bad
+	expect_rc 1
+	expect_err_has "*sp_bad.tar: member 's1.img': a damaged sparse map*"
+	[ ! -e sp_bad ] || fail "a refused import left sp_bad"
+done
 for d in bad7 bad8 bad9 bad10 bad11; do [ ! -e "$d" ] || fail "$d was left behind"; done
 
 # a small filesystem: 18 MB of records fit in a 24 MiB tmpfs (offset tables

@@ -1,9 +1,10 @@
 /*
  * fuzz_tar.c - libFuzzer target: the tar shard scanner of `zr import tar`
  * (tools/tar.c). Whatever the bytes, a scan that succeeds lists members that
- * lie inside the archive, belong to a sample and a valid field name, and
- * keep each sample's fields distinct; its directories and links have a
- * path, a kind, and a target for a link alone.
+ * lie inside the archive (a sparse one's segments in order, inside its
+ * size), belong to a sample and a valid field name, and keep each sample's
+ * fields distinct; its directories and links have a path, a kind, and a
+ * target for a link alone.
  */
 #include "zr_i.h"
 
@@ -28,7 +29,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (zr_tar_scan(&t, fd, "shard.tar", "shard.tar", err, sizeof err) == 0) {
 		for (size_t i = 0; i < t.n; i++) {
 			const struct zr_tar_member *m = &t.m[i];
-			if (m->off > size || m->len > size - m->off || m->key >= t.keys ||
+			uint64_t stored = m->len, end = 0;
+			if (m->nsegs) { /* sparse: its segments in order, in it */
+				if (m->seg_at > t.nsegs || m->nsegs > t.nsegs - m->seg_at)
+					abort();
+				stored = 0;
+				for (uint32_t k = 0; k < m->nsegs; k++) {
+					const struct zr_tar_seg *g = &t.segs[m->seg_at + k];
+					if (g->off < end || g->len > m->len ||
+					    g->off > m->len - g->len)
+						abort();
+					end = g->off + g->len;
+					stored += g->len;
+				}
+			}
+			if (m->off > size || stored > size - m->off || m->key >= t.keys ||
 			    m->field >= t.fields.n || zr_name_check(t.fields.v[m->field]) < 0)
 				abort();
 			if (i > 0 && m->key < t.m[i - 1].key)
