@@ -31,7 +31,8 @@ static const char export_help[] =
 	"With FIELD it writes that field's records: each at the path its name\n"
 	"makes for that field, or, for records without one (and all with\n"
 	"--by-id), named as in the mount's field directory: the record id, plus\n"
-	"the field's extension. The bytes are the records' logical bytes.\n"
+	"the field's extension. The bytes are the records' logical bytes, a\n"
+	"value's holes (runs of zeros the dataset leaves unwritten) left holes.\n"
 	"The tree's directories (empty ones too) and symbolic links, which zr\n"
 	"import keeps beside the records, are made with it: links after every\n"
 	"file (nothing is written through one), directories' modes and times\n"
@@ -44,8 +45,10 @@ static const char export_help[] =
 	"present fields, KEY the sample's key when zr import tar kept it (the\n"
 	"field of names is not a member), else the record id zero-padded to 9\n"
 	"digits; an i64 scalar field (a class, as zr import tar makes .cls members)\n"
-	"as decimal text; OUT.tar must not exist. With keys, the tree's\n"
-	"symbolic links and directories follow the files as members.\n"
+	"as decimal text; OUT.tar must not exist. A value with holes is a sparse\n"
+	"member (GNU tar's format 1.0: its data alone, which GNU tar, Python's\n"
+	"tarfile and zr import tar read). With keys, the tree's symbolic links\n"
+	"and directories follow the files as members.\n"
 	"npy and tar: OUT - (or a FIFO, a device, /dev/stdout) writes to it as it\n"
 	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n"
 	"dir and tar: a progress line (records/s, MB/s, ETA) is shown on a terminal.\n";
@@ -94,6 +97,128 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	snprintf((char *)h + 148, 8, "%06o", sum);
 	h[155] = ' ';
 	return 0;
+}
+
+/* Make header @h one of type @type, its checksum again. */
+static void tar_retype(unsigned char h[512], char type)
+{
+	unsigned sum = 0;
+
+	h[156] = (unsigned char)type;
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+/* The segments of data of record @id's value of @n bytes (see
+ * zr_record_seek) when it has holes; else 0 (written whole). Each starts
+ * and ends on a 512-byte block of the file but the one that ends the file
+ * (GNU tar reads a segment's data a block at a time, Python's tarfile
+ * byte by byte: they agree on such maps), and a value ending in a hole ends
+ * with an empty segment at its end, as GNU tar writes. */
+static size_t data_segments(zr_dataset *ds, unsigned f, uint64_t id, uint64_t n,
+			    struct zr_tar_seg **segs)
+{
+	size_t k = 0, cap = 0;
+	int64_t data, hole;
+
+	*segs = NULL;
+	if (n < 64 * 1024 || zr_record_holes(ds, f, id) <= 0)
+		return 0; /* a hole is 64 KiB at least (zr_record_copy) */
+	for (uint64_t at = 0; at < n; at = (uint64_t)hole) {
+		if ((data = zr_record_seek(ds, f, id, at, SEEK_DATA)) < 0 ||
+		    (hole = zr_record_seek(ds, f, id, (uint64_t)data, SEEK_HOLE)) < 0)
+			break;
+		uint64_t from = (uint64_t)data / 512 * 512;
+		uint64_t to = ((uint64_t)hole + 511) / 512 * 512;
+		to = to < n ? to : n;
+		if (k && (*segs)[k - 1].off + (*segs)[k - 1].len >= from) { /* one block */
+			(*segs)[k - 1].len = to - (*segs)[k - 1].off;
+			continue;
+		}
+		if (grow(segs, &cap, k, sizeof **segs, 16) < 0)
+			goto whole;
+		(*segs)[k++] = (struct zr_tar_seg){from, to - from};
+	}
+	if ((k == 0 || (*segs)[k - 1].off + (*segs)[k - 1].len < n) &&
+	    grow(segs, &cap, k, sizeof **segs, 16) == 0) {
+		(*segs)[k++] = (struct zr_tar_seg){n, 0};
+		return k;
+	}
+	if (k && (*segs)[k - 1].off + (*segs)[k - 1].len == n)
+		return k;
+whole:
+	free(*segs);
+	*segs = NULL;
+	return 0;
+}
+
+/* A pax record "LEN KEY=VALUE\n" at @out (room for @cap): its bytes. */
+static size_t pax_record(char *out, size_t cap, const char *key, const char *value)
+{
+	size_t body = strlen(key) + strlen(value) + 3, len = body + 1; /* ' ', '=', '\n' */
+
+	for (;;) { /* LEN counts its own digits */
+		int digits = snprintf(NULL, 0, "%zu", len);
+		if ((size_t)digits + body == len)
+			break;
+		len = (size_t)digits + body;
+	}
+	snprintf(out, cap, "%zu %s=%s\n", len, key, value);
+	return len < cap ? len : cap;
+}
+
+/* Member @name of @n bytes at @buf, with holes between @segs: GNU tar's
+ * sparse format 1.0 (a pax header names the file and its size, and the
+ * member holds a map, then the data alone). 0, 1 (a name too long: write
+ * it whole), or -1 (errno). */
+static int tar_sparse(int fd, const char *name, const uint8_t *buf, uint64_t n,
+		      const struct zr_tar_seg *segs, size_t k, int64_t mtime, unsigned mode)
+{
+	static const unsigned char zeros[512];
+	char pax[2 * PATH_MAX], num[24], path[PATH_MAX + ZR_NAME_MAX + 32];
+	unsigned char h[512];
+	size_t plen = 0, maplen = 0, mapcap = 32 + k * 42;
+	uint64_t stored = 0;
+	char *map = malloc(mapcap);
+	int rc = -1;
+
+	if (!map)
+		return -1;
+	maplen = (size_t)snprintf(map, mapcap, "%zu\n", k);
+	for (size_t i = 0; i < k; i++) {
+		maplen += (size_t)snprintf(map + maplen, mapcap - maplen, "%llu\n%llu\n",
+					   (unsigned long long)segs[i].off,
+					   (unsigned long long)segs[i].len);
+		stored += segs[i].len;
+	}
+	snprintf(num, sizeof num, "%llu", (unsigned long long)n);
+	plen += pax_record(pax + plen, sizeof pax - plen, "GNU.sparse.major", "1");
+	plen += pax_record(pax + plen, sizeof pax - plen, "GNU.sparse.minor", "0");
+	plen += pax_record(pax + plen, sizeof pax - plen, "GNU.sparse.name", name);
+	plen += pax_record(pax + plen, sizeof pax - plen, "GNU.sparse.realsize", num);
+	snprintf(path, sizeof path, "GNUSparseFile.0/%s", name);
+	if (tar_header(h, path, (maplen + 511) / 512 * 512 + stored, mtime, S_IFREG | mode,
+		       NULL) < 0) {
+		free(map);
+		return 1;
+	}
+	unsigned char x[512];
+	tar_header(x, "PaxHeaders.0/sparse", plen, mtime, S_IFREG | 0644, NULL);
+	tar_retype(x, 'x');
+	if (write_all(fd, x, 512) < 0 || write_all(fd, pax, plen) < 0 ||
+	    write_all(fd, zeros, (512 - plen % 512) % 512) < 0 || write_all(fd, h, 512) < 0 ||
+	    write_all(fd, map, maplen) < 0 || write_all(fd, zeros, (512 - maplen % 512) % 512) < 0)
+		goto out;
+	for (size_t i = 0; i < k; i++)
+		if (write_all(fd, buf + segs[i].off, segs[i].len) < 0)
+			goto out;
+	rc = write_all(fd, zeros, (512 - stored % 512) % 512);
+out:
+	free(map);
+	return rc;
 }
 
 /* Where an export writes @out: "-" is standard output, and so is an
@@ -300,6 +425,24 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 			/* a file's mode is its member's (with paths: the files') */
 			if ((!nm.key && (int)f != nm.files) || zr_name_mode(ds, &nm, id, f, &mode) != 1)
 				mode = 0644;
+			/* a value with holes as a sparse member: its data alone */
+			struct zr_tar_seg *segs = NULL;
+			size_t k = 0;
+			if (!class_field(ds, f))
+				k = data_segments(ds, f, id, (uint64_t)n, &segs);
+			int sparse = k ? tar_sparse(fd, name, buf, (uint64_t)n, segs, k,
+						    ns / 1000000000, mode & 07777)
+				       : 1;
+			free(segs);
+			if (sparse < 0) {
+				zr_warn("export: %s: %s", out, strerror(errno));
+				goto out;
+			}
+			if (sparse == 0) {
+				members++;
+				bytes += (uint64_t)n;
+				continue;
+			}
 			if (tar_header(h, name, (uint64_t)n, ns / 1000000000, S_IFREG | (mode & 07777),
 				       NULL) < 0) {
 				zr_warn("export: %s: record %llu: member name '%s' is too long for "

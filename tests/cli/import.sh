@@ -615,6 +615,22 @@ for fmt in gnu oldgnu posix:0.0 posix:0.1 posix:1.0; do
 	[ "$(du -sk sp_$n | cut -f1)" -lt 512 ] ||
 		fail "tar --sparse $opts: the holes were stored ($(du -sk sp_$n | cut -f1) KiB)"
 done
+# zr export tar writes a value with holes as GNU tar's sparse format 1.0:
+# its data alone, which GNU tar, Python's tarfile and zr import read back
+zr export tar sp_gnu sp_out.tar
+expect_rc 0
+[ "$(stat -c %s sp_out.tar)" -lt 524288 ] || fail "export tar wrote the holes: $(stat -c %s sp_out.tar) bytes"
+mkdir sp_gnutar && tar --sparse -xf sp_out.tar -C sp_gnutar || fail "GNU tar cannot read export tar's sparse members"
+/usr/bin/python3 -c 'import tarfile; tarfile.open("sp_out.tar").extractall("sp_pytar")' ||
+	fail "Python's tarfile cannot read export tar's sparse members"
+zr import tar sp_out.tar sp_again
+expect_rc 0
+zr export dir sp_again sp_again_out
+for f in s1.img s1.txt s2.img s2.txt; do
+	for d in sp_gnutar sp_pytar sp_again_out; do
+		cmp -s sparse_src/$f $d/$f || fail "export tar of a sparse file: $d/$f differs"
+	done
+done
 # a damaged map (format 1.0: it heads the member's data) is refused
 for map in '99999999' '1\n5000000\n3'; do
 	/usr/bin/python3 - "$map" <<'PY'
