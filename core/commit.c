@@ -94,7 +94,7 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	size_t size;
 	uint8_t *buf, *p;
 	uint32_t crc;
-	int fd, rc;
+	int rc;
 
 	for (uint64_t i = 0; i < o->cap; i++)
 		count += o->slots[i].key && (o->slots[i].key - 1) / ds->nfields < len;
@@ -118,19 +118,9 @@ static int journal_write(zr_dataset *ds, uint64_t generation)
 	for (int i = 0; i < 4; i++)
 		buf[size - 4 + i] = (uint8_t)(crc >> (8 * i));
 	journal_name(name, sizeof name, generation);
-	fd = zr_create_fresh(ds->dirfd, name, O_WRONLY);
-	if (fd < 0) {
-		rc = -errno;
-		free(buf);
-		return zr_err(rc, "%s/%s: %s", ds->path, name, zr_open_strerror(-rc));
-	}
-	rc = zr_write_full(fd, buf, size, 0);
-	if (rc == 0 && zr_sys.fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
+	rc = zr_write_durable(ds->dirfd, ds->path, name, buf, size);
 	free(buf);
-	RETURN_IF(rc < 0, rc, "%s/%s: write failed: %s", ds->path, name, strerror(-rc));
-	return 0;
+	return rc;
 }
 
 /* Store every overlay entry of generation @upto or before into its table

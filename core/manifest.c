@@ -59,28 +59,10 @@ int zr_manifest_pending(int dirfd, const char *dir, uint64_t generation, zr_meta
 int zr_manifest_write(zr_dataset *ds, const zr_meta *m)
 {
 	char *s = zr_meta_dump(m);
-	size_t n;
-	int fd, rc;
+	int rc;
 
 	RETURN_IF(!s, -ENOMEM, "out of memory");
-	n = strlen(s);
-	fd = zr_create_fresh(ds->dirfd, MANIFEST ".tmp", O_WRONLY);
-	if (fd < 0) {
-		free(s);
-		return zr_err(-errno, "%s/" MANIFEST ".tmp: %s", ds->path, strerror(errno));
-	}
-	rc = zr_write_full(fd, s, n, 0);
+	rc = zr_replace_durable(ds->dirfd, ds->path, MANIFEST ".tmp", MANIFEST, s, strlen(s));
 	free(s);
-	if (rc == 0 && zr_sys.fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc == 0 && zr_sys.renameat(ds->dirfd, MANIFEST ".tmp", ds->dirfd, MANIFEST) < 0)
-		rc = -errno;
-	if (rc == 0 && zr_sys.fsync(ds->dirfd) < 0)
-		rc = -errno;
-	if (rc < 0) {
-		zr_sys.unlinkat(ds->dirfd, MANIFEST ".tmp", 0);
-		return zr_err(rc, "%s/" MANIFEST ": write failed: %s", ds->path, strerror(-rc));
-	}
-	return 0;
+	return rc;
 }

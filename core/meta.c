@@ -472,34 +472,14 @@ int zr_meta_write(int dirfd, const char *dir, const zr_meta *m)
 {
 	char *s = zr_meta_dump(m);
 	size_t n;
-	int fd, rc;
+	int rc;
 
 	RETURN_IF(!s, -ENOMEM, "%s/meta.json: out of memory", dir);
 	n = strlen(s);
 	s[n] = '\n'; /* json_dumps leaves room only for the NUL: write it as a newline */
-	fd = zr_create_fresh(dirfd, "meta.json.tmp", O_WRONLY);
-	if (fd < 0) {
-		rc = zr_err(-errno, "%s/meta.json.tmp: %s", dir, strerror(errno));
-		free(s);
-		return rc;
-	}
-	rc = zr_write_full(fd, s, n + 1, 0);
+	rc = zr_replace_durable(dirfd, dir, "meta.json.tmp", "meta.json", s, n + 1);
 	free(s);
-	if (rc == 0 && zr_sys.fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	if (rc < 0) {
-		zr_sys.unlinkat(dirfd, "meta.json.tmp", 0);
-		return zr_err(rc, "%s/meta.json.tmp: write failed: %s", dir, strerror(-rc));
-	}
-	if (zr_sys.renameat(dirfd, "meta.json.tmp", dirfd, "meta.json") < 0) {
-		rc = -errno;
-		zr_sys.unlinkat(dirfd, "meta.json.tmp", 0);
-		return zr_err(rc, "%s/meta.json: rename failed: %s", dir, strerror(-rc));
-	}
-	if (zr_sys.fsync(dirfd) < 0)
-		return zr_err(-errno, "%s: fsync of the directory failed: %s", dir, strerror(errno));
-	return 0;
+	return rc;
 }
 
 void zr_meta_free(zr_meta *m)

@@ -96,6 +96,14 @@ void zr_sys_reset(void);
 int zr_create_fresh(int dirfd, const char *name, int access);
 /* strerror(), but a symbolic link refused by O_NOFOLLOW (ELOOP) says so. */
 const char *zr_open_strerror(int e);
+/* File @name of dataset directory @dirfd (@dir in messages) made anew
+ * (zr_create_fresh) holding the @n bytes of @buf, fsync'd; removed if that
+ * fails. 0 or -errno (said). */
+int zr_write_durable(int dirfd, const char *dir, const char *name, const void *buf, size_t n);
+/* The same into @tmp, then renamed over @name and the directory fsync'd:
+ * @name is the old file or the new, whole, whatever a crash interrupts. */
+int zr_replace_durable(int dirfd, const char *dir, const char *tmp, const char *name,
+		       const void *buf, size_t n);
 /* The size and type of @name under @dirfd ("": @dirfd itself) as its
  * filesystem has them now, bypassing a shared filesystem's client cache:
  * 0 or -errno. */

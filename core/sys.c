@@ -101,6 +101,40 @@ const char *zr_open_strerror(int e)
 	return e == ELOOP ? "a symbolic link (not followed out of a dataset)" : strerror(e);
 }
 
+int zr_write_durable(int dirfd, const char *dir, const char *name, const void *buf, size_t n)
+{
+	int fd = zr_create_fresh(dirfd, name, O_WRONLY), rc;
+
+	if (fd < 0)
+		return zr_err(-errno, "%s/%s: %s", dir, name, zr_open_strerror(errno));
+	rc = zr_write_full(fd, buf, n, 0);
+	if (rc == 0 && zr_sys.fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc < 0) {
+		zr_sys.unlinkat(dirfd, name, 0);
+		return zr_err(rc, "%s/%s: write failed: %s", dir, name, strerror(-rc));
+	}
+	return 0;
+}
+
+int zr_replace_durable(int dirfd, const char *dir, const char *tmp, const char *name,
+		       const void *buf, size_t n)
+{
+	int rc = zr_write_durable(dirfd, dir, tmp, buf, n);
+
+	if (rc < 0)
+		return rc;
+	if (zr_sys.renameat(dirfd, tmp, dirfd, name) < 0) {
+		rc = -errno;
+		zr_sys.unlinkat(dirfd, tmp, 0);
+		return zr_err(rc, "%s/%s: rename failed: %s", dir, name, strerror(-rc));
+	}
+	if (zr_sys.fsync(dirfd) < 0)
+		return zr_err(-errno, "%s: fsync of the directory failed: %s", dir, strerror(errno));
+	return 0;
+}
+
 static void *sys_mremap(void *old, size_t old_len, size_t new_len, int flags)
 {
 	return mremap(old, old_len, new_len, flags);

@@ -166,7 +166,7 @@ int zr_tree_write(zr_dataset *ds, uint64_t generation, zr_tree_ref *ref)
 	char name[48];
 	char *text;
 	size_t n;
-	int fd, rc;
+	int rc;
 
 	*ref = (zr_tree_ref){0};
 	if (!ds->tree || !json_array_size(ds->tree))
@@ -174,26 +174,17 @@ int zr_tree_write(zr_dataset *ds, uint64_t generation, zr_tree_ref *ref)
 	file_name(name, sizeof name, generation);
 	RETURN_IF(!(text = json_dumps(ds->tree, JSON_COMPACT)), -ENOMEM, "out of memory");
 	n = strlen(text);
-	if ((fd = zr_create_fresh(ds->dirfd, name, O_WRONLY)) < 0) {
-		rc = -errno;
-		free(text);
-		return zr_err(rc, "%s/%s: %s", ds->path, name, strerror(-rc));
-	}
-	rc = zr_write_full(fd, text, n, 0);
-	if (rc == 0 && zr_sys.fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	/* its name durable before meta.json's rename names it */
-	if (rc == 0 && zr_sys.fsync(ds->dirfd) < 0)
-		rc = -errno;
+	rc = zr_write_durable(ds->dirfd, ds->path, name, text, n);
 	*ref = (zr_tree_ref){generation, n, json_array_size(ds->tree),
 			     (uint32_t)crc32(0, (const Bytef *)text, (uInt)n)};
 	free(text);
-	if (rc < 0) {
+	/* its name durable before meta.json's rename names it */
+	if (rc == 0 && zr_sys.fsync(ds->dirfd) < 0) {
+		rc = zr_err(-errno, "%s: fsync of the directory failed: %s", ds->path,
+			    strerror(errno));
 		zr_sys.unlinkat(ds->dirfd, name, 0);
-		return zr_err(rc, "%s/%s: write failed: %s", ds->path, name, strerror(-rc));
 	}
-	return 0;
+	return rc;
 }
 
 /* Whether @name is a tree file's: "tree." and digits. */
