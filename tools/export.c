@@ -125,12 +125,13 @@ static size_t data_segments(zr_dataset *ds, unsigned f, uint64_t id, uint64_t n,
 	int64_t data, hole;
 
 	*segs = NULL;
-	if (n < 64 * 1024 || zr_record_holes(ds, f, id) <= 0)
+	if (n < 64 * 1024)
 		return 0; /* a hole is 64 KiB at least (zr_record_copy) */
 	for (uint64_t at = 0; at < n; at = (uint64_t)hole) {
-		if ((data = zr_record_seek(ds, f, id, at, SEEK_DATA)) < 0 ||
-		    (hole = zr_record_seek(ds, f, id, (uint64_t)data, SEEK_HOLE)) < 0)
-			break;
+		if ((data = zr_record_seek(ds, f, id, at, SEEK_DATA)) == -ENXIO)
+			break; /* a hole to the end */
+		if (data < 0 || (hole = zr_record_seek(ds, f, id, (uint64_t)data, SEEK_HOLE)) < 0)
+			goto whole; /* it cannot tell: all of it is data */
 		uint64_t from = (uint64_t)data / 512 * 512;
 		uint64_t to = ((uint64_t)hole + 511) / 512 * 512;
 		to = to < n ? to : n;
@@ -142,6 +143,8 @@ static size_t data_segments(zr_dataset *ds, unsigned f, uint64_t id, uint64_t n,
 			goto whole;
 		(*segs)[k++] = (struct zr_tar_seg){from, to - from};
 	}
+	if (k == 1 && (*segs)[0].off == 0 && (*segs)[0].len == n)
+		goto whole; /* no hole */
 	if ((k == 0 || (*segs)[k - 1].off + (*segs)[k - 1].len < n) &&
 	    grow(segs, &cap, k, sizeof **segs, 16) == 0) {
 		(*segs)[k++] = (struct zr_tar_seg){n, 0};
