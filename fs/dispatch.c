@@ -452,12 +452,6 @@ static void zrfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t 
 
 /* ---- contents ---- */
 
-/* -o writable: a record's file opened for reading reads the value it
- * opened, whole, until closed (zrfs(8), Replacing a record's value). Its
- * number may be the write layer's by the next READ (a writer opened it and
- * keeps it as the file's, which then shows the bytes written): the read
- * goes to the owner and view of the open. And past the page cache: the
- * writer shares the inode, whose size the kernel changes as it writes. */
 /* SEEK_DATA or SEEK_HOLE from @off in owned file @ino of @v, a view held:
  * its subtree's answer, or one from its size (a file without holes). */
 static int64_t seek_in(struct zrfs *fs, const struct zrfs_subtree *t, struct zrfs_view *v,
@@ -476,6 +470,12 @@ static int64_t seek_in(struct zrfs *fs, const struct zrfs_subtree *t, struct zrf
 	return S_ISREG(st.st_mode) ? zrfs_seek_plain((uint64_t)st.st_size, off, whence) : -EINVAL;
 }
 
+/* -o writable: a record's file opened for reading reads the value it
+ * opened, whole, until closed (zrfs(8), Replacing a record's value). Its
+ * number may be the write layer's by the next READ (a writer opened it and
+ * keeps it as the file's, which then shows the bytes written): the read
+ * goes to the owner and view of the open. And past the page cache: the
+ * writer shares the inode, whose size the kernel changes as it writes. */
 struct pinned {
 	struct zrfs_reading r;
 	const struct zrfs_subtree *t;
