@@ -155,6 +155,13 @@ bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
 		      fuse_ino_t *out);
 int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
+/* Taking the names lock written: move directory @name of @dir, and all
+ * that is in it, to @newname in @newdir (an empty directory there is
+ * replaced); it keeps its number. The records below it, for their names
+ * to follow, in *@ids (*@n of them; free()). 0, -ENOENT, -EINVAL (into
+ * itself), -ENOTDIR (a file or link at @newname), -ENOTEMPTY, -ENOMEM. */
+int zrfs_tree_dir_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
+		       const char *newname, uint64_t **ids, size_t *n);
 int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
 			const char *newname);
 int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,

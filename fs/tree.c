@@ -590,6 +590,90 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 	return rc;
 }
 
+/* The records named below directory @d into @ids (*@n, room for *@cap). */
+static int ids_below(const struct tdir *d, uint64_t **ids, size_t *n, size_t *cap)
+{
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct tent *e = d->ents[i];
+		if (!e)
+			continue;
+		for (uint32_t k = 0; k <= e->nmore; k++) {
+			uint64_t id = k == 0 ? e->id : e->more[k - 1];
+			if (id == NO_ID)
+				continue;
+			if (*n == *cap) {
+				size_t more = *cap ? *cap * 2 : 64;
+				uint64_t *v = realloc(*ids, more * sizeof *v);
+				if (!v)
+					return -ENOMEM;
+				*ids = v;
+				*cap = more;
+			}
+			(*ids)[(*n)++] = id;
+		}
+		if (e->sub && ids_below(e->sub, ids, n, cap) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int zrfs_tree_dir_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
+		       const char *newname, uint64_t **ids, size_t *n)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	size_t len = strlen(newname), cap = 0;
+	struct tdir *d, *nd, *sub;
+	struct tent *e, *to = NULL;
+	int rc = 0;
+
+	*ids = NULL;
+	*n = 0;
+	if (!zr_name_safe(newname, len) || memchr(newname, '/', len))
+		return -EINVAL;
+	if (!tree_text(newname))
+		return -EILSEQ; /* kept as text */
+	zrfs_state_lock(fs);
+	if (!(d = dir_of(fs, dir)) || !(nd = dir_of(fs, newdir)) ||
+	    !(e = tree_ent_find(t, d, name, strlen(name))) || !(sub = e->sub)) {
+		rc = -ENOENT;
+		goto out;
+	}
+	for (const struct tdir *up = nd; up; up = up->self ? up->self->dir : NULL)
+		if (up == sub) {
+			rc = -EINVAL; /* into itself */
+			goto out;
+		}
+	if ((to = tree_ent_find(t, nd, newname, len)) == e)
+		goto out; /* onto itself */
+	if (to && (to->lnk || (!fs->names.key && to->id != NO_ID)))
+		rc = -ENOTDIR; /* a file (a key's files have extensions) or a link */
+	else if (to && to->sub && to->sub->live)
+		rc = -ENOTEMPTY;
+	else if ((rc = ids_below(sub, ids, n, &cap)) == 0 && !to &&
+		 !(to = tree_ent_new(t, nd, newname, len)))
+		rc = -ENOMEM;
+	if (rc < 0)
+		goto out;
+	if (to->sub) { /* an empty directory: replaced */
+		tree_dir_free(t, to->sub);
+		nd->subs--;
+	}
+	to->sub = sub;
+	sub->self = to;
+	nd->subs++;
+	e->sub = NULL;
+	d->subs--;
+	tree_prune(t, e, NULL);
+out:
+	zrfs_state_unlock(fs);
+	if (rc < 0) {
+		free(*ids);
+		*ids = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 			struct timespec atime)
 {

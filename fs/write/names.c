@@ -27,8 +27,9 @@
  * file is a temporary file until renamed. Renaming a record's file renames
  * the record (paths) or moves the value between keys; removing the last
  * value of a record removes the record. A directory is made in the index
- * (and one written in is kept) for as long as the mount; renaming one is
- * EXDEV (mv copies and removes), and between tree/ and a field directory.
+ * (and one written in is kept) for as long as the mount; renaming one
+ * moves it in the index and renames the records below it (rename.c). A
+ * rename between tree/ and a field directory is EXDEV.
  *
  * Renames and attributes are rename.c's.
  *

@@ -586,6 +586,44 @@ int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint
 	return rc < 0 ? rc : commit(fs);
 }
 
+int64_t zrfs_publish_moved(struct zrfs *fs, const uint64_t *ids, size_t n, const char *from,
+			   const char *to)
+{
+	struct zrfs_writes *w = fs->writes;
+	size_t flen = strlen(from), tlen = strlen(to);
+	char *old = malloc(ZRFS_PATH_MAX), *name = malloc(ZRFS_PATH_MAX);
+	int64_t rc = old && name ? 0 : -ENOMEM;
+
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int64_t got = zr_record_load(w->ds, (unsigned)fs->names.field, ids[i], old,
+					     ZRFS_PATH_MAX);
+		if (got < 0) {
+			if (zrfs_log_admit())
+				fuse_log(FUSE_LOG_ERR, "zrfs: %s: the name of record %llu: %s\n",
+					 fs->dataset, (unsigned long long)ids[i], zr_errmsg(w->ds));
+			rc = got;
+			break;
+		}
+		/* below @from: "FROM/..." */
+		if ((size_t)got <= flen || memcmp(old, from, flen) != 0 || old[flen] != '/')
+			continue;
+		if (tlen + ((size_t)got - flen) >= ZRFS_PATH_MAX) {
+			rc = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, to, tlen);
+		memcpy(name + tlen, old + flen, (size_t)got - flen);
+		name[tlen + (size_t)got - flen] = 0;
+		rc = set_value(fs, (unsigned)fs->names.field, ids[i],
+			       (zr_value){name, strlen(name)}, NULL);
+		if (rc == 0) /* into another class directory: that class */
+			rc = set_label(fs, ids[i], name);
+	}
+	free(old);
+	free(name);
+	return rc < 0 ? rc : commit(fs);
+}
+
 /* ---- records ---- */
 
 int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)

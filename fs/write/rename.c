@@ -152,6 +152,83 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 	return rc;
 }
 
+/* The path below tree/ of @name in directory @dir into @buf (ZRFS_PATH_MAX
+ * bytes): 0, -ENOENT, -ENAMETOOLONG. Under the names lock. */
+static int tree_child_path(struct zrfs *fs, fuse_ino_t dir, const char *name, char *buf)
+{
+	int rc = zrfs_tree_path(fs, dir, buf, ZRFS_PATH_MAX);
+	size_t at = strlen(buf);
+
+	if (rc == 0 && snprintf(buf + at, ZRFS_PATH_MAX - at, "%s%s", at ? "/" : "", name) >=
+			       (int)(ZRFS_PATH_MAX - at))
+		rc = -ENAMETOOLONG;
+	return rc;
+}
+
+/* Drafts in tree/ below directory @from now below @to (under names_lock). */
+static int drafts_moved(struct zrfs_writes *w, const char *from, const char *to)
+{
+	size_t flen = strlen(from);
+
+	for (struct wnode *d = w->first; d; d = d->next) {
+		char *path;
+		if (!d->tree || !d->dirpath || strncmp(d->dirpath, from, flen) != 0 ||
+		    (d->dirpath[flen] != 0 && d->dirpath[flen] != '/'))
+			continue;
+		if (asprintf(&path, "%s%s", to, d->dirpath + flen) < 0)
+			return -ENOMEM;
+		free(d->dirpath);
+		d->dirpath = path;
+	}
+	return 0;
+}
+
+/* Move directory @name of @parent in tree/ to @newname in @newparent: the
+ * index moves it at once (its number and everything in it kept), and the
+ * names of the records below it follow in one commit. 0 or -errno. */
+static int64_t move_dir(struct zrfs *fs, fuse_ino_t parent, const char *name,
+			fuse_ino_t newparent, const char *newname)
+{
+	struct zrfs_writes *w = fs->writes;
+	char *from = malloc(ZRFS_PATH_MAX), *to = malloc(ZRFS_PATH_MAX);
+	uint64_t *ids = NULL, *back;
+	size_t n = 0, nback;
+	int64_t rc = from && to ? 0 : -ENOMEM;
+
+	pthread_mutex_lock(&w->lock);
+	/* the records as the writer has them: new files stored first */
+	if (rc == 0 && (rc = zrfs_settle_stored(fs)) == 0) {
+		zrfs_names_begin(fs);
+		if ((rc = tree_child_path(fs, parent, name, from)) == 0)
+			rc = tree_child_path(fs, newparent, newname, to);
+		zrfs_names_end(fs);
+	}
+	if (rc == 0)
+		rc = zrfs_tree_dir_move(fs, parent, name, newparent, newname, &ids, &n);
+	if (rc == 0) {
+		pthread_mutex_lock(&w->names_lock);
+		rc = drafts_moved(w, from, to);
+		pthread_mutex_unlock(&w->names_lock);
+		/* its directories and links at their new paths, in the same
+		 * commit as the names: a crash leaves the old tree or the new */
+		zrfs_tree_changed(fs);
+		atomic_store(&w->tree_now, true);
+	}
+	if (rc == 0 && (rc = zrfs_publish_moved(fs, ids, n, from, to)) < 0) {
+		/* as it was: the kernel keeps the old name */
+		zrfs_tree_dir_move(fs, newparent, newname, parent, name, &back, &nback);
+		free(back);
+		pthread_mutex_lock(&w->names_lock);
+		drafts_moved(w, to, from);
+		pthread_mutex_unlock(&w->names_lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	free(ids);
+	free(from);
+	free(to);
+	return rc < 0 ? rc : 0;
+}
+
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags)
 {
@@ -159,7 +236,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	struct wnode *d, *td;
 	struct place p, tp;
 	uint64_t id, tid;
-	bool alias, talias, record = false, replacing = false, link = false;
+	bool alias, talias, record = false, replacing = false, link = false, dir = false;
 	enum what what = W_NONE, to = W_NONE;
 	int64_t rc = 0;
 
@@ -198,8 +275,13 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			rc = to == W_NONE ? 0 : -EXDEV;
 		else if (what == W_NONE || what == W_ID)
 			rc = -ENOENT;
+		else if (what == W_DIR && (flags & RENAME_NOREPLACE) &&
+			 (to != W_NONE || zrfs_tree_is_link(fs, newparent, newname)))
+			rc = -EEXIST;
+		else if (what == W_DIR && to != W_NONE && to != W_DIR)
+			rc = -ENOTDIR; /* onto a file */
 		else if (what == W_DIR)
-			rc = -EXDEV; /* a directory of tree/: mv copies and removes */
+			dir = true; /* a directory of tree/: below, under the writer's lock */
 		else if (zrfs_no_field_ever(&tp, newname))
 			rc = -EPERM; /* a file no field can store */
 		else if ((flags & RENAME_NOREPLACE) &&
@@ -222,6 +304,8 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	zrfs_names_unlock(fs);
 	if (rc == 0 && link)
 		rc = zrfs_tree_link_move(fs, parent, name, newparent, newname);
+	if (rc == 0 && dir)
+		rc = move_dir(fs, parent, name, newparent, newname);
 	if (rc == 0 && (record || replacing)) {
 		pthread_mutex_lock(&w->lock);
 		if ((rc = zrfs_settle_stored(fs)) == 0) {
@@ -254,7 +338,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	}
 	/* a file onto a link replaces it (kept, as a link moved, with the
 	 * directories' times) */
-	if (rc == 0 && !link && tp.tree)
+	if (rc == 0 && !link && !dir && tp.tree)
 		zrfs_tree_unlink(fs, newparent, newname);
 	if (rc >= 0) {
 		zrfs_dir_changed(fs, parent, NULL);

@@ -653,6 +653,12 @@ int64_t zrfs_publish_name(struct zrfs *fs, unsigned field, uint64_t id, const ch
  * @gone (NO_ID: none), every value of it: a file renamed onto another in a
  * tree of paths. The generation, or a negative code (logged). */
 int64_t zrfs_publish_rename(struct zrfs *fs, uint64_t id, const char *name, uint64_t gone);
+/* (w->lock held) Records @ids (@n) were below directory @from of tree/,
+ * now @to: their names (and labels, from a class directory) follow, in one
+ * commit; their change times stay, as a file's in a directory renamed on a
+ * local filesystem. The generation, or a negative code (logged). */
+int64_t zrfs_publish_moved(struct zrfs *fs, const uint64_t *ids, size_t n, const char *from,
+			   const char *to);
 /* Times @t set on node @n (utimensat), where the dataset keeps them
  * (zr_names.mtime, .atime), and its change time now's: kept with a value
  * being written (stored with it), else stored and committed now (w->lock

@@ -124,6 +124,30 @@ EOF
 [ "$refused" = "ENOTSUP ENOTSUP ENOTSUP EINVAL EPERM EPERM" ] ||
 	fail "xattrs, O_TMPFILE, RENAME_EXCHANGE, mkfifo, mknod: $refused"
 touch -d '2004-04-04' "$MNT/tree/a" # as the loop left it
+# rename(2) of a directory moves it: its files keep their numbers, a file
+# open for writing in it is stored at its new path; onto a directory with
+# something in it ENOTEMPTY, into itself EINVAL, onto a file ENOTDIR
+mkdir -p "$MNT/tree/mv1/in" && printf x >"$MNT/tree/mv1/in/f" || fail "a directory to move"
+ino=$(stat -c %i "$MNT/tree/mv1/in/f")
+exec 3>"$MNT/tree/mv1/in/open" && printf a >&3 || fail "a file open in it"
+moved=$("$PY" - "$MNT/tree" <<'EOF'
+import errno, os, sys
+os.chdir(sys.argv[1])
+def code(a, b):
+    try:
+        os.rename(a, b)
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+print(code('mv1', 'mv2'), code('mv2', 'a'), code('mv2', 'mv2/in/x'), code('mv2', 'a/x.txt'))
+EOF
+) || fail "rename(2) of directories"
+printf b >&3 && exec 3>&- || fail "writing on in a directory renamed"
+[ "$moved" = "ok ENOTEMPTY EINVAL ENOTDIR" ] || fail "rename(2) of directories: $moved"
+[ "$(stat -c %i "$MNT/tree/mv2/in/f")" = "$ino" ] || fail "a file's number changed with its directory's name"
+[ "$(cat "$MNT/tree/mv2/in/open")" = ab ] || fail "a file open in a renamed directory: $(cat "$MNT/tree/mv2/in/open")"
+[ ! -e "$MNT/tree/mv1" ] || fail "a renamed directory is still there"
+rm -r "$MNT/tree/mv2" && touch -d '2004-04-04' "$MNT/tree" || fail "rm -r of the renamed directory"
 same_tree "$T/ref" "$MNT/tree" "changes, mounted" nodirsize
 unmount_wait
 mount_ds

@@ -106,6 +106,13 @@ GIT = ('export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t '
        'test -z "$(git status --porcelain)"; '
        'test "$(git log --oneline | wc -l)" = 2; rm -rf .git')
 
+# git mv of a directory: one rename(2), the status clean after it
+GIT_MV = ('export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t '
+          'GIT_COMMITTER_EMAIL=t@t HOME=/nonexistent; set -e; '
+          'git init -q .; mkdir d; mv 1.txt 2.txt d/; git add -A; git commit -qm one; '
+          'git mv d e; git commit -qm two; test -z "$(git status --porcelain)"; '
+          'test "$(cat e/1.txt | wc -l)" -gt 0; rm -rf .git')
+
 # a file written through a shared map, as databases and numpy.memmap do
 MMAP = ('import mmap, os\n'
         'fd = os.open("mapped.txt", os.O_RDWR | os.O_CREAT, 0o644)\n'
@@ -298,6 +305,12 @@ MATRIX = [
      "printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh && ./run.sh > ran.txt && "
      "%s -c 'import os, tempfile; os.replace(tempfile.mkstemp(dir=\".\")[1], \"made.txt\")' && "
      "chmod 640 run.sh" % PY),
+    # rename(2) of a directory moves it and what is in it (onto an empty
+    # one, that one goes); git mv of a directory is one rename
+    ('tree: mv of a directory', "mkdir -p d/e && mv 1.txt 2.txt d/ && mv 3.txt d/e/ && "
+     "mv d moved && mkdir empty && %s -c 'import os; os.rename(\"moved/e\", \"empty\")'"
+     % PY),
+    ('tree: git mv of a directory', GIT_MV),
     # in tree/ a dot name is a name of the tree: it is stored as any
     ('tree: dotfiles', "printf '*.o\\n' > .gitignore && mkdir -p .cfg && printf 'k=v\\n' > .cfg/.env "
      "&& printf 'x\\n' > .keep && mv .keep .kept && chmod 700 .kept"),
