@@ -532,10 +532,17 @@ static void answer_send(const struct answer *a)
 		zrfs_reply_status(a->req, 0);
 }
 
+/* Whether answer @a waits for generation @gen or an older one, asked for
+ * up to ticket @upto (any, with @all): it is sent. */
+static bool answer_due(const struct answer *a, uint64_t gen, uint64_t upto, bool all)
+{
+	return all || (a->gen <= gen && a->ticket <= upto);
+}
+
 /* Answer the requests waiting for generation @gen or an older one that
  * were asked for up to ticket @upto (all of them when @all); and EIO to
  * those that waited SHOW_WAIT_MS for a generation the mount has not shown
- * (it is at @gen), saying why once. */
+ * (it is at @gen), saying why once, before the first EIO reaches anyone. */
 static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 {
 	struct zrfs_follow *w = fs->follow;
@@ -545,23 +552,27 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_lock(&w->answers_lock);
 	for (size_t i = 0; i < w->nanswers; i++) {
 		const struct answer *a = &w->answers[i];
-		if (all || (a->gen <= gen && a->ticket <= upto)) {
-			answer_send(a);
-		} else if (a->gen > gen && now - a->asked_ms >= SHOW_WAIT_MS) {
+		if (!answer_due(a, gen, upto, all) && a->gen > gen &&
+		    now - a->asked_ms >= SHOW_WAIT_MS && a->gen > late)
 			late = a->gen;
-			zrfs_reply_err(a->req, -EIO);
-		} else {
-			w->answers[k++] = *a;
-		}
 	}
-	w->nanswers = k;
-	pthread_mutex_unlock(&w->answers_lock);
 	if (late && zrfs_log_admit())
 		fuse_log(FUSE_LOG_ERR,
 			 "zrfs: %s: the mount cannot show commit %llu, made through it, and shows "
 			 "%llu (%s): its close or fsync fails with EIO\n",
 			 fs->dataset, (unsigned long long)late, (unsigned long long)gen,
 			 w->last_error[0] ? w->last_error : "the dataset is not where it was");
+	for (size_t i = 0; i < w->nanswers; i++) {
+		const struct answer *a = &w->answers[i];
+		if (answer_due(a, gen, upto, all))
+			answer_send(a);
+		else if (a->gen > gen && now - a->asked_ms >= SHOW_WAIT_MS)
+			zrfs_reply_err(a->req, -EIO);
+		else
+			w->answers[k++] = *a;
+	}
+	w->nanswers = k;
+	pthread_mutex_unlock(&w->answers_lock);
 }
 
 void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st)
