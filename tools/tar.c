@@ -399,15 +399,15 @@ static int file_member(struct zr_tar *t, int fd, const char *path, const char *s
 		}
 		at += ext * 512;
 		*blocks += ext;
+	} else if (x->sparse && (x->bad || x->have_off)) {
+		snprintf(err, errlen, "%s: a damaged sparse map (its GNU.sparse pax keys), or one "
+			 "of a format not known", what);
+		rc = -1;
 	} else if (x->sparse && x->major == 1) {
 		int64_t map = map_v1(t, fd, at, len, what, err, errlen);
 		rc = map < 0 ? (int)map : 0;
 		at += map > 0 ? (uint64_t)map : 0;
 		data -= map > 0 ? (uint64_t)map : 0;
-	} else if (x->sparse && (x->bad || x->have_off)) {
-		snprintf(err, errlen, "%s: a damaged sparse map (format 0.%d)", what,
-			 t->nsegs > x->seg_at ? 1 : 0);
-		rc = -1;
 	}
 	if (rc == -2)
 		err[0] = 0;

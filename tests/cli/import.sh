@@ -645,6 +645,17 @@ PY
 	expect_err_has "*sp_bad.tar: member 's1.img': a damaged sparse map*"
 	[ ! -e sp_bad ] || fail "a refused import left sp_bad"
 done
+# ... and so are pax keys that do not parse, or name a format not known
+/usr/bin/python3 - <<'PY'
+t = bytearray(open('sp_posix10.tar', 'rb').read())
+at = t.index(b'GNU.sparse.major=1')
+t[at + 17] = ord('7')
+open('sp_bad.tar', 'wb').write(t)
+PY
+zr import tar sp_bad.tar sp_bad
+expect_rc 1
+expect_err_has "*sp_bad.tar: member 's1.img': a damaged sparse map (its GNU.sparse pax keys), or one of a format not known*"
+[ ! -e sp_bad ] || fail "a refused import left sp_bad"
 for d in bad7 bad8 bad9 bad10 bad11; do [ ! -e "$d" ] || fail "$d was left behind"; done
 
 # a small filesystem: 18 MB of records fit in a 24 MiB tmpfs (offset tables
