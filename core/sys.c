@@ -131,7 +131,8 @@ int zr_replace_durable(int dirfd, const char *dir, const char *tmp, const char *
 		return zr_err(rc, "%s/%s: rename failed: %s", dir, name, strerror(-rc));
 	}
 	if (zr_sys.fsync(dirfd) < 0)
-		return zr_err(-errno, "%s: fsync of the directory failed: %s", dir, strerror(errno));
+		return zr_err(-errno, "%s: fsync of the directory failed: %s", dir,
+			      strerror(errno));
 	return 0;
 }
 
