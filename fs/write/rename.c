@@ -96,6 +96,22 @@ static bool alone(struct zrfs *fs, unsigned field, uint64_t id)
 	return true;
 }
 
+/* The path below tree/ of @name in directory @dir into @buf (ZRFS_PATH_MAX
+ * bytes): 0, -ENOENT, -ENAMETOOLONG. Under the names lock. */
+static int tree_child_path(struct zrfs *fs, fuse_ino_t dir, const char *name, char *buf)
+{
+	int rc = zrfs_tree_path(fs, dir, buf, ZRFS_PATH_MAX);
+	size_t at;
+
+	if (rc < 0)
+		return rc; /* @buf as it was */
+	at = strlen(buf);
+	return snprintf(buf + at, ZRFS_PATH_MAX - at, "%s%s", at ? "/" : "", name) <
+			       (int)(ZRFS_PATH_MAX - at)
+		       ? 0
+		       : -ENAMETOOLONG;
+}
+
 /* Move the file of record @id of @field (w->lock held, the drafts stored
  * are committed) to @newname in @newparent, which is @to: onto a record's
  * name its value moves there; onto another name, to a new record named so
@@ -122,15 +138,8 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 	}
 	if (alias)
 		zrfs_alias_drop(w, parent, name);
-	rc = tp->tree ? zrfs_tree_path(fs, newparent, path, sizeof path)
+	rc = tp->tree ? tree_child_path(fs, newparent, newname, path)
 		      : zrfs_path_of(w, newparent, newname, path, sizeof path);
-	if (rc == 0 && tp->tree) { /* the new name's path below tree/ */
-		size_t at = strlen(path);
-		rc = snprintf(path + at, sizeof path - at, "%s%s", at ? "/" : "", newname) <
-				     (int)(sizeof path - at)
-			     ? 0
-			     : -ENAMETOOLONG;
-	}
 	zrfs_names_unlock(fs);
 	if (rc < 0)
 		return rc;
@@ -149,19 +158,6 @@ static int64_t rename_record(struct zrfs *fs, unsigned field, uint64_t id, fuse_
 		zrfs_alias_set(w, newparent, field, newname, only ? id : tid);
 		pthread_mutex_unlock(&w->names_lock);
 	}
-	return rc;
-}
-
-/* The path below tree/ of @name in directory @dir into @buf (ZRFS_PATH_MAX
- * bytes): 0, -ENOENT, -ENAMETOOLONG. Under the names lock. */
-static int tree_child_path(struct zrfs *fs, fuse_ino_t dir, const char *name, char *buf)
-{
-	int rc = zrfs_tree_path(fs, dir, buf, ZRFS_PATH_MAX);
-	size_t at = strlen(buf);
-
-	if (rc == 0 && snprintf(buf + at, ZRFS_PATH_MAX - at, "%s%s", at ? "/" : "", name) >=
-			       (int)(ZRFS_PATH_MAX - at))
-		rc = -ENAMETOOLONG;
 	return rc;
 }
 
