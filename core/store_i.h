@@ -113,7 +113,7 @@ bool zr_fs_shared(int fd);
 /* pwrite/pread all of it or fail with -errno (short writes retried). */
 int zr_write_full(int fd, const void *buf, size_t n, uint64_t off);
 /* The same where the file reads as zeros (past everything written to it):
- * runs of HOLE_MIN (64 KiB) zero bytes or more on whole pages of the file
+ * runs of ZR_HOLE_MIN (64 KiB) zero bytes or more on whole pages of the file
  * are left unwritten, holes; the file is made @off + @n bytes long at
  * least. 0 or -errno. */
 int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off);

@@ -206,7 +206,6 @@ int zr_write_full(int fd, const void *buf, size_t n, uint64_t off)
 }
 
 #define PAGE 4096
-#define HOLE_MIN (64 * 1024)
 
 static bool page_zero(const uint8_t *p)
 {
@@ -221,7 +220,7 @@ int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off)
 	size_t done = 0, i = (size_t)((PAGE - off % PAGE) % PAGE), run = SIZE_MAX;
 	int rc;
 
-	if (n < HOLE_MIN)
+	if (n < ZR_HOLE_MIN)
 		return zr_write_full(fd, p, n, off);
 	/* whole pages of zeros make a run; one long enough, ended by a page
 	 * with data or by the last whole page, is skipped */
@@ -232,7 +231,7 @@ int zr_write_sparse(int fd, const void *buf, size_t n, uint64_t off)
 				run = i;
 			continue;
 		}
-		if (run != SIZE_MAX && i - run >= HOLE_MIN) {
+		if (run != SIZE_MAX && i - run >= ZR_HOLE_MIN) {
 			if ((rc = zr_write_full(fd, p + done, run - done, off + done)) < 0)
 				return rc;
 			done = i;

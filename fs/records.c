@@ -121,8 +121,6 @@ void zrfs_log_record_error(struct zrfs *fs, zr_dataset *ds, unsigned field, uint
 
 /* ---- attributes ---- */
 
-/* The shortest run of zeros a chunk leaves as a hole (zr_write_sparse). */
-#define SPARSE_MIN (64 * 1024)
 
 int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned field,
 		     uint64_t id, struct stat *st)
@@ -139,8 +137,8 @@ int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsig
 	if (!rs.present)
 		return -ENOENT;
 	zrfs_file_attr(fs, v, ino, rs.logical_len, st);
-	/* only a raw value of 64 KiB or more can have a hole (zr_write_sparse) */
-	if (rs.logical_len >= SPARSE_MIN && fs->fields[field].spec->compress == ZR_RAW) {
+	/* only a raw value of ZR_HOLE_MIN or more can have a hole */
+	if (rs.logical_len >= ZR_HOLE_MIN && fs->fields[field].spec->compress == ZR_RAW) {
 		int64_t holes = zr_record_holes(v->ds, field, id);
 		if (holes > 0)
 			st->st_blocks = (blkcnt_t)((rs.logical_len - (uint64_t)holes + 511) / 512);

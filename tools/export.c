@@ -125,8 +125,8 @@ static size_t data_segments(zr_dataset *ds, unsigned f, uint64_t id, uint64_t n,
 	int64_t data, hole;
 
 	*segs = NULL;
-	if (n < 64 * 1024)
-		return 0; /* a hole is 64 KiB at least (zr_record_copy) */
+	if (n < ZR_HOLE_MIN)
+		return 0; /* no room for a hole */
 	for (uint64_t at = 0; at < n; at = (uint64_t)hole) {
 		if ((data = zr_record_seek(ds, f, id, at, SEEK_DATA)) == -ENXIO)
 			break; /* a hole to the end */

@@ -309,12 +309,16 @@ ZR_API int zr_present(zr_dataset *ds, unsigned field, uint64_t id);
 ZR_API int64_t zr_record_load(zr_dataset *ds, unsigned field, uint64_t id, void *dst,
 			      size_t cap);
 
+/** The shortest run of zeros the store leaves unwritten, a hole (on whole
+ *  pages of the file): a value shorter than this has none. */
+#define ZR_HOLE_MIN (64 * 1024)
+
 /**
  * Write the logical bytes of one record to @p fd from its offset 0, as
  * zr_record_load() reads them but at most 1 MiB at a time (flate records
  * inflated as they are read), so that a value of any size is copied with
  * bounded memory. @p fd is not truncated. Into an empty regular file, runs
- * of 64 KiB of zeros or more on whole pages are left as holes (a sparse
+ * of ZR_HOLE_MIN zeros or more on whole pages are left as holes (a sparse
  * value stays sparse). Thread-safe.
  * @return the logical length, -ENOENT (missing value, bad field or id),
  *         ZR_ECORRUPT or -EIO (damaged record), -errno (writing @p fd)
