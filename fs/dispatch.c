@@ -742,6 +742,50 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	zrfs_reply_statfs(req, &sv);
 }
 
+/* Whether the caller of @req is in group @gid, its own or a supplementary
+ * one. */
+static bool in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t groups[64];
+	int n;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, (int)(sizeof groups / sizeof *groups), groups);
+	for (int k = 0; k < n && k < (int)(sizeof groups / sizeof *groups); k++)
+		if (groups[k] == gid)
+			return true;
+	return false;
+}
+
+/* access(2), faccessat(2) and chdir: what the mode bits let the caller do,
+ * as a local filesystem checks them. The kernel asks only where it leaves
+ * the checks to zrfs (no default_permissions: the mounting user alone);
+ * were it not answered, every access() would succeed, X_OK on a file no
+ * one may run included (shutil.which, find -executable). Root may read
+ * and write anything and run what any x bit lets run. */
+static void zrfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct stat st;
+	int rc = attr_now(fuse_req_userdata(req), ino, &st);
+	unsigned bits;
+
+	if (rc < 0) {
+		zrfs_reply_err(req, rc);
+		return;
+	}
+	if (c->uid == 0)
+		bits = S_ISDIR(st.st_mode) || (st.st_mode & 0111) ? 7 : 6;
+	else if (st.st_uid == c->uid)
+		bits = (st.st_mode >> 6) & 7;
+	else if (in_group(req, st.st_gid))
+		bits = (st.st_mode >> 3) & 7;
+	else
+		bits = st.st_mode & 7;
+	zrfs_reply_status(req, (unsigned)mask & 7 & ~bits ? -EACCES : 0);
+}
+
 /* ---- changes (-o writable): the write layer, and what no mount can do ---- */
 
 static void zrfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -891,7 +935,7 @@ static void zrfs_readlink(fuse_req_t req, fuse_ino_t ino)
 	.forget_multi = zrfs_forget_multi, .getattr = zrfs_getattr, .open = zrfs_open,          \
 	.read = zrfs_read, .opendir = zrfs_opendir, .readdir = zrfs_readdir,                    \
 	.readdirplus = zrfs_readdirplus, .releasedir = zrfs_releasedir, .statfs = zrfs_statfs,  \
-	.readlink = zrfs_readlink, .lseek = zrfs_lseek
+	.readlink = zrfs_readlink, .lseek = zrfs_lseek, .access = zrfs_access
 
 const struct fuse_lowlevel_ops zrfs_ops = {READ_OPS};
 

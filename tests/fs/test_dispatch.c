@@ -159,3 +159,37 @@ Test(dispatch, wrong_kinds_of_node)
 	zrfs_ops.getattr(NULL, ZRFS_INO_ROOT, NULL);
 	cr_assert_eq(t_reply.attr.st_nlink, 2 + 3);
 }
+
+/* access(2): what the mode bits let the caller do. Root reads and writes
+ * anything and runs a file only where an x bit is set; another caller gets
+ * the bits of the owner, of a group of its own, or of the others (the
+ * last two alike here: 0644 and 0755). */
+static int access_as(fuse_ino_t ino, uid_t uid, gid_t gid, int mask)
+{
+	t_ctx.uid = uid;
+	t_ctx.gid = gid;
+	zrfs_ops.access(NULL, ino, mask);
+	cr_assert_eq(t_reply.kind, 'e');
+	return t_reply.err;
+}
+
+Test(dispatch, access_follows_the_mode_bits)
+{
+	fuse_ino_t x, rec;
+	uid_t me = t_fs.uid, them = t_fs.uid + 1;
+	gid_t ours = t_fs.gid, theirs = t_fs.gid + 1;
+
+	lookup(ZRFS_INO_ROOT, "x", &x);
+	lookup(x, "1", &rec); /* 0644, a directory 0755 */
+	cr_assert_eq(access_as(rec, 0, 0, R_OK | W_OK), 0);
+	cr_assert_eq(access_as(rec, 0, 0, X_OK), EACCES, "root runs a file no x bit lets run");
+	cr_assert_eq(access_as(x, 0, 0, X_OK | W_OK), 0);
+	cr_assert_eq(access_as(rec, me, theirs, R_OK | W_OK), 0);
+	cr_assert_eq(access_as(rec, me, theirs, X_OK), EACCES);
+	cr_assert_eq(access_as(rec, them, ours, R_OK), 0);
+	cr_assert_eq(access_as(rec, them, ours, W_OK), EACCES, "the group's bits are r--");
+	cr_assert_eq(access_as(x, them, theirs, R_OK | X_OK), 0);
+	cr_assert_eq(access_as(x, them, theirs, W_OK), EACCES, "the others' bits are r-x");
+	cr_assert_eq(access_as(rec, them, theirs, F_OK), 0);
+	cr_assert_eq(access_as(UINT64_C(0x999999), 0, 0, F_OK), ENOENT);
+}

@@ -5,11 +5,11 @@
 # links) and a made one (links relative, absolute, dangling, to a
 # directory; directories 0700, 0555, timed) go in by zr import dir and come
 # back, equal by diff -r, find (kind, mode, size, time, target), du
-# --apparent-size and rsync -ani --delete, through a read-only mount and zr
-# export dir; rsync -a --delete and tar x into a writable tree/ land and
-# stay after a remount; mkdir, rmdir, chmod, ln -s, mv and rm of links and
-# utimes on directories and links are kept; a read-only mount follows
-# another writer's.
+# --apparent-size, find -executable (access(2)) and rsync -ani --delete,
+# through a read-only mount and zr export dir; rsync -a --delete and tar x
+# into a writable tree/ land and stay after a remount; mkdir, rmdir, chmod,
+# ln -s, mv and rm of links and utimes on directories and links are kept; a
+# read-only mount follows another writer's.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 unmount_all() {
@@ -32,6 +32,11 @@ same_tree() { # same_tree SRC TREE WHAT [nodirsize]
 	look "$2" "${4:-}" >"$T/b.find"
 	diff "$T/a.find" "$T/b.find" >/dev/null ||
 		fail "$3: find differs: $(diff "$T/a.find" "$T/b.find" | head -6)"
+	# access(2): root runs what an x bit lets run (each file was)
+	(cd "$1" && find . -executable | sort) >"$T/a.x"
+	(cd "$2" && find . -executable | sort) >"$T/b.x"
+	diff "$T/a.x" "$T/b.x" >/dev/null ||
+		fail "$3: find -executable differs: $(diff "$T/a.x" "$T/b.x" | head -4)"
 	out=$(rsync -ani --delete "$1/" "$2/") || fail "$3: rsync -ani --delete"
 	[ -z "$out" ] || fail "$3: rsync -ani --delete lists: $(echo "$out" | head -4)"
 }
