@@ -4,8 +4,9 @@
  *
  * A dataset keeps names when its attrs say so (core/FORMAT.md, "Original
  * names"): {"names": {"field": F, "kind": "path"|"key", "files": D,
- * "mtime": M, "mode": P, "atime": A, "ctime": C}}, M the files'
- * modification times, P their modes, A and C their access and change times.
+ * "mtime": M, "mode": P, "atime": A, "ctime": C, "uid": U, "gid": G}}, M
+ * the files' modification times, P their modes, A and C their access and
+ * change times, U and G their owners and groups.
  * Names come from outside the dataset (a directory walked, a tar read), so
  * a name makes a file only when it is a relative path that stays below its
  * directory, each component a file name (no empty, "." or ".."
@@ -47,7 +48,8 @@ int zr_names_own(const zr_names *n, unsigned field)
 {
 	int f = (int)field;
 
-	return f == n->field || f == n->mtime || f == n->mode || f == n->atime || f == n->ctime;
+	return f == n->field || f == n->mtime || f == n->mode || f == n->atime || f == n->ctime ||
+	       f == n->uid || f == n->gid;
 }
 
 /* Whether field @f is a label with class names (attrs.classes.FIELD). */
@@ -68,9 +70,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 	int mode = field_named(ds, json_string_value(json_object_get(names, "mode")));
 	int atime = field_named(ds, json_string_value(json_object_get(names, "atime")));
 	int ctime = field_named(ds, json_string_value(json_object_get(names, "ctime")));
+	int uid = field_named(ds, json_string_value(json_object_get(names, "uid")));
+	int gid = field_named(ds, json_string_value(json_object_get(names, "gid")));
 
 	*out = (zr_names){.field = -1, .files = -1, .mtime = -1, .mode = -1, .atime = -1,
-			  .ctime = -1, .label = -1};
+			  .ctime = -1, .uid = -1, .gid = -1, .label = -1};
 	if (!text)
 		return -ENOMEM;
 	/* names are text of any length: a variable-size bytes field */
@@ -90,6 +94,11 @@ int zr_names_get(const zr_dataset *ds, zr_names *out)
 		out->atime = atime;
 	if (out->mtime >= 0 && per_file(ds, ctime, ZR_I64) && !zr_names_own(out, (unsigned)ctime))
 		out->ctime = ctime;
+	/* owners and groups: u32 ids, as modes */
+	if (out->field >= 0 && per_file(ds, uid, ZR_U32) && !zr_names_own(out, (unsigned)uid))
+		out->uid = uid;
+	if (out->field >= 0 && per_file(ds, gid, ZR_U32) && !zr_names_own(out, (unsigned)gid))
+		out->gid = gid;
 	if (out->field >= 0 && !out->key) {
 		/* the files the paths name: as the import said, else the first
 		 * field that is neither the names nor a label of classes (an
@@ -204,6 +213,18 @@ int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
 	int rc = per_file_value(ds, n->mode, id, field, mode, sizeof *mode);
 
 	return rc == 1 ? *mode != ZR_MODE_NONE : rc;
+}
+
+int zr_name_owner(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field, uint32_t *uid,
+		  uint32_t *gid)
+{
+	int rc = per_file_value(ds, n->uid, id, field, uid, sizeof *uid);
+
+	if (rc == 0)
+		*uid = ZR_OWNER_NONE;
+	if (rc >= 0 && (rc = per_file_value(ds, n->gid, id, field, gid, sizeof *gid)) == 0)
+		*gid = ZR_OWNER_NONE;
+	return rc < 0 ? rc : *uid != ZR_OWNER_NONE || *gid != ZR_OWNER_NONE;
 }
 
 int64_t zr_name_load(zr_dataset *ds, const zr_names *n, uint64_t id, char *buf, size_t cap)

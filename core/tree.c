@@ -79,6 +79,9 @@ static int entries_check(json_t *tree, const char *where)
 		    mode < 0 || mode > UINT32_MAX || get_int(e, "mtime", &t) < 0 ||
 		    (json_object_get(e, "atime") && get_int(e, "atime", &t) < 0) ||
 		    (json_object_get(e, "size") && (get_int(e, "size", &t) < 0 || t < 0)) ||
+		    (json_object_get(e, "uid") &&
+		     (get_int(e, "uid", &t) < 0 || t < 0 || t >= ZR_OWNER_NONE ||
+		      get_int(e, "gid", &t) < 0 || t < 0 || t >= ZR_OWNER_NONE)) ||
 		    (target && !json_is_string(target)))
 			fault = "not an object of a path, a mode and times";
 		else
@@ -247,6 +250,10 @@ int zr_tree_get(const zr_dataset *ds, zr_tree_entry **out, size_t *n)
 		int64_t size = 0;
 		get_int(e, "size", &size);
 		x->size = (uint64_t)size;
+		int64_t uid = -1, gid = -1;
+		x->owned = get_int(e, "uid", &uid) == 0 && get_int(e, "gid", &gid) == 0;
+		x->uid = x->owned ? (uint32_t)uid : 0;
+		x->gid = x->owned ? (uint32_t)gid : 0;
 		x->path = at;
 		at = stpcpy(at, json_string_value(json_object_get(e, "path"))) + 1;
 		x->target = NULL;
@@ -278,6 +285,8 @@ static json_t *entry_json(const zr_tree_entry *x)
 	    (x->atime != ZR_MTIME_NONE && x->atime != x->mtime &&
 	     json_object_set_new(o, "atime", json_integer(x->atime)) < 0) ||
 	    (x->size && json_object_set_new(o, "size", json_integer((json_int_t)x->size)) < 0) ||
+	    (x->owned && (json_object_set_new(o, "uid", json_integer(x->uid)) < 0 ||
+			  json_object_set_new(o, "gid", json_integer(x->gid)) < 0)) ||
 	    (x->target && json_object_set_new(o, "target", json_string(x->target)) < 0)) {
 		json_decref(o);
 		return NULL;
@@ -300,6 +309,8 @@ int zr_tree_set(zr_dataset *ds, const zr_tree_entry *entries, size_t n)
 		const zr_tree_entry *x = &entries[i];
 		const char *fault = entry_fault(x->path, strlen(x->path), x->mode, x->target,
 						x->target ? strlen(x->target) : 0);
+		if (!fault && x->owned && (x->uid == ZR_OWNER_NONE || x->gid == ZR_OWNER_NONE))
+			fault = "its owner or group is (uid_t)-1, which no file can have";
 		RETURN_IF(fault, -EINVAL, "%s: '%s': %s", ds->path, x->path, fault);
 	}
 	RETURN_IF(n && !(sorted = malloc(n * sizeof *sorted)), -ENOMEM, "out of memory");

@@ -53,6 +53,18 @@ static const char export_help[] =
 	"is, the summary then on stderr: zr export tar DS - | ssh host tar x.\n"
 	"dir and tar: a progress line (records/s, MB/s, ETA) is shown on a terminal.\n";
 
+/* Header @h's checksum again, after a change. */
+static void tar_resum(unsigned char h[512])
+{
+	unsigned sum = 0;
+
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
 /* One ustar header for a file of @mode (S_IFREG, S_IFDIR, S_IFLNK to
  * @link): -1 if @name or @link does not fit (a name of up to 100 bytes,
  * after a prefix of up to 155 ending at a '/'; a link of up to 100). */
@@ -60,7 +72,6 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 		      unsigned mode, const char *link)
 {
 	size_t len = strlen(name), cut = 0;
-	unsigned sum = 0;
 
 	memset(h, 0, 512);
 	if (link && strlen(link) > 100)
@@ -92,24 +103,38 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 		memcpy(h + 157, link, strlen(link));
 	memcpy(h + 257, "ustar", 6);
 	memcpy(h + 263, "00", 2);
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	h[155] = ' ';
+	tar_resum(h);
 	return 0;
 }
 
-/* Make header @h one of type @type, its checksum again. */
+/* Make header @h one of type @type. */
 static void tar_retype(unsigned char h[512], char type)
 {
-	unsigned sum = 0;
-
 	h[156] = (unsigned char)type;
-	memset(h + 148, ' ', 8);
-	for (int i = 0; i < 512; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06o", sum);
-	h[155] = ' ';
+	tar_resum(h);
+}
+
+/* An id into the 8-byte field at @at: octal, or past 7 digits GNU tar's
+ * base-256 (0x80, then big-endian). */
+static void tar_id(unsigned char *at, uint32_t id)
+{
+	if (id <= 07777777) {
+		snprintf((char *)at, 8, "%07o", id);
+		return;
+	}
+	memset(at, 0, 8);
+	at[0] = 0x80;
+	for (int i = 0; i < 4; i++)
+		at[7 - i] = (unsigned char)(id >> (8 * i));
+}
+
+/* Make header @h one of a member owned by @uid and @gid (ZR_OWNER_NONE:
+ * root's, as one the dataset keeps no owner of). */
+static void tar_own(unsigned char h[512], uint32_t uid, uint32_t gid)
+{
+	tar_id(h + 108, uid == ZR_OWNER_NONE ? 0 : uid);
+	tar_id(h + 116, gid == ZR_OWNER_NONE ? 0 : gid);
+	tar_resum(h);
 }
 
 /* The segments of data of record @id's value of @n bytes (see
@@ -178,7 +203,8 @@ static size_t pax_record(char *out, size_t cap, const char *key, const char *val
  * member holds a map, then the data alone). 0, 1 (a name too long: write
  * it whole), or -1 (errno). */
 static int tar_sparse(int fd, const char *name, const uint8_t *buf, uint64_t n,
-		      const struct zr_tar_seg *segs, size_t k, int64_t mtime, unsigned mode)
+		      const struct zr_tar_seg *segs, size_t k, int64_t mtime, unsigned mode,
+		      const uint32_t owner[2])
 {
 	static const unsigned char zeros[512];
 	char pax[2 * PATH_MAX], num[24], path[PATH_MAX + ZR_NAME_MAX + 32];
@@ -208,6 +234,7 @@ static int tar_sparse(int fd, const char *name, const uint8_t *buf, uint64_t n,
 		free(map);
 		return 1;
 	}
+	tar_own(h, owner[0], owner[1]);
 	unsigned char x[512];
 	tar_header(x, "PaxHeaders.0/sparse", plen, mtime, S_IFREG | 0644, NULL);
 	tar_retype(x, 'x');
@@ -361,6 +388,8 @@ static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
 				links ? " -> " : "", links ? t[i].target : "");
 			return -1;
 		}
+		if (t[i].owned)
+			tar_own(h, t[i].uid, t[i].gid);
 		if (write_all(fd, h, 512) < 0) {
 			zr_warn("export: %s: %s", out, strerror(errno));
 			return -1;
@@ -428,13 +457,17 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 			/* a file's mode is its member's (with paths: the files') */
 			if ((!nm.key && (int)f != nm.files) || zr_name_mode(ds, &nm, id, f, &mode) != 1)
 				mode = 0644;
+			/* and so is its owner (none kept: root's) */
+			uint32_t owner[2] = {ZR_OWNER_NONE, ZR_OWNER_NONE};
+			if (nm.key || (int)f == nm.files)
+				zr_name_owner(ds, &nm, id, f, &owner[0], &owner[1]);
 			/* a value with holes as a sparse member: its data alone */
 			struct zr_tar_seg *segs = NULL;
 			size_t k = 0;
 			if (!class_field(ds, f))
 				k = data_segments(ds, f, id, (uint64_t)n, &segs);
 			int sparse = k ? tar_sparse(fd, name, buf, (uint64_t)n, segs, k,
-						    ns / 1000000000, mode & 07777)
+						    ns / 1000000000, mode & 07777, owner)
 				       : 1;
 			free(segs);
 			if (sparse < 0) {
@@ -453,6 +486,7 @@ static int export_tar(zr_dataset *ds, const char *out, bool by_id)
 					(unsigned long long)id, name);
 				goto out;
 			}
+			tar_own(h, owner[0], owner[1]);
 			if (write_all(fd, h, 512) < 0 || write_all(fd, buf, (size_t)n) < 0 ||
 			    write_all(fd, zeros, (512 - (size_t)n % 512) % 512) < 0) {
 				zr_warn("export: %s: %s", out, strerror(errno));
@@ -561,11 +595,19 @@ static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t 
 		int at = top ? dfd : names_parent_at(dfd, t[i].path, out, &leaf), rc = 0;
 		if (at < 0)
 			return 1;
+		/* root gives each its owner back (as tar x and cp -a do) */
+		bool own = t[i].owned && geteuid() == 0;
 		if (S_ISLNK(t[i].mode)) {
-			rc = utimensat(at, leaf, ts, AT_SYMLINK_NOFOLLOW);
+			rc = own && fchownat(at, leaf, t[i].uid, t[i].gid, AT_SYMLINK_NOFOLLOW) < 0
+				     ? -1
+				     : utimensat(at, leaf, ts, AT_SYMLINK_NOFOLLOW);
 		} else { /* the directory itself, never what a link there points to */
 			int fd = openat(at, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			rc = fd < 0 || fchmod(fd, t[i].mode & 07777) < 0 || futimens(fd, ts) < 0 ? -1 : 0;
+			rc = fd < 0 || (own && fchown(fd, t[i].uid, t[i].gid) < 0) ||
+					     fchmod(fd, t[i].mode & 07777) < 0 ||
+					     futimens(fd, ts) < 0
+				     ? -1
+				     : 0;
 			if (fd >= 0)
 				close(fd);
 		}
@@ -684,10 +726,17 @@ static int export_dir(zr_dataset *ds, int field, const char *out, bool by_id)
 				close(fd);
 				goto out;
 			}
-			/* the file's mode and time, where the dataset keeps them
-			 * (zr import does): the bits as they were, as rsync -a sets them */
+			/* the file's owner (for root), mode and time, where the
+			 * dataset keeps them (zr import does): as they were, as
+			 * rsync -a sets them; the owner first (chown clears set-id bits) */
 			int64_t ns;
-			uint32_t mode;
+			uint32_t mode, uid, gid;
+			if (geteuid() == 0 && zr_name_owner(ds, &nm, id, f, &uid, &gid) == 1 &&
+			    fchown(fd, uid, gid) < 0) { /* ZR_OWNER_NONE: (uid_t)-1, kept */
+				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
+				close(fd);
+				goto out;
+			}
 			if (zr_name_mode(ds, &nm, id, f, &mode) == 1 && fchmod(fd, mode & 07777) < 0) {
 				zr_warn("export: %s/%s: %s", out, path, strerror(errno));
 				close(fd);

@@ -53,7 +53,7 @@ static const char help[] =
 	"        Classes are numbered 0.. in sorted order of their names, which\n"
 	"        meta.json keeps under attrs.classes.FIELD. Every directory (SRC\n"
 	"        itself, empty ones) and symbolic link is kept beside the records,\n"
-	"        with its mode and times, never a record: a link as its target's\n"
+	"        with its mode, owner and times, never a record: a link as its target's\n"
 	"        text, nothing read through it (a link to /etc/shadow stays a\n"
 	"        link); zr export dir and the mount's tree/ give them back. With\n"
 	"        --follow-links a link to a file is that file; other links stay\n"
@@ -277,6 +277,8 @@ static char *import_attrs(const struct import *im)
 	     (im->p.modes && json_object_set_new(v, "mode", json_string(MODE_FIELD)) < 0) ||
 	     (im->p.atimes && (json_object_set_new(v, "atime", json_string(ATIME_FIELD)) < 0 ||
 			       json_object_set_new(v, "ctime", json_string(CTIME_FIELD)) < 0)) ||
+	     (im->p.owners && (json_object_set_new(v, "uid", json_string(UID_FIELD)) < 0 ||
+			       json_object_set_new(v, "gid", json_string(GID_FIELD)) < 0)) ||
 	     /* the label the paths give, kept so by a mount writing in tree/ */
 	     (im->o.label_field && im->src->plan == plan_dir &&
 	      json_object_set_new(v, "label",
@@ -365,6 +367,16 @@ static int plan_names(struct import *im)
 		p->ctime = zr_time_ns(now);
 		im->f[im->nf++] = (zr_field_spec){.name = ATIME_FIELD, .dtype = ZR_I64, .fixed = 1};
 		im->f[im->nf++] = (zr_field_spec){.name = CTIME_FIELD, .dtype = ZR_I64, .fixed = 1};
+	}
+	/* and their owners and groups (rsync -a, tar and cp -a keep them for root) */
+	taken = taken || im->nf + 2 > ZR_FIELDS_MAX || !im->owners;
+	for (unsigned f = 0; !taken && f < im->nf; f++)
+		taken = strcmp(im->f[f].name, UID_FIELD) == 0 ||
+			strcmp(im->f[f].name, GID_FIELD) == 0;
+	if (!taken) {
+		p->owners = im->owners;
+		im->f[im->nf++] = (zr_field_spec){.name = UID_FIELD, .dtype = ZR_U32, .fixed = 1};
+		im->f[im->nf++] = (zr_field_spec){.name = GID_FIELD, .dtype = ZR_U32, .fixed = 1};
 	}
 	return 0;
 }
@@ -632,6 +644,7 @@ int cmd_import(int argc, char **argv)
 	free(im->p.names);
 	free(im->mtimes);
 	free(im->modes);
+	free(im->owners);
 	free(im->atimes);
 	free(attrs);
 	free(im);

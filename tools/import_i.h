@@ -16,12 +16,14 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-/* The fields of the files' times and modes, beside the names
- * (zr_names.mtime, .mode, .atime, .ctime). */
+/* The fields of the files' times, modes and owners, beside the names
+ * (zr_names.mtime, .mode, .atime, .ctime, .uid, .gid). */
 #define MTIME_FIELD "mtime"
 #define MODE_FIELD "mode"
 #define ATIME_FIELD "atime"
 #define CTIME_FIELD "ctime"
+#define UID_FIELD "uid"
+#define GID_FIELD "gid"
 
 /* ---- the plan: where each record's bytes come from ---- */
 
@@ -32,8 +34,9 @@ struct tree_list {
 	bool *full;     /* each entry: a directory something is kept in */
 	size_t n, cap;
 };
+/* An entry of @path as @st has it (its owner and group too if @owned). */
 int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
-		  const char *target);
+		  const char *target, bool owned);
 /* At most ZR_TREE_MAX entries: past it, directories with something in them
  * go (a warning says so), empty ones and links stay; 0, or -1 with the
  * reason in @err when that is still too many. */
@@ -63,6 +66,8 @@ struct plan {
 	int64_t *atimes;  /* with modes: each record's file's access time (ns), the field
 			     after, and the import's time, every change time, the next */
 	int64_t ctime;
+	uint32_t *owners; /* with access times: each record's file's owner and group, the two
+			     fields after the change time's */
 	bool nofollow;    /* dir: a file that became a link since it was listed is refused */
 	unsigned width;
 	uint64_t n, cap, bytes;
@@ -110,6 +115,7 @@ struct import {
 	unsigned mtime_width;         /* ... 1 a record (dir), or one per field (tar) */
 	uint32_t *modes;              /* dir: each record's file's mode (st_mode), or NULL */
 	int64_t *atimes;              /* dir: each record's file's access time (ns), or NULL */
+	uint32_t *owners;             /* dir: each record's file's uid and gid, or NULL */
 	struct tree_list tree;        /* dir, tar: directories and symbolic links */
 	struct zr_tar t;              /* tar: the members */
 	struct strs unpacked;         /* tar: streamed shards' names, /proc/self/fd/N */

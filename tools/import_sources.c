@@ -67,7 +67,7 @@ static int keep_link(struct walk *w, const char *path)
 		return -1;
 	}
 	target[n] = 0;
-	switch (n == 0 ? -3 : tree_list_add(w->tree, path + w->top, &st, target)) {
+	switch (n == 0 ? -3 : tree_list_add(w->tree, path + w->top, &st, target, true)) {
 	case 0:
 		return 1;
 	case -2:
@@ -127,7 +127,8 @@ static int walk(struct walk *w, const char *dir)
 		} else if (S_ISDIR(st.st_mode)) {
 			/* kept as a directory of the tree, then walked */
 			size_t at = w->tree ? w->tree->n : SIZE_MAX;
-			int added = w->tree ? tree_list_add(w->tree, path + w->top, &st, NULL) : 0;
+			const char *rel = path + w->top;
+			int added = w->tree ? tree_list_add(w->tree, rel, &st, NULL, true) : 0;
 			is_dir = true;
 			if (added == -2) {
 				skip(&w->k, &w->k.binary, path);
@@ -167,7 +168,7 @@ static int walk(struct walk *w, const char *dir)
 
 /* 0, -1 (out of memory), or -2: @path or @target is not UTF-8 text. */
 int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
-		  const char *target)
+		  const char *target, bool owned)
 {
 	zr_tree_entry *e;
 	json_t *text[2] = {json_string(path), target ? json_string(target) : NULL};
@@ -187,7 +188,9 @@ int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
 	e = &t->v[t->n];
 	*e = (zr_tree_entry){.mode = (uint32_t)(st->st_mode & (S_IFMT | 07777)),
 			     .mtime = zr_time_ns(st->st_mtim), .atime = zr_time_ns(st->st_atim),
-			     .size = S_ISDIR(st->st_mode) ? (uint64_t)st->st_size : 0};
+			     .size = S_ISDIR(st->st_mode) ? (uint64_t)st->st_size : 0,
+			     .owned = owned, .uid = (uint32_t)st->st_uid,
+			     .gid = (uint32_t)st->st_gid};
 	if (!(e->path = strdup(path)) || (target && !(e->target = strdup(target)))) {
 		free((char *)e->path);
 		return -1;
@@ -439,8 +442,9 @@ int plan_dir(struct import *im)
 	struct stat top;
 
 	/* SRC itself is the tree's top: "." */
-	if (w.tree && (stat(src, &top) < 0 || (S_ISDIR(top.st_mode) &&
-						 tree_list_add(w.tree, ".", &top, NULL) == -1))) {
+	if (w.tree &&
+	    (stat(src, &top) < 0 ||
+	     (S_ISDIR(top.st_mode) && tree_list_add(w.tree, ".", &top, NULL, true) == -1))) {
 		snprintf(p->err, sizeof p->err, "%s: %s", src, strerror(errno));
 		return -1;
 	}
@@ -454,7 +458,8 @@ int plan_dir(struct import *im)
 		return -1;
 	if (!(im->mtimes = malloc((files->n ? files->n : 1) * sizeof *im->mtimes)) ||
 	    !(im->modes = malloc((files->n ? files->n : 1) * sizeof *im->modes)) ||
-	    !(im->atimes = malloc((files->n ? files->n : 1) * sizeof *im->atimes)))
+	    !(im->atimes = malloc((files->n ? files->n : 1) * sizeof *im->atimes)) ||
+	    !(im->owners = malloc((files->n ? files->n : 1) * 2 * sizeof *im->owners)))
 		return -1;
 	for (size_t i = 0; i < files->n; i++) {
 		const char *rel = files->v[i] + srclen + 1;
@@ -486,6 +491,8 @@ int plan_dir(struct import *im)
 		im->mtime_width = 1;
 		im->atimes[i] = zr_time_ns(st.st_atim);
 		im->modes[i] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
+		im->owners[2 * i] = (uint32_t)st.st_uid;
+		im->owners[2 * i + 1] = (uint32_t)st.st_gid;
 		if (count_ext(&exts, e) < 0)
 			return -1;
 		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
@@ -673,7 +680,7 @@ static int tar_tree(const struct zr_tar *t, struct tree_list *tree, char *err, s
 		bool top = strcmp(e->path, ".") == 0;
 		st.st_atim = st.st_mtim;
 		int rc = (top ? S_ISDIR(e->mode) : zr_name_safe(e->path, strlen(e->path)))
-				 ? tree_list_add(tree, e->path, &st, e->target)
+				 ? tree_list_add(tree, e->path, &st, e->target, false)
 				 : -2;
 		if (rc == -1) {
 			snprintf(err, errlen, "out of memory");

@@ -189,6 +189,10 @@ static void *writer(void *arg)
 					(zr_value){&p->atimes[i], sizeof *p->atimes};
 				v[p->width + !!p->labels + 4] = (zr_value){&p->ctime, sizeof p->ctime};
 			}
+			if (p->owners)
+				for (unsigned k = 0; k < 2; k++)
+					v[p->width + !!p->labels + 5 + k] = (zr_value){
+						&p->owners[2 * i + k], sizeof *p->owners};
 			if ((rc = zr_writer_put(w, c->first + i, v)) < 0) {
 				const struct src *s = &p->srcs[i * p->width];
 				plan_fail(p, "%s: %s", s->path ? s->path : zr_path(c->ds),

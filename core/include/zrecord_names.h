@@ -47,6 +47,10 @@ typedef struct zr_names {
 	int ctime;  /**< the field of the files' change times (as mtime's: of
 			 the last change of a value, name, mode or time); -1:
 			 none kept */
+	int uid;    /**< the field of the files' owners (u32 user ids, as mode's);
+			 -1: none kept (the dataset directory's owner) */
+	int gid;    /**< the field of the files' groups (u32 group ids, as
+			 uid's); -1: none kept */
 	int label;  /**< names that are paths: an i64 label field whose class
 			 is a directory of the path (attrs.names.label, as zr
 			 import dir --label-from-parent and --label-from-top
@@ -61,6 +65,10 @@ typedef struct zr_names {
 #define ZR_MTIME_NONE INT64_MIN
 /** A mode a record's field has not (zr_names.mode holding one per field). */
 #define ZR_MODE_NONE 0u
+
+/** An owner or group a record's field has not (zr_names.uid, .gid holding
+ *  one per field): (uid_t)-1, which no file can have. */
+#define ZR_OWNER_NONE UINT32_MAX
 
 /** A time as the names keep it: nanoseconds since 1970 (negative before). */
 static inline int64_t zr_time_ns(struct timespec ts)
@@ -148,6 +156,15 @@ ZR_API int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned
 			uint32_t *mode);
 
 /**
+ * The owner and group of the file field @p field of record @p id makes into
+ * @p uid and @p gid, as zr_name_mode() finds modes; either may be
+ * ZR_OWNER_NONE when the dataset keeps the other alone. Thread-safe.
+ * @return 1, 0 when it has neither, or a code as zr_name_mode()'s
+ */
+ZR_API int zr_name_owner(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			 uint32_t *uid, uint32_t *gid);
+
+/**
  * Whether field @p field is one the names keep for themselves (the names,
  * the times, the modes): a value of no file. @return 1 or 0
  */
@@ -223,6 +240,9 @@ typedef struct zr_tree_entry {
 	int64_t atime;      /**< access time; ZR_MTIME_NONE: the mtime */
 	uint64_t size;      /**< a directory's size as its source had it (du
 				 --apparent-size counts it); 0: none kept */
+	int owned;          /**< 1: uid and gid are kept; 0: none kept (the
+				 dataset directory's owner and group) */
+	uint32_t uid, gid;  /**< with owned: the owner and group */
 } zr_tree_entry;
 
 /**

@@ -12,6 +12,10 @@ for i in 1 2 3; do gen "src/cat/$i.jpg" $((i * 1000)); gen "src/dog/$i.jpg" $((i
 gen "src/zz/ünï cödé/big.jpg" 17000000
 chmod 750 src/cat/2.jpg
 touch -a -d @1900000000.5 src/dog/1.jpg
+# owners too, where this user may give files away (root)
+owned=0
+[ "$(id -u)" != 0 ] ||
+	{ chown 1234:5678 src/dog/2.jpg && chown -R 3000000:7 "src/zz/ünï cödé" && owned=1; }
 before=$(date +%s%N)
 zr import dir src ds --label-from-parent label --writers 3
 expect_rc 0
@@ -22,8 +26,18 @@ run "$PY" - <<'PY'
 import json
 d = json.load(open("info.json"))
 assert d["length"] == 8
-assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None), ("mode", "u32", None), ("atime", "i64", None), ("ctime", "i64", None)]
+assert [(f["name"], f["dtype"], f["ext"]) for f in d["fields"]] == [("data", "bytes", "jpg"), ("label", "i64", None), ("name", "bytes", "txt"), ("mtime", "i64", None), ("mode", "u32", None), ("atime", "i64", None), ("ctime", "i64", None), ("uid", "u32", None), ("gid", "u32", None)]
 PY
+expect_rc 0
+# and its owner and group, as zr export gives back (for root)
+zr cat ds uid 4
+cp "$T/.out" uid4
+zr cat ds gid 4
+cp "$T/.out" gid4
+run "$PY" -c 'import os, struct
+got = [struct.unpack("<I", open(f, "rb").read())[0] for f in ("uid4", "gid4")]
+st = os.stat("src/dog/2.jpg")
+assert got == [st.st_uid, st.st_gid], got'
 expect_rc 0
 # beside each name, the file's modification time (ns), so the tree shows it
 zr cat ds mtime 7
@@ -59,6 +73,19 @@ expect_out 1
 run sh -c "tar tvf modes.tar | grep -c '^-rw-r--r--'"
 expect_out 15
 expect_rc 0
+if [ $owned = 1 ]; then
+	# the files' members (a label's has none kept: root's); an id of
+	# more than 7 octal digits in base-256, as GNU tar writes it
+	run sh -c "tar tvf modes.tar --numeric-owner | awk '\$2 != \"0/0\" {print \$2}'"
+	expect_out "$(printf '1234/5678\n3000000/7')"
+	mkdir modes_x && tar xf modes.tar -C modes_x || fail "tar x of the export"
+	[ "$(stat -c %u:%g modes_x/000000007.data)" = 3000000:7 ] || fail "tar x: a member's owner"
+	zr export dir ds modes_dir
+	expect_rc 0
+	[ "$(stat -c %u:%g modes_dir/dog/2.jpg)" = 1234:5678 ] || fail "export dir: a file's owner"
+	[ "$(stat -c %u:%g "modes_dir/zz/ünï cödé")" = 3000000:7 ] || fail "export dir: a directory's owner"
+	[ "$(stat -c %u:%g modes_dir/cat/1.jpg)" = 0:0 ] || fail "export dir: root's file"
+fi
 grep -q '"ünï cödé"' ds/meta.json || fail "class names not kept in meta.json"
 # records in byte-wise path order, labels by sorted class
 i=0
@@ -338,12 +365,14 @@ expect_err_has 'zr: import: running: an import into it did not finish (killed?):
 chunk
 ctime.offset
 data.offset
+gid.offset
 meta.json
 mode.offset
 mtime.offset
 name.offset
 readers
 tree.1
+uid.offset
 writer" ] || fail "running/ holds $(ls running)"
 for d in bad1 bad2 bad3 bad4 bad5 bad6 bad11 bad14 bad15 bad16; do [ ! -e "$d" ] || fail "$d was left behind"; done
 zr import dir src ds

@@ -11,14 +11,14 @@ while [ $i -lt 300 ]; do
 	printf 'value %d' $i >"src/$i.txt"
 	i=$((i + 1))
 done
-zr import dir src ds # 6 values a record: data, name, 4 times and modes
+zr import dir src ds # 8 values a record: data, name, 4 times and modes, owner, group
 expect_rc 0
 # on_tty CMD...: run CMD with a terminal for its output (both streams)
 on_tty() { run script -qec "$*" /dev/null; }
 
 on_tty "$ZR" verify ds
 expect_rc 0
-expect_out_has '*1800/1800 values *values/s*ETA 0 s*'
+expect_out_has '*2400/2400 values *values/s*ETA 0 s*'
 expect_out_has '*ds: 300 records, 0 problems*'
 on_tty "$ZR" export dir ds out
 expect_rc 0
@@ -28,7 +28,7 @@ expect_rc 0
 expect_out_has '*300/300 records *records/s*MB/s*'
 on_tty "$ZR" rebalance ds
 expect_rc 0
-expect_out_has '*1800/1800 values*'
+expect_out_has '*2400/2400 values*'
 # not on a terminal: no progress
 zr verify ds
 expect_rc 0

@@ -243,6 +243,52 @@ Test(names, times_and_modes_kept_per_record_make_no_file)
 	zr_close(ds);
 }
 
+/* Owners and groups: a u32 each, one a record or one a field, either
+ * alone; ZR_OWNER_NONE where a file has none. */
+Test(names, owners_kept_per_field_make_no_file)
+{
+	zr_field_spec f[] = {{.name = "jpg", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "uid", .dtype = ZR_U32, .fixed = 1, .ndim = 1, .shape = {4}},
+			     {.name = "gid", .dtype = ZR_U32, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"key\", "
+				     "\"uid\": \"uid\", \"gid\": \"gid\"}}"};
+	uint32_t uids[4] = {1000, ZR_OWNER_NONE, 0, 0}, gid = 50, uid, got_gid;
+	zr_dataset *ds;
+	zr_names n;
+
+	cr_assert_eq(zr_create(t_ds, f, 4, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	zr_value rows[2][4] = {{{"x", 1}, {"s0", 2}, {uids, 16}, {&gid, 4}},
+			       {{"y", 1}, {"s1", 2}, {NULL, 0}, {NULL, 0}}};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(zr_append(ds, rows[i], NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.uid, 2);
+	cr_assert_eq(n.gid, 3);
+	cr_assert(zr_names_own(&n, 2) && zr_names_own(&n, 3));
+	cr_assert_eq(zr_name_owner(ds, &n, 0, 0, &uid, &got_gid), 1);
+	cr_assert_eq(uid, 1000);
+	cr_assert_eq(got_gid, 50);
+	cr_assert_eq(zr_name_owner(ds, &n, 0, 1, &uid, &got_gid), 1, "the group alone");
+	cr_assert_eq(uid, ZR_OWNER_NONE);
+	cr_assert_eq(got_gid, 50);
+	cr_assert_eq(zr_name_owner(ds, &n, 1, 0, &uid, &got_gid), 0, "none kept");
+	cr_assert_eq(zr_name_owner(ds, &n, 2, 0, &uid, &got_gid), -ENOENT);
+	zr_close(ds);
+	/* without names, or as another type: none */
+	o.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"key\", \"uid\": \"jpg\"}}";
+	char other[sizeof t_ds + 4];
+	snprintf(other, sizeof other, "%s.b", t_ds);
+	cr_assert_eq(zr_create(other, f, 4, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, other, 0), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	cr_assert_eq(n.uid, -1);
+	cr_assert_eq(n.gid, -1);
+	zr_close(ds);
+}
+
 Test(names, access_and_change_times_kept_beside_the_modification_times)
 {
 	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},

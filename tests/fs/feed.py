@@ -158,10 +158,12 @@ def api():
     os.makedirs(fake, exist_ok=True)
     with open(os.path.join(fake, "meta.json"), "w") as f:
         f.write('{"fields": [{"name": "image", "dtype": "bytes"}, {"name": "name", '
-                '"dtype": "bytes"}, {"name": "mtime", "dtype": "i64"}], '
-                '"names": {"field": "name", "kind": "path", "mtime": "mtime"}}')
+                '"dtype": "bytes"}, {"name": "mtime", "dtype": "i64"}, {"name": "uid", '
+                '"dtype": "u32"}, {"name": "gid", "dtype": "u32"}], "names": {"field": '
+                '"name", "kind": "path", "mtime": "mtime", "uid": "uid", "gid": "gid"}}')
     fields, kept = zrfs.loader.fields_of(fake)
-    if [f.name for f in fields] != ["image", "name", "mtime"] or kept != {"name", "mtime"}:
+    if [f.name for f in fields] != ["image", "name", "mtime", "uid", "gid"] or \
+            kept != {"name", "mtime", "uid", "gid"}:
         fail(f"the names and times zr import keeps: {kept}")
     # BatchDataset: set_epoch as a DistributedSampler's
     ds = zrfs.BatchDataset(MNT, spec, 0)

@@ -48,13 +48,14 @@ class Field:
 
 def fields_of(mount):
     """The mount's fields, and the names of those `zr import` keeps beside
-    the files (their names, times and modes: core/FORMAT.md, "names")."""
+    the files (their names, times, modes and owners: core/FORMAT.md, "names")."""
     try:
         with open(os.path.join(mount, "meta.json"), "rb") as f:
             meta = json.load(f)
         names = meta.get("names") or {}
         return ([Field(m) for m in meta["fields"]],
-                {names.get(k) for k in ("field", "mtime", "mode", "atime", "ctime")} - {None})
+                {names.get(k) for k in ("field", "mtime", "mode", "atime", "ctime", "uid", "gid")}
+                - {None})
     except (OSError, ValueError, KeyError, AttributeError) as e:
         raise ZrfsError(f"{mount}/meta.json: not a zrfs mount's ({e})") from e
 
