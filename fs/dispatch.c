@@ -742,6 +742,8 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	zrfs_reply_statfs(req, &sv);
 }
 
+/* ---- the caller's rights, where the kernel leaves them to zrfs ---- */
+
 /* Whether the caller of @req is in group @gid, its own or a supplementary
  * one. */
 static bool in_group(fuse_req_t req, gid_t gid)
@@ -756,6 +758,18 @@ static bool in_group(fuse_req_t req, gid_t gid)
 		if (groups[k] == gid)
 			return true;
 	return false;
+}
+
+bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	bool uid = (to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid;
+	bool gid = (to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid;
+
+	/* as chown(2) on a local filesystem: root gives anything to anyone,
+	 * an owner its file to a group of its own */
+	return c->uid == 0 ||
+	       (!uid && (!gid || (now->st_uid == c->uid && in_group(req, attr->st_gid))));
 }
 
 /* access(2), faccessat(2) and chdir: what the mode bits let the caller do,

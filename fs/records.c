@@ -160,13 +160,19 @@ int64_t zrfs_record_seek(struct zrfs *fs, struct zrfs_view *v, unsigned field, u
 void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		       struct stat *st)
 {
-	uint32_t mode;
+	uint32_t mode, uid, gid;
 	int64_t ns;
 
-	/* the file's own mode and time where the dataset keeps them (zr
-	 * import keeps them beside the names), else 0644 and the commit's */
+	/* the file's own mode, owner and time where the dataset keeps them (zr
+	 * import keeps them beside the names), else 0644, the dataset
+	 * directory's owner and the commit's */
 	if (fs->names.mode >= 0 && zr_name_mode(v->ds, &fs->names, id, field, &mode) == 1)
 		st->st_mode = (st->st_mode & S_IFMT) | (mode & 07777);
+	if ((fs->names.uid >= 0 || fs->names.gid >= 0) &&
+	    zr_name_owner(v->ds, &fs->names, id, field, &uid, &gid) == 1) {
+		st->st_uid = uid != ZR_OWNER_NONE ? uid : st->st_uid;
+		st->st_gid = gid != ZR_OWNER_NONE ? gid : st->st_gid;
+	}
 	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1)
 		zrfs_stat_mtime(st, ns, false);
 	/* its access and change times where they are kept beside (the

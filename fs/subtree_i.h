@@ -116,6 +116,11 @@ extern const struct zrfs_subtree zrfs_writing;
 /* dispatch.c: the FUSE operations of a read-only mount, and of -o writable */
 extern const struct fuse_lowlevel_ops zrfs_ops;
 extern const struct fuse_lowlevel_ops zrfs_rw_ops;
+/* Whether the caller of @req may change the owner and group of a file
+ * with attributes @now as a SETATTR (@attr, @to_set) asks, as chown(2) on a
+ * local filesystem: root any, an owner its file's group to one of its
+ * groups, no one else (dispatch.c; the kernel checks with allow_other). */
+bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set);
 
 /* batches.c: set-up of /.batches (tables and background threads), with
  * the -o batches specs checked against view @v */
@@ -168,6 +173,13 @@ int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 			struct timespec atime);
 /* Permission bits @mode for directory @dir of tree/: 0 or -ENOENT. */
 int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode);
+/* Directory or link @ino of tree/ is owned by @uid and @gid from now on (the
+ * mount's copy; kept at the next commit): 0 or -ENOENT. */
+int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid);
+/* Whether directory @dir of tree/ is set-group-ID, and then its group into
+ * @gid: what a name made in it takes, as on a local filesystem (takes the
+ * names lock to read: not under it). */
+bool zrfs_tree_setgid(struct zrfs *fs, fuse_ino_t dir, uint32_t *gid);
 /* The target of symbolic link @ino of tree/ into @buf: 0, -EINVAL (not a
  * link), -ENOENT (gone). */
 int zrfs_tree_readlink(struct zrfs *fs, fuse_ino_t ino, char *buf, size_t cap);

@@ -236,6 +236,12 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 			st->st_mtim = d->mtime;
 			st->st_atim = d->atime;
 		}
+		if (d->owned) {
+			st->st_uid = d->uid;
+			st->st_gid = d->gid;
+		}
+		if (d->changed)
+			st->st_ctim = d->ctime;
 		return 0;
 	case N_LINK:
 		if (!(k = tree_link_find(fs->tree, no)))
@@ -244,6 +250,12 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		st->st_mode = S_IFLNK | k->mode;
 		st->st_mtim = k->mtime;
 		st->st_atim = k->atime;
+		if (k->owned) {
+			st->st_uid = k->uid;
+			st->st_gid = k->gid;
+		}
+		if (k->changed)
+			st->st_ctim = k->ctime;
 		return 0;
 	case N_TEXT:
 		return zrfs_tree_text_attr(fs, v, ino, field, id, st);
@@ -485,6 +497,13 @@ int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name)
 	return rc;
 }
 
+/* A directory's or link's change time is now (under the state lock). */
+static void changed_now(struct timespec *ctime, bool *changed)
+{
+	clock_gettime(CLOCK_REALTIME, ctime);
+	*changed = true;
+}
+
 int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
 {
 	struct tdir *d;
@@ -492,8 +511,11 @@ int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
 
 	zrfs_state_lock(fs);
 	if ((d = dir_of(fs, dir)) != NULL) {
-		d->mtime = d->atime = mtime;
+		/* its access time stays (the first time set: this one) */
+		d->atime = d->timed ? d->atime : mtime;
+		d->mtime = mtime;
 		d->timed = true;
+		changed_now(&d->ctime, &d->changed);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);
@@ -687,10 +709,56 @@ int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 	    (k = tree_link_find(fs->tree, no)) != NULL) {
 		k->mtime = mtime;
 		k->atime = atime;
+		changed_now(&k->ctime, &k->changed);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);
 	return rc;
+}
+
+int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid)
+{
+	uint64_t no, id;
+	unsigned field, version;
+	struct tdir *d;
+	struct tlink *k;
+	int rc = -ENOENT;
+
+	zrfs_state_lock(fs);
+	switch (tree_decode(fs, ino, &no, &field, &id, &version)) {
+	case N_DIR:
+		if ((d = tree_dir_find(fs->tree, no)) != NULL) {
+			d->owned = true, d->uid = uid, d->gid = gid;
+			changed_now(&d->ctime, &d->changed);
+			rc = 0;
+		}
+		break;
+	case N_LINK:
+		if ((k = tree_link_find(fs->tree, no)) != NULL) {
+			k->owned = true, k->uid = uid, k->gid = gid;
+			changed_now(&k->ctime, &k->changed);
+			rc = 0;
+		}
+		break;
+	default:
+		break;
+	}
+	zrfs_state_unlock(fs);
+	return rc;
+}
+
+bool zrfs_tree_setgid(struct zrfs *fs, fuse_ino_t dir, uint32_t *gid)
+{
+	struct tdir *d;
+	bool set = false;
+
+	zrfs_names_begin(fs);
+	if ((d = dir_of(fs, dir)) != NULL && (d->mode & S_ISGID)) {
+		*gid = d->owned ? d->gid : fs->gid;
+		set = true;
+	}
+	zrfs_names_end(fs);
+	return set;
 }
 
 int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode)
@@ -701,6 +769,7 @@ int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode)
 	zrfs_state_lock(fs);
 	if ((d = dir_of(fs, dir)) != NULL) {
 		d->mode = S_IFDIR | (mode & 07777);
+		changed_now(&d->ctime, &d->changed);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);

@@ -26,6 +26,10 @@ struct tlink {
 	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
 	struct tent *ent;        /* its entry */
 	uint32_t mode;           /* permission bits */
+	bool owned;              /* uid and gid kept (else the dataset directory's) */
+	uint32_t uid, gid;
+	bool changed;            /* its owner or times changed through the mount, */
+	struct timespec ctime;   /* ... then: its change time (else the commit's) */
 	struct timespec mtime, atime;
 	char target[];
 };
@@ -56,6 +60,10 @@ struct tdir {
 	bool stored;             /* one of the dataset's (zr_tree_entry): lives while it is */
 	bool timed;              /* a time was set on it (stored, utimensat): mtime, atime */
 	uint32_t mode;           /* S_IFDIR and its permission bits; 0: 0755 */
+	bool owned;              /* uid and gid kept (else the dataset directory's) */
+	uint32_t uid, gid;
+	bool changed;            /* a name in it, its mode, owner or time changed */
+	struct timespec ctime;   /* ... through the mount: then (else the commit's) */
 	uint64_t size;           /* its size as imported (stored) */
 	struct timespec mtime, atime;
 };

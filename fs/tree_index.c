@@ -385,6 +385,9 @@ static void dir_keep(struct tdir *d, const zr_tree_entry *x)
 	d->timed = x != NULL;
 	d->mode = x ? S_IFDIR | (x->mode & 07777) : 0;
 	d->size = x ? x->size : 0;
+	d->owned = x && x->owned;
+	d->uid = x ? x->uid : 0;
+	d->gid = x ? x->gid : 0;
 	if (x) {
 		d->mtime = zr_ns_time(x->mtime);
 		d->atime = zr_ns_time(x->atime == ZR_MTIME_NONE ? x->mtime : x->atime);
@@ -438,8 +441,12 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 			    !(e = tree_ent_new(t, d, last, llen)))
 				got = -ENOMEM;
 			else if ((got = tree_link_set(t, e, x[i].target, strlen(x[i].target),
-						      x[i].mode, m, a)) == 0)
+						      x[i].mode, m, a)) == 0) {
+				e->lnk->owned = x[i].owned;
+				e->lnk->uid = x[i].uid;
+				e->lnk->gid = x[i].gid;
 				got = note_ent(e, notes);
+			}
 		}
 		rc = rc ? rc : got;
 	}
@@ -477,7 +484,8 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
 	for (size_t i = 0; same && i < n; i++) {
 		const zr_tree_entry *a = &x[i], *b = &t->shown[i];
 		same = a->mode == b->mode && a->mtime == b->mtime && a->atime == b->atime &&
-		       a->size == b->size &&
+		       a->size == b->size && a->owned == b->owned && a->uid == b->uid &&
+		       a->gid == b->gid &&
 		       strcmp(a->path, b->path) == 0 && !a->target == !b->target &&
 		       (!a->target || strcmp(a->target, b->target) == 0);
 	}
@@ -561,9 +569,11 @@ static int gather_dir(struct zrfs_link *l, void *ctx)
 	struct gather *g = ctx;
 	const struct tdir *d = zrfs_container(l, struct tdir, link);
 	zr_tree_entry x = {.mode = d->mode ? d->mode : S_IFDIR | 0755, .mtime = g->now,
-			   .atime = ZR_MTIME_NONE, .size = d->size};
+			   .atime = ZR_MTIME_NONE, .size = d->size, .owned = d->owned,
+			   .uid = d->uid, .gid = d->gid};
 
-	if (!d->stored && !d->made && !d->timed && !d->mode && (d->live || !d->self))
+	if (!d->stored && !d->made && !d->timed && !d->mode && !d->owned &&
+	    (d->live || !d->self))
 		return 0;
 	if (d->timed) {
 		x.mtime = zr_time_ns(d->mtime);
@@ -576,7 +586,8 @@ static int gather_link(struct zrfs_link *l, void *ctx)
 {
 	const struct tlink *k = zrfs_container(l, struct tlink, link);
 	zr_tree_entry x = {.mode = S_IFLNK | k->mode, .target = k->target,
-			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime)};
+			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
+			   .owned = k->owned, .uid = k->uid, .gid = k->gid};
 
 	return gather_add(ctx, k->ent->dir, k->ent->name, &x);
 }

@@ -509,6 +509,14 @@ void zrfs_reading_fsync(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
 void zrfs_reading_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h);
 void zrfs_reading_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *h, fuse_ino_t ino,
 			  const struct stat *attr, int to_set, const struct stat *now);
+/* Whether the dataset keeps its files' owners and groups (zr import dir
+ * does): chown of a file, directory or link of tree/ is kept, and a new
+ * one is its maker's. */
+static inline bool zrfs_owners_kept(const struct zrfs *fs)
+{
+	return fs->names.uid >= 0 && fs->names.gid >= 0;
+}
+
 static inline struct zrfs_handle *zrfs_handle_of(const struct fuse_file_info *fi)
 {
 	return fi && fi->fh ? (struct zrfs_handle *)(uintptr_t)fi->fh : NULL;

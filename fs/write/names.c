@@ -232,6 +232,16 @@ void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st)
 		zrfs_stat_mtime(st, ns, true);
 }
 
+/* The owner and group a name made in directory @parent by the caller of
+ * @req takes: the caller's, but a set-group-ID directory's group (not
+ * under the names lock). Whether @parent is set-group-ID. */
+static bool maker(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, uint32_t owner[2])
+{
+	owner[0] = fuse_req_ctx(req)->uid;
+	owner[1] = fuse_req_ctx(req)->gid;
+	return zrfs_owners_kept(fs) && zrfs_tree_setgid(fs, parent, &owner[1]);
+}
+
 /* @name's path below its field's directory, for directory @parent (under
  * names_lock): 0 or -ENAMETOOLONG. */
 int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, char *buf,
@@ -370,6 +380,8 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		return;
 	}
 	zrfs_dir_keep(fs, parent);
+	uint32_t owner[2];
+	maker(req, fs, parent, owner);
 	zrfs_names_lock(fs);
 	if (atomic_load(&w->ngone)) {
 		/* a group may be moving records' ids this moment (a name that
@@ -403,6 +415,10 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		 * the kernel): the record's when it is stored */
 		d->mode = S_IFREG | (mode & 07777);
 		d->mode_set = fs->names.mode >= 0;
+		/* and its maker's owner and group, where the dataset keeps them */
+		d->uid = owner[0];
+		d->gid = owner[1];
+		d->owner_set = zrfs_owners_kept(fs);
 	}
 	zrfs_names_unlock(fs);
 	if (writer)
@@ -473,7 +489,11 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 		rc = zrfs_settle_stored(fs);
 		pthread_mutex_unlock(&fs->writes->lock);
 	}
+	uint32_t owner[2];
+	maker(req, fs, parent, owner);
 	if (rc == 0 && (rc = zrfs_tree_symlink(fs, parent, name, target, &e.ino)) == 0) {
+		if (zrfs_owners_kept(fs)) /* its maker's */
+			zrfs_tree_owner(fs, e.ino, owner[0], owner[1]);
 		v = zrfs_names_begin(fs);
 		rc = zrfs_tree.attr(fs, v, e.ino, &e.attr);
 		zrfs_names_end(fs);
@@ -503,6 +523,9 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		return;
 	}
 	memset(&e, 0, sizeof e);
+	uint32_t owner[2];
+	if (maker(req, fs, parent, owner))
+		mode |= S_ISGID; /* and passes it on, as on a local filesystem */
 	zrfs_names_lock(fs);
 	/* the root's and the views' directories are the dataset's */
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 &&
@@ -515,6 +538,8 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	 * the mode asked (the umask applied by the kernel), as chmod keeps it */
 	if (rc == 0 && p.tree && (rc = zrfs_tree_mkdir(fs, parent, name, &e.ino)) == 0)
 		rc = zrfs_tree_mode(fs, e.ino, (uint32_t)mode);
+	if (rc == 0 && p.tree && zrfs_owners_kept(fs)) /* its maker's */
+		rc = zrfs_tree_owner(fs, e.ino, owner[0], owner[1]);
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
 		return;
@@ -525,6 +550,10 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	zrfs_names_end(fs);
 	if (p.tree)
 		e.attr.st_mode = S_IFDIR | (mode & 07777);
+	if (p.tree && zrfs_owners_kept(fs)) {
+		e.attr.st_uid = owner[0];
+		e.attr.st_gid = owner[1];
+	}
 	zrfs_node_put(d);
 	zrfs_dir_changed(fs, parent, NULL);
 	zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);

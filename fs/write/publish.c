@@ -275,6 +275,16 @@ static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)
 	return set_per_file(fs, fs->names.mode, field, id, &mode, sizeof mode, &none);
 }
 
+/* The owner and group of the file of (@field, @id) are @uid and @gid from
+ * now on, where the dataset keeps them; not committed (under w->lock). */
+static int set_owner(struct zrfs *fs, unsigned field, uint64_t id, uint32_t uid, uint32_t gid)
+{
+	static const uint32_t none = ZR_OWNER_NONE;
+	int rc = set_per_file(fs, fs->names.uid, field, id, &uid, sizeof uid, &none);
+
+	return rc < 0 ? rc : set_per_file(fs, fs->names.gid, field, id, &gid, sizeof gid, &none);
+}
+
 /* The times of node @n, whose value is stored now as record @id's
  * (n->lock held): its last change's or the ones set on it since, else
  * now's; its access time where one was set or it was made. */
@@ -332,15 +342,18 @@ int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes
 	return rc;
 }
 
-int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
+int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mode,
+			   const uint32_t *owner)
 {
 	struct zrfs_writes *w = fs->writes;
 	int64_t now = zrfs_now_ns();
 	uint64_t id;
-	int64_t rc;
+	int64_t rc = 0;
 	bool kept;
 
-	if (fs->names.mode < 0)
+	mode = fs->names.mode >= 0 ? mode : NULL;
+	owner = zrfs_owners_kept(fs) ? owner : NULL;
+	if (!mode && !owner)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	pthread_mutex_lock(&n->lock);
@@ -349,8 +362,15 @@ int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
 	id = n->kind == WN_DRAFT ? n->stored : n->id;
 	pthread_mutex_unlock(&w->names_lock);
 	if (n->kind == WN_DRAFT) { /* stored with it, and shown meanwhile */
-		n->mode = mode;
-		n->mode_set = true;
+		if (mode) {
+			n->mode = *mode;
+			n->mode_set = true;
+		}
+		if (owner) {
+			n->uid = owner[0];
+			n->gid = owner[1];
+			n->owner_set = true;
+		}
 	}
 	zrfs_node_changed(n, now);
 	pthread_mutex_unlock(&n->lock);
@@ -358,7 +378,12 @@ int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode)
 		pthread_mutex_unlock(&w->lock);
 		return 0;
 	}
-	rc = id < zr_length(w->ds) ? set_mode(fs, n->field, id, mode) : -ENOENT;
+	if (id >= zr_length(w->ds))
+		rc = -ENOENT;
+	if (rc == 0 && mode)
+		rc = set_mode(fs, n->field, id, *mode);
+	if (rc == 0 && owner)
+		rc = set_owner(fs, n->field, id, owner[0], owner[1]);
 	if (rc == 0)
 		rc = set_changed(fs, n->field, id, now);
 	if (rc == 0)
@@ -802,6 +827,8 @@ static int store_value(struct zrfs *fs, struct wnode *d, uint64_t id, uint64_t n
 		rc = set_node_times(fs, d, id);
 	if (rc == 0 && d->mode_set)
 		rc = set_mode(fs, d->field, id, d->mode);
+	if (rc == 0 && d->owner_set)
+		rc = set_owner(fs, d->field, id, d->uid, d->gid);
 	if (rc < 0)
 		return rc;
 	d->changed = false;

@@ -348,24 +348,33 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 
 /* ---- attributes ---- */
 
-/* The times and (@mode) the permission bits a SETATTR asks for, answered
- * with attributes @st: a file's, where the dataset keeps them
- * (zr_names.mtime, .mode), kept with what is being written or stored now;
- * a directory of tree/'s times, for as long as the mount; anything else's
- * times accepted and ignored (the commit's time shows). */
+/* The times, (@mode) the permission bits and (@owner) the owner and group
+ * a SETATTR asks for, answered with attributes @st: a file's, where the
+ * dataset keeps them (zr_names.mtime, .mode, .uid and .gid), kept with what
+ * is being written or stored now; a directory's or link's of tree/, kept
+ * with the tree (a directory's times for as long as the mount); anything
+ * else's times accepted and ignored (the commit's time shows). */
 static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
-		     int to_set, bool mode, struct stat *st)
+		     int to_set, bool mode, bool owner, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wtimes t;
 	struct wnode *n;
 	int64_t rc = 0;
 	bool timed = zrfs_asked_times(attr, to_set, &t);
+	uint32_t ids[2] = {(to_set & FUSE_SET_ATTR_UID) ? (uint32_t)attr->st_uid : st->st_uid,
+			   (to_set & FUSE_SET_ATTR_GID) ? (uint32_t)attr->st_gid : st->st_gid};
+	uint32_t bits = S_IFREG | (attr->st_mode & 07777);
 	int err;
 
-	if (!timed && !mode) {
+	if (!timed && !mode && !owner) {
 		zrfs_reply_attr(req, st, 0);
 		return;
+	}
+	if (owner && !S_ISREG(st->st_mode) && zrfs_tree_owner(fs, ino, ids[0], ids[1]) == 0) {
+		st->st_uid = ids[0];
+		st->st_gid = ids[1];
+		zrfs_tree_changed(fs);
 	}
 	if (S_ISLNK(st->st_mode)) { /* lutimes: rsync -a sets a link's times */
 		if (t.mtime != ZR_MTIME_NONE) {
@@ -391,9 +400,16 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if ((fs->names.mtime >= 0 || mode) && (n = zrfs_node_of_number(fs, ino, false, &err)) != NULL) {
-		if (mode && (rc = zrfs_publish_mode(fs, n, S_IFREG | (attr->st_mode & 07777))) >= 0)
-			st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
+	if ((fs->names.mtime >= 0 || mode || owner) &&
+	    (n = zrfs_node_of_number(fs, ino, false, &err)) != NULL) {
+		if (mode || owner)
+			rc = zrfs_publish_attrs(fs, n, mode ? &bits : NULL, owner ? ids : NULL);
+		if ((mode || owner) && rc >= 0) {
+			if (mode)
+				st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
+			if (owner)
+				st->st_uid = ids[0], st->st_gid = ids[1];
+		}
 		if (rc >= 0 && timed && fs->names.mtime >= 0 &&
 		    (rc = zrfs_publish_times(fs, n, &t)) >= 0)
 			zrfs_node_meta(n, st);
@@ -416,24 +432,31 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	bool record;
 
 	if (!(to_set & FUSE_SET_ATTR_SIZE)) {
-		/* a file's mode is stored where the dataset keeps modes; an owner,
-		 * or a mode nothing keeps (a directory's, a dataset's without
-		 * modes), of a file at rest is refused (a new file's: ignored, as
-		 * cp -p and rsync -a set them before it is stored) */
+		/* a file's mode and owner are stored where the dataset keeps
+		 * them, a directory's and link's of tree/ with the tree; what
+		 * nothing keeps (a directory's mode outside tree/, a dataset's
+		 * without modes or owners) of a file at rest is refused (a new
+		 * file's: ignored, as cp -p and rsync -a set them before it is
+		 * stored) */
 		bool mode = (to_set & FUSE_SET_ATTR_MODE) &&
 			    (attr->st_mode & 07777) != (now->st_mode & 07777);
+		bool owner = ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
+			     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid);
 		bool kept = mode && fs->names.mode >= 0 && S_ISREG(now->st_mode);
-		if (mode && S_ISDIR(now->st_mode)) { /* tree/'s keeps its mode */
+		bool owned = owner && zrfs_owners_kept(fs) && !S_ISDIR(now->st_mode);
+		if ((mode || owner) && S_ISDIR(now->st_mode)) { /* tree/'s keeps both */
 			zrfs_names_begin(fs);
-			kept = zrfs_tree_dir(fs, ino);
+			bool tree = zrfs_tree_dir(fs, ino);
 			zrfs_names_end(fs);
+			kept = mode && tree;
+			owned = owner && tree && zrfs_owners_kept(fs);
 		}
-		if (((mode && !kept) || ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
-		     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid)) &&
-		    !(ino & ZRFS_INO_STAGED))
+		if (owner && !zrfs_may_chown(req, now, attr, to_set))
+			zrfs_reply_err(req, -EPERM);
+		else if (((mode && !kept) || (owner && !owned)) && !(ino & ZRFS_INO_STAGED))
 			zrfs_reply_err(req, -EPERM);
 		else
-			set_meta(req, fs, ino, attr, to_set, kept, &st);
+			set_meta(req, fs, ino, attr, to_set, kept, owned, &st);
 		return;
 	}
 	st.st_size = attr->st_size;

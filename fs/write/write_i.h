@@ -262,6 +262,8 @@ struct wnode {
 	atomic_bool atime_set; /* ... a draft's create's, or set since (utimensat) */
 	_Atomic int64_t ctime; /* the time of its last change (value, name, mode, */
 	atomic_bool ctime_set; /* ... times), where the dataset keeps change times */
+	_Atomic uint32_t uid, gid; /* a draft's owner and group, where the dataset keeps */
+	atomic_bool owner_set;     /* ... them: its maker's, or a chown since */
 };
 
 /* What a number means to the write layer (see the top): kept while its
@@ -452,13 +454,18 @@ static inline void zrfs_node_touched(struct wnode *n)
 	zrfs_node_changed(n, n->mtime);
 }
 
-/* The times and mode set on node @n, if any, in @st (no lock needed). */
+/* The times, mode and owner set on node @n, if any, in @st (no lock
+ * needed). */
 static inline void zrfs_node_meta(const struct wnode *n, struct stat *st)
 {
 	int64_t stored = zr_time_ns(st->st_ctim);
 
 	if (n->mode_set)
 		st->st_mode = (st->st_mode & S_IFMT) | (n->mode & 07777);
+	if (n->owner_set) {
+		st->st_uid = n->uid;
+		st->st_gid = n->gid;
+	}
 	if (n->mtime_set) /* changed since its last commit */
 		zrfs_stat_mtime(st, n->mtime, !n->ctime_set);
 	if (n->atime_set)
@@ -669,11 +676,13 @@ int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes
  * mount made records of in it are those records from now on, so that no
  * lookup or listing sees the view with them still new files too. */
 void zrfs_write_shown(struct zrfs *fs, uint64_t gen);
-/* Permission bits @mode set on node @n (chmod), where the dataset keeps
- * modes (zr_names.mode): kept with a new file not stored yet, else stored
- * and committed now (w->lock taken here). The generation (0: kept), or a
- * negative code. */
-int64_t zrfs_publish_mode(struct zrfs *fs, struct wnode *n, uint32_t mode);
+/* Permission bits *@mode (chmod) and owner and group @owner[0], @owner[1]
+ * (chown) set on node @n, either NULL, where the dataset keeps them
+ * (zr_names.mode, .uid and .gid): kept with a new file not stored yet, else
+ * stored and committed now (w->lock taken here). The generation (0: kept
+ * or nothing kept), or a negative code. */
+int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mode,
+			   const uint32_t *owner);
 
 /* ---- committer.c: the thread that commits drafts in groups ---- */
 

@@ -18,12 +18,12 @@ unmount_all() {
 }
 trap unmount_all EXIT
 
-# what find sees of a tree, all of it: kind and mode, size (@dirsize 0:
-# not a directory's, which mkdir through a mount does not make 4096), time
-# to the nanosecond, path, a link's target
+# what find sees of a tree, all of it: kind and mode, owner and group,
+# size (@dirsize 0: not a directory's, which mkdir through a mount does not
+# make 4096), time to the nanosecond, path, a link's target
 look() { # look DIR [nodirsize] > LIST
-	(cd "$1" && find . -printf '%M %s %T@ %p -> %l\n' | sort -k4) |
-		if [ "${2:-}" = nodirsize ]; then awk '$1 ~ /^d/ {$2 = "-"} {print}'; else cat; fi
+	(cd "$1" && find . -printf '%M %U:%G %s %T@ %p -> %l\n' | sort -k5) |
+		if [ "${2:-}" = nodirsize ]; then awk '$1 ~ /^d/ {$3 = "-"} {print}'; else cat; fi
 }
 same_tree() { # same_tree SRC TREE WHAT [nodirsize]
 	diff -r --no-dereference "$1" "$2" >/dev/null ||
@@ -92,6 +92,13 @@ for r in "$T/ref" "$MNT/tree"; do
 	mkdir "$r/keep" && touch -d '1999-09-09' "$r/keep" || fail "a directory's time in $r"
 	touch -h -d '1998-08-08' "$r/made/l" || fail "a link's time in $r"
 	printf 'onto\n' >"$r/made/f" && mv "$r/made/f" "$r/b/abs" || fail "a file onto a link in $r"
+	# owners and groups (chown, chgrp, chown -h of a link), kept
+	chown 1234:5678 "$r/a/x.txt" && chgrp 77 "$r/made/sub" && chown -h 99:98 "$r/made/l" &&
+		chown 4000000000:3 "$r/keep" || fail "chown in $r"
+	# a set-group-ID directory's group and bit, passed on
+	mkdir "$r/sg" && chgrp 77 "$r/sg" && chmod 2775 "$r/sg" && touch "$r/sg/f" &&
+		mkdir "$r/sg/s" && ln -s f "$r/sg/l" || fail "a set-group-ID directory in $r"
+	touch -h -d '2006-06-06' "$r/sg/f" "$r/sg/s" "$r/sg/l" "$r/sg"
 	touch -d '2005-05-05' "$r/made/sub" "$r/b/abs" # made at a moment of its own
 	touch -d '2004-04-04' "$r/made" "$r/b" "$r/a" "$r"
 done
@@ -171,13 +178,18 @@ mkdir "$MNT/tree/icons" && tar cf - -C "$ICONS" . | tar xf - -C "$MNT/tree/icons
 	fail "tar x of $ICONS into tree/"
 # GNU tar's placeholder for a link that leaves the directory (an empty
 # file, checked by its inode before the link replaces it, after the files
-# that follow: here 30 MB of them)
+# that follow: here 30 MB of them); another user's archive, whose owners
+# root's tar x gives back (it failed: chown EPERM, exit status 2)
 mkdir -p "$T/arc/x/sub" && ln -s ../../zone.tab "$T/arc/x/sub/up" &&
-	head -c 30000000 /dev/urandom >"$T/arc/x/big" && tar cf "$T/arc.tar" -C "$T/arc" x ||
+	head -c 30000000 /dev/urandom >"$T/arc/x/big" &&
+	tar cf "$T/arc.tar" --owner=1000 --group=1001 -C "$T/arc" x ||
 	fail "the archive with a ../ link"
 tar xf "$T/arc.tar" -C "$MNT/tree" || fail "tar x of a ../ link and a big file after it"
 [ "$(readlink "$MNT/tree/x/sub/up")" = ../../zone.tab ] || fail "tar x left no link: $(ls -l "$MNT/tree/x/sub")"
 cmp -s "$T/arc/x/big" "$MNT/tree/x/big" || fail "tar x: the big file differs"
+for f in x x/sub x/sub/up x/big; do
+	[ "$(stat -c %u:%g "$MNT/tree/$f")" = 1000:1001 ] || fail "tar x: $f is $(stat -c %u:%g "$MNT/tree/$f")"
+done
 rm -r "$MNT/tree/x" || fail "rm -r of what tar x made"
 touch -d '2000-01-01' "$MNT/tree" # icons/ made in it
 unmount_wait
