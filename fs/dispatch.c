@@ -109,8 +109,12 @@ static int attr_of(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino, struc
 	if (!(v = view_of(fs, t, cur, ino)))
 		return -ESTALE;
 	rc = t->attr(fs, v, ino, st);
-	if (rc == 0 && S_ISREG(st->st_mode) && gone_of(fs, v, ino))
-		st->st_nlink = 0; /* removed while open */
+	/* a file removed while open, its removal not committed yet, or a
+	 * number of an older view (its name shows other bytes now: removed,
+	 * replaced), which only an open file holds, has no link */
+	if (rc == 0 && S_ISREG(st->st_mode) &&
+	    ((t->older_unlinked && v != cur) || gone_of(fs, v, ino)))
+		st->st_nlink = 0;
 	zrfs_view_put(v);
 	return rc;
 }

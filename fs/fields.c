@@ -367,6 +367,7 @@ const struct zrfs_subtree zrfs_fields = {
 	.name = "fields",
 	.owns = fields_owns,
 	.view_of = fields_view_of,
+	.older_unlinked = true,
 	.lookup = fields_lookup,
 	.attr = fields_attr,
 	.entry = fields_entry,

@@ -55,6 +55,10 @@ struct zrfs_subtree {
 	 * or NULL when it shows none any more (ESTALE). NULL for a subtree
 	 * whose nodes always show the current view. */
 	struct zrfs_view *(*view_of)(struct zrfs *fs, struct zrfs_view *cur, fuse_ino_t ino);
+	/* A file view_of gives an older view is one whose name shows other
+	 * bytes now (removed, replaced), held open: it has no link. Not so
+	 * for a subtree whose files are pinned to a view by design (a step's) */
+	bool older_unlinked;
 	/* Files being written (-o writable): asked first for a name in any
 	 * directory, and may stand in for another's entries in its listings
 	 * (shadow); its own entries are listed after the owner's. Its names

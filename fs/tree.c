@@ -354,6 +354,7 @@ const struct zrfs_subtree zrfs_tree = {
 	.view = true,
 	.owns = tree_owns,
 	.view_of = tree_view_of,
+	.older_unlinked = true,
 	.lookup = tree_lookup,
 	.attr = tree_attr,
 	.entry = tree_entry,
