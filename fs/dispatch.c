@@ -746,62 +746,15 @@ static void zrfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	zrfs_reply_statfs(req, &sv);
 }
 
-/* ---- the caller's rights, where the kernel leaves them to zrfs ---- */
-
-/* Whether the caller of @req is in group @gid, its own or a supplementary
- * one. */
-static bool in_group(fuse_req_t req, gid_t gid)
-{
-	gid_t groups[64];
-	int n;
-
-	if (fuse_req_ctx(req)->gid == gid)
-		return true;
-	n = fuse_req_getgroups(req, (int)(sizeof groups / sizeof *groups), groups);
-	for (int k = 0; k < n && k < (int)(sizeof groups / sizeof *groups); k++)
-		if (groups[k] == gid)
-			return true;
-	return false;
-}
-
-bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set)
-{
-	const struct fuse_ctx *c = fuse_req_ctx(req);
-	bool uid = (to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid;
-	bool gid = (to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid;
-
-	/* as chown(2) on a local filesystem: root gives anything to anyone,
-	 * an owner its file to a group of its own */
-	return c->uid == 0 ||
-	       (!uid && (!gid || (now->st_uid == c->uid && in_group(req, attr->st_gid))));
-}
-
-/* access(2), faccessat(2) and chdir: what the mode bits let the caller do,
- * as a local filesystem checks them. The kernel asks only where it leaves
- * the checks to zrfs (no default_permissions: the mounting user alone);
- * were it not answered, every access() would succeed, X_OK on a file no
- * one may run included (shutil.which, find -executable). Root may read
- * and write anything and run what any x bit lets run. */
+/* access(2), faccessat(2) and chdir, answered from the mode bits
+ * (rights.c): were it not answered, every access() would succeed, X_OK on
+ * a file no one may run included (shutil.which, find -executable). */
 static void zrfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct stat st;
 	int rc = attr_now(fuse_req_userdata(req), ino, &st);
-	unsigned bits;
 
-	if (rc < 0) {
-		zrfs_reply_err(req, rc);
-		return;
-	}
-	if (c->uid == 0)
-		bits = S_ISDIR(st.st_mode) || (st.st_mode & 0111) ? 7 : 6;
-	else if (st.st_uid == c->uid)
-		bits = (st.st_mode >> 6) & 7;
-	else if (in_group(req, st.st_gid))
-		bits = (st.st_mode >> 3) & 7;
-	else
-		bits = st.st_mode & 7;
-	zrfs_reply_status(req, (unsigned)mask & 7 & ~bits ? -EACCES : 0);
+	zrfs_reply_status(req, rc < 0 ? rc : zrfs_may_access(req, &st, mask));
 }
 
 /* ---- changes (-o writable): the write layer, and what no mount can do ---- */

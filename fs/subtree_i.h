@@ -120,11 +120,6 @@ extern const struct zrfs_subtree zrfs_writing;
 /* dispatch.c: the FUSE operations of a read-only mount, and of -o writable */
 extern const struct fuse_lowlevel_ops zrfs_ops;
 extern const struct fuse_lowlevel_ops zrfs_rw_ops;
-/* Whether the caller of @req may change the owner and group of a file
- * with attributes @now as a SETATTR (@attr, @to_set) asks, as chown(2) on a
- * local filesystem: root any, an owner its file's group to one of its
- * groups, no one else (dispatch.c; the kernel checks with allow_other). */
-bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set);
 
 /* batches.c: set-up of /.batches (tables and background threads), with
  * the -o batches specs checked against view @v */

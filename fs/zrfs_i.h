@@ -682,6 +682,16 @@ struct zrfs_pieces;
 int zrfs_npy_pieces(struct zrfs_pieces *p, const struct zrfs_npy *h, const struct zrfs_row *rows,
 		    uint64_t lo, uint64_t pos, uint64_t end);
 
+/* ---- rights.c: what the caller may do, where the kernel asks zrfs ---- */
+
+/* 0 if the caller of @req may do @mask (R_OK, W_OK, X_OK) to a file of
+ * attributes @st as the mode bits say on a local filesystem, else -EACCES. */
+int zrfs_may_access(fuse_req_t req, const struct stat *st, int mask);
+/* Whether the caller of @req may change the owner and group of a file of
+ * attributes @now as a SETATTR (@attr, @to_set) asks, as chown(2) allows:
+ * root anything, an owner its file's group to one of its own groups. */
+bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set);
+
 /* ---- reply.c: every reply ---- */
 
 /* The errno (negative) for any code: ZR_ECORRUPT and other damage -EIO, a

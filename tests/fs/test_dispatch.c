@@ -193,27 +193,3 @@ Test(dispatch, access_follows_the_mode_bits)
 	cr_assert_eq(access_as(rec, them, theirs, F_OK), 0);
 	cr_assert_eq(access_as(UINT64_C(0x999999), 0, 0, F_OK), ENOENT);
 }
-
-/* chown(2)'s rule, where the kernel leaves it to zrfs: root gives anything
- * to anyone; an owner gives its file to a group of its own; nothing else
- * changes an owner or a group. */
-Test(dispatch, chown_as_a_local_filesystem_allows_it)
-{
-	struct stat now = {.st_uid = 1000, .st_gid = 100}, to = now;
-	int both = FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
-
-	t_ctx.uid = 0, t_ctx.gid = 0;
-	to.st_uid = 2000, to.st_gid = 200;
-	cr_assert(zrfs_may_chown(NULL, &now, &to, both), "root");
-	t_ctx.uid = 1000, t_ctx.gid = 300;
-	cr_assert_not(zrfs_may_chown(NULL, &now, &to, both), "the owner gives its file away");
-	cr_assert_not(zrfs_may_chown(NULL, &now, &to, FUSE_SET_ATTR_GID), "a group not its own");
-	to.st_gid = 300;
-	cr_assert(zrfs_may_chown(NULL, &now, &to, FUSE_SET_ATTR_GID), "its own group");
-	to.st_uid = 1000;
-	cr_assert(zrfs_may_chown(NULL, &now, &to, both), "the same owner, its own group");
-	t_ctx.uid = 1001;
-	cr_assert_not(zrfs_may_chown(NULL, &now, &to, FUSE_SET_ATTR_GID), "not the owner");
-	to.st_gid = 100;
-	cr_assert(zrfs_may_chown(NULL, &now, &to, both), "nothing changes: allowed (chown -1 -1)");
-}
