@@ -618,7 +618,7 @@ void zrfs_prefetch_start(struct zrfs *fs)
 	if (want > fs->opts.prefetch)
 		want = fs->opts.prefetch > 0 ? fs->opts.prefetch : 1;
 	while (q->nthreads < want &&
-	       pthread_create(&q->threads[q->nthreads], NULL, prefetcher, fs) == 0)
+	       zrfs_thread_start(&q->threads[q->nthreads], prefetcher, fs) == 0)
 		q->nthreads++;
 }
 

@@ -686,7 +686,7 @@ int zrfs_follow_start(struct zrfs *fs)
 	refresh(fs, &notes);
 	zrfs_notes_send(fs, &notes);
 	zrfs_notes_free(&notes);
-	w->running = pthread_create(&w->thread, NULL, follower, fs) == 0;
+	w->running = zrfs_thread_start(&w->thread, follower, fs) == 0;
 	return w->running ? 0 : -EAGAIN;
 }
 

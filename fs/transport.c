@@ -290,7 +290,7 @@ static void ring_start(struct zrfs_uring *u)
 			zrfs_ring_say_refused(u, ENOMEM);
 			break;
 		}
-		t->running = pthread_create(&t->thread, NULL, zrfs_ring_main, t) == 0;
+		t->running = zrfs_thread_start(&t->thread, zrfs_ring_main, t) == 0;
 	}
 }
 

@@ -82,6 +82,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -170,6 +171,28 @@ struct zrfs_opts {
 };
 
 /* Milliseconds on the monotonic clock. */
+/* Start @fn(@arg) on thread @t with the signals that stop the daemon
+ * blocked there, as libfuse starts its workers: SIGTERM, SIGINT, SIGHUP
+ * and SIGQUIT then go to the thread whose loop waits for them (the
+ * session's); one taken by a helper ends no loop, and the daemon would
+ * not stop. Faults stay open (SIGBUS: a mapping cut short, core/fault.c).
+ * 0 or an errno. */
+static inline int zrfs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t stop, was;
+	int rc;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &stop, &was);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	return rc;
+}
+
 static inline uint64_t zrfs_now_ms(void)
 {
 	struct timespec ts;

@@ -92,7 +92,7 @@ void zrfs_committer_start(struct zrfs *fs)
 {
 	struct zrfs_writes *w = fs->writes;
 
-	w->committer_running = pthread_create(&w->committer, NULL, committer, fs) == 0;
+	w->committer_running = zrfs_thread_start(&w->committer, committer, fs) == 0;
 	if (!w->committer_running)
 		fuse_log(FUSE_LOG_ERR, "zrfs: %s: no thread to commit new files in groups: "
 			 "each is committed at fsync or unmount\n", fs->dataset);
