@@ -1,0 +1,1458 @@
+"""posix.py - a writable tree/ against ext4, system call by system call.
+
+usage: posix.py NATIVE_DIR MOUNT_TREE_DIR
+
+About 150 checks in pjdfstest's ground, each run in a directory of its own
+on a native directory and on the mount's tree/, their results (a value, or
+the errno) compared: names and their lengths, open(2)'s flags and the
+modes it makes, reads and writes through several descriptors, truncate,
+mmap, fallocate, locks, chmod, chown and set-group-ID directories,
+utimensat (UTIME_NOW, UTIME_OMIT, nanoseconds, before 1970), mkdir, rmdir,
+unlink and rename in every corner, symbolic links, hard links and special
+files, xattrs, access(2), and which of a file's or directory's times each
+call moves (the clock is waited on until it passes them, no sleep).
+
+The mount must answer as ext4 does but where zrfs(8) says it does not
+(EXPECTED, each with its reason): then it must answer exactly that. A
+difference not listed, or a listed one that is gone, fails the run.
+Run as root (owners are given away). Exit 0, or 1 with the differences.
+"""
+import ctypes
+import errno
+import fcntl
+import mmap
+import os
+import stat
+import subprocess
+import sys
+import time
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+# what the mount answers where it is not ext4, and why (zrfs(8))
+EXPECTED = {
+    'o_tmpfile': ('ENOTSUP', 'O_TMPFILE: no unnamed files'),
+    'write_beyond_4g': ('EFBIG', 'a value holds at most 4 GiB'),
+    'truncate_big': ('EFBIG', 'a value holds at most 4 GiB'),
+    'fallocate_keep_size': ('ENOTSUP', 'fallocate: mode 0 alone'),
+    'fallocate_punch': ('ENOTSUP', 'fallocate: mode 0 alone'),
+    'chmod_same_ctime': ("ok '-'", 'a chmod that changes nothing is no change'),
+    'chown_same': ("ok '-'", 'a chown that changes nothing is no change'),
+    'chown_minus1': ("ok '-'", 'a chown that changes nothing is no change'),
+    'dir_size_and_nlink': ('ok (2, False)', 'a directory made through the mount has size 0'),
+    'rename_exchange': ('EINVAL', 'RENAME_EXCHANGE: refused'),
+    'hard_link': ('EPERM', 'no hard links'),
+    'mkfifo': ('EPERM', 'no special files'),
+    'mknod_reg': ('EPERM', 'no special files'),
+    'socket_bind': ('EPERM', 'no special files'),
+    'setxattr': ('ENOTSUP', 'no extended attributes'),
+    'listxattr': ('ENOTSUP', 'no extended attributes'),
+    'getxattr_missing': ('ENOTSUP', 'no extended attributes'),
+}
+
+
+def en(e):
+    return errno.errorcode.get(e, str(e))
+
+
+def coarse():
+    return time.clock_gettime_ns(5)  # CLOCK_REALTIME_COARSE: what file times take
+
+
+def tick(*paths):
+    """Wait until the clock is past every time of @paths."""
+    m = 0
+    for p in paths:
+        s = os.lstat(p)
+        m = max(m, s.st_mtime_ns, s.st_ctime_ns, s.st_atime_ns)
+    while coarse() <= m:
+        pass
+
+
+def times(p):
+    s = os.lstat(p)
+    return (s.st_atime_ns, s.st_mtime_ns, s.st_ctime_ns)
+
+
+def moved(p, before):
+    """Which of @p's access, modification and change times moved since @before."""
+    now = times(p)
+    return ''.join(k for k, x, y in zip('amc', before, now) if x != y) or '-'
+
+
+class UtimeSpec(ctypes.Structure):
+    _fields_ = [('sec', ctypes.c_long), ('nsec', ctypes.c_long)]
+
+
+UTIME_NOW = (1 << 30) - 1
+UTIME_OMIT = (1 << 30) - 2
+AT_FDCWD = -100
+AT_SYMLINK_NOFOLLOW = 0x100
+
+
+def _raise():
+    e = ctypes.get_errno()
+    raise OSError(e, os.strerror(e))
+
+
+def utimensat(p, a, m, flags=0):
+    ts = (UtimeSpec * 2)(a, m)
+    if LIBC.utimensat(AT_FDCWD, p.encode(), ts, flags) < 0:
+        _raise()
+
+
+def renameat2(a, b, flags):
+    if LIBC.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), flags) < 0:
+        _raise()
+
+
+def fallocate(fd, mode, off, ln):
+    LIBC.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    if LIBC.fallocate(fd, mode, off, ln) < 0:
+        _raise()
+
+
+def mk(p, data=b'data'):
+    with open(p, 'wb') as f:
+        f.write(data)
+
+
+def rd(p):
+    with open(p, 'rb') as f:
+        return f.read()
+
+
+CHECKS = []
+
+
+def check(f):
+    CHECKS.append(f)
+    return f
+
+
+# ---- names
+@check
+def name_255():
+    mk('n' * 255)
+    return len(os.listdir('.'))
+
+
+@check
+def name_256_create():
+    mk('n' * 256)
+
+
+@check
+def name_256_mkdir():
+    os.mkdir('n' * 256)
+
+
+@check
+def name_256_stat():
+    os.stat('n' * 256)
+
+
+@check
+def name_256_symlink():
+    os.symlink('x', 'n' * 256)
+
+
+@check
+def name_256_rename():
+    mk('a')
+    os.rename('a', 'n' * 256)
+
+
+@check
+def statvfs_namemax():
+    return os.statvfs('.').f_namemax
+
+
+@check
+def path_long():
+    p = '/'.join(['d' * 200] * 22)
+    os.makedirs(p)
+
+
+@check
+def symlink_target_4095():
+    os.symlink('t' * 4095, 'l')
+    return len(os.readlink('l'))
+
+
+@check
+def symlink_target_4096():
+    os.symlink('t' * 4096, 'l')
+
+
+@check
+def name_with_newline_and_utf8():
+    mk('a\nb')
+    mk('é')
+    mk(' sp ')
+    return sorted(os.listdir('.'))
+
+
+@check
+def enotdir_component():
+    mk('f')
+    os.stat('f/x')
+
+
+@check
+def creat_enotdir_component():
+    mk('f')
+    mk('f/x')
+
+
+@check
+def eloop():
+    os.symlink('l2', 'l1')
+    os.symlink('l1', 'l2')
+    os.stat('l1')
+
+
+@check
+def trailing_slash_file():
+    mk('f')
+    os.stat('f/')
+
+
+@check
+def trailing_slash_create():
+    os.open('nf/', os.O_CREAT | os.O_WRONLY, 420)
+
+
+# ---- open
+@check
+def open_creat_mode_umask():
+    old = os.umask(23)
+    try:
+        os.close(os.open('f', os.O_CREAT | os.O_WRONLY, 511))
+    finally:
+        os.umask(old)
+    return oct(os.stat('f').st_mode)
+
+
+@check
+def open_creat_mode_0():
+    os.close(os.open('f', os.O_CREAT | os.O_WRONLY, 0))
+    return oct(os.stat('f').st_mode)
+
+
+@check
+def open_creat_excl_exists():
+    mk('f')
+    os.open('f', os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+
+
+@check
+def open_creat_excl_symlink():
+    os.symlink('nowhere', 'l')
+    os.open('l', os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+
+
+@check
+def open_creat_through_dangling():
+    os.symlink('target', 'l')
+    os.close(os.open('l', os.O_CREAT | os.O_WRONLY, 420))
+    return sorted(os.listdir('.'))
+
+
+@check
+def open_nofollow():
+    mk('f')
+    os.symlink('f', 'l')
+    os.open('l', os.O_RDONLY | os.O_NOFOLLOW)
+
+
+@check
+def open_dir_write():
+    os.mkdir('d')
+    os.open('d', os.O_WRONLY)
+
+
+@check
+def open_dir_rdonly():
+    os.mkdir('d')
+    os.close(os.open('d', os.O_RDONLY))
+    return 'ok'
+
+
+@check
+def open_file_directory():
+    mk('f')
+    os.open('f', os.O_RDONLY | os.O_DIRECTORY)
+
+
+@check
+def open_trunc_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.close(os.open('f', os.O_WRONLY | os.O_TRUNC))
+    return moved('f', b)
+
+
+@check
+def open_trunc_empty_times():
+    mk('f', b'')
+    b = times('f')
+    tick('f')
+    os.close(os.open('f', os.O_WRONLY | os.O_TRUNC))
+    return moved('f', b)
+
+
+@check
+def open_creat_parent_times():
+    os.mkdir('d')
+    b = times('d')
+    tick('d')
+    mk('d/f')
+    return moved('d', b)
+
+
+@check
+def open_creat_existing_parent_times():
+    os.mkdir('d')
+    mk('d/f')
+    b = times('d')
+    tick('d', 'd/f')
+    os.close(os.open('d/f', os.O_CREAT | os.O_WRONLY))
+    return moved('d', b)
+
+
+@check
+def open_rdonly_trunc():
+    mk('f')
+    os.close(os.open('f', os.O_RDONLY | os.O_TRUNC))
+    return os.stat('f').st_size
+
+
+@check
+def open_path():
+    mk('f')
+    fd = os.open('f', os.O_PATH)
+    s = os.fstat(fd).st_size
+    os.close(fd)
+    return s
+
+
+@check
+def o_tmpfile():
+    os.open('.', os.O_TMPFILE | os.O_WRONLY, 384)
+
+
+# ---- read / write
+@check
+def write_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    fd = os.open('f', os.O_WRONLY)
+    os.write(fd, b'x')
+    os.close(fd)
+    return moved('f', b)
+
+
+@check
+def read_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    rd('f')
+    m = moved('f', b)
+    return m.replace('a', '') or '-'
+
+
+@check
+def pwrite_hole_read():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    os.pwrite(fd, b'x', 100000)
+    os.close(fd)
+    d = rd('f')
+    return (len(d), d.count(0))
+
+
+@check
+def write_then_read_same_fd():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    os.write(fd, b'hello')
+    os.lseek(fd, 1, 0)
+    r = os.read(fd, 10)
+    os.close(fd)
+    return r
+
+
+@check
+def two_fds_see_each_other():
+    mk('f', b'aaaa')
+    a = os.open('f', os.O_RDWR)
+    b = os.open('f', os.O_RDONLY)
+    os.pwrite(a, b'bb', 1)
+    r = os.pread(b, 10, 0)
+    os.close(a)
+    os.close(b)
+    return r
+
+
+@check
+def writer_and_reader_other_open():
+    fd = os.open('f', os.O_CREAT | os.O_WRONLY, 420)
+    os.write(fd, b'abc')
+    r = rd('f')
+    os.close(fd)
+    return r
+
+
+@check
+def write_beyond_4g():
+    fd = os.open('f', os.O_CREAT | os.O_WRONLY, 420)
+    try:
+        os.pwrite(fd, b'x', (1 << 32) + 10)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+@check
+def truncate_big():
+    mk('f')
+    os.truncate('f', 1 << 33)
+    return os.stat('f').st_size
+
+
+@check
+def truncate_huge():
+    mk('f')
+    os.truncate('f', 1 << 50)
+
+
+@check
+def truncate_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.truncate('f', 2)
+    return moved('f', b)
+
+
+@check
+def truncate_same_size_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.truncate('f', 4)
+    return moved('f', b)
+
+
+@check
+def ftruncate_times():
+    mk('f')
+    b = times('f')
+    tick('f')
+    fd = os.open('f', os.O_WRONLY)
+    os.ftruncate(fd, 1)
+    os.close(fd)
+    return moved('f', b)
+
+
+@check
+def truncate_dir():
+    os.mkdir('d')
+    os.truncate('d', 0)
+
+
+@check
+def truncate_grow_zeroes():
+    mk('f', b'abc')
+    os.truncate('f', 6)
+    return rd('f')
+
+
+@check
+def ftruncate_rdonly():
+    mk('f')
+    fd = os.open('f', os.O_RDONLY)
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+@check
+def mmap_shared_read():
+    mk('f', b'abcdefgh' * 512)
+    fd = os.open('f', os.O_RDONLY)
+    m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+    r = m[:4]
+    m.close()
+    os.close(fd)
+    return r
+
+
+@check
+def mmap_private_read():
+    mk('f', b'abcdefgh' * 512)
+    fd = os.open('f', os.O_RDONLY)
+    m = mmap.mmap(fd, 0, mmap.MAP_PRIVATE, mmap.PROT_READ)
+    r = m[:4]
+    m.close()
+    os.close(fd)
+    return r
+
+
+@check
+def mmap_shared_write():
+    mk('f', b'abcdefgh' * 512)
+    fd = os.open('f', os.O_RDWR)
+    m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m[0:2] = b'XY'
+    m.flush()
+    m.close()
+    os.close(fd)
+    return rd('f')[:4]
+
+
+@check
+def mmap_new_file_write():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    os.ftruncate(fd, 4096)
+    m = mmap.mmap(fd, 4096)
+    m[0:3] = b'new'
+    m.close()
+    os.close(fd)
+    return rd('f')[:4]
+
+
+@check
+def fallocate_plain():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    try:
+        fallocate(fd, 0, 0, 8192)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+@check
+def fallocate_keep_size():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    try:
+        fallocate(fd, 1, 0, 8192)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+@check
+def fallocate_punch():
+    mk('f', b'a' * 8192)
+    fd = os.open('f', os.O_RDWR)
+    try:
+        fallocate(fd, 3, 0, 4096)
+        return os.pread(fd, 2, 0) + os.pread(fd, 2, 4096)
+    finally:
+        os.close(fd)
+
+
+@check
+def posix_fallocate():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    try:
+        os.posix_fallocate(fd, 0, 10000)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+@check
+def flock_and_lockf():
+    mk('f')
+    fd = os.open('f', os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    return 'ok'
+
+
+@check
+def ofd_lock_conflict():
+    mk('f')
+    a = os.open('f', os.O_RDWR)
+    b = os.open('f', os.O_RDWR)
+    fcntl.flock(a, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return 'got it'
+    except OSError as e:
+        return en(e.errno)
+    finally:
+        os.close(a)
+        os.close(b)
+
+
+@check
+def fsync_fdatasync():
+    mk('f')
+    fd = os.open('f', os.O_RDWR)
+    os.write(fd, b'z')
+    os.fsync(fd)
+    os.fdatasync(fd)
+    os.close(fd)
+    return rd('f')
+
+
+@check
+def sync_file_range_dir_fsync():
+    os.mkdir('d')
+    fd = os.open('d', os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    return 'ok'
+
+
+@check
+def lseek_data_hole():
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
+    os.pwrite(fd, b'x', 1 << 20)
+    r = (os.lseek(fd, 0, os.SEEK_DATA), os.lseek(fd, 0, os.SEEK_HOLE))
+    os.close(fd)
+    return r
+
+
+@check
+def copy_file_range():
+    mk('f', b'0123456789')
+    a = os.open('f', os.O_RDONLY)
+    b = os.open('g', os.O_CREAT | os.O_WRONLY, 420)
+    n = os.copy_file_range(a, b, 10)
+    os.close(a)
+    os.close(b)
+    return (n, rd('g'))
+
+
+@check
+def sendfile_out():
+    mk('f', b'0123456789')
+    a = os.open('f', os.O_RDONLY)
+    b = os.open('g', os.O_CREAT | os.O_WRONLY, 420)
+    n = os.sendfile(b, a, 0, 10)
+    os.close(a)
+    os.close(b)
+    return (n, rd('g'))
+
+
+# ---- chmod / chown
+@check
+def chmod_file_modes():
+    mk('f')
+    r = []
+    for m in (511, 2541, 1517, 1005, 4095, 0):
+        os.chmod('f', m)
+        r.append(oct(os.stat('f').st_mode))
+    return r
+
+
+@check
+def chmod_dir_modes():
+    os.mkdir('d')
+    r = []
+    for m in (511, 1023, 1517, 448):
+        os.chmod('d', m)
+        r.append(oct(os.stat('d').st_mode))
+    return r
+
+
+@check
+def chmod_ctime():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.chmod('f', 384)
+    return moved('f', b)
+
+
+@check
+def chmod_same_ctime():
+    mk('f')
+    os.chmod('f', 420)
+    b = times('f')
+    tick('f')
+    os.chmod('f', 420)
+    return moved('f', b)
+
+
+@check
+def chmod_dir_ctime():
+    os.mkdir('d')
+    b = times('d')
+    tick('d')
+    os.chmod('d', 448)
+    return moved('d', b)
+
+
+@check
+def chmod_symlink_follows():
+    mk('f')
+    os.symlink('f', 'l')
+    os.chmod('l', 384)
+    return (oct(os.stat('f').st_mode), oct(os.lstat('l').st_mode))
+
+
+@check
+def chown_same():
+    mk('f')
+    s = os.stat('f')
+    b = times('f')
+    tick('f')
+    os.chown('f', s.st_uid, s.st_gid)
+    return moved('f', b)
+
+
+@check
+def chown_minus1():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.chown('f', -1, -1)
+    return moved('f', b)
+
+
+@check
+def chown_other():
+    mk('f')
+    os.chown('f', 65534, 65534)
+    s = os.stat('f')
+    return (s.st_uid, s.st_gid)
+
+
+@check
+def chown_dir_other():
+    os.mkdir('d')
+    os.chown('d', 65534, 65534)
+    s = os.stat('d')
+    return (s.st_uid, s.st_gid)
+
+
+@check
+def lchown_symlink():
+    os.symlink('x', 'l')
+    os.lchown('l', 65534, 65534)
+    return os.lstat('l').st_uid
+
+
+@check
+def chown_new_file():
+    fd = os.open('f', os.O_CREAT | os.O_WRONLY, 420)
+    os.fchown(fd, 65534, 65534)
+    os.close(fd)
+    return os.stat('f').st_uid
+
+
+@check
+def chown_ctime():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.chown('f', 7, 8)
+    return moved('f', b)
+
+
+@check
+def chown_kills_suid():
+    mk('f')
+    os.chmod('f', 3565)
+    os.chown('f', 7, 8)
+    return oct(os.stat('f').st_mode)
+
+
+@check
+def chown_at_rest_after_sync():
+    mk('f')
+    fd = os.open('.', os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    os.chown('f', 9, 10)
+    s = os.stat('f')
+    return (s.st_uid, s.st_gid)
+
+
+@check
+def chown_dir_ctime():
+    os.mkdir('d')
+    b = times('d')
+    tick('d')
+    os.chown('d', 7, 8)
+    return moved('d', b)
+
+
+@check
+def chown_symlink_ctime():
+    os.symlink('x', 'l')
+    b = times('l')
+    tick('l')
+    os.lchown('l', 7, 8)
+    return moved('l', b)
+
+
+@check
+def setgid_dir_inherits():
+    os.mkdir('d')
+    os.chown('d', 0, 77)
+    os.chmod('d', 1533)
+    mk('d/f')
+    os.mkdir('d/s')
+    os.symlink('x', 'd/l')
+    return [(os.lstat(p).st_gid, oct(os.lstat(p).st_mode)) for p in ('d/f', 'd/s', 'd/l')]
+
+
+@check
+def new_file_owner():
+    mk('f')
+    os.mkdir('d')
+    os.symlink('x', 'l')
+    return [(os.lstat(p).st_uid, os.lstat(p).st_gid) for p in 'fdl']
+
+
+@check
+def chmod_clears_setgid_on_write():
+    mk('f')
+    os.chmod('f', 3565)
+    fd = os.open('f', os.O_WRONLY)
+    os.write(fd, b'z')
+    os.close(fd)
+    return oct(os.stat('f').st_mode)
+
+
+# ---- utimes
+@check
+def utime_ns_file():
+    mk('f')
+    os.utime('f', ns=(1000000123, 2000000456))
+    s = os.stat('f')
+    return (s.st_atime_ns, s.st_mtime_ns)
+
+
+@check
+def utime_ctime():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.utime('f', ns=(5, 6))
+    return moved('f', b)
+
+
+@check
+def utime_now():
+    mk('f')
+    os.utime('f', ns=(5, 6))
+    t = coarse()
+    utimensat('f', (0, UTIME_NOW), (0, UTIME_NOW))
+    s = os.stat('f')
+    return (s.st_atime_ns >= t - 10 ** 7, s.st_mtime_ns >= t - 10 ** 7)
+
+
+@check
+def utime_omit():
+    mk('f')
+    os.utime('f', ns=(5, 6))
+    utimensat('f', (0, UTIME_OMIT), (7, 8))
+    s = os.stat('f')
+    r1 = (s.st_atime_ns, s.st_mtime_ns)
+    utimensat('f', (9, 10), (0, UTIME_OMIT))
+    s = os.stat('f')
+    return (r1, (s.st_atime_ns, s.st_mtime_ns))
+
+
+@check
+def utime_negative():
+    mk('f')
+    os.utime('f', ns=(-1500000000, -2000000000))
+    s = os.stat('f')
+    return (s.st_atime_ns, s.st_mtime_ns)
+
+
+@check
+def utime_far_future():
+    mk('f')
+    os.utime('f', (2 ** 33, 2 ** 33))
+    return os.stat('f').st_mtime
+
+
+@check
+def utime_symlink_nofollow():
+    mk('f')
+    os.symlink('f', 'l')
+    utimensat('l', (11, 12), (13, 14), AT_SYMLINK_NOFOLLOW)
+    s = os.lstat('l')
+    return (s.st_atime_ns, s.st_mtime_ns, os.stat('f').st_mtime_ns == 14)
+
+
+@check
+def utime_dir():
+    os.mkdir('d')
+    os.utime('d', ns=(3000000001, 4000000002))
+    s = os.stat('d')
+    return s.st_mtime_ns
+
+
+@check
+def utime_bad_nsec():
+    mk('f')
+    utimensat('f', (0, 1000000000), (0, 0))
+
+
+# ---- mkdir / rmdir
+@check
+def mkdir_mode_umask():
+    old = os.umask(18)
+    try:
+        os.mkdir('d', 511)
+        os.mkdir('e', 1023)
+        os.mkdir('g', 1535)
+    finally:
+        os.umask(old)
+    return [oct(os.stat(x).st_mode) for x in 'deg']
+
+
+@check
+def mkdir_parent_times_nlink():
+    os.mkdir('d')
+    b = times('d')
+    n = os.stat('d').st_nlink
+    tick('d')
+    os.mkdir('d/s')
+    return (moved('d', b), os.stat('d').st_nlink - n, os.stat('d/s').st_nlink)
+
+
+@check
+def rmdir_parent_times_nlink():
+    os.makedirs('d/s')
+    b = times('d')
+    n = os.stat('d').st_nlink
+    tick('d')
+    os.rmdir('d/s')
+    return (moved('d', b), os.stat('d').st_nlink - n)
+
+
+@check
+def rmdir_nonempty():
+    os.makedirs('d/s')
+    os.rmdir('d')
+
+
+@check
+def rmdir_file():
+    mk('f')
+    os.rmdir('f')
+
+
+@check
+def rmdir_dot():
+    os.mkdir('d')
+    os.rmdir('d/.')
+
+
+@check
+def rmdir_dotdot():
+    os.makedirs('d/s')
+    os.rmdir('d/s/..')
+
+
+@check
+def rmdir_symlink_to_dir():
+    os.mkdir('d')
+    os.symlink('d', 'l')
+    os.rmdir('l')
+
+
+@check
+def mkdir_exists_symlink():
+    os.symlink('nowhere', 'l')
+    os.mkdir('l')
+
+
+@check
+def rmdir_cwd_then_create():
+    os.mkdir('d')
+    here = os.getcwd()
+    os.chdir('d')
+    os.rmdir(os.path.join(here, 'd'))
+    try:
+        mk('x')
+    finally:
+        os.chdir(here)
+
+
+@check
+def dir_size_and_nlink():
+    os.mkdir('d')
+    s = os.stat('d')
+    return (s.st_nlink, s.st_size > 0)
+
+
+@check
+def readdir_dots():
+    os.mkdir('d')
+    mk('d/f')
+    r = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in os.scandir('d')))
+    return r
+
+
+@check
+def dotdot_ino():
+    os.makedirs('d/s')
+    return os.stat('d/s/..').st_ino == os.stat('d').st_ino
+
+
+@check
+def readdir_while_removing():
+    os.mkdir('d')
+    for i in range(300):
+        mk('d/%03d' % i)
+    seen = set()
+    with os.scandir('d') as it:
+        for i, e in enumerate(it):
+            seen.add(e.name)
+            if i == 10:
+                for j in range(0, 300, 2):
+                    try:
+                        os.unlink('d/%03d' % j)
+                    except FileNotFoundError:
+                        pass
+    odd = set(('%03d' % i for i in range(1, 300, 2)))
+    return (odd <= seen, len(seen) <= 300)
+
+
+# ---- unlink
+@check
+def unlink_dir():
+    os.mkdir('d')
+    os.unlink('d')
+
+
+@check
+def unlink_parent_times():
+    os.mkdir('d')
+    mk('d/f')
+    b = times('d')
+    tick('d')
+    os.unlink('d/f')
+    return moved('d', b)
+
+
+@check
+def unlink_symlink_keeps_target():
+    mk('f')
+    os.symlink('f', 'l')
+    os.unlink('l')
+    return os.path.exists('f')
+
+
+@check
+def unlink_open_fstat():
+    mk('f', b'abc')
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    s = os.fstat(fd)
+    r = (s.st_nlink, s.st_size, os.read(fd, 5))
+    os.close(fd)
+    return r
+
+
+@check
+def unlink_open_write_read():
+    mk('f', b'abc')
+    fd = os.open('f', os.O_RDWR)
+    os.unlink('f')
+    os.pwrite(fd, b'Z', 5)
+    r = os.pread(fd, 10, 0)
+    os.close(fd)
+    return r
+
+
+# ---- rename
+@check
+def rename_file_times():
+    os.mkdir('d')
+    mk('d/f')
+    b = times('d/f')
+    bd = times('d')
+    tick('d', 'd/f')
+    os.rename('d/f', 'd/g')
+    return (moved('d/g', b), moved('d', bd))
+
+
+@check
+def rename_across_dirs_times():
+    os.mkdir('a')
+    os.mkdir('b')
+    mk('a/f')
+    ba = times('a')
+    bb = times('b')
+    tick('a', 'b', 'a/f')
+    os.rename('a/f', 'b/f')
+    return (moved('a', ba), moved('b', bb))
+
+
+@check
+def rename_dir_across_nlink():
+    os.makedirs('a/s')
+    os.mkdir('b')
+    na = os.stat('a').st_nlink
+    nb = os.stat('b').st_nlink
+    os.rename('a/s', 'b/s')
+    up = os.stat('b/s/..').st_ino == os.stat('b').st_ino
+    return (os.stat('a').st_nlink - na, os.stat('b').st_nlink - nb, up)
+
+
+@check
+def rename_over_file_ino():
+    mk('f', b'1')
+    mk('g', b'2')
+    i = os.stat('f').st_ino
+    os.rename('f', 'g')
+    return (os.stat('g').st_ino == i, rd('g'))
+
+
+@check
+def rename_over_open_file():
+    mk('f', b'new')
+    mk('g', b'old')
+    fd = os.open('g', os.O_RDONLY)
+    os.rename('f', 'g')
+    r = (os.read(fd, 5), os.fstat(fd).st_nlink, rd('g'))
+    os.close(fd)
+    return r
+
+
+@check
+def rename_file_onto_dir():
+    mk('f')
+    os.mkdir('d')
+    os.rename('f', 'd')
+
+
+@check
+def rename_dir_onto_file():
+    mk('f')
+    os.mkdir('d')
+    os.rename('d', 'f')
+
+
+@check
+def rename_dir_onto_nonempty():
+    os.mkdir('d')
+    os.makedirs('e/s')
+    os.rename('d', 'e')
+
+
+@check
+def rename_dir_into_itself():
+    os.makedirs('d/s')
+    os.rename('d', 'd/s/t')
+
+
+@check
+def rename_dir_to_child_name():
+    os.mkdir('d')
+    os.rename('d', 'd/x')
+
+
+@check
+def rename_to_itself_file():
+    mk('f')
+    b = times('f')
+    tick('f')
+    os.rename('f', 'f')
+    return moved('f', b)
+
+
+@check
+def rename_dot():
+    os.mkdir('d')
+    os.rename('d/.', 'e')
+
+
+@check
+def rename_symlink():
+    os.symlink('target', 'l')
+    os.rename('l', 'm')
+    return os.readlink('m')
+
+
+@check
+def rename_noreplace():
+    mk('f')
+    mk('g')
+    renameat2('f', 'g', 1)
+
+
+@check
+def rename_noreplace_ok():
+    mk('f')
+    renameat2('f', 'g', 1)
+    return sorted(os.listdir('.'))
+
+
+@check
+def rename_exchange():
+    mk('f', b'1')
+    mk('g', b'2')
+    renameat2('f', 'g', 2)
+    return (rd('f'), rd('g'))
+
+
+@check
+def rename_missing():
+    os.rename('nope', 'x')
+
+
+@check
+def rename_dir_parent_ctime():
+    os.makedirs('a/s')
+    b = times('a/s')
+    tick('a/s')
+    os.rename('a/s', 't')
+    return moved('t', b)
+
+
+@check
+def rename_trailing_slash_file():
+    mk('f')
+    os.rename('f', 'g/')
+
+
+@check
+def rename_dir_trailing_slash():
+    os.mkdir('d')
+    os.rename('d/', 'e/')
+    return os.path.isdir('e')
+
+
+@check
+def rename_hidden_lockfile():
+    mk('config', b'old')
+    mk('config.lock', b'new')
+    os.rename('config.lock', 'config')
+    return (sorted(os.listdir('.')), rd('config'))
+
+
+# ---- symlink / readlink
+@check
+def symlink_lstat():
+    os.symlink('some/target', 'l')
+    s = os.lstat('l')
+    return (oct(s.st_mode), s.st_size, s.st_nlink)
+
+
+@check
+def symlink_exists():
+    mk('f')
+    os.symlink('x', 'f')
+
+
+@check
+def symlink_parent_times():
+    os.mkdir('d')
+    b = times('d')
+    tick('d')
+    os.symlink('x', 'd/l')
+    return moved('d', b)
+
+
+@check
+def readlink_file():
+    mk('f')
+    os.readlink('f')
+
+
+@check
+def symlink_empty_target():
+    os.symlink('', 'l')
+
+
+@check
+def symlink_follow_dir():
+    os.mkdir('d')
+    mk('d/f', b'in')
+    os.symlink('d', 'l')
+    return rd('l/f')
+
+
+@check
+def symlink_chain_40():
+    mk('f', b'x')
+    prev = 'f'
+    for i in range(40):
+        os.symlink(prev, 'l%d' % i)
+        prev = 'l%d' % i
+    return rd(prev)
+
+
+# ---- link / mknod
+@check
+def hard_link():
+    mk('f')
+    os.link('f', 'g')
+    return os.stat('f').st_nlink
+
+
+@check
+def mkfifo():
+    os.mkfifo('p')
+
+
+@check
+def mknod_reg():
+    os.mknod('r', 420 | stat.S_IFREG)
+    return oct(os.stat('r').st_mode)
+
+
+@check
+def socket_bind():
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.bind('sock')
+    s.close()
+    return stat.S_ISSOCK(os.lstat('sock').st_mode)
+
+
+# ---- xattr
+@check
+def setxattr():
+    mk('f')
+    os.setxattr('f', 'user.k', b'v')
+
+
+@check
+def listxattr():
+    mk('f')
+    return os.listxattr('f')
+
+
+@check
+def getxattr_missing():
+    mk('f')
+    os.getxattr('f', 'user.k')
+
+
+# ---- misc
+@check
+def access_x():
+    mk('f')
+    os.chmod('f', 420)
+    return (os.access('f', os.X_OK), os.access('f', os.W_OK))
+
+
+@check
+def exec_noexec_file():
+    import subprocess
+    mk('f', b'#!/bin/sh\necho hi\n')
+    os.chmod('f', 420)
+    try:
+        subprocess.run(['./f'], capture_output=True)
+    except PermissionError as e:
+        return en(e.errno)
+
+
+@check
+def exec_file():
+    import subprocess
+    mk('f', b'#!/bin/sh\necho hi\n')
+    os.chmod('f', 493)
+    return subprocess.run(['./f'], capture_output=True).stdout
+
+
+@check
+def root_writes_0444():
+    mk('f')
+    os.chmod('f', 292)
+    fd = os.open('f', os.O_WRONLY)
+    os.write(fd, b'w')
+    os.close(fd)
+    return rd('f')
+
+
+@check
+def root_enters_0000_dir():
+    os.mkdir('d')
+    mk('d/f', b'x')
+    os.chmod('d', 0)
+    r = rd('d/f')
+    os.chmod('d', 493)
+    return r
+
+
+@check
+def st_blksize_blocks():
+    mk('f', b'x' * 10000)
+    s = os.stat('f')
+    return s.st_blocks * 512 >= 10000
+
+
+@check
+def new_file_ino_stable_after_commit():
+    mk('f')
+    i = os.stat('f').st_ino
+    fd = os.open('.', os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    return os.stat('f').st_ino == i
+
+
+@check
+def dev_same_in_tree():
+    os.mkdir('d')
+    return os.stat('d').st_dev == os.stat('.').st_dev
+
+
+def run(root):
+    """Every check in a directory of its own under @root: name -> result."""
+    base = os.path.join(root, 'posix')
+    os.mkdir(base)
+    got = {}
+    for i, f in enumerate(CHECKS):
+        d = os.path.join(base, 'c%03d' % i)
+        os.mkdir(d)
+        os.chdir(d)
+        try:
+            r = f()
+            got[f.__name__] = 'ok' if r is None else 'ok ' + repr(r)
+        except OSError as e:
+            got[f.__name__] = en(e.errno)
+        except Exception as e:  # a check's own fault: shown, and it differs
+            got[f.__name__] = 'EXC %s %s' % (type(e).__name__, str(e)[:60])
+        finally:
+            os.chdir(root)
+    return got
+
+
+def main():
+    native, mount = run(sys.argv[1]), run(sys.argv[2])
+    wrong = []
+    for name, want in native.items():
+        have = mount[name]
+        if name in EXPECTED:
+            if have != EXPECTED[name][0]:
+                wrong.append('%s: %s on the mount, %s expected (%s); ext4: %s'
+                             % (name, have, EXPECTED[name][0], EXPECTED[name][1], want))
+            elif want == have:
+                wrong.append('%s: now as ext4 (%s): drop it from EXPECTED and zrfs(8)'
+                             % (name, want))
+        elif have != want or want.startswith('EXC'):
+            wrong.append('%s: %s on the mount, %s on ext4' % (name, have, want))
+    if wrong:
+        print('posix.py: %d of %d checks differ:\n  %s' % (len(wrong), len(native),
+                                                            '\n  '.join(wrong)))
+        return 1
+    print('ok: %d checks, the mount as ext4 in %d, as zrfs(8) says in %d'
+          % (len(native), len(native) - len(EXPECTED), len(EXPECTED)))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
