@@ -213,6 +213,17 @@ void zrfs_tree_text_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, u
 		zrfs_reply_slice(req, text, (uint64_t)rc, size, off);
 }
 
+/* The owner and change time @m keeps, if any, in @st. */
+static void meta_attr(const struct tmeta *m, struct stat *st)
+{
+	if (m->owned) {
+		st->st_uid = m->uid;
+		st->st_gid = m->gid;
+	}
+	if (m->changed)
+		st->st_ctim = m->ctime;
+}
+
 static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct stat *st)
 {
 	struct tdir *d;
@@ -236,12 +247,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 			st->st_mtim = d->mtime;
 			st->st_atim = d->atime;
 		}
-		if (d->owned) {
-			st->st_uid = d->uid;
-			st->st_gid = d->gid;
-		}
-		if (d->changed)
-			st->st_ctim = d->ctime;
+		meta_attr(&d->meta, st);
 		return 0;
 	case N_LINK:
 		if (!(k = tree_link_find(fs->tree, no)))
@@ -250,12 +256,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		st->st_mode = S_IFLNK | k->mode;
 		st->st_mtim = k->mtime;
 		st->st_atim = k->atime;
-		if (k->owned) {
-			st->st_uid = k->uid;
-			st->st_gid = k->gid;
-		}
-		if (k->changed)
-			st->st_ctim = k->ctime;
+		meta_attr(&k->meta, st);
 		return 0;
 	case N_TEXT:
 		return zrfs_tree_text_attr(fs, v, ino, field, id, st);
@@ -499,10 +500,10 @@ int zrfs_tree_rmdir(struct zrfs *fs, fuse_ino_t parent, const char *name)
 }
 
 /* A directory's or link's change time is now (under the state lock). */
-static void changed_now(struct timespec *ctime, bool *changed)
+static void changed_now(struct tmeta *m)
 {
-	clock_gettime(CLOCK_REALTIME, ctime);
-	*changed = true;
+	clock_gettime(CLOCK_REALTIME, &m->ctime);
+	m->changed = true;
 }
 
 int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
@@ -516,7 +517,7 @@ int zrfs_tree_touch(struct zrfs *fs, fuse_ino_t dir, struct timespec mtime)
 		d->atime = d->timed ? d->atime : mtime;
 		d->mtime = mtime;
 		d->timed = true;
-		changed_now(&d->ctime, &d->changed);
+		changed_now(&d->meta);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);
@@ -710,7 +711,7 @@ int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 	    (k = tree_link_find(fs->tree, no)) != NULL) {
 		k->mtime = mtime;
 		k->atime = atime;
-		changed_now(&k->ctime, &k->changed);
+		changed_now(&k->meta);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);
@@ -721,31 +722,27 @@ int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid)
 {
 	uint64_t no, id;
 	unsigned field, version;
+	struct tmeta *m = NULL;
 	struct tdir *d;
 	struct tlink *k;
-	int rc = -ENOENT;
 
 	zrfs_state_lock(fs);
 	switch (tree_decode(fs, ino, &no, &field, &id, &version)) {
 	case N_DIR:
-		if ((d = tree_dir_find(fs->tree, no)) != NULL) {
-			d->owned = true, d->uid = uid, d->gid = gid;
-			changed_now(&d->ctime, &d->changed);
-			rc = 0;
-		}
+		m = (d = tree_dir_find(fs->tree, no)) != NULL ? &d->meta : NULL;
 		break;
 	case N_LINK:
-		if ((k = tree_link_find(fs->tree, no)) != NULL) {
-			k->owned = true, k->uid = uid, k->gid = gid;
-			changed_now(&k->ctime, &k->changed);
-			rc = 0;
-		}
+		m = (k = tree_link_find(fs->tree, no)) != NULL ? &k->meta : NULL;
 		break;
 	default:
 		break;
 	}
+	if (m) {
+		m->owned = true, m->uid = uid, m->gid = gid;
+		changed_now(m);
+	}
 	zrfs_state_unlock(fs);
-	return rc;
+	return m ? 0 : -ENOENT;
 }
 
 bool zrfs_tree_setgid(struct zrfs *fs, fuse_ino_t dir, uint32_t *gid)
@@ -755,7 +752,7 @@ bool zrfs_tree_setgid(struct zrfs *fs, fuse_ino_t dir, uint32_t *gid)
 
 	zrfs_names_begin(fs);
 	if ((d = dir_of(fs, dir)) != NULL && (d->mode & S_ISGID)) {
-		*gid = d->owned ? d->gid : fs->gid;
+		*gid = d->meta.owned ? d->meta.gid : fs->gid;
 		set = true;
 	}
 	zrfs_names_end(fs);
@@ -770,7 +767,7 @@ int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode)
 	zrfs_state_lock(fs);
 	if ((d = dir_of(fs, dir)) != NULL) {
 		d->mode = S_IFDIR | (mode & 07777);
-		changed_now(&d->ctime, &d->changed);
+		changed_now(&d->meta);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);

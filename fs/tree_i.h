@@ -19,6 +19,15 @@
 struct tdir;
 struct tent;
 
+/* What a directory or link of tree/ keeps beside its mode and times: its
+ * owner, and its change time while the mount changes it. */
+struct tmeta {
+	bool owned;              /* uid and gid kept (else the dataset directory's) */
+	uint32_t uid, gid;
+	bool changed;            /* changed through the mount (a name in it, its */
+	struct timespec ctime;   /* ... mode, owner or times): then; else the commit's */
+};
+
 /* A symbolic link of tree/ (zr_tree_entry): kept by the dataset, or made
  * by symlink through a writable mount. */
 struct tlink {
@@ -26,10 +35,7 @@ struct tlink {
 	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
 	struct tent *ent;        /* its entry */
 	uint32_t mode;           /* permission bits */
-	bool owned;              /* uid and gid kept (else the dataset directory's) */
-	uint32_t uid, gid;
-	bool changed;            /* its owner or times changed through the mount, */
-	struct timespec ctime;   /* ... then: its change time (else the commit's) */
+	struct tmeta meta;
 	struct timespec mtime, atime;
 	char target[];
 };
@@ -60,10 +66,7 @@ struct tdir {
 	bool stored;             /* one of the dataset's (zr_tree_entry): lives while it is */
 	bool timed;              /* a time was set on it (stored, utimensat): mtime, atime */
 	uint32_t mode;           /* S_IFDIR and its permission bits; 0: 0755 */
-	bool owned;              /* uid and gid kept (else the dataset directory's) */
-	uint32_t uid, gid;
-	bool changed;            /* a name in it, its mode, owner or time changed */
-	struct timespec ctime;   /* ... through the mount: then (else the commit's) */
+	struct tmeta meta;
 	uint64_t size;           /* its size as imported (stored) */
 	struct timespec mtime, atime;
 };

@@ -385,9 +385,9 @@ static void dir_keep(struct tdir *d, const zr_tree_entry *x)
 	d->timed = x != NULL;
 	d->mode = x ? S_IFDIR | (x->mode & 07777) : 0;
 	d->size = x ? x->size : 0;
-	d->owned = x && x->owned;
-	d->uid = x ? x->uid : 0;
-	d->gid = x ? x->gid : 0;
+	d->meta.owned = x && x->owned;
+	d->meta.uid = x ? x->uid : 0;
+	d->meta.gid = x ? x->gid : 0;
 	if (x) {
 		d->mtime = zr_ns_time(x->mtime);
 		d->atime = zr_ns_time(x->atime == ZR_MTIME_NONE ? x->mtime : x->atime);
@@ -442,9 +442,9 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 				got = -ENOMEM;
 			else if ((got = tree_link_set(t, e, x[i].target, strlen(x[i].target),
 						      x[i].mode, m, a)) == 0) {
-				e->lnk->owned = x[i].owned;
-				e->lnk->uid = x[i].uid;
-				e->lnk->gid = x[i].gid;
+				e->lnk->meta.owned = x[i].owned;
+				e->lnk->meta.uid = x[i].uid;
+				e->lnk->meta.gid = x[i].gid;
 				got = note_ent(e, notes);
 			}
 		}
@@ -569,10 +569,10 @@ static int gather_dir(struct zrfs_link *l, void *ctx)
 	struct gather *g = ctx;
 	const struct tdir *d = zrfs_container(l, struct tdir, link);
 	zr_tree_entry x = {.mode = d->mode ? d->mode : S_IFDIR | 0755, .mtime = g->now,
-			   .atime = ZR_MTIME_NONE, .size = d->size, .owned = d->owned,
-			   .uid = d->uid, .gid = d->gid};
+			   .atime = ZR_MTIME_NONE, .size = d->size, .owned = d->meta.owned,
+			   .uid = d->meta.uid, .gid = d->meta.gid};
 
-	if (!d->stored && !d->made && !d->timed && !d->mode && !d->owned &&
+	if (!d->stored && !d->made && !d->timed && !d->mode && !d->meta.owned &&
 	    (d->live || !d->self))
 		return 0;
 	if (d->timed) {
@@ -587,7 +587,8 @@ static int gather_link(struct zrfs_link *l, void *ctx)
 	const struct tlink *k = zrfs_container(l, struct tlink, link);
 	zr_tree_entry x = {.mode = S_IFLNK | k->mode, .target = k->target,
 			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
-			   .owned = k->owned, .uid = k->uid, .gid = k->gid};
+			   .owned = k->meta.owned, .uid = k->meta.uid,
+			   .gid = k->meta.gid};
 
 	return gather_add(ctx, k->ent->dir, k->ent->name, &x);
 }
