@@ -269,6 +269,28 @@ static const char *writer_read(int dirfd, char *buf, size_t cap)
 	return buf;
 }
 
+long zr_holder_pid(const char *dir)
+{
+	char buf[512], host[128] = "";
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *who, *on;
+	long pid = 0;
+
+	if (fd < 0)
+		return 0;
+	who = writer_read(fd, buf, sizeof buf);
+	close(fd);
+	/* "pid N (COMM) on HOST, since ...": COMM may hold anything, HOST no
+	 * space or comma */
+	on = strstr(who, ") on ");
+	if (sscanf(who, "pid %ld (", &pid) != 1 || pid <= 0 || !on ||
+	    gethostname(host, sizeof host - 1) < 0)
+		return 0;
+	on += 5;
+	size_t n = strcspn(on, ", ");
+	return n == strlen(host) && strncmp(on, host, n) == 0 ? pid : 0;
+}
+
 /* A reader's check, once everything is open: whether the committed state is
  * still the one it opened (meta.json's generation, or a rebalance's manifest
  * it took). If a commit came in between, files it opened may belong to the

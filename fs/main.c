@@ -276,30 +276,34 @@ static int parse_num(const struct num_opt *o, const char *s, uint64_t *out)
 	return 0;
 }
 
+struct mount_at {
+	const char *point, *type; /* what is looked for; type NULL: any */
+	char *devno;              /* the device of the last one found */
+	bool found;
+};
+
+static void mount_at_one(const struct zrfs_mount *m, void *ctx)
+{
+	struct mount_at *a = ctx;
+
+	if (strcmp(m->point, a->point) == 0 && (!a->type || strcmp(m->type, a->type) == 0)) {
+		memcpy(a->devno, m->dev, sizeof m->dev);
+		a->found = true;
+	}
+}
+
 /* Whether a mount of @type (NULL: any) is at @mountpoint, as
  * /proc/self/mountinfo lists it; the last one listed (the one on top),
  * its device ("major:minor") into @devno. */
 static bool mount_at(const char *mountpoint, const char *type, char devno[32])
 {
-	char want[PATH_MAX], line[4096];
-	bool found = false;
-	FILE *f;
+	char want[PATH_MAX];
+	struct mount_at a = {want, type, devno, false};
 
-	if (!realpath(mountpoint, want) || !(f = fopen("/proc/self/mountinfo", "re")))
+	if (!realpath(mountpoint, want))
 		return false;
-	while (fgets(line, sizeof line, f)) {
-		char dev[32], mnt[PATH_MAX], ty[64];
-		/* id parent major:minor root mountpoint options... - type source ... */
-		const char *dash = strstr(line, " - ");
-		if (sscanf(line, "%*d %*d %31s %*s %4095s", dev, mnt) == 2 && dash &&
-		    sscanf(dash + 3, "%63s", ty) == 1 && strcmp(mnt, want) == 0 &&
-		    (!type || strcmp(ty, type) == 0)) {
-			memcpy(devno, dev, sizeof dev);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	zrfs_mounts_each(mount_at_one, &a);
+	return a.found;
 }
 
 /* A mount point zrfs can take: a directory, and not one a zrfs mount
@@ -413,7 +417,8 @@ static int take_options(struct cli *c, struct zrfs *fs)
 }
 
 /* Mount, detach, serve until unmounted: the exit status. */
-static int serve_session(struct zrfs *fs, struct fuse_session *se, const struct fuse_cmdline_opts *opts)
+static int serve_session(struct zrfs *fs, struct fuse_session *se,
+			 const struct fuse_cmdline_opts *opts)
 {
 	struct fuse_loop_config *cfg = NULL;
 	int rc;

@@ -170,7 +170,6 @@ struct zrfs_opts {
 	unsigned uring_threads; /* ring threads per CPU */
 };
 
-/* Milliseconds on the monotonic clock. */
 /* Start @fn(@arg) on thread @t with the signals that stop the daemon
  * blocked there, as libfuse starts its workers: SIGTERM, SIGINT, SIGHUP
  * and SIGQUIT then go to the thread whose loop waits for them (the
@@ -193,6 +192,22 @@ static inline int zrfs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg
 	return rc;
 }
 
+/* One mount, as /proc/self/mountinfo lists it (its escapes undone); the
+ * strings live until the callback returns. */
+struct zrfs_mount {
+	char dev[32];       /* "major:minor" */
+	const char *point;  /* where it is mounted */
+	const char *type;   /* "fuse.zrfs", "ext4", ... */
+	const char *source; /* a zrfs mount's: its dataset's absolute path */
+	bool rw;            /* mounted read-write */
+};
+
+/* Calls @fn(mount, @ctx) for each mount of this namespace, in the order
+ * listed (the last on a mount point is the one on top); nothing if the
+ * list cannot be read. */
+void zrfs_mounts_each(void (*fn)(const struct zrfs_mount *m, void *ctx), void *ctx);
+
+/* Milliseconds on the monotonic clock. */
 static inline uint64_t zrfs_now_ms(void)
 {
 	struct timespec ts;

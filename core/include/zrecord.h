@@ -374,6 +374,16 @@ ZR_API unsigned zr_format_version(const zr_dataset *ds);
 ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
 
 /**
+ * The process that holds the writer lock of the dataset in @p dir, when it
+ * runs on this machine: the pid DATASET/writer names (zr_holder_set) when
+ * it names this host. Meant for a writer refused with -EBUSY that may wait
+ * for the holder to exit; the lock itself is not looked at (the file may
+ * name the last writer if the lock is free or was just taken).
+ * @return the pid, or 0: no writer named, one on another machine, unreadable
+ */
+ZR_API long zr_holder_pid(const char *dir);
+
+/**
  * A read-only handle of the state writer @p w has just committed, made from
  * what the writer holds rather than read back from the dataset's directory
  * (no meta.json, journal or change log is read): what zr_reopen(@p donor)

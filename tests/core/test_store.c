@@ -8,11 +8,13 @@
 #include "store_i.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
+#include <unistd.h>
 
 TestSuite(store, .init = t_setup, .fini = t_cleanup);
 
@@ -515,6 +517,20 @@ Test(store, second_writer_is_refused_and_readers_cannot_write)
 	cr_assert_not_null(strstr(zr_errmsg(NULL), who));
 	cr_assert_eq(zr_holder_set(w, "two\nlines"), -EINVAL);
 	cr_assert_eq(zr_holder_set(r, "x"), -EROFS);
+	/* the holder's pid, on this machine; none when DATASET/writer names
+	 * another host or nothing */
+	cr_assert_eq(zr_holder_pid(t_ds), (long)getpid());
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/writer", t_ds);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "pid %ld (zrfs) on no-such-host.example, since 2026-01-01 00:00:00 UTC\n",
+		(long)getpid());
+	fclose(f);
+	cr_assert_eq(zr_holder_pid(t_ds), 0);
+	cr_assert_eq(truncate(path, 0), 0);
+	cr_assert_eq(zr_holder_pid(t_ds), 0);
+	cr_assert_eq(zr_holder_pid("/nonexistent"), 0);
 	zr_close(w);
 	w2 = t_open(t_ds, ZR_RDWR); /* free again */
 	zr_close(w2);

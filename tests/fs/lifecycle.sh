@@ -76,10 +76,33 @@ for opts in "" "-o rw" "-o defaults"; do
 		fail "mount -t fuse $opts: a warning about mount(8)'s own rw: $(cat "$T/err")"
 	writes_refused "mount -t fuse $opts"
 done
-mount -t fuse "$ZRFS#$DS" "$MNT" -o writable 2>"$T/err" ||
+mount -t fuse "$ZRFS#$DS" "$MNT" -o writable,commit_ms=60000,commit_size=1G 2>"$T/err" ||
 	fail "mount -t fuse -o writable: $(cat "$T/err")"
 grep -q " $MNT fuse.zrfs rw," /proc/mounts || fail "-o writable: not a read-write mount"
+# unmounted, the daemon commits what it was given and exits; fusermount3
+# returns before it does. A writable mount right after waits for it to let
+# go of the dataset, and finds what it committed (256 MiB: the commit takes
+# a while)
+head -c 256M /dev/zero >"$MNT/img/64.jpg" || fail "writing img/64.jpg"
 fusermount3 -u "$MNT" || fail "unmount"
+"$ZRFS" "$DS" "$MNT" -o writable 2>"$T/err" ||
+	fail "-o writable right after a writable mount's unmount: $(cat "$T/err")"
+[ "$(stat -c %s "$MNT/img/64.jpg")" = $((256 << 20)) ] || fail "img/64.jpg not committed"
+rm "$MNT/img/64.jpg" || fail "rm img/64.jpg"
+# a daemon that takes longer (stopped here) is waited for, and the wait said
+dpid=$(pgrep -nf "$DS $MNT") || fail "no daemon found"
+kill -STOP "$dpid"
+trap 'kill -CONT $dpid; cleanup' EXIT
+timeout 20 fusermount3 -u "$MNT" || fail "unmount of a stopped daemon"
+"$ZRFS" "$DS" "$MNT" -o writable 2>"$T/err" &
+within 20 grep -q "waiting for pid $dpid, a zrfs mount of it that was unmounted" "$T/err" ||
+	fail "the wait not said: $(cat "$T/err")"
+mountpoint -q "$MNT" && fail "mounted while the last writer holds the dataset"
+kill -CONT "$dpid"
+trap cleanup EXIT
+wait $! || fail "-o writable after the stopped daemon went on: $(cat "$T/err")"
+[ -e "$MNT/img/64.jpg" ] && fail "img/64.jpg is back"
+unmount_wait
 out=$("$ZRFS" "$DS" "$MNT" -o ro,writable 2>&1) && fail "ro,writable mounted"
 case $out in *"ro and writable contradict"*) ;; *) fail "ro,writable: $out" ;; esac
 mountpoint -q "$MNT" && fail "something got mounted"
