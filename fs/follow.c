@@ -67,6 +67,7 @@ struct answer {
 	uint64_t asked_ms;    /* when: it waits SHOW_WAIT_MS at most */
 	bool with_attr;
 	struct stat st;
+	size_t written;       /* a WRITE's answer: its count (SIZE_MAX: not one) */
 };
 
 struct zrfs_follow {
@@ -526,7 +527,9 @@ int zrfs_follow_commit(struct zrfs *fs, zr_dataset *writer)
 
 static void answer_send(const struct answer *a)
 {
-	if (a->with_attr)
+	if (a->written != SIZE_MAX)
+		zrfs_reply_write(a->req, a->written);
+	else if (a->with_attr)
 		zrfs_reply_attr(a->req, &a->st, 0);
 	else
 		zrfs_reply_status(a->req, 0);
@@ -575,19 +578,13 @@ static void answer_up_to(struct zrfs *fs, uint64_t gen, uint64_t upto, bool all)
 	pthread_mutex_unlock(&w->answers_lock);
 }
 
-void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st)
+/* Answer @a now or once generation a->gen shows (zrfs_follow_answer). */
+static void answer(struct zrfs *fs, struct answer a)
 {
 	struct zrfs_follow *w = fs->follow;
-	struct answer a = {req, (uint64_t)gen, 0, zrfs_now_ms(), st != NULL, {0}};
 	bool queued = false;
 
-	if (gen < 0) {
-		zrfs_reply_err(req, (int)gen);
-		return;
-	}
-	if (st)
-		a.st = *st;
-	if (gen > 0 && w && w->running) {
+	if (a.gen > 0 && w && w->running) {
 		pthread_mutex_lock(&w->answers_lock);
 		if (w->nanswers == w->answers_cap) {
 			size_t cap = w->answers_cap ? w->answers_cap * 2 : 64;
@@ -613,6 +610,26 @@ void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const stru
 	if (write(w->wake[1], "", 1) < 0) {
 		/* the pipe is full: the thread has wake-ups waiting already */
 	}
+}
+
+void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st)
+{
+	struct answer a = {req, (uint64_t)gen, 0, zrfs_now_ms(), st != NULL, {0}, SIZE_MAX};
+
+	if (gen < 0) {
+		zrfs_reply_err(req, (int)gen);
+		return;
+	}
+	if (st)
+		a.st = *st;
+	answer(fs, a);
+}
+
+void zrfs_follow_answer_write(struct zrfs *fs, int64_t gen, fuse_req_t req, size_t size)
+{
+	struct answer a = {req, gen < 0 ? 0 : (uint64_t)gen, 0, zrfs_now_ms(), false, {0}, size};
+
+	answer(fs, a); /* written either way: a failed change of mode is not the write's */
 }
 
 /* ---- the thread ---- */

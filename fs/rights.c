@@ -4,11 +4,17 @@
  * mounting user alone enters) the kernel asks the daemon for access(2) and
  * lets any SETATTR through, so the daemon applies a local filesystem's
  * rules itself: the mode bits for access(2), chown(2)'s for owners. With
- * allow_other the kernel checks both (default_permissions).
+ * allow_other the kernel checks both (default_permissions). Either way the
+ * kernel leaves a write's dropping of set-ID bits to the daemon (libfuse
+ * asks for FUSE_CAP_HANDLE_KILLPRIV and does not say which writer lacks
+ * CAP_FSETID): zrfs_mode_after_write.
  */
 #include "zrfs_i.h"
 
 #include <errno.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <string.h>
 
 /* Whether the caller of @req is in group @gid, its own or a supplementary
  * one. */
@@ -53,4 +59,36 @@ bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *a
 	 * own; nothing else changes an owner or a group */
 	return c->uid == 0 ||
 	       (!uid && (!gid || (now->st_uid == c->uid && in_group(req, attr->st_gid))));
+}
+
+/* Whether the caller of @req has capability @cap in effect, as
+ * /proc/PID/status says; if it cannot be read, whether it is root. */
+static bool has_cap(fuse_req_t req, unsigned cap)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	unsigned long long eff = 0;
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/status", (long)c->pid);
+	if (c->pid > 0 && (f = fopen(path, "re"))) {
+		while (!found && fgets(line, sizeof line, f))
+			found = sscanf(line, "CapEff: %llx", &eff) == 1;
+		fclose(f);
+	}
+	return found ? (eff >> cap & 1) != 0 : c->uid == 0;
+}
+
+mode_t zrfs_mode_after_write(fuse_req_t req, const struct stat *st)
+{
+	mode_t m = st->st_mode, drop = m & S_ISUID;
+
+	/* set-group-ID with group execution, or of a group the writer is not
+	 * in (setattr_should_drop_sgid) */
+	if ((m & S_ISGID) && ((m & S_IXGRP) || !in_group(req, st->st_gid)))
+		drop |= S_ISGID;
+	if (!drop || !S_ISREG(m) || has_cap(req, CAP_FSETID))
+		return m;
+	return m & ~drop;
 }

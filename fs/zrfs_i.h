@@ -400,6 +400,9 @@ void zrfs_follow_free(struct zrfs *fs);
  * thread, after its notifications: the program that made the change finds
  * it on its next open. At once when nothing follows. */
 void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st);
+/* A WRITE's answer, @size bytes written, given as above once the mount
+ * shows generation @gen (a change of mode the write made; < 0: at once). */
+void zrfs_follow_answer_write(struct zrfs *fs, int64_t gen, fuse_req_t req, size_t size);
 /* Commit this mount's writer (zr_commit) and make the state it committed
  * the mount's view now, from what the writer knows: a snapshot of it and
  * the records it told changed (no meta.json, change log or reopen read
@@ -729,6 +732,11 @@ int zrfs_may_access(fuse_req_t req, const struct stat *st, int mask);
  * attributes @now as a SETATTR (@attr, @to_set) asks, as chown(2) allows:
  * root anything, an owner its file's group to one of its own groups. */
 bool zrfs_may_chown(fuse_req_t req, const struct stat *now, const struct stat *attr, int to_set);
+/* The mode a regular file of attributes @st keeps once the caller of @req
+ * writes or truncates it: a caller without CAP_FSETID drops set-user-ID,
+ * and set-group-ID where group execution is on or it is not in the file's
+ * group, as the kernel does on a local filesystem. */
+mode_t zrfs_mode_after_write(fuse_req_t req, const struct stat *st);
 
 /* ---- reply.c: every reply ---- */
 

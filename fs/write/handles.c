@@ -328,6 +328,9 @@ void zrfs_write_open(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct fus
 		zrfs_reply_err(req, -ENOMEM);
 		return;
 	}
+	struct stat st; /* a set-ID file opened by one without CAP_FSETID */
+	atomic_init(&h->drop_ids, zrfs_node_stat(fs, n, ino, &st) == 0 &&
+					  zrfs_mode_after_write(req, &st) != st.st_mode);
 	zrfs_node_put(n);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1; /* shares no pages with the record's readers */
@@ -408,6 +411,8 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 	pthread_mutex_unlock(&n->lock);
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
+	else if (atomic_exchange(&h->drop_ids, false))
+		zrfs_follow_answer_write(fs, zrfs_drop_ids(req, fs, n, h->ino, NULL), req, size);
 	else
 		zrfs_reply_write(req, size);
 }
@@ -682,16 +687,19 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	/* modes and owners of a file being written: accepted, ignored (cp -p
 	 * and rsync -a set them before it is stored); its time, where the
 	 * dataset keeps times, stored with it (or now, if nothing is written) */
-	(void)ino;
 	fresh_end(fs, h);
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		rc = zrfs_node_truncate(fs, n, (uint64_t)attr->st_size, fuse_req_ctx(req)->pid,
 					false);
 		st.st_size = attr->st_size;
 		st.st_blocks = (st.st_size + 511) / 512;
+		if (rc == 0)
+			rc = zrfs_drop_ids(req, fs, n, ino, &st);
 	}
-	if (rc == 0 && zrfs_asked_times(attr, to_set, &t))
-		rc = zrfs_publish_times(fs, n, &t);
+	if (rc >= 0 && zrfs_asked_times(attr, to_set, &t)) {
+		int64_t gen = zrfs_publish_times(fs, n, &t);
+		rc = gen < 0 || gen > rc ? gen : rc;
+	}
 	if (rc >= 0)
 		zrfs_node_meta(n, &st);
 	zrfs_follow_answer(fs, rc, req, &st);

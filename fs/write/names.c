@@ -444,6 +444,8 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	zrfs_file_attr(fs, v, e.ino, 0, &e.attr);
 	zrfs_names_end(fs);
 	zrfs_node_meta(d, &e.attr);
+	/* made set-user-ID by one without CAP_FSETID: its first write drops it */
+	atomic_store(&h->drop_ids, zrfs_mode_after_write(req, &e.attr) != e.attr.st_mode);
 	zrfs_node_put(d); /* the handle and the tables hold it */
 	/* the name is not cached: it is the writer's until it is stored; the
 	 * attributes are (the kernel keeps the size as it writes), which spares

@@ -754,6 +754,27 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 
 /* ---- what a number is ---- */
 
+int zrfs_node_stat(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct zrfs_view *v = zrfs_names_begin(fs);
+	bool draft;
+	uint64_t id;
+	int rc;
+
+	pthread_mutex_lock(&w->names_lock);
+	draft = n->kind == WN_DRAFT;
+	id = n->id;
+	pthread_mutex_unlock(&w->names_lock);
+	if (draft)
+		zrfs_file_attr(fs, v, ino, atomic_load(&n->val.size), st);
+	rc = draft ? 0 : zrfs_record_attr(fs, v, ino, n->field, id, st);
+	if (rc == 0) /* what it shows, as a listing reads it: under the names lock */
+		zrfs_node_meta(n, st);
+	zrfs_names_end(fs);
+	return rc;
+}
+
 bool zrfs_dir_field(struct zrfs *fs, fuse_ino_t ino, unsigned *field)
 {
 	struct wnode *dir;

@@ -392,6 +392,26 @@ int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mod
 	return rc;
 }
 
+int64_t zrfs_drop_ids(fuse_req_t req, struct zrfs *fs, struct wnode *n, fuse_ino_t ino,
+		      struct stat *st)
+{
+	struct stat now;
+	mode_t m;
+
+	if (!st) {
+		if (zrfs_node_stat(fs, n, ino, &now) < 0)
+			return 0;
+		st = &now;
+	}
+	if ((m = zrfs_mode_after_write(req, st)) == st->st_mode)
+		return 0;
+	uint32_t bits = S_IFREG | (m & 07777);
+	int64_t rc = zrfs_publish_attrs(fs, n, &bits, NULL);
+	if (rc >= 0)
+		st->st_mode = m;
+	return rc;
+}
+
 /* A value of the wrong size for a fixed shape is refused, and logged. */
 static int check_shape(struct zrfs *fs, unsigned field, const char *what, uint64_t size)
 {

@@ -683,6 +683,16 @@ void zrfs_write_shown(struct zrfs *fs, uint64_t gen);
  * or nothing kept), or a negative code. */
 int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mode,
 			   const uint32_t *owner);
+/* The attributes file node @n shows as number @ino now (a draft's, or its
+ * record's with what the node holds that is not stored): 0 or a negative
+ * code. Takes the names lock and w->names_lock: neither may be held. */
+int zrfs_node_stat(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, struct stat *st);
+/* A write or truncation of node @n (number @ino, attributes @st, NULL:
+ * looked up) by the caller of @req: the set-ID bits it drops
+ * (zrfs_mode_after_write) dropped, as zrfs_publish_attrs, and from @st.
+ * Its result (0: nothing to drop). */
+int64_t zrfs_drop_ids(fuse_req_t req, struct zrfs *fs, struct wnode *n, fuse_ino_t ino,
+		      struct stat *st);
 
 /* ---- committer.c: the thread that commits drafts in groups ---- */
 
@@ -792,6 +802,8 @@ struct whandle {
 	fuse_ino_t ino;        /* the inode it was opened on */
 	pid_t pid;             /* the opener */
 	atomic_uint flushes;   /* FLUSHes that came with it (closes of descriptors) */
+	atomic_bool drop_ids;  /* its first write drops the file's set-ID bits
+				* (opened by a caller without CAP_FSETID) */
 	bool fresh;            /* on the fresh list (under handles_lock) */
 	struct whandle *fresh_next;
 	struct whandle *next, *prev; /* every handle open (under handles_lock) */

@@ -59,3 +59,24 @@ Test(rights, chown_as_a_local_filesystem_allows_it)
 	to.st_gid = 100;
 	cr_assert(zrfs_may_chown(NULL, &now, &to, both), "nothing changes (chown -1 -1)");
 }
+
+Test(rights, a_write_drops_set_id_bits_as_a_local_filesystem)
+{
+	struct stat f = {.st_mode = S_IFREG | 06755, .st_uid = 1000, .st_gid = 100};
+	struct stat d = {.st_mode = S_IFDIR | 02755, .st_uid = 1000, .st_gid = 100};
+
+	t_ctx.pid = 0; /* no process to ask for its capabilities: root has them */
+	as(0, 0);
+	cr_assert_eq(zrfs_mode_after_write(NULL, &f), f.st_mode, "root keeps both");
+	as(1000, 100);
+	cr_assert_eq(zrfs_mode_after_write(NULL, &f), S_IFREG | 0755,
+		     "set-group-ID with group execution goes, even for a member");
+	f.st_mode = S_IFREG | 02644;
+	cr_assert_eq(zrfs_mode_after_write(NULL, &f), f.st_mode,
+		     "without group execution it stays for a member of the group");
+	as(1000, 5);
+	cr_assert_eq(zrfs_mode_after_write(NULL, &f), S_IFREG | 0644, "and goes for another");
+	f.st_mode = S_IFREG | 0755;
+	cr_assert_eq(zrfs_mode_after_write(NULL, &f), f.st_mode, "nothing to drop");
+	cr_assert_eq(zrfs_mode_after_write(NULL, &d), d.st_mode, "a directory keeps its bits");
+}
