@@ -481,28 +481,33 @@ static int64_t publish(struct zrfs *fs, struct wnode *n, bool last)
 {
 	struct zrfs_writes *w = fs->writes;
 	int64_t gen = 0;
-	bool draft, live;
+	bool draft, live, locked;
 
 	/* A record node's store needs the writer's lock, taken first (the
 	 * order of write_i.h); a draft's does not, and a close of a new file
-	 * must not wait for the committer's group. The committer may make a
-	 * draft its record's node until names_lock is taken: then it is
-	 * published as a record's, from the writer's lock on (a record node
-	 * stays one, so this happens once). */
-	draft = n->kind == WN_DRAFT;
+	 * must not wait for the committer's group. But a draft a group has
+	 * stored and not yet committed, written since, waits for the group
+	 * (which holds the writer's lock): the group makes it its record's
+	 * node with the bytes it stored, and what was written since is then
+	 * published as a record's (made ready instead, it was dropped with the
+	 * ready mark as the group settled it, and readers got the bytes the
+	 * group stored). So does a draft the group made its record's node
+	 * before names_lock is taken (a record node stays one: once). */
+	locked = n->kind != WN_DRAFT;
 	for (;;) {
-		if (!draft)
+		if (locked)
 			pthread_mutex_lock(&w->lock);
 		pthread_mutex_lock(&n->lock);
 		pthread_mutex_lock(&w->names_lock);
-		if (draft && n->kind == WN_RECORD) { /* settled by a group meanwhile */
+		if (!locked && (n->kind == WN_RECORD || (n->changed && n->stored != NO_ID))) {
 			pthread_mutex_unlock(&w->names_lock);
 			pthread_mutex_unlock(&n->lock);
-			draft = false;
+			locked = true;
 			continue;
 		}
 		break;
 	}
+	draft = n->kind == WN_DRAFT; /* still: its group's commit failed (retried) */
 	live = !n->detached && (!last || n->handles == 1);
 	if (live && draft && !n->error)
 		zrfs_publish_ready(fs, n);
@@ -513,7 +518,7 @@ static int64_t publish(struct zrfs *fs, struct wnode *n, bool last)
 		 (gen = zrfs_publish_record(fs, n)) == -EINVAL)
 		drop_written(n); /* refused, as its shape says (logged): once */
 	pthread_mutex_unlock(&n->lock);
-	if (!draft)
+	if (locked)
 		pthread_mutex_unlock(&w->lock);
 	return gen;
 }

@@ -930,7 +930,8 @@ static void find_key_target(struct zrfs *fs, struct wnode *d, const struct group
 }
 
 /* Remember that tree/ draft @d of keys made a new record. */
-static void group_key_add(struct zrfs *fs, struct wnode *d, struct group_keys *keys, uint64_t n_before)
+static void group_key_add(struct zrfs *fs, struct wnode *d, struct group_keys *keys,
+			  uint64_t n_before)
 {
 	struct zrfs_writes *w = fs->writes;
 	char path[ZRFS_PATH_MAX];
