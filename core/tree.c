@@ -78,6 +78,7 @@ static int entries_check(json_t *tree, const char *where)
 		if (!json_is_object(e) || !json_is_string(path) || get_int(e, "mode", &mode) < 0 ||
 		    mode < 0 || mode > UINT32_MAX || get_int(e, "mtime", &t) < 0 ||
 		    (json_object_get(e, "atime") && get_int(e, "atime", &t) < 0) ||
+		    (json_object_get(e, "ctime") && get_int(e, "ctime", &t) < 0) ||
 		    (json_object_get(e, "size") && (get_int(e, "size", &t) < 0 || t < 0)) ||
 		    (json_object_get(e, "uid") &&
 		     (get_int(e, "uid", &t) < 0 || t < 0 || t >= ZR_OWNER_NONE ||
@@ -254,6 +255,8 @@ int zr_tree_get(const zr_dataset *ds, zr_tree_entry **out, size_t *n)
 		x->owned = get_int(e, "uid", &uid) == 0 && get_int(e, "gid", &gid) == 0;
 		x->uid = x->owned ? (uint32_t)uid : 0;
 		x->gid = x->owned ? (uint32_t)gid : 0;
+		if (get_int(e, "ctime", &x->ctime) < 0)
+			x->ctime = 0;
 		x->path = at;
 		at = stpcpy(at, json_string_value(json_object_get(e, "path"))) + 1;
 		x->target = NULL;
@@ -285,6 +288,7 @@ static json_t *entry_json(const zr_tree_entry *x)
 	    (x->atime != ZR_MTIME_NONE && x->atime != x->mtime &&
 	     json_object_set_new(o, "atime", json_integer(x->atime)) < 0) ||
 	    (x->size && json_object_set_new(o, "size", json_integer((json_int_t)x->size)) < 0) ||
+	    (x->ctime && json_object_set_new(o, "ctime", json_integer(x->ctime)) < 0) ||
 	    (x->owned && (json_object_set_new(o, "uid", json_integer(x->uid)) < 0 ||
 			  json_object_set_new(o, "gid", json_integer(x->gid)) < 0)) ||
 	    (x->target && json_object_set_new(o, "target", json_string(x->target)) < 0)) {

@@ -377,6 +377,20 @@ static int note_ent(const struct tent *e, struct zrfs_notes *notes)
 	return rc == 0 ? zrfs_notes_inode(notes, ZRFS_INO_TREE_DIR | e->dir->no) : rc;
 }
 
+/* The owner and change time entry @x (NULL: none) keeps, into @m: a change
+ * time kept that is older than the one @m has (this mount changed it since
+ * the entry was saved) leaves it. */
+static void meta_keep(struct tmeta *m, const zr_tree_entry *x)
+{
+	m->owned = x && x->owned;
+	m->uid = x ? x->uid : 0;
+	m->gid = x ? x->gid : 0;
+	if (x && x->ctime && (!m->changed || x->ctime > zr_time_ns(m->ctime))) {
+		m->ctime = zr_ns_time(x->ctime);
+		m->changed = true;
+	}
+}
+
 /* Directory @d is one of the dataset's with @x's mode and times, or (@x
  * NULL) not any more. */
 static void dir_keep(struct tdir *d, const zr_tree_entry *x)
@@ -385,9 +399,7 @@ static void dir_keep(struct tdir *d, const zr_tree_entry *x)
 	d->timed = x != NULL;
 	d->mode = x ? S_IFDIR | (x->mode & 07777) : 0;
 	d->size = x ? x->size : 0;
-	d->meta.owned = x && x->owned;
-	d->meta.uid = x ? x->uid : 0;
-	d->meta.gid = x ? x->gid : 0;
+	meta_keep(&d->meta, x);
 	if (x) {
 		d->mtime = zr_ns_time(x->mtime);
 		d->atime = zr_ns_time(x->atime == ZR_MTIME_NONE ? x->mtime : x->atime);
@@ -442,9 +454,7 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 				got = -ENOMEM;
 			else if ((got = tree_link_set(t, e, x[i].target, strlen(x[i].target),
 						      x[i].mode, m, a)) == 0) {
-				e->lnk->meta.owned = x[i].owned;
-				e->lnk->meta.uid = x[i].uid;
-				e->lnk->meta.gid = x[i].gid;
+				meta_keep(&e->lnk->meta, &x[i]);
 				got = note_ent(e, notes);
 			}
 		}
@@ -485,7 +495,7 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
 		const zr_tree_entry *a = &x[i], *b = &t->shown[i];
 		same = a->mode == b->mode && a->mtime == b->mtime && a->atime == b->atime &&
 		       a->size == b->size && a->owned == b->owned && a->uid == b->uid &&
-		       a->gid == b->gid &&
+		       a->gid == b->gid && a->ctime == b->ctime &&
 		       strcmp(a->path, b->path) == 0 && !a->target == !b->target &&
 		       (!a->target || strcmp(a->target, b->target) == 0);
 	}
@@ -562,6 +572,12 @@ static int gather_add(struct gather *g, const struct tdir *in, const char *name,
 	return 0;
 }
 
+/* The change time @m keeps for the tree file, 0: none. */
+static int64_t meta_ctime(const struct tmeta *m)
+{
+	return m->changed ? zr_time_ns(m->ctime) : 0;
+}
+
 /* A directory is kept where something of it is the mount's or the
  * dataset's own: not one its files' names make (0755, no time set). */
 static int gather_dir(struct zrfs_link *l, void *ctx)
@@ -570,7 +586,7 @@ static int gather_dir(struct zrfs_link *l, void *ctx)
 	const struct tdir *d = zrfs_container(l, struct tdir, link);
 	zr_tree_entry x = {.mode = d->mode ? d->mode : S_IFDIR | 0755, .mtime = g->now,
 			   .atime = ZR_MTIME_NONE, .size = d->size, .owned = d->meta.owned,
-			   .uid = d->meta.uid, .gid = d->meta.gid};
+			   .uid = d->meta.uid, .gid = d->meta.gid, .ctime = meta_ctime(&d->meta)};
 
 	if (!d->stored && !d->made && !d->timed && !d->mode && !d->meta.owned &&
 	    (d->live || !d->self))
@@ -588,7 +604,7 @@ static int gather_link(struct zrfs_link *l, void *ctx)
 	zr_tree_entry x = {.mode = S_IFLNK | k->mode, .target = k->target,
 			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
 			   .owned = k->meta.owned, .uid = k->meta.uid,
-			   .gid = k->meta.gid};
+			   .gid = k->meta.gid, .ctime = meta_ctime(&k->meta)};
 
 	return gather_add(ctx, k->ent->dir, k->ent->name, &x);
 }

@@ -243,6 +243,9 @@ typedef struct zr_tree_entry {
 	int owned;          /**< 1: uid and gid are kept; 0: none kept (the
 				 dataset directory's owner and group) */
 	uint32_t uid, gid;  /**< with owned: the owner and group */
+	int64_t ctime;      /**< change time (its mode, owner, times or a name in
+				 it changed), ns since 1970; 0: none kept (the
+				 commit's time shows) */
 } zr_tree_entry;
 
 /**

@@ -19,10 +19,11 @@ TestSuite(tree, .init = t_setup, .fini = t_cleanup);
 
 static const zr_tree_entry given[] = {
 	{.path = "b/link", .target = "../a/x.txt", .mode = S_IFLNK | 0777,
-	 .mtime = 1700000000123456789, .atime = ZR_MTIME_NONE},
+	 .mtime = 1700000000123456789, .atime = ZR_MTIME_NONE, .ctime = 1700000009000000001},
 	{.path = "a", .mode = S_IFDIR | 0750, .mtime = -5, .atime = 42, .owned = 1, .uid = 1234,
 	 .gid = 4000000000u},
-	{.path = "a/empty", .mode = S_IFDIR | 0700, .mtime = 7, .atime = ZR_MTIME_NONE},
+	{.path = "a/empty", .mode = S_IFDIR | 0700, .mtime = 7, .atime = ZR_MTIME_NONE,
+	 .ctime = -3},
 	{.path = ".", .mode = S_IFDIR | 0711, .mtime = 8, .atime = ZR_MTIME_NONE},
 };
 
@@ -44,6 +45,8 @@ static void expect_given(zr_dataset *ds)
 		cr_expect_eq(got[i].owned, w->owned, "%s", w->path);
 		cr_expect_eq(got[i].uid, w->uid, "%s", w->path);
 		cr_expect_eq(got[i].gid, w->gid, "%s", w->path);
+		cr_expect_eq(got[i].ctime, w->ctime, "%s: ctime %lld", w->path,
+			     (long long)got[i].ctime);
 		if (w->target)
 			cr_expect_str_eq(got[i].target, w->target);
 		else

@@ -10,6 +10,14 @@ mkdir -p "$T/src/a" "$T/native" && printf 'x\n' >"$T/src/a/x.txt" || fail "a tre
 "$ZR" import dir "$T/src" "$DS" >/dev/null || fail "import dir"
 mount_ds -o writable,log="$T/log"
 "$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" || fail "posix.py: $(tail -3 "$T/log" 2>/dev/null)"
+# the change times of the directories and links it left, as a remount
+# shows them (kept with the tree, as the files' are with their records)
+ctimes() { find "$MNT/tree/posix" \( -type d -o -type l \) -printf '%P %C@ %M %U\n' | sort; }
+ctimes >"$T/ctimes"
+unmount_wait
+mount_ds -o writable,log="$T/log"
+ctimes | diff "$T/ctimes" - >"$T/ctimes.diff" ||
+	fail "change times after a remount: $(head -5 "$T/ctimes.diff")"
 unmount_wait
 # another user's calls, where allow_other lets one in: the kernel checks the
 # bits against the owners kept, the mount keeps what it is told
