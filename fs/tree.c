@@ -468,6 +468,7 @@ int zrfs_tree_mkdir(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_i
 	} else {
 		d->subs++;
 		e->sub->made = true;
+		e->sub->size = TREE_DIR_SIZE;
 		*out = dir_ino(e->sub);
 	}
 	zrfs_state_unlock(fs);
@@ -609,6 +610,7 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 		k->ent = to;
 		e->lnk = NULL;
 		tree_prune(t, e, NULL);
+		changed_now(&k->meta); /* a rename changes the inode renamed */
 	}
 	zrfs_state_unlock(fs);
 	return rc;
@@ -684,6 +686,7 @@ int zrfs_tree_dir_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_i
 	}
 	to->sub = sub;
 	sub->self = to;
+	changed_now(&sub->meta); /* a rename changes the inode renamed ("..") */
 	nd->subs++;
 	e->sub = NULL;
 	d->subs--;

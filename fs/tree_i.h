@@ -21,6 +21,10 @@ struct tent;
 
 /* What a directory or link of tree/ keeps beside its mode and times: its
  * owner, and its change time while the mount changes it. */
+/* The size a directory made through the mount shows (and keeps), as a
+ * new directory of ext4 does: its first block. */
+#define TREE_DIR_SIZE 4096
+
 struct tmeta {
 	bool owned;              /* uid and gid kept (else the dataset directory's) */
 	uint32_t uid, gid;

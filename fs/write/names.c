@@ -560,7 +560,12 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	zrfs_dir_changed(fs, parent, NULL);
 	zrfs_dir_changed(fs, e.ino, &e.attr.st_mtim);
 	e.attr.st_atim = e.attr.st_mtim;
-	if (p.tree) { /* a directory of the index: cached as the others */
+	if (p.tree) { /* a directory of the index: cached as the others, */
+		struct stat st; /* with the attributes the index gives it */
+		v = zrfs_names_begin(fs);
+		if (zrfs_tree.attr(fs, v, e.ino, &st) == 0)
+			e.attr = st;
+		zrfs_names_end(fs);
 		e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 		zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 		return;
