@@ -30,6 +30,11 @@ cleanup() {
 	if mountpoint -q "$MNT" 2>/dev/null; then
 		fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
 	fi
+	# a daemon unmounted commits what it was given before it exits: its
+	# dataset is removed after that, not from under it
+	for pid in $(pgrep -f "zrfs $T/"); do
+		timeout 60 tail --pid="$pid" -f /dev/null
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT
