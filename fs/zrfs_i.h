@@ -400,6 +400,14 @@ void zrfs_follow_free(struct zrfs *fs);
  * thread, after its notifications: the program that made the change finds
  * it on its next open. At once when nothing follows. */
 void zrfs_follow_answer(struct zrfs *fs, int64_t gen, fuse_req_t req, const struct stat *st);
+/* Two store results as one, for a request that made two changes: the
+ * first error (< 0), else the later generation to wait for. */
+static inline int64_t zrfs_gen_later(int64_t a, int64_t b)
+{
+	if (a < 0 || b < 0)
+		return a < 0 ? a : b;
+	return a > b ? a : b;
+}
 /* A WRITE's answer, @size bytes written, given as above once the mount
  * shows generation @gen (a change of mode the write made; < 0: at once). */
 void zrfs_follow_answer_write(struct zrfs *fs, int64_t gen, fuse_req_t req, size_t size);

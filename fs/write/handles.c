@@ -702,8 +702,7 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 			rc = zrfs_drop_ids(req, fs, n, ino, &st);
 	}
 	if (rc >= 0 && zrfs_asked_times(attr, to_set, &t)) {
-		int64_t gen = zrfs_publish_times(fs, n, &t);
-		rc = gen < 0 || gen > rc ? gen : rc;
+		rc = zrfs_gen_later(rc, zrfs_publish_times(fs, n, &t));
 	}
 	if (rc >= 0)
 		zrfs_node_meta(n, &st);

@@ -490,10 +490,8 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 	zrfs_node_release(w, n);
 	pthread_mutex_unlock(&w->names_lock);
 	pthread_mutex_unlock(&w->lock);
-	if (rc >= 0) {
-		int64_t gen = zrfs_drop_ids(req, fs, n, ino, &st);
-		rc = gen < 0 || gen > rc ? gen : rc;
-	}
+	if (rc >= 0)
+		rc = zrfs_gen_later(rc, zrfs_drop_ids(req, fs, n, ino, &st));
 	zrfs_node_put(n);
 	zrfs_follow_answer(fs, rc, req, &st);
 }
