@@ -654,18 +654,28 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		zrfs_reply_attr(req, &st, 0);
 }
 
-int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open)
+/* A change of @n's value by @pid that is not a write: bytes [@zero, @zero +
+ * @len) within it read as zeros (none: @len 0), then its size is @size, or
+ * at least @size where @grow. @at_open: O_TRUNC's, published by the last
+ * close. 0 or -errno. */
+static int reshape(struct zrfs *fs, struct wnode *n, uint64_t zero, uint64_t len, uint64_t size,
+		   bool grow, pid_t pid, bool at_open)
 {
 	int rc = 0;
 
 	if (size > zrfs_node_max(fs, n))
 		return -EFBIG;
 	pthread_mutex_lock(&n->lock);
-	if (n->kind == WN_RECORD && !n->loaded && size == 0)
+	if (n->kind == WN_RECORD && !n->loaded && size == 0 && !grow)
 		n->loaded = true; /* nothing of the stored value is needed */
-	if ((rc = zrfs_node_load(fs, n)) == 0 &&
-	    (rc = zrfs_value_truncate(&n->val, fs->writes->dirfd, size)) < 0)
-		write_failed(n, rc);
+	if ((rc = zrfs_node_load(fs, n)) == 0) {
+		if (len)
+			rc = zrfs_value_zero(&n->val, zero, len);
+		if (rc == 0 && (!grow || size > atomic_load(&n->val.size)))
+			rc = zrfs_value_truncate(&n->val, fs->writes->dirfd, size);
+		if (rc < 0)
+			write_failed(n, rc);
+	}
 	if (rc == 0) {
 		n->changed = true;
 		zrfs_node_touched(n); /* cut: its time is now's */
@@ -678,6 +688,11 @@ int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pi
 	}
 	pthread_mutex_unlock(&n->lock);
 	return rc;
+}
+
+int zrfs_node_truncate(struct zrfs *fs, struct wnode *n, uint64_t size, pid_t pid, bool at_open)
+{
+	return reshape(fs, n, 0, 0, size, false, pid, at_open);
 }
 
 static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino,
@@ -709,19 +724,26 @@ static void h_setattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	zrfs_follow_answer(fs, rc, req, &st);
 }
 
-/* fallocate(2): mode 0 makes the value at least @off + @len long, as
- * ftruncate would (nothing is reserved: the value is stored at its close,
- * and a full disk fails that); other modes are EOPNOTSUPP. */
+/* fallocate(2), as ext4 answers it but for what it reserves: nothing (the
+ * value is stored at its close, and a full disk fails that). Mode 0 makes
+ * the value at least @off + @len long, FALLOC_FL_KEEP_SIZE alone changes
+ * no byte, FALLOC_FL_PUNCH_HOLE and FALLOC_FL_ZERO_RANGE make the range
+ * read as zeros (the second, without FALLOC_FL_KEEP_SIZE, may lengthen
+ * the value); each moves the file's times, and a caller without
+ * CAP_FSETID drops its set-ID bits, as a write does. Other modes (collapse,
+ * insert, unshare) are EOPNOTSUPP. */
 static void h_fallocate(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, int mode,
 			off_t off, off_t len)
 {
 	struct whandle *h = (struct whandle *)hh;
-	struct wnode *n = h->node;
-	uint64_t end = (uint64_t)off + (uint64_t)len, size = 0;
-	int rc = 0;
+	bool keep = mode & FALLOC_FL_KEEP_SIZE;
+	bool zero = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
+	int rc;
 
 	fresh_end(fs, h);
-	if (mode != 0) {
+	/* (the kernel refuses PUNCH_HOLE without KEEP_SIZE before it asks) */
+	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) ||
+	    ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE))) {
 		zrfs_reply_err(req, -EOPNOTSUPP);
 		return;
 	}
@@ -729,13 +751,14 @@ static void h_fallocate(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 		zrfs_reply_err(req, -EINVAL);
 		return;
 	}
-	pthread_mutex_lock(&n->lock);
-	if ((rc = zrfs_node_load(fs, n)) == 0)
-		size = atomic_load(&n->val.size);
-	pthread_mutex_unlock(&n->lock);
-	if (rc == 0 && end > size)
-		rc = zrfs_node_truncate(fs, n, end, fuse_req_ctx(req)->pid, false);
-	zrfs_reply_status(req, rc);
+	rc = reshape(fs, h->node, (uint64_t)off, zero ? (uint64_t)len : 0,
+		     keep ? 0 : (uint64_t)off + (uint64_t)len, true, fuse_req_ctx(req)->pid, false);
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else if (atomic_exchange(&h->drop_ids, false))
+		zrfs_follow_answer(fs, zrfs_drop_ids(req, fs, h->node, h->ino, NULL), req, NULL);
+	else
+		zrfs_reply_status(req, 0);
 }
 
 static const struct zrfs_handle_ops handle_ops = {

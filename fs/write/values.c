@@ -229,6 +229,32 @@ int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size)
 	return 0;
 }
 
+int zrfs_value_zero(struct zrfs_value *v, uint64_t off, uint64_t n)
+{
+	static const char zeros[64 << 10];
+	uint64_t size = atomic_load(&v->size);
+	int rc;
+
+	if (off >= size)
+		return 0;
+	n = n < size - off ? n : size - off;
+	if (v->fd < 0) {
+		memset(v->mem + off, 0, n);
+		return 0;
+	}
+	/* a hole in its file, where the filesystem makes them; else zeros */
+	if (fallocate(v->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)n) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -errno;
+	for (uint64_t done = 0; done < n; done += sizeof zeros) {
+		size_t k = n - done < sizeof zeros ? (size_t)(n - done) : sizeof zeros;
+		if ((rc = pwrite_full(v->fd, zeros, k, off + done)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int zrfs_value_load(struct zrfs_value *v, int dirfd, zr_dataset *ds, unsigned field,
 		    uint64_t id)
 {

@@ -179,6 +179,9 @@ ssize_t zrfs_value_read(const struct zrfs_value *v, void *buf, size_t n, uint64_
  * file (none in memory). The offset, or -ENXIO. */
 int64_t zrfs_value_seek(const struct zrfs_value *v, uint64_t off, int whence);
 int zrfs_value_truncate(struct zrfs_value *v, int dirfd, uint64_t size);
+/* Bytes [@off, @off + @n) of @v, within its size, read as zeros from now
+ * on: 0 or -errno. */
+int zrfs_value_zero(struct zrfs_value *v, uint64_t off, uint64_t n);
 /* Make @v the stored value of (@field, @id) in @ds (missing: empty): kept
  * in memory when it fits, else copied into a private file a piece at a
  * time (zr_record_copy), never whole in memory. 0 or a negative code. */

@@ -34,8 +34,8 @@ EXPECTED = {
     'o_tmpfile': ('ENOTSUP', 'O_TMPFILE: no unnamed files'),
     'write_beyond_4g': ('EFBIG', 'a value holds at most 4 GiB'),
     'truncate_big': ('EFBIG', 'a value holds at most 4 GiB'),
-    'fallocate_keep_size': ('ENOTSUP', 'fallocate: mode 0 alone'),
-    'fallocate_punch': ('ENOTSUP', 'fallocate: mode 0 alone'),
+    'fallocate_collapse': ('ENOTSUP', 'fallocate: no collapse or insert of ranges'),
+    'fallocate_insert': ('ENOTSUP', 'fallocate: no collapse or insert of ranges'),
     'chmod_same_ctime': ("ok '-'", 'a chmod that changes nothing is no change'),
     'chown_same': ("ok '-'", 'a chown that changes nothing is no change'),
     'chown_minus1': ("ok '-'", 'a chown that changes nothing is no change'),
@@ -540,11 +540,53 @@ def fallocate_plain():
         os.close(fd)
 
 
+def runs(b):
+    """@b as runs of one byte: 'a4096 \\x00100 ...'."""
+    out, i = [], 0
+    while i < len(b):
+        j = i
+        while j < len(b) and b[j] == b[i]:
+            j += 1
+        out.append('%r%d' % (bytes([b[i]]), j - i))
+        i = j
+    return ' '.join(out)
+
+
+def fallocated(mode, off, ln, size=8192):
+    """fallocate(2) on a file of @size bytes, open anew: its size, its
+    bytes as runs, and which times moved."""
+    mk('f', b'a' * size)
+    b = times('f')
+    tick('f')
+    fd = os.open('f', os.O_RDWR)
+    try:
+        fallocate(fd, mode, off, ln)
+    finally:
+        os.close(fd)
+    m = moved('f', b)
+    with open('f', 'rb') as f:
+        data = f.read()
+    return len(data), runs(data), m
+
+
+KEEP_SIZE, PUNCH_HOLE, COLLAPSE, ZERO_RANGE, INSERT = 1, 2, 8, 16, 32
+
+
+@check
+def fallocate_within():
+    return fallocated(0, 0, 100)
+
+
 @check
 def fallocate_keep_size():
+    return fallocated(KEEP_SIZE, 0, 20000)
+
+
+@check
+def fallocate_keep_size_new():
     fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
     try:
-        fallocate(fd, 1, 0, 8192)
+        fallocate(fd, KEEP_SIZE, 0, 8192)
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
@@ -552,11 +594,59 @@ def fallocate_keep_size():
 
 @check
 def fallocate_punch():
-    mk('f', b'a' * 8192)
-    fd = os.open('f', os.O_RDWR)
+    return fallocated(PUNCH_HOLE | KEEP_SIZE, 0, 4096)
+
+
+@check
+def fallocate_punch_past_end():
+    return fallocated(PUNCH_HOLE | KEEP_SIZE, 8000, 10000)
+
+
+@check
+def fallocate_punch_big():
+    # a value past the daemon's memory for one (1 MiB): in its private file
+    return fallocated(PUNCH_HOLE | KEEP_SIZE, 4096, 1 << 20, 3 << 20)
+
+
+@check
+def fallocate_punch_without_keep_size():
+    return fallocated(PUNCH_HOLE, 0, 4096)
+
+
+@check
+def fallocate_zero_range():
+    return fallocated(ZERO_RANGE, 100, 100)
+
+
+@check
+def fallocate_zero_range_grows():
+    return fallocated(ZERO_RANGE, 8000, 4000)
+
+
+@check
+def fallocate_zero_range_keep_size():
+    return fallocated(ZERO_RANGE | KEEP_SIZE, 8000, 4000)
+
+
+@check
+def fallocate_collapse():
+    return fallocated(COLLAPSE, 0, 4096)
+
+
+@check
+def fallocate_insert():
+    return fallocated(INSERT, 0, 4096)
+
+
+@check
+def fallocate_written():
+    # a file being written: zeros over what this descriptor wrote
+    fd = os.open('f', os.O_CREAT | os.O_RDWR, 420)
     try:
-        fallocate(fd, 3, 0, 4096)
-        return os.pread(fd, 2, 0) + os.pread(fd, 2, 4096)
+        os.write(fd, b'b' * 5000)
+        fallocate(fd, PUNCH_HOLE | KEEP_SIZE, 1000, 1000)
+        os.write(fd, b'c' * 10)
+        return runs(os.pread(fd, 10000, 0))
     finally:
         os.close(fd)
 
@@ -1657,6 +1747,21 @@ def u_ftruncate_kills_setuid():
         os.close(fd)
     as_user(cut)
     return owner_mode('d/f')
+
+
+@user_check
+def u_fallocate_kills_setuid():
+    mk('f', b'a' * 100)
+    os.chmod('f', 0o6777)
+
+    def punch():
+        fd = os.open('f', os.O_RDWR)
+        try:
+            fallocate(fd, 3, 0, 10)  # PUNCH_HOLE | KEEP_SIZE
+        finally:
+            os.close(fd)
+    as_user(punch)
+    return owner_mode('f'), rd('f')[:12]
 
 
 @user_check
