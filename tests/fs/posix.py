@@ -2,7 +2,7 @@
 
 usage: posix.py NATIVE_DIR MOUNT_TREE_DIR [--users]
 
-About 150 checks in pjdfstest's ground, each run in a directory of its own
+About 170 checks in pjdfstest's ground, each run in a directory of its own
 on a native directory and on the mount's tree/, their results (a value, or
 the errno) compared: names and their lengths, open(2)'s flags and the
 modes it makes, reads and writes through several descriptors, truncate,

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A writable tree/ answers about 150 system calls as ext4 does, or as
-# zrfs(8) says it does not, and 30 more made by another user through a
+# A writable tree/ answers about 170 system calls as ext4 does, or as
+# zrfs(8) says it does not, and 37 more made by another user through a
 # mount with allow_other: tests/fs/posix.py runs each on a native directory
 # and on the mount, and compares.
 . "$(dirname "$0")/lib.sh"
