@@ -20,11 +20,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,15 +213,40 @@ static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 	return 0;
 }
 
+/* How long zr_open(ZR_WAIT) waits for a writer that is ending, in seconds. */
+enum { ZR_WAIT_S = 60 };
+
+/* Whether mount @id on @path, served by process @pid, is gone: @pid sees
+ * the mounts this process sees (one mount namespace), and @path is another
+ * mount now, or nothing. A mount still there is not asked (no request to
+ * its filesystem: cached attributes). */
+static bool mount_gone(long pid, const char *path, uint64_t id)
+{
+	char link[64], mine[64], theirs[64];
+	struct statx sx;
+	ssize_t a, b;
+
+	snprintf(link, sizeof link, "/proc/%ld/ns/mnt", pid);
+	a = readlink("/proc/self/ns/mnt", mine, sizeof mine);
+	b = readlink(link, theirs, sizeof theirs);
+	if (a <= 0 || a != b || memcmp(mine, theirs, (size_t)a) != 0)
+		return false;
+	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_MNT_ID, &sx) < 0)
+		return errno == ENOENT || errno == ENOTDIR;
+	return (sx.stx_mask & STATX_MNT_ID) && sx.stx_mnt_id != id;
+}
+
 /* DATASET/writer says who holds the writer lock, for the message a second
  * writer gets: written by each writer once it holds the lock (a writer that
- * dies keeps no lock, and the next one overwrites the file). */
-static void writer_write(int dirfd, const char *what)
+ * dies keeps no lock, and the next one overwrites the file). A second line,
+ * "mount ID PATH", where the writer serves a mount (zr_holder_mount). */
+static void writer_write(zr_dataset *ds)
 {
-	char line[512], comm[64] = "?", host[128] = "?";
+	char line[PATH_MAX + 600], comm[64] = "?", host[128] = "?";
+	const char *what = ds->holder;
 	time_t now = time(NULL);
 	struct tm tm;
-	int fd = zr_create_fresh(dirfd, "writer", O_WRONLY);
+	int fd = zr_create_fresh(ds->dirfd, "writer", O_WRONLY);
 	FILE *f = fopen("/proc/self/comm", "r");
 
 	if (f) {
@@ -231,8 +260,11 @@ static void writer_write(int dirfd, const char *what)
 			 "pid %ld (%s) on %s, since %04d-%02d-%02d %02d:%02d:%02d UTC%s%.256s\n",
 			 (long)getpid(), comm, host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 			 tm.tm_hour, tm.tm_min, tm.tm_sec, what ? ", " : "", what ? what : "");
+	if (n > 0 && (size_t)n < sizeof line && ds->holder_mount)
+		n += snprintf(line + n, sizeof line - (size_t)n, "mount %" PRIu64 " %s\n",
+			      ds->holder_mount_id, ds->holder_mount);
 	if (fd >= 0) {
-		if (n > 0)
+		if (n > 0 && (size_t)n < sizeof line)
 			zr_write_full(fd, line, (size_t)n, 0); /* best effort: only a message */
 		close(fd);
 	}
@@ -244,41 +276,89 @@ void zr_progress_set(zr_dataset *ds, zr_progress_cb cb, void *ctx)
 	ds->progress_ctx = ctx;
 }
 
+/* *@slot takes a copy of @s (NULL: none): 0 or -ENOMEM. */
+static int replace_text(char **slot, const char *s)
+{
+	char *copy = s ? strdup(s) : NULL;
+
+	RETURN_IF(s && !copy, -ENOMEM, "out of memory");
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
 int zr_holder_set(zr_dataset *ds, const char *what)
 {
 	if (!(ds->flags & ZR_RDWR))
 		return zr_err(-EROFS, "%s: not open for writing", ds->path);
 	if (what && strchr(what, '\n'))
 		return zr_err(-EINVAL, "the holder's description is one line");
-	writer_write(ds->dirfd, what);
+	FORWARD_IF_ERR(replace_text(&ds->holder, what));
+	writer_write(ds);
 	return 0;
 }
 
-/* Who holds the writer lock, as DATASET/writer says, into @buf. */
-static const char *writer_read(int dirfd, char *buf, size_t cap)
+int zr_holder_mount(zr_dataset *ds, const char *mountpoint, uint64_t mount_id)
+{
+	if (!(ds->flags & ZR_RDWR))
+		return zr_err(-EROFS, "%s: not open for writing", ds->path);
+	if (mountpoint && (mountpoint[0] != '/' || strchr(mountpoint, '\n') ||
+			   strlen(mountpoint) >= PATH_MAX))
+		return zr_err(-EINVAL, "a mount point is an absolute path of one line");
+	FORWARD_IF_ERR(replace_text(&ds->holder_mount, mountpoint));
+	ds->holder_mount_id = mount_id;
+	writer_write(ds);
+	return 0;
+}
+
+/* DATASET/writer, in @buf: its first line (who), returned; its second's
+ * mount, if it has one, in *@mount (pointing into @buf) and *@id. */
+static const char *writer_read(int dirfd, char *buf, size_t cap, const char **mount, uint64_t *id)
 {
 	int fd = zr_sys.openat(dirfd, "writer", O_RDONLY | O_NONBLOCK, 0);
 	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
+	int at = 0;
 
 	if (fd >= 0)
 		close(fd);
+	*mount = NULL;
 	if (n <= 0)
 		return "it does not say who";
 	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
+	char *second = buf + strcspn(buf, "\n");
+	if (*second) {
+		*second++ = 0;
+		second[strcspn(second, "\n")] = 0;
+		if (sscanf(second, "mount %" SCNu64 " %n", id, &at) == 1 && at > 0 &&
+		    second[at] == '/')
+			*mount = second + at;
+	}
 	return buf;
 }
 
-long zr_holder_pid(const char *dir)
+/* Who holds the writer lock, for a message: DATASET/writer's first line. */
+static const char *writer_who(int dirfd, char *buf, size_t cap)
 {
-	char buf[512], host[128] = "";
+	const char *mount;
+	uint64_t id;
+
+	return writer_read(dirfd, buf, cap, &mount, &id);
+}
+
+/* The pid DATASET/writer of @dir names when it names this host, or 0;
+ * whether the mount it serves, if it says so, is gone (*@gone). */
+static long holder_here(const char *dir, bool *gone)
+{
+	char buf[PATH_MAX + 600], host[128] = "";
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	const char *who, *on;
+	const char *who, *on, *mount;
+	uint64_t id = 0;
 	long pid = 0;
 
+	*gone = false;
 	if (fd < 0)
 		return 0;
-	who = writer_read(fd, buf, sizeof buf);
+	who = writer_read(fd, buf, sizeof buf, &mount, &id);
 	close(fd);
 	/* "pid N (COMM) on HOST, since ...": COMM may hold anything, HOST no
 	 * space or comma */
@@ -288,7 +368,38 @@ long zr_holder_pid(const char *dir)
 		return 0;
 	on += 5;
 	size_t n = strcspn(on, ", ");
-	return n == strlen(host) && strncmp(on, host, n) == 0 ? pid : 0;
+	if (n != strlen(host) || strncmp(on, host, n) != 0)
+		return 0;
+	*gone = mount && mount_gone(pid, mount, id);
+	return pid;
+}
+
+long zr_holder_pid(const char *dir)
+{
+	bool gone;
+
+	return holder_here(dir, &gone);
+}
+
+long zr_holder_ending(const char *dir)
+{
+	bool gone;
+	long pid = holder_here(dir, &gone);
+
+	return gone ? pid : 0;
+}
+
+int zr_holder_wait(long pid, unsigned ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	struct pollfd exited = {.fd = fd, .events = POLLIN};
+	int rc;
+
+	if (fd < 0)
+		return errno == ESRCH ? 1 : 0; /* gone; or no pidfd: a pause */
+	rc = poll(&exited, 1, (int)ms);
+	close(fd);
+	return rc > 0;
 }
 
 /* A reader's check, once everything is open: whether the committed state is
@@ -392,7 +503,7 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 		char who[256];
 		rc = errno == EWOULDBLOCK
 			     ? zr_err(-EBUSY, "%s: another writer has the dataset open: %s", dir,
-				      writer_read(ds->dirfd, who, sizeof who))
+				      writer_who(ds->dirfd, who, sizeof who))
 			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
 		goto fail;
 	}
@@ -403,11 +514,11 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 		if (rc == -EBUSY)
 			rc = zr_err(-EBUSY, "%s: another writer has the dataset open (on another "
 					    "machine sharing it?): %s",
-				    dir, writer_read(ds->dirfd, who, sizeof who));
+				    dir, writer_who(ds->dirfd, who, sizeof who));
 		goto fail;
 	}
 	if (flags & ZR_RDWR)
-		writer_write(ds->dirfd, NULL); /* ours on every machine: say who */
+		writer_write(ds); /* ours on every machine: say who */
 	if ((rc = meta_missing(ds, zr_meta_read(ds->dirfd, dir, "meta.json", &m))) < 0 ||
 	    (rc = pending_rebalance(ds, &m, &new_tables)) < 0 ||
 	    (rc = handle_load(ds, &m, new_tables, donor)) < 0 ||
@@ -501,9 +612,16 @@ static int open_retrying(zr_dataset **out, const char *dir, unsigned flags, zr_d
 int zr_open(zr_dataset **out, const char *dir, unsigned flags)
 {
 	*out = NULL;
-	RETURN_IF(flags & ~(unsigned)(ZR_RDWR | ZR_CHECK), -EINVAL, "zr_open: unknown flags 0x%x",
-		  flags);
-	return open_retrying(out, dir, flags, NULL);
+	RETURN_IF(flags & ~(unsigned)(ZR_RDWR | ZR_CHECK | ZR_WAIT), -EINVAL,
+		  "zr_open: unknown flags 0x%x", flags);
+	for (unsigned waited = 0;; waited++) {
+		int rc = open_retrying(out, dir, flags & ~(unsigned)ZR_WAIT, NULL);
+		long pid;
+		if (rc != -EBUSY || !(flags & ZR_WAIT) || waited == ZR_WAIT_S ||
+		    !(pid = zr_holder_ending(dir)))
+			return rc;
+		zr_holder_wait(pid, 1000); /* then the lock is tried again */
+	}
 }
 
 int zr_reopen(zr_dataset *prev, zr_dataset **out)
@@ -595,5 +713,7 @@ void zr_close(zr_dataset *ds)
 	free(ds->fields);
 	free(ds->specs);
 	free(ds->path);
+	free(ds->holder);
+	free(ds->holder_mount);
 	free(ds);
 }

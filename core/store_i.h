@@ -273,6 +273,9 @@ typedef struct zr_fstate {
 
 struct zr_dataset {
 	char *path;
+	char *holder;            /* what zr_holder_set() said, or NULL */
+	char *holder_mount;      /* the mount zr_holder_mount() named, or NULL */
+	uint64_t holder_mount_id;
 	int dirfd, chunkdirfd;
 	int readersfd;            /* DATASET/readers (readers.c), or -1 */
 	unsigned flags;

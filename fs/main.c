@@ -276,36 +276,6 @@ static int parse_num(const struct num_opt *o, const char *s, uint64_t *out)
 	return 0;
 }
 
-struct mount_at {
-	const char *point, *type; /* what is looked for; type NULL: any */
-	char *devno;              /* the device of the last one found */
-	bool found;
-};
-
-static void mount_at_one(const struct zrfs_mount *m, void *ctx)
-{
-	struct mount_at *a = ctx;
-
-	if (strcmp(m->point, a->point) == 0 && (!a->type || strcmp(m->type, a->type) == 0)) {
-		memcpy(a->devno, m->dev, sizeof m->dev);
-		a->found = true;
-	}
-}
-
-/* Whether a mount of @type (NULL: any) is at @mountpoint, as
- * /proc/self/mountinfo lists it; the last one listed (the one on top),
- * its device ("major:minor") into @devno. */
-static bool mount_at(const char *mountpoint, const char *type, char devno[32])
-{
-	char want[PATH_MAX];
-	struct mount_at a = {want, type, devno, false};
-
-	if (!realpath(mountpoint, want))
-		return false;
-	zrfs_mounts_each(mount_at_one, &a);
-	return a.found;
-}
-
 /* A mount point zrfs can take: a directory, and not one a zrfs mount
  * holds already (a second daemon would be stacked on the first, and
  * every reader would see only the last). 0, or -1 (said). */
@@ -323,7 +293,7 @@ static int check_mountpoint(const char *mountpoint)
 			mountpoint);
 		return -1;
 	}
-	if (mount_at(mountpoint, "fuse.zrfs", devno)) {
+	if (zrfs_mount_at(mountpoint, "fuse.zrfs", devno, NULL)) {
 		fprintf(stderr, "zrfs: %s: a zrfs mount is there already (umount it first, "
 				"or use another mount point)\n", mountpoint);
 		return -1;
@@ -354,7 +324,7 @@ static void set_readahead(const char *mountpoint, unsigned kb)
 	char devno[32], path[128];
 	FILE *f;
 
-	if (kb == 0 || !mount_at(mountpoint, NULL, devno))
+	if (kb == 0 || !zrfs_mount_at(mountpoint, NULL, devno, NULL))
 		return;
 	snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", devno);
 	if (!(f = fopen(path, "w")))

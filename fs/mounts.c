@@ -55,7 +55,7 @@ void zrfs_mounts_each(void (*fn)(const struct zrfs_mount *m, void *ctx), void *c
 		if (!dash)
 			continue;
 		*dash = 0;
-		field(&rest); /* id */
+		char *id = field(&rest);
 		field(&rest); /* parent */
 		char *dev = field(&rest);
 		field(&rest); /* root */
@@ -64,8 +64,10 @@ void zrfs_mounts_each(void (*fn)(const struct zrfs_mount *m, void *ctx), void *c
 		rest = dash + 3;
 		m.type = field(&rest);
 		m.source = field(&rest);
-		if (!dev || !m.point || !opts || !m.type || !m.source || strlen(dev) >= sizeof m.dev)
+		if (!id || !dev || !m.point || !opts || !m.type || !m.source ||
+		    strlen(dev) >= sizeof m.dev)
 			continue;
+		m.id = strtoull(id, NULL, 10);
 		strcpy(m.dev, dev);
 		m.rw = strncmp(opts, "rw", 2) == 0 && (opts[2] == 0 || opts[2] == ',');
 		unescape((char *)m.point);
@@ -74,4 +76,35 @@ void zrfs_mounts_each(void (*fn)(const struct zrfs_mount *m, void *ctx), void *c
 	}
 	free(line);
 	fclose(f);
+}
+
+struct mount_at {
+	const char *point, *type; /* what is looked for; type NULL: any */
+	char *devno;              /* the device of the last one found */
+	uint64_t id;              /* and its id */
+	bool found;
+};
+
+static void mount_at_one(const struct zrfs_mount *m, void *ctx)
+{
+	struct mount_at *a = ctx;
+
+	if (strcmp(m->point, a->point) == 0 && (!a->type || strcmp(m->type, a->type) == 0)) {
+		memcpy(a->devno, m->dev, sizeof m->dev);
+		a->id = m->id;
+		a->found = true;
+	}
+}
+
+bool zrfs_mount_at(const char *mountpoint, const char *type, char devno[32], uint64_t *id)
+{
+	char want[PATH_MAX];
+	struct mount_at a = {want, type, devno, 0, false};
+
+	if (!realpath(mountpoint, want))
+		return false;
+	zrfs_mounts_each(mount_at_one, &a);
+	if (id)
+		*id = a.id;
+	return a.found;
 }

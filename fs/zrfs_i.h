@@ -195,6 +195,7 @@ static inline int zrfs_thread_start(pthread_t *t, void *(*fn)(void *), void *arg
 /* One mount, as /proc/self/mountinfo lists it (its escapes undone); the
  * strings live until the callback returns. */
 struct zrfs_mount {
+	uint64_t id;        /* the mount's id (statx's stx_mnt_id) */
 	char dev[32];       /* "major:minor" */
 	const char *point;  /* where it is mounted */
 	const char *type;   /* "fuse.zrfs", "ext4", ... */
@@ -206,6 +207,10 @@ struct zrfs_mount {
  * listed (the last on a mount point is the one on top); nothing if the
  * list cannot be read. */
 void zrfs_mounts_each(void (*fn)(const struct zrfs_mount *m, void *ctx), void *ctx);
+/* Whether a mount of @type (NULL: any) is at @mountpoint, as
+ * /proc/self/mountinfo lists it; the last one listed (the one on top),
+ * its device ("major:minor") into @devno, its id into *@id (if not NULL). */
+bool zrfs_mount_at(const char *mountpoint, const char *type, char devno[32], uint64_t *id);
 
 /* Milliseconds on the monotonic clock. */
 static inline uint64_t zrfs_now_ms(void)
@@ -457,7 +462,9 @@ extern _Thread_local struct fuse_bufvec *zrfs_reply_mapped;
 /* Open the dataset's writer before mounting on @mountpoint (a refusal is
  * said on the terminal) and say in DATASET/writer that this mount holds it:
  * 0 or -1; once mounted and detached, say it again with the daemon's pid
- * and start committing new files in groups; close it. */
+ * and the mount's id (a writer refused once it is unmounted waits for the
+ * daemon: zr_holder_mount), and start committing new files in groups;
+ * close it. */
 int zrfs_writes_open(struct zrfs *fs, const char *mountpoint);
 void zrfs_writes_mounted(struct zrfs *fs);
 void zrfs_writes_close(struct zrfs *fs);

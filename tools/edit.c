@@ -79,7 +79,7 @@ int cmd_rm(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	qsort(ids, n, sizeof *ids, cmp_desc);
-	if ((rc = zr_open(&ds, argv[1], ZR_RDWR)) < 0) {
+	if ((rc = zr_open_writer(&ds, argv[1], ZR_RDWR, "rm")) < 0) {
 		free(ids);
 		return zr_fail(rc, "rm");
 	}

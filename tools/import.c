@@ -560,7 +560,7 @@ static int write_dataset(struct import *im, const char *dest, const char *attrs)
 		release_dest(dest, dfd, lockfd, false);
 		return rc == ZR_EINVAL_SPEC ? EXIT_USAGE : 1;
 	}
-	if ((rc = zr_open(&ds, dest, ZR_RDWR)) < 0 || (rc = zr_reserve(ds, im->p.n, &first)) < 0) {
+	if ((rc = zr_open_writer(&ds, dest, ZR_RDWR, "import")) < 0 || (rc = zr_reserve(ds, im->p.n, &first)) < 0) {
 		zr_warn("import: %s", zr_errmsg(ds));
 	} else {
 		write_all_records(&im->p, ds, first, (unsigned)im->o.writers);

@@ -147,7 +147,7 @@ int cmd_verify(int argc, char **argv)
 	if (!zr_operands(argc, "verify", 1, 1, "DIR"))
 		return EXIT_USAGE;
 	dir = argv[optind];
-	rc = zr_open(&ds, dir, repair ? ZR_RDWR : ZR_RDONLY);
+	rc = zr_open_writer(&ds, dir, repair ? ZR_RDWR : ZR_RDONLY, "verify");
 	if (rc < 0)
 		return zr_fail(rc, "verify");
 	if (json && (!(v.problems = json_array()) || !(v.removed = json_array()))) {
@@ -215,7 +215,7 @@ int cmd_rebalance(int argc, char **argv)
 	if (!zr_operands(argc, "rebalance", 1, 1, "DIR"))
 		return EXIT_USAGE;
 	dir = argv[optind];
-	rc = zr_open(&ds, dir, ZR_RDWR);
+	rc = zr_open_writer(&ds, dir, ZR_RDWR, "rebalance");
 	if (rc < 0)
 		return zr_fail(rc, "rebalance");
 	struct zr_progress line;

@@ -111,7 +111,7 @@ int field_args_open(struct field_args *a, const char *dir, int argc, char **argv
 	int rc, status;
 
 	memset(a, 0, sizeof *a);
-	if ((rc = zr_open(&a->ds, dir, ZR_RDWR)) < 0)
+	if ((rc = zr_open_writer(&a->ds, dir, ZR_RDWR, what)) < 0)
 		return zr_fail(rc, what);
 	a->values = calloc(zr_field_count(a->ds), sizeof *a->values);
 	if (!a->values) {

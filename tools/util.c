@@ -246,6 +246,18 @@ void strs_free(struct strs *s)
 	memset(s, 0, sizeof *s);
 }
 
+int zr_open_writer(zr_dataset **ds, const char *dir, unsigned flags, const char *what)
+{
+	int rc = zr_open(ds, dir, flags);
+	long pid;
+
+	if (rc != -EBUSY || !(flags & ZR_RDWR) || !(pid = zr_holder_ending(dir)))
+		return rc;
+	zr_warn("%s: %s: waiting for pid %ld, a writer of it that is ending, to commit and exit",
+		what, dir, pid);
+	return zr_open(ds, dir, flags | ZR_WAIT);
+}
+
 int zr_open_field(const char *what, const char *dir, const char *field, zr_dataset **ds)
 {
 	int rc = zr_open(ds, dir, ZR_RDONLY | ZR_CHECK), f;

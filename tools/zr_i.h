@@ -67,6 +67,10 @@ int cmd_sample(int argc, char **argv);
 
 /* Print "zr: " + message to stderr. */
 void zr_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* zr_open(@dir, @flags) for a command @what; opening for writing, a writer
+ * on this machine that is ending (a mount just unmounted, committing what
+ * it was given: zr_holder_end) is waited for, said on stderr. */
+int zr_open_writer(zr_dataset **ds, const char *dir, unsigned flags, const char *what);
 /* Open @dir read-only, checking what is read (ZR_CHECK), and find @field:
  * its index, or -1 (said, as @what;
  * *@ds closed). */

@@ -113,6 +113,8 @@ enum {
 	ZR_RDWR = 1,   /**< take the writer lock; fails with -EBUSY if held */
 	ZR_CHECK = 2,  /**< check every raw value read against its checksum too
 			* (format 2: flate values always are; zr_verify() checks all) */
+	ZR_WAIT = 4,   /**< with ZR_RDWR: a writer on this machine that is ending
+			* (zr_holder_ending) is waited for, up to 60 s */
 };
 
 /** The bytes of one field of one record. data == NULL means missing. */
@@ -202,7 +204,9 @@ ZR_API int zr_create(const char *dir, const zr_field_spec *fields, unsigned nfie
  * (and by zr_info_get() and zr_verify()), not by the open. With ZR_CHECK
  * (or'ed in) every raw value read is checked against its checksum too, as
  * flate ones always are (format 2; a mismatch is ZR_ECORRUPT naming the
- * chunk, offset and record); zr_reopen() and zr_snapshot() keep it.
+ * chunk, offset and record); zr_reopen() and zr_snapshot() keep it. With
+ * ZR_WAIT, a writer refused by a holder on this machine that is ending
+ * (zr_holder_ending) waits for it to exit, up to 60 s, then tries again.
  * @param[out] out the handle; release with zr_close().
  * @return 0, -ENOENT, -EBUSY, ZR_ECORRUPT, ZR_EVERSION, -errno.
  */
@@ -382,6 +386,34 @@ ZR_API int zr_holder_set(zr_dataset *ds, const char *what);
  * @return the pid, or 0: no writer named, one on another machine, unreadable
  */
 ZR_API long zr_holder_pid(const char *dir);
+
+/**
+ * Say that this writer serves the mount @p mount_id (mountinfo's first
+ * field, statx's stx_mnt_id) on @p mountpoint, an absolute path, and ends
+ * once that is unmounted (committing what it holds, then closing): a
+ * writer on this machine refused by it after that may wait for it
+ * (zr_holder_ending, ZR_WAIT). NULL: it serves none.
+ * @return 0, -EROFS (opened read-only), -EINVAL (not an absolute path of
+ * one line)
+ */
+ZR_API int zr_holder_mount(zr_dataset *ds, const char *mountpoint, uint64_t mount_id);
+
+/**
+ * The process on this machine that holds the writer lock of the dataset in
+ * @p dir, as zr_holder_pid() finds it, and is ending: the mount it serves
+ * (zr_holder_mount) is gone from this mount namespace. The mount point is
+ * looked at without asking its filesystem (cached attributes), so a hung
+ * mount does not hang this.
+ * @return the pid, or 0: none such
+ */
+ZR_API long zr_holder_ending(const char *dir);
+
+/**
+ * Wait up to @p ms milliseconds for process @p pid (a holder named by
+ * zr_holder_pid()) to exit.
+ * @return 1 when it has exited (or no such process runs), 0 when not yet
+ */
+ZR_API int zr_holder_wait(long pid, unsigned ms);
 
 /**
  * A read-only handle of the state writer @p w has just committed, made from

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- a writer ending ---- */
@@ -23,68 +21,19 @@
  * its daemon then commits what it was given and exits, and holds the
  * writer lock until it does. A writable mount made right after (a script's
  * remount, a test's next step) waits for it rather than being refused by a
- * daemon that is going; one whose mount is still there refuses at once. */
-enum { ENDING_WAIT_S = 60 };
-
-struct rw_mount {
-	const char *dataset;
-	bool found;
-};
-
-static void rw_mount_one(const struct zrfs_mount *m, void *ctx)
-{
-	struct rw_mount *r = ctx;
-
-	if (m->rw && strcmp(m->type, "fuse.zrfs") == 0 && strcmp(m->source, r->dataset) == 0)
-		r->found = true;
-}
-
-/* The pid of the zrfs daemon that holds @dataset's writer lock on this
- * machine with no writable mount of it left here, or 0. */
-static pid_t writer_ending(const char *dataset)
-{
-	long pid = zr_holder_pid(dataset);
-	struct rw_mount r = {dataset, false};
-	char path[64], comm[32] = "";
-	FILE *f;
-
-	if (pid <= 0 || pid == getpid())
-		return 0;
-	snprintf(path, sizeof path, "/proc/%ld/comm", pid);
-	if ((f = fopen(path, "re"))) {
-		if (!fgets(comm, sizeof comm, f))
-			comm[0] = 0;
-		fclose(f);
-	}
-	if (strcmp(comm, "zrfs\n") != 0)
-		return 0;
-	zrfs_mounts_each(rw_mount_one, &r);
-	return r.found ? 0 : (pid_t)pid;
-}
-
-/* zr_open(ZR_RDWR) of @fs's dataset into @out, waiting up to ENDING_WAIT_S
- * for a daemon that is ending (said once it takes more than a second). */
+ * daemon that is going (zr_holder_ending: the mount it named is gone); one
+ * whose mount is still there refuses at once. */
 static int open_for_writing(struct zrfs *fs, zr_dataset **out)
 {
 	unsigned flags = ZR_RDWR | (fs->opts.check ? ZR_CHECK : 0);
-	pid_t pid;
-	int rc;
+	int rc = zr_open(out, fs->dataset, flags);
+	long pid;
 
-	for (unsigned waited = 0;; waited++) {
-		if ((rc = zr_open(out, fs->dataset, flags)) != -EBUSY || waited == ENDING_WAIT_S ||
-		    !(pid = writer_ending(fs->dataset)))
-			return rc;
-		if (waited == 1)
-			fprintf(stderr, "zrfs: %s: waiting for pid %ld, a zrfs mount of it that was "
-					"unmounted, to finish writing\n",
-				fs->dataset, (long)pid);
-		/* its exit, or a second; then the lock is tried again, and
-		 * whether the holder is still one ending */
-		struct pollfd exited = {.fd = (int)syscall(SYS_pidfd_open, pid, 0), .events = POLLIN};
-		poll(exited.fd >= 0 ? &exited : NULL, exited.fd >= 0, 1000);
-		if (exited.fd >= 0)
-			close(exited.fd);
-	}
+	if (rc != -EBUSY || !(pid = zr_holder_ending(fs->dataset)))
+		return rc;
+	fprintf(stderr, "zrfs: %s: waiting for pid %ld, a zrfs mount of it that was unmounted, "
+			"to finish writing\n", fs->dataset, pid);
+	return zr_open(out, fs->dataset, flags | ZR_WAIT);
 }
 
 /* ---- opening ---- */
@@ -140,9 +89,15 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 
 void zrfs_writes_mounted(struct zrfs *fs)
 {
-	if (!fs->writes)
+	struct zrfs_writes *w = fs->writes;
+	char devno[32];
+	uint64_t id;
+
+	if (!w)
 		return;
-	zr_holder_set(fs->writes->ds, fs->writes->holder); /* the daemon's pid now */
+	zr_holder_set(w->ds, w->holder); /* the daemon's pid now */
+	if (w->mountpoint[0] && zrfs_mount_at(w->mountpoint, "fuse.zrfs", devno, &id))
+		zr_holder_mount(w->ds, w->mountpoint, id); /* best effort, as the message */
 	zrfs_committer_start(fs);
 }
 

@@ -8,11 +8,13 @@
 #include "store_i.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -535,6 +537,67 @@ Test(store, second_writer_is_refused_and_readers_cannot_write)
 	w2 = t_open(t_ds, ZR_RDWR); /* free again */
 	zr_close(w2);
 	zr_close(r);
+}
+
+/* A holder that serves a mount is ending once that mount is gone from this
+ * namespace: a writer refused by it may wait for it (ZR_WAIT); one whose
+ * mount is there, or that serves none, is refused at once. */
+Test(store, a_writer_waits_for_a_holder_whose_mount_is_gone)
+{
+	struct statx root;
+	int go[2], held[2];
+	char c;
+
+	t_create1(t_ds, ZR_RAW, 0);
+	cr_assert_eq(statx(AT_FDCWD, "/", 0, STATX_MNT_ID, &root), 0);
+	zr_dataset *w = t_open(t_ds, ZR_RDWR), *w2 = NULL, *r = t_open(t_ds, ZR_RDONLY);
+	cr_assert_eq(zr_holder_mount(w, "mnt", 1), -EINVAL);
+	cr_assert_eq(zr_holder_mount(w, "/mnt\n/x", 1), -EINVAL);
+	cr_assert_eq(zr_holder_mount(r, "/", root.stx_mnt_id), -EROFS);
+	cr_assert_eq(zr_holder_ending(t_ds), 0); /* serves no mount */
+	cr_assert_eq(zr_holder_mount(w, "/", root.stx_mnt_id), 0);
+	cr_assert_eq(zr_holder_ending(t_ds), 0); /* there */
+	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR | ZR_WAIT), -EBUSY); /* at once */
+	cr_assert_eq(zr_holder_mount(w, "/", root.stx_mnt_id + 1000000), 0);
+	cr_assert_eq(zr_holder_ending(t_ds), (long)getpid()); /* another mount there now */
+	cr_assert_eq(zr_holder_mount(w, "/nonexistent/mnt", 7), 0);
+	cr_assert_eq(zr_holder_ending(t_ds), (long)getpid()); /* nothing there */
+	cr_assert_eq(zr_holder_set(w, "zrfs mount on /nonexistent/mnt"), 0);
+	cr_assert_eq(zr_holder_ending(t_ds), (long)getpid()); /* kept with a new message */
+	cr_assert_eq(zr_holder_mount(w, NULL, 0), 0);
+	cr_assert_eq(zr_holder_ending(t_ds), 0);
+	cr_assert_eq(zr_holder_pid(t_ds), (long)getpid());
+	zr_close(w);
+	zr_close(r);
+
+	/* another process holds the dataset for a mount that is gone, until
+	 * told to exit: a plain open is refused, one with ZR_WAIT opens */
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(held), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		zr_dataset *h = NULL;
+		close(go[1]);
+		close(held[0]);
+		if (zr_open(&h, t_ds, ZR_RDWR) < 0 || zr_holder_mount(h, "/nonexistent/mnt", 7) < 0)
+			_exit(1);
+		if (write(held[1], "h", 1) != 1 || read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0); /* the lock goes with the process */
+	}
+	close(go[0]);
+	close(held[1]);
+	cr_assert_eq(read(held[0], &c, 1), 1, "the child holds the dataset");
+	cr_assert_eq(zr_holder_ending(t_ds), (long)pid);
+	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR), -EBUSY);
+	close(go[1]); /* it may exit now */
+	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR | ZR_WAIT), 0, "%s", zr_errmsg(NULL));
+	zr_close(w2);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(held[0]);
 }
 
 Test(store, close_without_commit_discards_and_trims)

@@ -102,7 +102,26 @@ kill -CONT "$dpid"
 trap cleanup EXIT
 wait $! || fail "-o writable after the stopped daemon went on: $(cat "$T/err")"
 [ -e "$MNT/img/64.jpg" ] && fail "img/64.jpg is back"
-unmount_wait
+# while the mount is there, a zr command that writes is refused at once,
+# told which mount holds the dataset; once it is unmounted, it waits for
+# the daemon as a mount does (zr rm here), saying so
+dpid=$(pgrep -nf "$DS $MNT") || fail "no daemon found"
+out=$("$ZR" rm "$DS" 3 2>&1) && fail "zr rm while a writable mount holds the dataset"
+case $out in *"another writer has the dataset open: pid $dpid (zrfs)"*"zrfs mount on $MNT"*) ;;
+*) fail "zr rm beside a writable mount: $out" ;; esac
+kill -STOP "$dpid"
+trap 'kill -CONT $dpid; cleanup' EXIT
+timeout 20 fusermount3 -u "$MNT" || fail "unmount of a stopped daemon"
+n=$("$ZR" info "$DS" | awk '/^records/ {print $2}')
+"$ZR" rm "$DS" 3 >/dev/null 2>"$T/err" &
+within 20 grep -q "zr: rm: $DS: waiting for pid $dpid, a writer of it that is ending" "$T/err" ||
+	fail "zr rm after the unmount: $(cat "$T/err")"
+kill -0 $! 2>/dev/null || fail "zr rm did not wait for the daemon"
+kill -CONT "$dpid"
+trap cleanup EXIT
+wait $! || fail "zr rm after the stopped daemon went on: $(cat "$T/err")"
+[ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = $((n - 1)) ] ||
+	fail "zr rm removed no record: $("$ZR" info "$DS" | grep records)"
 out=$("$ZRFS" "$DS" "$MNT" -o ro,writable 2>&1) && fail "ro,writable mounted"
 case $out in *"ro and writable contradict"*) ;; *) fail "ro,writable: $out" ;; esac
 mountpoint -q "$MNT" && fail "something got mounted"
