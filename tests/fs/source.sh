@@ -42,7 +42,9 @@ day() { # day DIR > what it printed
 	make -C build zr 2>&1 | built
 	git status --short
 	git stash -q && git status --short && git stash pop -q || fail "$1: git stash"
-	git commit -qam 'an edit' && git gc -q && git fsck --no-dangling 2>&1 || fail "$1: git"
+	# (one thread: packs that several make differ from run to run)
+	git commit -qam 'an edit' && git -c pack.threads=1 gc -q &&
+		git fsck --no-dangling 2>&1 || fail "$1: git"
 	git log --format='%H %s' -2
 	git status --short
 	echo "# make after the stash (it wrote tools/info.c twice)"
