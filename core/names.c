@@ -160,6 +160,22 @@ int zr_name_safe(const char *name, size_t len)
 	return 1;
 }
 
+/* The value of the file field @field of a record makes, from the stored
+ * bytes @vals (@len) of field @of of @width-byte values, one a record or one
+ * a field, into @out: 1, or a negative code. */
+static int per_file_pick(zr_dataset *ds, int of, unsigned field, const unsigned char *vals,
+			 int64_t len, void *out, size_t width)
+{
+	unsigned each = zr_field(ds, (unsigned)of)->ndim; /* one per field, or one */
+
+	if (each && field >= zr_field_count(ds))
+		return -ENOENT;
+	if ((uint64_t)len != (each ? zr_field_count(ds) : 1) * width)
+		return ZR_ECORRUPT;
+	memcpy(out, vals + (each ? field : 0) * width, width); /* little-endian: as stored */
+	return 1;
+}
+
 /* The value of the file field @field of record @id makes, in field @of
  * (-1: none) of @width-byte values, one a record or one a field, into
  * @out: 1, 0 (none kept), or a negative code. */
@@ -168,21 +184,102 @@ static int per_file_value(zr_dataset *ds, int of, uint64_t id, unsigned field, v
 {
 	unsigned char vals[ZR_FIELDS_MAX * 8];
 	int rc = of < 0 ? 0 : zr_present(ds, (unsigned)of, id);
-	unsigned each;
 	int64_t got;
 
 	if (rc != 1)
 		return rc; /* none kept, none for this record, or a bad id */
-	each = zr_field(ds, (unsigned)of)->ndim; /* one per field, or one */
-	if (each && field >= zr_field_count(ds))
-		return -ENOENT;
 	got = zr_record_load(ds, (unsigned)of, id, vals, sizeof vals);
-	if (got < 0)
-		return (int)got;
-	if ((uint64_t)got != (each ? zr_field_count(ds) : 1) * width)
-		return ZR_ECORRUPT;
-	memcpy(out, vals + (each ? field : 0) * width, width); /* little-endian: as stored */
-	return 1;
+	return got < 0 ? (int)got : per_file_pick(ds, of, field, vals, got, out, width);
+}
+
+/* What zr_name_meta() reads: of each, the field that keeps it, its width,
+ * where it goes, and what was found (1, 0 none, or a code). */
+struct kept {
+	int of;
+	size_t width;
+	void *dst;
+	int rc;
+};
+
+/* The per-file values @k[0..@n) of the file field @field of record @id,
+ * each as per_file_value() finds it. Those of one record are appended
+ * together, and usually lie in one chunk a few bytes apart: raw and close
+ * (a page), they are read with one pread and checked each, else one by one. */
+static void per_file_values(zr_dataset *ds, uint64_t id, unsigned field, struct kept *k,
+			    unsigned n)
+{
+	enum { SPAN_MAX = 4096 };
+	zr_record_stat st[8];
+	zr_chunk *held[8] = {0};
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int fd = -1;
+	bool together = true;
+	unsigned char span[SPAN_MAX];
+
+	for (unsigned i = 0; i < n; i++) {
+		k[i].rc = 0;
+		if (k[i].of < 0)
+			continue;
+		if ((k[i].rc = zr_stat_held(ds, (unsigned)k[i].of, id, &st[i], &held[i])) < 0 ||
+		    !st[i].present || !st[i].physical_len) {
+			together = together && k[i].rc >= 0 && !st[i].present;
+			continue;
+		}
+		k[i].rc = 1;
+		if (ds->fields[k[i].of].def.spec.compress != ZR_RAW || (fd >= 0 && st[i].fd != fd))
+			together = false;
+		fd = st[i].fd;
+		lo = st[i].offset < lo ? st[i].offset : lo;
+		hi = st[i].offset + st[i].physical_len > hi ? st[i].offset + st[i].physical_len : hi;
+	}
+	if (fd >= 0 && together && hi - lo <= SPAN_MAX &&
+	    zr_read_full(fd, span, (size_t)(hi - lo), lo) == 0) {
+		for (unsigned i = 0; i < n; i++) {
+			if (k[i].rc != 1)
+				continue;
+			const unsigned char *at = span + (st[i].offset - lo);
+			zr_entry e = {st[i].offset, st[i].chunk_id, st[i].physical_len, st[i].crc};
+			if (zr_checks(ds, (unsigned)k[i].of) &&
+			    (k[i].rc = zr_value_check(ds, (unsigned)k[i].of, id, &e, at)) < 0)
+				continue;
+			k[i].rc = per_file_pick(ds, k[i].of, field, at, st[i].physical_len, k[i].dst,
+						k[i].width);
+		}
+	} else {
+		for (unsigned i = 0; i < n; i++)
+			if (k[i].of >= 0)
+				k[i].rc = per_file_value(ds, k[i].of, id, field, k[i].dst, k[i].width);
+	}
+	for (unsigned i = 0; i < n; i++)
+		zr_chunk_unuse(held[i]);
+}
+
+int zr_name_meta(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+		 zr_file_meta *out)
+{
+	struct kept k[] = {
+		{n->mode, sizeof out->mode, &out->mode, 0},
+		{n->uid, sizeof out->uid, &out->uid, 0},
+		{n->gid, sizeof out->gid, &out->gid, 0},
+		{n->mtime, sizeof out->mtime, &out->mtime, 0},
+		{n->atime, sizeof out->atime, &out->atime, 0},
+		{n->ctime, sizeof out->ctime, &out->ctime, 0},
+	};
+	int rc = 0;
+
+	per_file_values(ds, id, field, k, sizeof k / sizeof *k);
+	for (unsigned i = 0; i < sizeof k / sizeof *k; i++)
+		rc = rc < 0 ? rc : k[i].rc < 0 ? k[i].rc : rc;
+	if (k[1].rc != 1)
+		out->uid = ZR_OWNER_NONE;
+	if (k[2].rc != 1)
+		out->gid = ZR_OWNER_NONE;
+	out->have = (k[0].rc == 1 && out->mode != ZR_MODE_NONE ? ZR_META_MODE : 0) |
+		    (out->uid != ZR_OWNER_NONE || out->gid != ZR_OWNER_NONE ? ZR_META_OWNER : 0) |
+		    (k[3].rc == 1 && out->mtime != ZR_MTIME_NONE ? ZR_META_MTIME : 0) |
+		    (k[4].rc == 1 && out->atime != ZR_MTIME_NONE ? ZR_META_ATIME : 0) |
+		    (k[5].rc == 1 && out->ctime != ZR_MTIME_NONE ? ZR_META_CTIME : 0);
+	return rc < 0 ? rc : out->have != 0;
 }
 
 /* A time of the file field @field of record @id makes, kept in field @of. */

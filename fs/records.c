@@ -160,27 +160,25 @@ int64_t zrfs_record_seek(struct zrfs *fs, struct zrfs_view *v, unsigned field, u
 void zrfs_record_meta(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 		       struct stat *st)
 {
-	uint32_t mode, uid, gid;
-	int64_t ns;
+	zr_file_meta m;
 
-	/* the file's own mode, owner and time where the dataset keeps them (zr
-	 * import keeps them beside the names), else 0644, the dataset
-	 * directory's owner and the commit's */
-	if (fs->names.mode >= 0 && zr_name_mode(v->ds, &fs->names, id, field, &mode) == 1)
-		st->st_mode = (st->st_mode & S_IFMT) | (mode & 07777);
-	if ((fs->names.uid >= 0 || fs->names.gid >= 0) &&
-	    zr_name_owner(v->ds, &fs->names, id, field, &uid, &gid) == 1) {
-		st->st_uid = uid != ZR_OWNER_NONE ? uid : st->st_uid;
-		st->st_gid = gid != ZR_OWNER_NONE ? gid : st->st_gid;
+	/* the file's own mode, owner and times where the dataset keeps them
+	 * (zr import keeps them beside the names), else 0644, the dataset
+	 * directory's owner and the commit's; its access and change times
+	 * the modification time's where not kept */
+	zr_name_meta(v->ds, &fs->names, id, field, &m); /* what cannot be read stays */
+	if (m.have & ZR_META_MODE)
+		st->st_mode = (st->st_mode & S_IFMT) | (m.mode & 07777);
+	if (m.have & ZR_META_OWNER) {
+		st->st_uid = m.uid != ZR_OWNER_NONE ? m.uid : st->st_uid;
+		st->st_gid = m.gid != ZR_OWNER_NONE ? m.gid : st->st_gid;
 	}
-	if (fs->names.mtime >= 0 && zr_name_mtime(v->ds, &fs->names, id, field, &ns) == 1)
-		zrfs_stat_mtime(st, ns, false);
-	/* its access and change times where they are kept beside (the
-	 * modification time's, the commit's where not) */
-	if (fs->names.atime >= 0 && zr_name_atime(v->ds, &fs->names, id, field, &ns) == 1)
-		st->st_atim = zr_ns_time(ns);
-	if (fs->names.ctime >= 0 && zr_name_ctime(v->ds, &fs->names, id, field, &ns) == 1)
-		st->st_ctim = zr_ns_time(ns);
+	if (m.have & ZR_META_MTIME)
+		zrfs_stat_mtime(st, m.mtime, false);
+	if (m.have & ZR_META_ATIME)
+		st->st_atim = zr_ns_time(m.atime);
+	if (m.have & ZR_META_CTIME)
+		st->st_ctim = zr_ns_time(m.ctime);
 }
 
 bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id)

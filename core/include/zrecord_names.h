@@ -164,6 +164,34 @@ ZR_API int zr_name_mode(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned
 ZR_API int zr_name_owner(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
 			 uint32_t *uid, uint32_t *gid);
 
+/** What zr_name_meta() found: the bits of those kept for the file. */
+enum {
+	ZR_META_MODE = 1,  /**< mode */
+	ZR_META_OWNER = 2, /**< uid and gid (either may be ZR_OWNER_NONE) */
+	ZR_META_MTIME = 4, /**< mtime */
+	ZR_META_ATIME = 8, /**< atime */
+	ZR_META_CTIME = 16 /**< ctime */
+};
+
+/** A file's mode, owners and times, as the dataset keeps them. */
+typedef struct zr_file_meta {
+	unsigned have; /**< ZR_META_* bits: which of the others hold a value */
+	uint32_t mode, uid, gid;
+	int64_t mtime, atime, ctime; /**< nanoseconds since the epoch */
+} zr_file_meta;
+
+/**
+ * Everything zr_name_mode(), zr_name_owner(), zr_name_mtime(),
+ * zr_name_atime() and zr_name_ctime() find of the file field @p field of
+ * record @p id makes, at once: a record's values of them are stored
+ * together, and are read with one system call where they lie close in one
+ * chunk. Those found are flagged in @p out->have; one that cannot be read
+ * is left out, its code returned. Thread-safe.
+ * @return 1, 0 when none is kept, or the first code as zr_name_mode()'s
+ */
+ZR_API int zr_name_meta(zr_dataset *ds, const zr_names *n, uint64_t id, unsigned field,
+			zr_file_meta *out);
+
 /**
  * Whether field @p field is one the names keep for themselves (the names,
  * the times, the modes): a value of no file. @return 1 or 0

@@ -8,6 +8,10 @@
 #include "helpers.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <unistd.h>
 
 TestSuite(names, .init = t_setup, .fini = t_cleanup);
 
@@ -326,6 +330,99 @@ Test(names, access_and_change_times_kept_beside_the_modification_times)
 	cr_assert_eq(zr_name_atime(ds, &n, 1, 0, &got), 0);
 	cr_assert_eq(zr_name_ctime(ds, &n, 1, 0, &got), 0);
 	cr_assert_eq(zr_name_ctime(ds, &n, 2, 0, &got), -ENOENT);
+	zr_close(ds);
+}
+
+/* zr_name_meta() of every file of every record: what each zr_name_*() finds
+ * alone, for values stored together, moved apart by a change, missing, or
+ * damaged (where the reader checks). */
+static void meta_as_each(zr_dataset *ds, const zr_names *n, uint64_t records)
+{
+	for (uint64_t id = 0; id <= records; id++)
+		for (unsigned f = 0; f < 2; f++) {
+			zr_file_meta m;
+			uint32_t mode, uid, gid;
+			int64_t mt, at, ct;
+			int rc = zr_name_meta(ds, n, id, f, &m);
+			int rm = zr_name_mode(ds, n, id, f, &mode);
+			int ro = zr_name_owner(ds, n, id, f, &uid, &gid);
+			int rt = zr_name_mtime(ds, n, id, f, &mt);
+			int ra = zr_name_atime(ds, n, id, f, &at);
+			int rcx = zr_name_ctime(ds, n, id, f, &ct);
+			int first = rm < 0 ? rm : ro < 0 ? ro : rt < 0 ? rt : ra < 0 ? ra : rcx;
+			cr_assert_eq(rc < 0, first < 0, "record %lu file %u: %d, %d", (unsigned long)id,
+				     f, rc, first);
+			cr_assert_eq(!!(m.have & ZR_META_MODE), rm == 1, "record %lu", (unsigned long)id);
+			cr_assert(!(m.have & ZR_META_MODE) || m.mode == mode);
+			cr_assert_eq(!!(m.have & ZR_META_OWNER), ro == 1);
+			cr_assert(!(m.have & ZR_META_OWNER) || (m.uid == uid && m.gid == gid));
+			cr_assert_eq(!!(m.have & ZR_META_MTIME), rt == 1);
+			cr_assert(!(m.have & ZR_META_MTIME) || m.mtime == mt);
+			cr_assert_eq(!!(m.have & ZR_META_ATIME), ra == 1);
+			cr_assert(!(m.have & ZR_META_ATIME) || m.atime == at);
+			cr_assert_eq(!!(m.have & ZR_META_CTIME), rcx == 1);
+			cr_assert(!(m.have & ZR_META_CTIME) || m.ctime == ct);
+		}
+}
+
+Test(names, a_files_meta_at_once_is_what_each_finds_alone)
+{
+	zr_field_spec f[] = {{.name = "data", .dtype = ZR_BYTES},
+			     {.name = "name", .dtype = ZR_BYTES},
+			     {.name = "mode", .dtype = ZR_U32, .fixed = 1},
+			     {.name = "uid", .dtype = ZR_U32, .fixed = 1, .ndim = 1, .shape = {8}},
+			     {.name = "gid", .dtype = ZR_U32, .fixed = 1},
+			     {.name = "mtime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "atime", .dtype = ZR_I64, .fixed = 1},
+			     {.name = "ctime", .dtype = ZR_I64, .fixed = 1}};
+	zr_create_opts o = {.attrs = "{\"names\": {\"field\": \"name\", \"kind\": \"path\", "
+				     "\"files\": \"data\", \"mode\": \"mode\", \"uid\": \"uid\", "
+				     "\"gid\": \"gid\", \"mtime\": \"mtime\", \"atime\": \"atime\", "
+				     "\"ctime\": \"ctime\"}}"};
+	uint32_t mode = 0100640, none = ZR_MODE_NONE, gid = 100;
+	uint32_t uids[8] = {1000, 1001, 0, 0, 0, 0, 0, 0};
+	int64_t m = 1950000000000000000LL, a = 1900000000000000000LL, c = 1960000000000000001LL;
+	int64_t tnone = ZR_MTIME_NONE;
+	static char big[8192];
+	zr_dataset *ds;
+	zr_names n;
+
+	cr_assert_eq(zr_create(t_ds, f, 8, &o), 0, "%s", zr_errmsg(NULL));
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDWR), 0, "%s", zr_errmsg(NULL));
+	zr_value rows[4][8] = {
+		{{"x", 1}, {"a", 1}, {&mode, 4}, {uids, 32}, {&gid, 4}, {&m, 8}, {&a, 8}, {&c, 8}},
+		{{big, sizeof big}, {"b", 1}, {&none, 4}, {NULL, 0}, {&gid, 4}, {&tnone, 8},
+		 {NULL, 0}, {&c, 8}},
+		{{"z", 1}, {"c", 1}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0},
+		 {NULL, 0}},
+		{{"w", 1}, {"d", 1}, {&mode, 4}, {uids, 32}, {NULL, 0}, {&m, 8}, {&m, 8}, {&m, 8}}};
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(zr_append(ds, rows[i], NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0);
+	cr_assert_eq(zr_names_get(ds, &n), 0);
+	meta_as_each(ds, &n, 4);
+	/* record 0's ctime changed: stored after 8 KiB of data, apart */
+	zr_value filler[8] = {{big, sizeof big}, {"e", 1}};
+	cr_assert_eq(zr_append(ds, filler, NULL), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_modify(ds, 7, 0, (zr_value){&a, 8}), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_commit(ds), 0);
+	meta_as_each(ds, &n, 5);
+	zr_close(ds);
+	/* record 3's mode damaged: a reader that checks is told, and gets the rest */
+	cr_assert_eq(zr_open(&ds, t_ds, ZR_RDONLY | ZR_CHECK), 0, "%s", zr_errmsg(NULL));
+	zr_record_stat st;
+	cr_assert_eq(zr_stat(ds, 2, 3, &st), 0);
+	char chunk[PATH_MAX];
+	snprintf(chunk, sizeof chunk, "%s/chunk/%u.zr", t_ds, st.chunk_id);
+	int fd = open(chunk, O_RDWR);
+	uint32_t bad = 0100777;
+	cr_assert_eq(pwrite(fd, &bad, 4, (off_t)st.offset), 4);
+	close(fd);
+	zr_file_meta fm;
+	cr_assert_eq(zr_name_meta(ds, &n, 3, 0, &fm), ZR_ECORRUPT);
+	cr_assert_eq(fm.have, ZR_META_OWNER | ZR_META_MTIME | ZR_META_ATIME | ZR_META_CTIME, "%u",
+		     fm.have);
+	meta_as_each(ds, &n, 5);
 	zr_close(ds);
 }
 
