@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Long names and pax headers larger than this are refused. */
@@ -138,6 +139,15 @@ static int tar_entry(struct zr_tar *t, const char *path, const char *target, uin
 	return 0;
 }
 
+/* @sec seconds and @ns nanoseconds after 1970 as the names keep a time
+ * (clamped to what they keep: zr_time_ns). */
+static int64_t tar_time(uint64_t sec, int64_t ns)
+{
+	struct timespec ts = {sec > ZR_TIME_MAX_S ? ZR_TIME_MAX_S + 1 : (time_t)sec, ns};
+
+	return zr_time_ns(ts);
+}
+
 /* A pax mtime ("SECONDS[.FRACTION]") in nanoseconds; -1 if it is none. */
 static int64_t pax_time(const char *s, size_t len)
 {
@@ -151,7 +161,7 @@ static int64_t pax_time(const char *s, size_t len)
 	if (i < len && s[i] == '.')
 		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, scale /= 10)
 			ns += (s[i] - '0') * scale;
-	return i == len ? sec * 1000000000 + ns : -1;
+	return i == len ? tar_time((uint64_t)sec, ns) : -1;
 }
 
 /* What pax extended headers say of the next member. */
@@ -507,8 +517,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 				snprintf(name, sizeof name, "%.100s", (char *)h);
 			if (type == '2' && !longlink[0])
 				snprintf(longlink, sizeof longlink, "%.100s", (char *)h + 157);
-			int64_t mtime = x.mtime >= 0 ? x.mtime
-					: (int64_t)tar_num(h + 136, 12, &ok) * 1000000000;
+			int64_t mtime = x.mtime >= 0 ? x.mtime : tar_time(tar_num(h + 136, 12, &ok), 0);
 			uint32_t mode = (uint32_t)tar_num(h + 100, 8, &ok) & 07777;
 			if (type == '5' || type == '2') {
 				mode |= type == '5' ? S_IFDIR : S_IFLNK;

@@ -70,9 +70,20 @@ typedef struct zr_names {
  *  one per field): (uid_t)-1, which no file can have. */
 #define ZR_OWNER_NONE UINT32_MAX
 
-/** A time as the names keep it: nanoseconds since 1970 (negative before). */
+/** The times the names keep: whole seconds since 1970 from ZR_TIME_MIN_S
+ *  (1677-09-21) to ZR_TIME_MAX_S (2262-04-11), nanoseconds in 64 bits. */
+#define ZR_TIME_MIN_S (-9223372036LL)
+#define ZR_TIME_MAX_S 9223372035LL
+
+/** A time as the names keep it: nanoseconds since 1970 (negative before);
+ *  one outside what they keep is the nearest they keep, to the second, as
+ *  a filesystem clamps a time to its range. Never ZR_MTIME_NONE. */
 static inline int64_t zr_time_ns(struct timespec ts)
 {
+	if (ts.tv_sec > ZR_TIME_MAX_S)
+		return ZR_TIME_MAX_S * 1000000000;
+	if (ts.tv_sec < ZR_TIME_MIN_S)
+		return ZR_TIME_MIN_S * 1000000000;
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 

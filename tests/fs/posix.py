@@ -39,6 +39,12 @@ EXPECTED = {
     'chmod_same_ctime': ("ok '-'", 'a chmod that changes nothing is no change'),
     'chown_same': ("ok '-'", 'a chown that changes nothing is no change'),
     'chown_minus1': ("ok '-'", 'a chown that changes nothing is no change'),
+    'utime_past_2262': ("ok (9223372035000000000, 9223372035000000000)",
+                        'times from 1677 to 2262: others clamped (ext4: 1901 to 2446)'),
+    'utime_before_1677': ("ok (-9223372036000000000, -9223372036000000000)",
+                          'times from 1677 to 2262: others clamped (ext4: 1901 to 2446)'),
+    'utime_dir_past_2262': ("ok 9223372035000000000",
+                            'times from 1677 to 2262: others clamped (ext4: 1901 to 2446)'),
     'rename_exchange': ('EINVAL', 'RENAME_EXCHANGE: refused'),
     'hard_link': ('EPERM', 'no hard links'),
     'mkfifo': ('EPERM', 'no special files'),
@@ -987,6 +993,29 @@ def utime_far_future():
     mk('f')
     os.utime('f', (2 ** 33, 2 ** 33))
     return os.stat('f').st_mtime
+
+
+@check
+def utime_past_2262():
+    mk('f')
+    os.utime('f', (2 ** 34, 2 ** 34 + 1))
+    s = os.stat('f')
+    return (s.st_atime_ns, s.st_mtime_ns)
+
+
+@check
+def utime_before_1677():
+    mk('f')
+    os.utime('f', (-2 ** 34, -2 ** 34))
+    s = os.stat('f')
+    return (s.st_atime_ns, s.st_mtime_ns)
+
+
+@check
+def utime_dir_past_2262():
+    os.mkdir('d')
+    os.utime('d', (2 ** 34, 2 ** 34))
+    return os.stat('d').st_mtime_ns
 
 
 @check
