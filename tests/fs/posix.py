@@ -578,14 +578,27 @@ def fallocated(mode, off, ln, size=8192):
 KEEP_SIZE, PUNCH_HOLE, COLLAPSE, ZERO_RANGE, INSERT = 1, 2, 8, 16, 32
 
 
-@check
-def fallocate_within():
-    return fallocated(0, 0, 100)
-
-
-@check
-def fallocate_keep_size():
-    return fallocated(KEEP_SIZE, 0, 20000)
+# fallocate(2) on a file of 8 KiB (or of the size given): each mode, within
+# the value and past its end
+FALLOCATED = [
+    ('within', 0, 0, 100),
+    ('keep_size', KEEP_SIZE, 0, 20000),
+    ('punch', PUNCH_HOLE | KEEP_SIZE, 0, 4096),
+    ('punch_past_end', PUNCH_HOLE | KEEP_SIZE, 8000, 10000),
+    # a value past the daemon's memory for one (1 MiB): in its private file
+    ('punch_big', PUNCH_HOLE | KEEP_SIZE, 4096, 1 << 20, 3 << 20),
+    ('punch_without_keep_size', PUNCH_HOLE, 0, 4096),
+    ('zero_range', ZERO_RANGE, 100, 100),
+    ('zero_range_grows', ZERO_RANGE, 8000, 4000),
+    ('zero_range_keep_size', ZERO_RANGE | KEEP_SIZE, 8000, 4000),
+    ('collapse', COLLAPSE, 0, 4096),
+    ('insert', INSERT, 0, 4096),
+]
+for _name, *_args in FALLOCATED:
+    def _fallocated(args=tuple(_args)):
+        return fallocated(*args)
+    _fallocated.__name__ = 'fallocate_' + _name
+    check(_fallocated)
 
 
 @check
@@ -596,52 +609,6 @@ def fallocate_keep_size_new():
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
-
-
-@check
-def fallocate_punch():
-    return fallocated(PUNCH_HOLE | KEEP_SIZE, 0, 4096)
-
-
-@check
-def fallocate_punch_past_end():
-    return fallocated(PUNCH_HOLE | KEEP_SIZE, 8000, 10000)
-
-
-@check
-def fallocate_punch_big():
-    # a value past the daemon's memory for one (1 MiB): in its private file
-    return fallocated(PUNCH_HOLE | KEEP_SIZE, 4096, 1 << 20, 3 << 20)
-
-
-@check
-def fallocate_punch_without_keep_size():
-    return fallocated(PUNCH_HOLE, 0, 4096)
-
-
-@check
-def fallocate_zero_range():
-    return fallocated(ZERO_RANGE, 100, 100)
-
-
-@check
-def fallocate_zero_range_grows():
-    return fallocated(ZERO_RANGE, 8000, 4000)
-
-
-@check
-def fallocate_zero_range_keep_size():
-    return fallocated(ZERO_RANGE | KEEP_SIZE, 8000, 4000)
-
-
-@check
-def fallocate_collapse():
-    return fallocated(COLLAPSE, 0, 4096)
-
-
-@check
-def fallocate_insert():
-    return fallocated(INSERT, 0, 4096)
 
 
 @check
