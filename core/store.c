@@ -395,9 +395,11 @@ int zr_holder_wait(long pid, unsigned ms)
 	struct pollfd exited = {.fd = fd, .events = POLLIN};
 	int rc;
 
+	if (fd < 0 && errno == ESRCH)
+		return 1; /* gone */
+	rc = poll(fd >= 0 ? &exited : NULL, fd >= 0, (int)ms); /* no pidfd: a pause */
 	if (fd < 0)
-		return errno == ESRCH ? 1 : 0; /* gone; or no pidfd: a pause */
-	rc = poll(&exited, 1, (int)ms);
+		return 0;
 	close(fd);
 	return rc > 0;
 }
