@@ -9,7 +9,8 @@ set -eu
 
 BUILD="cmake make gcc pkg-config libfuse3-dev fuse3 zlib1g-dev libjansson-dev \
 liburing-dev libcriterion-dev"
-TEST="python3 python3-numpy git rsync vim-tiny groff-base python3-torch python3-torchvision python3-pil clang \
+TEST="python3 python3-numpy git rsync patch ed zip unzip xz-utils vim-tiny groff-base \
+python3-torch python3-torchvision python3-pil clang \
 sqlite3 libclang-rt-14-dev valgrind fio stress-ng glusterfs-server glusterfs-client iproute2 \
 python3-venv python3-pip python3-setuptools dpkg-dev lintian"
 BENCH="squashfs-tools squashfuse hyperfine"

@@ -78,7 +78,8 @@ out=$(make -C "$R/build" zr 2>&1 | built)
 [ -z "$out" ] || fail "after a remount make built: $(echo "$out" | head -4)"
 out=$(git -C "$R" status --short) && [ -z "$out" ] ||
 	fail "after a remount git status: $(echo "$out" | head -4)"
-git -C "$R" fsck --no-dangling >"$T/fsck" 2>&1 || fail "after a remount git fsck: $(head -4 "$T/fsck")"
+git -C "$R" fsck --no-dangling >"$T/fsck" 2>&1 ||
+	fail "after a remount git fsck: $(head -4 "$T/fsck")"
 [ "$(git -C "$R" log --format=%H -1)" = "$(git -C "$T/native/repo" log --format=%H -1)" ] ||
 	fail "after a remount another commit: $(git -C "$R" log --oneline -1)"
 look "$R" | diff "$T/native.find" - >"$T/find.diff" ||

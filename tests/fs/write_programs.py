@@ -297,6 +297,20 @@ MATRIX = [
     # 2.txt, edited then checked out, may be read edited
     ('git', GIT, [b''.join(b'record 2, line %d: aBc bcd cde\n' % k for k in range(4))]),
     ('cp -r of a directory', 'cp -r "$SRC/r" newdir && mkdir -p a/b && cp 0.txt a/b/c.txt'),
+    # patch writes the patched file beside it and renames it over; ed
+    # rewrites it in place
+    ('patch', 'patch -s -p0 < "$SRC/p.diff"'),
+    ('ed', "printf ',s/b/B/g\\nw\\nq\\n' | ed -s 3.txt"),
+    # gzip and xz give the file they write the original's mode and times
+    # through its descriptor (fchmod, futimens) before closing it
+    ('gzip -k, xz -k', 'gzip -k 1.txt 2.txt && xz -k 5.txt'),
+    # zip writes a temporary file and renames it; unzip makes a directory
+    # and sets each file's time after closing it
+    ('zip, unzip', 'zip -q -X z.zip 6.txt 7.txt && unzip -q -d u z.zip'),
+    # Python's byte-compiled files: a directory made, each written under a
+    # temporary name and renamed (by hash: no source time in them)
+    ('python compileall', "printf 'x = 1\\n' > m.py && %s -m compileall -q "
+     "--invalidation-mode unchecked-hash m.py" % PY),
     # permission bits: chmod of a file at rest, a new file's mode at
     # create (mkstemp's 0600, the umask's), a script made executable runs
     ('calls at the bounds', "%s -c '%s'" % (PY, CALLS)),
@@ -349,6 +363,14 @@ def make_inputs():
     with tarfile.open(os.path.join(SRC, 'files.tar'), 'w') as tar:
         for n in ('3.txt', 'tarred.txt'):
             tar.add(os.path.join(t, n), n)
+    # a patch of record 2 (its lines 0 and 2)
+    patched = ''.join('record 2, line %d: %s\n' % (k, 'abc bcd cde' if k % 2 else 'patched')
+                      for k in range(4))
+    open(os.path.join(T, 'patched'), 'w').write(patched)
+    diff = subprocess.run(['diff', '-u', os.path.join(FIRST, '2.txt'), os.path.join(T, 'patched')],
+                          capture_output=True).stdout.decode()
+    lines = diff.splitlines(True)
+    open(os.path.join(SRC, 'p.diff'), 'w').write('--- 2.txt\n+++ 2.txt\n' + ''.join(lines[2:]))
     run([ZR, 'import', 'dir', FIRST, TEMPLATE, '--field', 'txt', '--compress', 'flate'])
 
 
