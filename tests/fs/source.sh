@@ -15,8 +15,8 @@ git -C "$REPO" rev-parse --git-dir >/dev/null 2>&1 ||
 for p in git cmake make cc; do
 	command -v $p >/dev/null || fail "$p is missing (packaging/deps.sh installs it)"
 done
-# one commit of what is checked out now, work in progress or not, at a
-# fixed time: both sides make the same objects
+# the same author, committer and times on both sides: their commits (and
+# stashes) are the same objects; the clone is of the commit checked out
 export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.org GIT_COMMITTER_NAME=t
 export GIT_COMMITTER_EMAIL=t@example.org GIT_AUTHOR_DATE='2026-01-01T00:00:00Z'
 export GIT_COMMITTER_DATE='2026-01-01T00:00:00Z' GIT_CONFIG_NOSYSTEM=1 HOME="$T"
