@@ -336,15 +336,6 @@ static const char *writer_read(int dirfd, char *buf, size_t cap, const char **mo
 	return buf;
 }
 
-/* Who holds the writer lock, for a message: DATASET/writer's first line. */
-static const char *writer_who(int dirfd, char *buf, size_t cap)
-{
-	const char *mount;
-	uint64_t id;
-
-	return writer_read(dirfd, buf, cap, &mount, &id);
-}
-
 /* The pid DATASET/writer of @dir names when it names this host, or 0;
  * whether the mount it serves, if it says so, is gone (*@gone). */
 static long holder_here(const char *dir, bool *gone)
@@ -372,6 +363,22 @@ static long holder_here(const char *dir, bool *gone)
 		return 0;
 	*gone = mount && mount_gone(pid, mount, id);
 	return pid;
+}
+
+/* Who holds the writer lock of @dir, for a message: DATASET/writer's first
+ * line, and that it is ending where the mount it serves is gone. */
+static const char *writer_who(const char *dir, int dirfd, char *buf, size_t cap)
+{
+	uint64_t id;
+	const char *mount, *who = writer_read(dirfd, buf, cap, &mount, &id);
+	bool gone;
+
+	if (who == buf && holder_here(dir, &gone) && gone) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, cap - n, "; its mount is gone: it lets go of the dataset once "
+					   "it has stored what it was given");
+	}
+	return who;
 }
 
 long zr_holder_pid(const char *dir)
@@ -502,21 +509,21 @@ static int open_once(zr_dataset **out, const char *dir, unsigned flags, zr_datas
 	if ((rc = handle_new(&ds, dir, flags)) < 0)
 		goto fail;
 	if ((flags & ZR_RDWR) && flock(ds->dirfd, LOCK_EX | LOCK_NB) < 0) {
-		char who[256];
+		char who[512];
 		rc = errno == EWOULDBLOCK
 			     ? zr_err(-EBUSY, "%s: another writer has the dataset open: %s", dir,
-				      writer_who(ds->dirfd, who, sizeof who))
+				      writer_who(dir, ds->dirfd, who, sizeof who))
 			     : zr_err(-errno, "%s: cannot lock: %s", dir, strerror(errno));
 		goto fail;
 	}
 	if ((rc = zr_readers_open(ds)) < 0)
 		goto fail;
 	if ((flags & ZR_RDWR) && (rc = zr_readers_claim_writer(ds)) < 0) {
-		char who[256];
+		char who[512];
 		if (rc == -EBUSY)
 			rc = zr_err(-EBUSY, "%s: another writer has the dataset open (on another "
 					    "machine sharing it?): %s",
-				    dir, writer_who(ds->dirfd, who, sizeof who));
+				    dir, writer_who(dir, ds->dirfd, who, sizeof who));
 		goto fail;
 	}
 	if (flags & ZR_RDWR)

@@ -558,6 +558,7 @@ Test(store, a_writer_waits_for_a_holder_whose_mount_is_gone)
 	cr_assert_eq(zr_holder_mount(w, "/", root.stx_mnt_id), 0);
 	cr_assert_eq(zr_holder_ending(t_ds), 0); /* there */
 	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR | ZR_WAIT), -EBUSY); /* at once */
+	cr_assert_null(strstr(zr_errmsg(NULL), "its mount is gone"), "%s", zr_errmsg(NULL));
 	cr_assert_eq(zr_holder_mount(w, "/", root.stx_mnt_id + 1000000), 0);
 	cr_assert_eq(zr_holder_ending(t_ds), (long)getpid()); /* another mount there now */
 	cr_assert_eq(zr_holder_mount(w, "/nonexistent/mnt", 7), 0);
@@ -591,6 +592,8 @@ Test(store, a_writer_waits_for_a_holder_whose_mount_is_gone)
 	cr_assert_eq(read(held[0], &c, 1), 1, "the child holds the dataset");
 	cr_assert_eq(zr_holder_ending(t_ds), (long)pid);
 	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR), -EBUSY);
+	cr_assert_not_null(strstr(zr_errmsg(NULL), "; its mount is gone: it lets go of the dataset"),
+			   "%s", zr_errmsg(NULL));
 	close(go[1]); /* it may exit now */
 	cr_assert_eq(zr_open(&w2, t_ds, ZR_RDWR | ZR_WAIT), 0, "%s", zr_errmsg(NULL));
 	zr_close(w2);
