@@ -14,6 +14,9 @@ valgrind -q --trace-children=yes --fair-sched=yes --leak-check=full --show-leak-
 	--errors-for-leak-kinds=definite --log-file="$logs/%p.log" "$@"
 rc=$?
 for f in "$logs"/*.log; do
+	# valgrind 3.19 does not know pidfd_open (434), which zr_holder_wait
+	# tries before it falls back to a pause: it says so, and it is no error
+	sed -i '/WARNING: unhandled amd64-linux syscall: 434$/,+4d' "$f"
 	if [ -s "$f" ]; then
 		cat "$f"
 		rc=1
