@@ -40,6 +40,8 @@ struct zrfs_cached {
 	uint64_t len;
 	unsigned refs;                   /* replies using it, + 1 while cached */
 	bool loading;                    /* in the table, not yet in the LRU list */
+	bool dropped;                    /* ... dropped meanwhile: its bytes may be of what
+					  * the key named before, for its waiters only */
 	int err;                         /* the failed load's -errno, for waiters */
 	struct zrfs_link link;           /* in c->table, by key */
 	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
@@ -254,11 +256,13 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader
 
 	pthread_mutex_lock(&c->lock);
 	e->loading = false;
-	if (rc < 0 || e->len > c->limit) {
-		/* failed, or larger than the whole cache: out of the table, kept
-		 * only by this caller and any waiters */
+	if (rc < 0 || e->len > c->limit || e->dropped) {
+		/* failed, larger than the whole cache, or dropped while it was
+		 * made (zrfs_cache_drop): out of the table, kept only by this
+		 * caller and any waiters */
 		e->err = rc < 0 ? rc : 0;
-		unhash(c, e);
+		if (!e->dropped)
+			unhash(c, e);
 		e->refs--;
 	} else {
 		lru_push(c, e);
@@ -303,8 +307,16 @@ void zrfs_cache_drop(struct zrfs_cache *c, uint64_t key)
 	     l = next) {
 		struct zrfs_cached *e = zrfs_container(l, struct zrfs_cached, link);
 		next = zrfs_table_next(l);
-		if (e->key == key && !e->loading && (e->prev || c->head == e))
+		if (e->key != key)
+			continue;
+		if (e->loading && !e->dropped) {
+			/* being made, perhaps from what the key named before: its
+			 * maker's and waiters' only (a later asker makes it anew) */
+			e->dropped = true;
+			unhash(c, e);
+		} else if (!e->loading && (e->prev || c->head == e)) {
 			drop(c, e);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }

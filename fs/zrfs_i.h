@@ -851,8 +851,9 @@ void zrfs_cache_destroy(struct zrfs_cache *c);
 int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader load, void *ctx,
 		   struct zrfs_cached **out, const uint8_t **data, uint64_t *len);
 bool zrfs_cache_has(struct zrfs_cache *c, uint64_t key, uint64_t tag);
-/* Drop @key, of every tag, where it is cached and not being made (users
- * keep their reference). */
+/* Drop @key, of every tag (users keep their reference); one being made
+ * is made for those asking now only, never cached: it may be of what the
+ * key named before (the next asker makes it anew). */
 void zrfs_cache_drop(struct zrfs_cache *c, uint64_t key);
 /* Drop every cached entry whose key @match says yes to (not those loading). */
 void zrfs_cache_drop_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const void *ctx),

@@ -2,8 +2,9 @@
  * Description: the mount's bounded cache (fs/cache.c) without a mount:
  * entries are made once and shared, the bytes held (entries and buffers kept
  * for reuse) never pass the bound, dropped entries' buffers are reused, a
- * forgotten entry stays valid for the reply still using it, concurrent
- * misses of one key run one load, and a failed load reaches every waiter.
+ * forgotten entry stays valid for the reply still using it, one dropped
+ * while it is made is never cached, concurrent misses of one key run one
+ * load, and a failed load reaches every waiter.
  */
 #include "zrfs_i.h"
 #include "helpers.h"
@@ -122,6 +123,38 @@ Test(cache, a_forgotten_entry_stays_valid_for_its_user)
 	l.fill = 3;
 	get(c, 2, &l, 3); /* must not get the buffer still in use */
 	cr_assert(data[0] == 9 && data[len - 1] == 9, "a buffer in use was reused");
+	zrfs_cache_release(c, e);
+	zrfs_cache_destroy(c);
+}
+
+/* A loader that makes the bytes of what its key named before, and sees
+ * the key dropped while it does: a commit gave the key to other bytes. */
+static int loader_overtaken(void *ctx, uint8_t **data, uint64_t *len)
+{
+	struct load *l = ctx;
+	int rc = loader(ctx, data, len);
+
+	zrfs_cache_drop(l->c, 7);
+	return rc;
+}
+
+Test(cache, an_entry_dropped_while_it_is_made_is_never_cached)
+{
+	struct zrfs_cache *c;
+	struct zrfs_cached *e;
+	const uint8_t *data;
+	uint64_t len;
+	struct load l = {.size = 100, .fill = 1};
+
+	cr_assert_eq(zrfs_cache_create(&c, 1 << 20), 0);
+	l.c = c;
+	cr_assert_eq(zrfs_cache_get(c, 7, 0, loader_overtaken, &l, &e, &data, &len), 0);
+	cr_assert(len == 100 && data[0] == 1, "its maker gets what it made");
+	cr_assert(!zrfs_cache_has(c, 7, 0), "the old bytes stayed under the dropped key");
+	l.fill = 2;
+	get(c, 7, &l, 2); /* made anew: the bytes the key names now */
+	cr_assert_eq(atomic_load(&l.calls), 2);
+	cr_assert(data[0] == 1 && data[99] == 1, "the first maker's bytes changed under it");
 	zrfs_cache_release(c, e);
 	zrfs_cache_destroy(c);
 }
