@@ -340,7 +340,7 @@ static void fields_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 		present_read(req, v, field, size, off);
 		return;
 	case N_REC:
-		zrfs_record_read(req, fs, v, ino, field, id, size, off);
+		zrfs_record_read(req, fs, v, zrfs_rec_cache_key(ino), 0, field, id, size, off);
 		return;
 	case N_DIR:
 		zrfs_reply_err(req, -EISDIR);

@@ -225,15 +225,14 @@ static int load_flate(void *ctx, uint8_t **data, uint64_t *len)
 	return 0;
 }
 
-static void record_read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		       unsigned field, uint64_t id, size_t size, off_t off)
+static void record_read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, uint64_t key,
+			      uint64_t tag, unsigned field, uint64_t id, size_t size, off_t off)
 {
 	struct flate_job j = {fs, v, field, id};
 	struct zrfs_cached *e;
 	const uint8_t *data;
 	uint64_t len;
-	int rc = zrfs_cache_get(fs->cache, zrfs_rec_cache_key(ino), 0, load_flate, &j, &e, &data,
-				&len);
+	int rc = zrfs_cache_get(fs->cache, key, tag, load_flate, &j, &e, &data, &len);
 
 	if (rc < 0) {
 		/* EFBIG is logged with the reason; a missing record is no damage */
@@ -246,8 +245,8 @@ static void record_read_flate(fuse_req_t req, struct zrfs *fs, struct zrfs_view 
 	zrfs_cache_release(fs->cache, e);
 }
 
-void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		      unsigned field, uint64_t id, size_t size, off_t off)
+void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, uint64_t key,
+		      uint64_t tag, unsigned field, uint64_t id, size_t size, off_t off)
 {
 	struct zrfs_pieces p;
 	struct zrfs_row row;
@@ -255,7 +254,7 @@ void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	int rc;
 
 	if (fs->fields[field].whole) {
-		record_read_flate(req, fs, v, ino, field, id, size, off);
+		record_read_flate(req, fs, v, key, tag, field, id, size, off);
 		return;
 	}
 	if ((rc = zrfs_records_locate(fs, v, field, &id, 1, &row, &g)) < 0 || !row.present) {

@@ -681,9 +681,18 @@ bool zrfs_record_listed(struct zrfs_view *v, unsigned field, uint64_t id);
  * chunk's, zr_record_seek): the offset, -ENXIO, or -errno (logged). */
 int64_t zrfs_record_seek(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint64_t id,
 			 uint64_t off, int whence);
-/* Reply to a read of record file @ino. */
-void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
-		      unsigned field, uint64_t id, size_t size, off_t off);
+/* Reply to a read of record @id of @field in view @v, a flate value made
+ * whole under cache key @key from the state @tag names: 0 where the key
+ * says it all (a record file's number, zrfs_rec_cache_key: versions.c
+ * keeps a number's bytes while the kernel holds it), else
+ * zrfs_view_tag(@v). */
+void zrfs_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, uint64_t key,
+		      uint64_t tag, unsigned field, uint64_t id, size_t size, off_t off);
+/* The cache tag of what is made from view @v alone (zrfs_record_read). */
+static inline uint64_t zrfs_view_tag(const struct zrfs_view *v)
+{
+	return v->gen | UINT64_C(1) << 63;
+}
 
 /* Where one record's stored bytes are, for replies (npy_view.c, batch_files.c). */
 struct zrfs_row {

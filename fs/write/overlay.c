@@ -298,14 +298,12 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 	} else if (!d && text) { /* a record now, in tree/ as text */
 		zrfs_tree_text_read(req, fs, v, field, id, size, off);
 	} else if (!d) {
-		/* a record now, read as its own file: the number of its current
-		 * version is the key of what is made of it (a flate record's
-		 * inflated bytes), and content never changes under it */
-		struct zrfs_view *cur = zrfs_view_ref(zrfs_names_begin(fs));
-		fuse_ino_t rec = zrfs_rec_ino(field, id, zrfs_rec_version(fs, field, id));
-		zrfs_names_end(fs);
-		zrfs_record_read(req, fs, cur, rec, field, id, size, off);
-		zrfs_view_put(cur);
+		/* a record now, read as its own file: what is made of it (a
+		 * flate record's inflated bytes) is of the view's record, the
+		 * kernel holding no number of that record perhaps (r_read) */
+		fuse_ino_t rec = zrfs_rec_ino(field, id, 0);
+		zrfs_record_read(req, fs, v, zrfs_rec_cache_key(rec), zrfs_view_tag(v), field, id,
+				 size, off);
 	} else if (d->kind == WN_DIR) {
 		zrfs_reply_err(req, -EISDIR);
 	} else {
@@ -348,9 +346,12 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 		node_read(req, h->draft, size, off);
 	else if (h->text)
 		zrfs_tree_text_read(req, fs, h->r.v, h->field, h->id, size, off);
-	else
-		zrfs_record_read(req, fs, h->r.v, zrfs_rec_ino(h->field, h->id, h->version),
-				 h->field, h->id, size, off);
+	else /* keyed by its view: the kernel may hold no number of that
+	      * record, whose version then comes round at its next change
+	      * (versions.c) while this handle reads the one before */
+		zrfs_record_read(req, fs, h->r.v,
+				 zrfs_rec_cache_key(zrfs_rec_ino(h->field, h->id, 0)),
+				 zrfs_view_tag(h->r.v), h->field, h->id, size, off);
 }
 
 /* SEEK_DATA, SEEK_HOLE in the value it reads */

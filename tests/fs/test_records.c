@@ -119,7 +119,7 @@ Test(records, attributes_and_bytes_of_record_files, .init = t_fs_setup, .fini = 
 			if (n < 0) {
 				cr_assert_eq(rc, -ENOENT, "field %u record %llu is missing", f,
 					     (unsigned long long)id);
-				zrfs_record_read(NULL, &t_fs, v, ino, f, id, 4096, 0);
+				zrfs_record_read(NULL, &t_fs, v, zrfs_rec_cache_key(ino), 0, f, id, 4096, 0);
 				cr_assert_eq(t_reply.err, ENOENT);
 				continue;
 			}
@@ -128,7 +128,7 @@ Test(records, attributes_and_bytes_of_record_files, .init = t_fs_setup, .fini = 
 			cr_assert_eq(st.st_ino, ino);
 			for (off_t off = 0; off <= n; off += 5) {
 				size_t len;
-				zrfs_record_read(NULL, &t_fs, v, ino, f, id, 4, off);
+				zrfs_record_read(NULL, &t_fs, v, zrfs_rec_cache_key(ino), 0, f, id, 4, off);
 				const uint8_t *b = t_bytes(&len);
 				size_t want_len = (size_t)(n - off < 4 ? n - off : 4);
 				cr_assert_eq(len, want_len, "field %u record %llu at %lld", f,

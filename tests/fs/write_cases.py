@@ -55,6 +55,13 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
 - fstat of a record's file written, opened and removed gives its size
   and no link (ESTALE: the number the file kept was nobody's once the
   record's value was gone);
+- a file made through the mount in a flate field, rewritten and committed
+  while a reader has it open: that reader reads the old value whole, and
+  one opening it after the commit the new one (the inflated values were
+  cached under the record's version, which goes back to 0 when the kernel
+  holds no number of the record: the first reader read the old value's
+  start and the new one's rest, as CI saw once, or the second the old
+  value);
 - a program writing more large values at once than the daemon has
   descriptors for gets ENOSPC past a quarter of them, and another
   program's save beside it is committed (every commit failed "Too many
@@ -578,6 +585,41 @@ def removed_while_open(d):
     return '%d files removed while open, each with its size and no link' % n
 
 
+def read_beside_an_older_reader(d):
+    """A file made through the mount in a flate field (the kernel holds its
+    own number, none of its record's), rewritten while a reader holds it
+    open: that reader reads on the old value, whole, and one opening it
+    after the commit reads the new one, whichever reads first."""
+    txt = os.path.join(MNT, 'txt')
+    wrong = []
+    for k in range(8):
+        p = '%s/older%d.txt' % (txt, k)
+        old, new = b'old %d\n' % k * (50 + k), b'new value %d\n' % k * (80 + k)
+        with open(p, 'wb') as f:
+            f.write(old)
+        sync('txt')
+        with open(p, 'rb') as a:
+            first = a.read(10)
+            with open(p, 'wb') as f:
+                f.write(new)
+            sync('txt')
+            if k % 2:  # the older reader goes on first, or the newer reads first
+                rest = a.read()
+            with open(p, 'rb') as b:
+                now = b.read()
+            if not k % 2:
+                rest = a.read()
+        if first + rest != old:
+            wrong.append('%s: the reader before the commit read %d bytes, not the old %d'
+                         % (p, len(first + rest), len(old)))
+        if now != new:
+            wrong.append('%s: a reader after the commit read %s'
+                         % (p, 'the old value' if now == old else '%d bytes' % len(now)))
+    if wrong:
+        fail('; '.join(wrong[:3]))
+    return '8 files rewritten under a reader: each reader read one value whole'
+
+
 class _Statx(ctypes.Structure):
     _fields_ = [('mask', ctypes.c_uint32), ('blksize', ctypes.c_uint32),
                 ('attributes', ctypes.c_uint64), ('nlink', ctypes.c_uint32),
@@ -1029,6 +1071,7 @@ def main():
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
                  read_across_a_commit,
+                 read_beside_an_older_reader,
                  touched_then_moved, removed_while_open, removed_in_groups,
                  new_file_read_as_it_goes, sparse_stays_sparse):
         if not ONLY or case.__name__ in ONLY:
