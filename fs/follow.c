@@ -354,7 +354,7 @@ static void show_view(struct zrfs *fs, struct zrfs_view *cur, struct zrfs_view *
 		rc = zrfs_tree_entries(fs, new, notes);
 	old = zrfs_view_publish(fs, new); /* even short of memory: the state is whole */
 	if (fs->view_shown)
-		fs->view_shown(fs, new->gen);
+		fs->view_shown(fs, cur, new->gen);
 	fs->follow->versions = zrfs_versions_trim(fs, TRIM_BUDGET);
 	zrfs_state_unlock(fs);
 	zrfs_view_put(old);

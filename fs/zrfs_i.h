@@ -285,8 +285,9 @@ struct zrfs {
 	struct zrfs_follow *follow; /* the thread following commits (follow.c) */
 	struct zrfs_writes *writes; /* -o writable: the writer (write/); NULL read-only */
 	/* -o writable: told by follow.c where it makes view generation @gen
-	 * current, under the names lock written (zrfs_write_shown); NULL else */
-	void (*view_shown)(struct zrfs *fs, uint64_t gen);
+	 * current in place of @old, under the names lock written
+	 * (zrfs_write_shown); NULL else */
+	void (*view_shown)(struct zrfs *fs, struct zrfs_view *old, uint64_t gen);
 	struct fuse_session *se;
 	struct zrfs_uring *uring;   /* the transport's state (transport.c); NULL: libfuse's */
 	bool no_open;         /* the kernel lets open/opendir answer ENOSYS */

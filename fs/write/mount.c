@@ -72,6 +72,7 @@ int zrfs_writes_open(struct zrfs *fs, const char *mountpoint)
 		return -1;
 	}
 	w->made_from = zr_length(w->ds);
+	w->shown_gen = zr_generation(w->ds); /* the view's, or the first commit's before it */
 	if (zrfs_classes_load(fs) < 0) {
 		fprintf(stderr, "zrfs: out of memory\n");
 		free(where);

@@ -121,6 +121,7 @@ static struct winode *inode_add(struct zrfs_writes *w, fuse_ino_t ino)
 		return NULL;
 	i->ino = ino;
 	i->id = NO_ID;
+	i->was_id = NO_ID;
 	if (zrfs_table_add(&w->inodes, &i->link, zrfs_hash_u64(ino)) < 0) {
 		free(i);
 		return NULL;
@@ -140,11 +141,93 @@ static bool record_file(struct zrfs_table *t, struct zrfs_link *l, bool *filed, 
 	return *filed || id == NO_ID;
 }
 
+/* Winode @i, a record's file the kernel holds, is unlinked by the change
+ * being made: the record it is in the view shown now, noted for
+ * zrfs_winodes_unlinked_shown (short of memory: an open of it fails with
+ * ESTALE, as before it was noted). */
+static void note_unlinked(struct zrfs_writes *w, struct winode *i)
+{
+	uint64_t gen = w->shown_gen;
+
+	i->was_id = zrfs_moved_at(&i->id_moved, i->id, gen);
+	i->was_field = i->field;
+	i->was_gen = gen;
+	if (w->nunlinked == w->unlinked_cap) {
+		size_t cap = w->unlinked_cap ? 2 * w->unlinked_cap : 16;
+		fuse_ino_t *v = realloc(w->unlinked, cap * sizeof *v);
+		if (!v)
+			return;
+		w->unlinked = v;
+		w->unlinked_cap = cap;
+	}
+	w->unlinked[w->nunlinked++] = i->ino;
+}
+
+bool zrfs_number_current(struct zrfs *fs, fuse_ino_t ino)
+{
+	unsigned field, version;
+	uint64_t id;
+
+	return zrfs_rec_decode(fs, ino, &field, &id, &version) &&
+	       zrfs_rec_version(fs, field, id) == version;
+}
+
+void zrfs_winodes_unlinked_shown(struct zrfs *fs, struct zrfs_view *old, uint64_t gen)
+{
+	struct zrfs_writes *w = fs->writes;
+	size_t left = 0;
+
+	for (size_t k = 0; k < w->nunlinked; k++) {
+		struct winode *i = zrfs_winode_find(w, w->unlinked[k]);
+		if (!i || i->was_id == NO_ID || (i->id != NO_ID && !i->kept))
+			continue; /* forgotten, or shows a record again */
+		if (i->was_gen != old->gen || i->was_id >= old->n) {
+			i->was_id = NO_ID; /* another view's: none to show */
+			continue;
+		}
+		if (i->kept && i->id != NO_ID && zrfs_number_current(fs, i->ino)) {
+			/* its record's value changes with a commit to come */
+			i->was_id = zrfs_moved_at(&i->id_moved, i->id, gen);
+			i->was_gen = gen;
+			w->unlinked[left++] = i->ino;
+			continue;
+		}
+		/* the view it showed, in place of one pinned to it before (a
+		 * record's own number kept, pinned at an earlier change) */
+		zrfs_inode_unpin(fs, i->ino);
+		if (zrfs_inode_pin(fs, i->ino, old) != 1)
+			i->was_id = NO_ID; /* the kernel forgot it meanwhile */
+	}
+	w->nunlinked = left;
+}
+
+int zrfs_winode_was(struct zrfs_writes *w, fuse_ino_t ino, unsigned *field, uint64_t *id,
+		    bool *text, uint64_t *gen)
+{
+	struct winode *i;
+	int rc = -ESTALE;
+
+	pthread_mutex_lock(&w->names_lock);
+	if ((i = zrfs_winode_find(w, ino)) != NULL && !i->draft && i->was_id != NO_ID) {
+		*field = i->was_field;
+		*id = i->was_id;
+		*text = i->text;
+		*gen = i->was_gen;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&w->names_lock);
+	return rc;
+}
+
 /* Winode @i shows record (@field, @id) from now on (NO_ID: none, ESTALE),
  * filed by it unless it is a draft's number (short of memory: none). Its
  * identity, if it has one, follows with identity_set. */
 static void winode_place(struct zrfs_writes *w, struct winode *i, unsigned field, uint64_t id)
 {
+	if (id == NO_ID && i->id != NO_ID && !i->draft && zrfs_inode_held(w->fs, i->ino))
+		note_unlinked(w, i);
+	else if (id != NO_ID)
+		i->was_id = NO_ID;
 	i->field = field;
 	i->id = id;
 	if (!record_file(&w->record_files, &i->by_record, &i->filed, field, i->draft ? NO_ID : id))
@@ -197,8 +280,10 @@ static void identity_drop(struct zrfs_writes *w, unsigned field, uint64_t id, bo
 		atomic_fetch_sub(&w->nidentities, 1);
 		if (!zrfs_inode_held(w->fs, i->ino))
 			inode_del(w, i);
-		else if (gone && !i->kept) /* a kept one is its id's */
+		else if (gone && !i->kept)
 			winode_place(w, i, field, NO_ID);
+		else if (gone) /* a kept one is its id's while its version is */
+			note_unlinked(w, i);
 	}
 }
 
@@ -918,4 +1003,7 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 	zrfs_table_free(&w->record_files);
 	zrfs_table_free(&w->alias_records);
 	zrfs_gone_clear(w);
+	free(w->unlinked);
+	w->unlinked = NULL;
+	w->nunlinked = w->unlinked_cap = 0;
 }

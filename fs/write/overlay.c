@@ -109,18 +109,6 @@ static bool writing_gone(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
 
 /* ---- contents ---- */
 
-/* Whether record number @ino, kept as its file's and its file since
- * removed or replaced, is still the record's own in the view the names
- * lock holds (the commit that changed the record not shown yet). */
-static bool kept_still_shown(struct zrfs *fs, fuse_ino_t ino)
-{
-	unsigned field, version;
-	uint64_t id;
-
-	return zrfs_rec_decode(fs, ino, &field, &id, &version) &&
-	       zrfs_rec_version(fs, field, id) == version;
-}
-
 /* Whether winode @i (NULL: none) names no file any more (removed, or
  * replaced by a rename onto its name): an open file's links are then 0.
  * Under the names lock. */
@@ -148,7 +136,7 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 		 * last delete's or rename's move yet */
 		*id = i->draft ? zrfs_moved_at(&i->draft->stored_moved, i->draft->stored, v->gen)
 			       : zrfs_moved_at(&i->id_moved, i->id, v->gen);
-		if (i->kept && !i->identity && !i->moved && !kept_still_shown(fs, ino))
+		if (i->kept && !i->identity && !i->moved && !zrfs_number_current(fs, ino))
 			*id = NO_ID; /* its file is gone: removed, or replaced */
 		if (i->draft && !zrfs_draft_settled(i->draft, v->gen))
 			*d = zrfs_node_ref(i->draft);
@@ -327,8 +315,9 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
  * another record by then, or nothing). */
 
 struct rhandle {
-	struct zrfs_reading r; /* the view at the open */
-	unsigned field, version;
+	struct zrfs_reading r; /* the view at the open (of a file unlinked just
+				* before: the view it showed its record in) */
+	unsigned field;
 	uint64_t id;
 	bool text;            /* a class shown as decimal text (tree/) */
 	struct wnode *draft;  /* a draft's node (referenced), or NULL: a record's */
@@ -407,19 +396,45 @@ static const struct zrfs_handle_ops rhandle_ops = {
 	.seek = r_seek,
 };
 
+/* The view number @ino showed its record in, and that record, where the
+ * kernel holds the number and its file was unlinked (removed, replaced)
+ * since: in place of *@v (the view shown now), referenced. 0 or -ESTALE.
+ * Under the names lock. */
+static int number_was(struct zrfs *fs, struct zrfs_view **v, fuse_ino_t ino, unsigned *field,
+		      uint64_t *id, bool *text)
+{
+	struct zrfs_view *was;
+	uint64_t gen;
+
+	if (zrfs_winode_was(fs->writes, ino, field, id, text, &gen) < 0)
+		return -ESTALE;
+	if ((*v)->gen == gen) /* unlinked by a change not shown yet */
+		return *id < (*v)->n ? 0 : -ESTALE;
+	if (!(was = zrfs_inode_view(fs, ino)) || was->gen != gen || *id >= was->n) {
+		zrfs_view_put(was);
+		return -ESTALE;
+	}
+	zrfs_view_put(*v);
+	*v = was;
+	return 0;
+}
+
 void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct zrfs_view *v = zrfs_view_ref(zrfs_names_begin(fs));
 	struct rhandle *h = NULL;
 	struct wnode *d;
-	unsigned field, version = 0;
+	unsigned field;
 	uint64_t id;
 	bool text;
 	int rc = number_shown(fs, v, ino, &d, &field, &id, &text, NULL);
 
-	if (rc == 0 && !d)
-		version = zrfs_rec_version(fs, field, id);
+	/* unlinked between the opener's lookup and its open: opened all the
+	 * same, reading the value it had, as on any filesystem (the kernel
+	 * would look the name up again once, then fail the open) */
+	if (rc == -ESTALE)
+		rc = number_was(fs, &v, ino, &field, &id, &text);
 	zrfs_names_end(fs);
 	if (d && d->kind == WN_DIR) { /* a directory made here: no handle */
 		zrfs_node_put(d);
@@ -434,8 +449,7 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		return;
 	}
 	if (h) {
-		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL, r_let_go}, field, version, id,
-				      text, d};
+		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL, r_let_go}, field, id, text, d};
 		zrfs_reading_open(fs, &h->r);
 		fi->fh = (uintptr_t)h;
 	} else {

@@ -994,13 +994,15 @@ static void settle(struct zrfs *fs, struct wnode **g, size_t n, uint64_t gen)
 	}
 }
 
-void zrfs_write_shown(struct zrfs *fs, uint64_t gen)
+void zrfs_write_shown(struct zrfs *fs, struct zrfs_view *old, uint64_t gen)
 {
 	struct zrfs_writes *w = fs->writes;
 
 	pthread_mutex_lock(&w->names_lock);
 	if (w->ncommitting && gen >= w->committing_gen)
 		settle(fs, w->committing, w->ncommitting, w->committing_gen);
+	zrfs_winodes_unlinked_shown(fs, old, gen);
+	w->shown_gen = gen;
 	pthread_mutex_unlock(&w->names_lock);
 }
 

@@ -289,6 +289,15 @@ struct winode {
 	uint64_t last_size;   /* removed since keeps (fstat of it: nlink 0, not ESTALE) */
 	mode_t last_mode;
 	struct timespec last_atime, last_mtime, last_ctime;
+	/* a record's file unlinked (removed, replaced) while the kernel held
+	 * it: the record it was in the view of generation was_gen, the one
+	 * before the change, which is pinned to the number once the change
+	 * is shown (zrfs_write_shown). An open of the number then reads that
+	 * value, as a file unlinked between a program's lookup and its open
+	 * is opened on any filesystem. */
+	unsigned was_field;
+	uint64_t was_id;      /* NO_ID: none */
+	uint64_t was_gen;
 };
 
 struct walias {
@@ -349,6 +358,9 @@ struct zrfs_writes {
 	size_t naliases;
 	struct winode *moved_oldest, *moved_newest;
 	atomic_size_t nmoved; /* read without names_lock: whether to look at all */
+	uint64_t shown_gen;   /* the generation of the view shown */
+	fuse_ino_t *unlinked; /* numbers unlinked since the last view shown (was_id) */
+	size_t nunlinked, unlinked_cap;
 	struct zrfs_table gone; /* removals waiting for their group (struct wgone) */
 	atomic_size_t ngone;  /* ... how many: read without names_lock */
 	bool gone_applied;    /* ... made in the writer, their commit failed (w->lock) */
@@ -674,11 +686,26 @@ int64_t zrfs_publish_moved(struct zrfs *fs, const uint64_t *ids, size_t n, const
  * being written (stored with it), else stored and committed now (w->lock
  * taken here). The generation (0: kept), or a negative code. */
 int64_t zrfs_publish_times(struct zrfs *fs, struct wnode *n, const struct wtimes *t);
-/* View generation @gen is being made the mount's (fs->view_shown, called
- * by follow.c under the names lock written): new files a commit of this
- * mount made records of in it are those records from now on, so that no
- * lookup or listing sees the view with them still new files too. */
-void zrfs_write_shown(struct zrfs *fs, uint64_t gen);
+/* View generation @gen is being made the mount's in place of @old
+ * (fs->view_shown, called by follow.c under the names lock written): new
+ * files a commit of this mount made records of in it are those records
+ * from now on, so that no lookup or listing sees the view with them still
+ * new files too; and files it unlinked keep the value they had for an
+ * open (zrfs_winodes_unlinked_shown). */
+void zrfs_write_shown(struct zrfs *fs, struct zrfs_view *old, uint64_t gen);
+/* Numbers of files unlinked since view @old was shown, which the kernel
+ * holds, show it from now on (inodes.c: a pin), view generation @gen being
+ * shown in its place. Under the names lock written, and names_lock. */
+void zrfs_winodes_unlinked_shown(struct zrfs *fs, struct zrfs_view *old, uint64_t gen);
+/* Whether record number @ino is of its record's version now: a record's
+ * own number kept as its file's, its file since removed or replaced, is
+ * still the record's in the view the names lock holds (the commit that
+ * changed the record not shown yet). Under the names lock. */
+bool zrfs_number_current(struct zrfs *fs, fuse_ino_t ino);
+/* The record number @ino, unlinked, was (struct winode: was_id) and the
+ * generation of the view pinned to it: 0, or -ESTALE (none). */
+int zrfs_winode_was(struct zrfs_writes *w, fuse_ino_t ino, unsigned *field, uint64_t *id,
+		    bool *text, uint64_t *gen);
 /* Permission bits *@mode (chmod) and owner and group @owner[0], @owner[1]
  * (chown) set on node @n, either NULL, where the dataset keeps them
  * (zr_names.mode, .uid and .gid): kept with a new file not stored yet, else

@@ -1177,6 +1177,46 @@ def unlink_open_write_read():
     return r
 
 
+def sync_here():
+    """fsync(2) of the directory the check runs in: what was made, renamed
+    or removed in it is stored (a mount commits it)."""
+    d = os.open('.', os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(d)
+    os.close(d)
+
+
+def reopened(fd):
+    """Open @fd's file again through /proc/self/fd (no lookup of its name:
+    the kernel opens the inode it has, as when a lookup and an open race a
+    rename or an unlink), once the change is stored: what it reads, and its
+    link count."""
+    sync_here()
+    again = os.open('/proc/self/fd/%d' % fd, os.O_RDONLY)
+    r = (os.read(again, 10), os.fstat(again).st_nlink)
+    os.close(again)
+    os.close(fd)
+    return r
+
+
+@check
+def unlink_open_reopen():
+    mk('f', b'abc')
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    return reopened(fd)
+
+
+@check
+def unlink_saved_reopen():
+    mk('f', b'abc')
+    mk('g', b'saved')
+    os.rename('g', 'f')   # a save, as editors make them
+    sync_here()
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    return reopened(fd)
+
+
 # ---- rename
 @check
 def rename_file_times():
@@ -1230,6 +1270,26 @@ def rename_over_open_file():
     r = (os.read(fd, 5), os.fstat(fd).st_nlink, rd('g'))
     os.close(fd)
     return r
+
+
+@check
+def rename_over_open_reopen():
+    mk('f', b'new')
+    mk('g', b'old')
+    fd = os.open('g', os.O_RDONLY)
+    os.fsync(fd)
+    os.rename('f', 'g')
+    return reopened(fd) + (rd('g'),)
+
+
+@check
+def rename_over_stored_reopen():
+    mk('g', b'old')
+    sync_here()   # stored: a record's file now, on the mount
+    fd = os.open('g', os.O_RDONLY)
+    mk('f', b'new')
+    os.rename('f', 'g')
+    return reopened(fd) + (rd('g'),)
 
 
 @check

@@ -62,6 +62,11 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   holds no number of the record: the first reader read the old value's
   start and the new one's rest, as CI saw once, or the second the old
   value);
+- a file removed or replaced and committed while the kernel holds its
+  inode opens again (through /proc/self/fd, as an open racing the change
+  after its lookup does) and reads the bytes it had, with no link: a file
+  written in place, one saved by a rename, and a record's own, in a raw
+  and a flate field (ESTALE, which an open that raced twice returned);
 - a program writing more large values at once than the daemon has
   descriptors for gets ENOSPC past a quarter of them, and another
   program's save beside it is committed (every commit failed "Too many
@@ -620,6 +625,50 @@ def read_beside_an_older_reader(d):
     return '8 files rewritten under a reader: each reader read one value whole'
 
 
+def reopened_once_gone(d):
+    """Files opened again through /proc/self/fd once removed or replaced and
+    committed: the kernel opens the inode it holds, as when a program's
+    lookup and open race a rename or an unlink."""
+    said = 0
+    for field, ext in (('img', '.jpg'), ('txt', '.txt')):
+        top = os.path.join(MNT, field)
+        for k in range(160, 172):
+            p = '%s/%d%s' % (top, k, ext)
+            how = ('unlink', 'replace')[k % 2]
+            if k % 4 >= 2:  # written in place: its number is the file's from now on
+                with open(p, 'wb') as f:
+                    f.write(b'in place %d\n' % k * 40)
+            elif k % 8 >= 4:  # saved: a new file renamed onto it
+                with open(p + '.new', 'wb') as f:
+                    f.write(b'saved %d\n' % k * 30)
+                os.rename(p + '.new', p)
+            sync(field)
+            if not os.path.exists(p):
+                continue
+            fd = os.open(p, os.O_RDONLY)
+            had = os.read(fd, 1 << 20)
+            if how == 'unlink':
+                os.unlink(p)
+            else:
+                with open(p + '.new', 'wb') as f:
+                    f.write(b'the next value')
+                os.rename(p + '.new', p)
+            sync(field)
+            try:
+                again = os.open('/proc/self/fd/%d' % fd, os.O_RDONLY)
+                got, links = os.read(again, 1 << 20), os.fstat(again).st_nlink
+                os.close(again)
+            except OSError as e:
+                fail('%s/%d%s (%s) opened again once gone: %s' % (field, k, ext, how, e))
+            finally:
+                os.close(fd)
+            if got != had or links != 0:
+                fail('%s/%d%s (%s) opened again once gone: %d bytes, %d links (it had %d '
+                     'bytes)' % (field, k, ext, how, len(got), links, len(had)))
+            said += 1
+    return '%d files removed or replaced read their bytes opened again' % said
+
+
 class _Statx(ctypes.Structure):
     _fields_ = [('mask', ctypes.c_uint32), ('blksize', ctypes.c_uint32),
                 ('attributes', ctypes.c_uint64), ('nlink', ctypes.c_uint32),
@@ -1072,7 +1121,8 @@ def main():
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
                  read_across_a_commit,
                  read_beside_an_older_reader,
-                 touched_then_moved, removed_while_open, removed_in_groups,
+                 touched_then_moved, removed_while_open, reopened_once_gone,
+                 removed_in_groups,
                  new_file_read_as_it_goes, sparse_stays_sparse):
         if not ONLY or case.__name__ in ONLY:
             said.append('%s: %s' % (case.__name__, case(d)))
