@@ -406,7 +406,10 @@ static int number_was(struct zrfs *fs, struct zrfs_view **v, fuse_ino_t ino, uns
 	struct zrfs_view *was;
 	uint64_t gen;
 
-	if (zrfs_winode_was(fs->writes, ino, field, id, text, &gen) < 0)
+	/* a record's number that is its record's version (again) names that
+	 * record's file: never what another file had */
+	if (zrfs_winode_was(fs->writes, ino, field, id, text, &gen) < 0 ||
+	    (zrfs_is_rec_ino(ino) && zrfs_number_current(fs, ino)))
 		return -ESTALE;
 	if ((*v)->gen == gen) /* unlinked by a change not shown yet */
 		return *id < (*v)->n ? 0 : -ESTALE;
