@@ -69,16 +69,36 @@ body = re.search(r"```python\n# example: resume\n(.*?)```", text, re.S).group(1)
 open(sys.argv[2], "w").write(body)
 PY
 sed -i "s|/mnt/cats|$MNT|g" "$T/resume.py"
+# the worst schedule for the example: rank 1 starts once rank 0 has saved its
+# first step (or after 2 s, as it does when the example keeps it waiting); each
+# rank then says where it started and the last step it read
+{
+	cat <<'PY'
+import os, time
+if os.environ.get("RANK") == "1" and not os.path.exists("position.txt"):
+    late = time.monotonic() + 2
+    while not os.path.exists("position.txt") and time.monotonic() < late:
+        time.sleep(0.01)
+PY
+	cat "$T/resume.py"
+	echo 'print(f"rank {rank}: from {start} to step {k}", flush=True)'
+} >"$T/resume.tmp" && mv "$T/resume.tmp" "$T/resume.py"
 mkdir "$T/job"
 run_ranks() { # run_ranks N [MAX_STEPS]
 	(cd "$T/job" && env ${2:+MAX_STEPS=$2} timeout 300 torchrun --nproc_per_node=$1 --nnodes=1 \
 		--master_addr=127.0.0.1 --master_port=$(free_port) --redirects 0:1,1:1 --tee 0:1,1:1 \
 		../resume.py >"$T/torchrun.out" 2>&1) ||
-		fail "torchrun with $1 ranks: $(tail -20 "$T/torchrun.out")"
+		fail "torchrun with $1 ranks: $(grep -v '^ *$' "$T/torchrun.out" | tail -60)"
+}
+ran() { # ran RANK FROM LAST: rank RANK said it started at FROM and read to step LAST
+	grep -q "rank $1: from $2 to step $3\$" "$T/torchrun.out" ||
+		fail "rank $1 did not read from $2 to step $3: $(grep -v '^ *$' "$T/torchrun.out" | tail -60)"
 }
 run_ranks 2 3
+ran 0 0 2 && ran 1 0 2
 [ "$(cat "$T/job/position.txt")" = 24 ] || fail "2 ranks x 3 steps x 4 saved $(cat "$T/job/position.txt")"
 run_ranks 1
+ran 0 24 2
 [ "$(cat "$T/job/position.txt")" = 33 ] || fail "the resumed run ended at $(cat "$T/job/position.txt")"
 S=shuffle,seed=42,batch=4
 {
