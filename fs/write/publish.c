@@ -851,8 +851,12 @@ static int store_value(struct zrfs *fs, struct wnode *d, uint64_t id, uint64_t n
 		rc = set_owner(fs, d->field, id, d->uid, d->gid);
 	if (rc < 0)
 		return rc;
+	/* what changes it from now on is a record's change, published by
+	 * the close of whoever makes it (a process that only punches a hole
+	 * or truncates it included), as zrfs_publish_record starts afresh */
 	d->changed = false;
-	d->shaper = 0;
+	zrfs_node_writers_clear(d);
+	d->cutter = d->shaper = 0;
 	return 0;
 }
 
