@@ -272,6 +272,18 @@ static int writing_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	return 0;
 }
 
+/* Reply to a read of record @id of @field as view @v has it, read through
+ * one of this subtree's numbers: what is made of it (a flate record's
+ * inflated bytes) is cached under the record and the view, as the kernel
+ * may hold no number of that record, whose version then comes round at its
+ * next change (versions.c) while a reader reads the one before. */
+static void view_record_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
+			     unsigned field, uint64_t id, size_t size, off_t off)
+{
+	zrfs_record_read(req, fs, v, zrfs_rec_cache_key(zrfs_rec_ino(field, id, 0)),
+			 zrfs_view_tag(v), field, id, size, off);
+}
+
 static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino,
 			 size_t size, off_t off)
 {
@@ -285,13 +297,8 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
 		zrfs_reply_err(req, rc);
 	} else if (!d && text) { /* a record now, in tree/ as text */
 		zrfs_tree_text_read(req, fs, v, field, id, size, off);
-	} else if (!d) {
-		/* a record now, read as its own file: what is made of it (a
-		 * flate record's inflated bytes) is of the view's record, the
-		 * kernel holding no number of that record perhaps (r_read) */
-		fuse_ino_t rec = zrfs_rec_ino(field, id, 0);
-		zrfs_record_read(req, fs, v, zrfs_rec_cache_key(rec), zrfs_view_tag(v), field, id,
-				 size, off);
+	} else if (!d) { /* a record now, read as its own file */
+		view_record_read(req, fs, v, field, id, size, off);
 	} else if (d->kind == WN_DIR) {
 		zrfs_reply_err(req, -EISDIR);
 	} else {
@@ -335,12 +342,8 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 		node_read(req, h->draft, size, off);
 	else if (h->text)
 		zrfs_tree_text_read(req, fs, h->r.v, h->field, h->id, size, off);
-	else /* keyed by its view: the kernel may hold no number of that
-	      * record, whose version then comes round at its next change
-	      * (versions.c) while this handle reads the one before */
-		zrfs_record_read(req, fs, h->r.v,
-				 zrfs_rec_cache_key(zrfs_rec_ino(h->field, h->id, 0)),
-				 zrfs_view_tag(h->r.v), h->field, h->id, size, off);
+	else
+		view_record_read(req, fs, h->r.v, h->field, h->id, size, off);
 }
 
 /* SEEK_DATA, SEEK_HOLE in the value it reads */
