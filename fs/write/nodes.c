@@ -55,6 +55,21 @@ static uint64_t record_hash(unsigned field, uint64_t id)
 	return zrfs_hash_u64(id * ZR_FIELDS_MAX + field);
 }
 
+/* Draft @d in the table of targets as standing in for record @id, or out
+ * of it (a table that cannot grow takes it in a longer chain: no failure);
+ * w->ntargets follows, for readers without names_lock. */
+static void target_add(struct zrfs_writes *w, struct wnode *d, uint64_t id)
+{
+	zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, id));
+	atomic_store(&w->ntargets, w->targets.n);
+}
+
+static void target_del(struct zrfs_writes *w, struct wnode *d)
+{
+	zrfs_table_del(&w->targets, &d->by_target);
+	atomic_store(&w->ntargets, w->targets.n);
+}
+
 static struct wnode *record_find(struct zrfs_writes *w, unsigned field, uint64_t id)
 {
 	for (struct zrfs_link *l = zrfs_table_first(&w->records, record_hash(field, id)); l;
@@ -369,7 +384,7 @@ int zrfs_draft_add(struct zrfs_writes *w, struct wnode *d)
 	i->field = d->field;
 	i->text = d->text;
 	if (d->id != NO_ID)
-		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, d->id));
+		target_add(w, d, d->id);
 	d->prev = w->last;
 	*(w->last ? &w->last->next : &w->first) = d;
 	w->last = d;
@@ -448,12 +463,11 @@ int zrfs_node_path(struct zrfs_writes *w, const struct wnode *d, char *buf, size
 void zrfs_draft_target(struct zrfs_writes *w, struct wnode *d, uint64_t id)
 {
 	if (d->listed && d->id != NO_ID)
-		zrfs_table_del(&w->targets, &d->by_target);
+		target_del(w, d);
 	d->id = id;
 	d->id_moved = (struct wmoved){0}; /* in every view (a rename, a fill-in) */
-	/* a table that cannot grow takes it in a longer chain: no failure */
 	if (d->listed && id != NO_ID)
-		zrfs_table_add(&w->targets, &d->by_target, record_hash(d->field, id));
+		target_add(w, d, id);
 }
 
 void zrfs_draft_stored(struct zrfs_writes *w, struct wnode *d, uint64_t id)
@@ -485,7 +499,7 @@ void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d)
 	if (!d->listed)
 		return;
 	if (d->id != NO_ID)
-		zrfs_table_del(&w->targets, &d->by_target);
+		target_del(w, d);
 	if (d->stored != NO_ID)
 		w->nstored--;
 	count_child(w, d, -1);

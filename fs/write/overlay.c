@@ -88,9 +88,26 @@ static int writing_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t paren
 	return rc;
 }
 
+/* The draft that a rename onto its name put in the place of record @id's
+ * file of @field, as view @v has it (not a record there yet), or NULL: the
+ * target the view has, as a group's delete moves it before the view shows
+ * the move (the record at @id is another file's until then). Under the
+ * names lock. */
+static struct wnode *standing_in(struct zrfs_writes *w, struct zrfs_view *v, unsigned field,
+				 uint64_t id)
+{
+	struct wnode *d = zrfs_draft_targeting(w, field, id);
+
+	if (d && (zrfs_draft_settled(d, v->gen) || zrfs_draft_target_at(d, v->gen) != id))
+		d = NULL;
+	return d;
+}
+
 /* Whether record file @ino (in tree/ perhaps its class as text), another
- * subtree's, is removed and its removal waits for its group: lookups do
- * not find it, listings skip it, an open of it has no link. */
+ * subtree's, is gone, not committed yet: removed, its removal waiting for
+ * its group, or replaced by a draft renamed onto its name. Lookups do not
+ * find it, listings skip it (or show the draft: writing_shadow), an open of
+ * it has no link. */
 static bool writing_gone(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -98,11 +115,12 @@ static bool writing_gone(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
 	uint64_t id;
 	bool gone;
 
-	if (!w || !atomic_load(&w->ngone) || (ino >> 56 != 1 && ino >> 56 != 2) ||
+	if (!w || (!atomic_load(&w->ngone) && !atomic_load(&w->ntargets)) ||
+	    (ino >> 56 != 1 && ino >> 56 != 2) ||
 	    !zrfs_rec_decode(fs, (ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, &field, &id, &version))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	gone = zrfs_gone_has(w, field, id, version, v->gen);
+	gone = zrfs_gone_has(w, field, id, version, v->gen) || standing_in(w, v, field, id);
 	pthread_mutex_unlock(&w->names_lock);
 	return gone;
 }
@@ -518,10 +536,7 @@ static bool writing_shadow(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir,
 	    !zrfs_rec_decode(fs, (e->ino & ~ZRFS_INO_TEXT) | ZRFS_INO_REC, &field, &id, &version))
 		return false;
 	pthread_mutex_lock(&w->names_lock);
-	/* the target the view has: a group's delete moves it before the view
-	 * shows the move (the record at @id is another file's until then) */
-	if ((d = zrfs_draft_targeting(w, field, id)) != NULL && !zrfs_draft_settled(d, v->gen) &&
-	    zrfs_draft_target_at(d, v->gen) == id) {
+	if ((d = standing_in(w, v, field, id)) != NULL) {
 		e->ino = d->ino;
 		yes = true;
 	}

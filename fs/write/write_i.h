@@ -341,6 +341,7 @@ struct zrfs_writes {
 	 * (field, id): a record's id that moves finds them there */
 	struct zrfs_table record_files, alias_records;
 	atomic_size_t nidentities; /* read without names_lock: whether to look at all */
+	atomic_size_t ntargets; /* targets.n, the same */
 	size_t nstored;       /* drafts listed with stored set */
 	atomic_size_t nkept;  /* ... winodes of records' own numbers kept (not moved) */
 	struct wnode *first, *last; /* drafts listed, oldest first */

@@ -1293,6 +1293,18 @@ def rename_over_stored_reopen():
 
 
 @check
+def rename_over_stored_fstat():
+    mk('g', b'old')
+    sync_here()   # a record's file: the save onto its name is not stored yet
+    fd = os.open('g', os.O_RDONLY)
+    mk('f', b'new')
+    os.rename('f', 'g')
+    r = (os.fstat(fd).st_nlink, os.read(fd, 5), rd('g'))
+    os.close(fd)
+    return r
+
+
+@check
 def rename_file_onto_dir():
     mk('f')
     os.mkdir('d')

@@ -52,9 +52,12 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   once (a rename while a group stored the new file stored it as a new
   record under its temporary name: a stray record, and the save lost once
   remounted).
-- fstat of a record's file written, opened and removed gives its size
-  and no link (ESTALE: the number the file kept was nobody's once the
-  record's value was gone);
+- fstat of a record's file (written through the mount or not) opened,
+  then removed or replaced by a save (a new file renamed onto its name),
+  gives its size and no link, before the change is committed and after,
+  and it reads its old bytes (ESTALE: the number a written file kept was
+  nobody's once the record's value was gone; 1 link for a replaced file
+  not written through the mount);
 - a file made through the mount in a flate field, rewritten and committed
   while a reader has it open: that reader reads the old value whole, and
   one opening it after the commit the new one (the inflated values were
@@ -570,30 +573,55 @@ def touched_then_moved(d):
     return '%d files touched, moved, gone from their old names' % moved
 
 
-def removed_while_open(d):
+def gone_while_open(how, first):
+    """Record files first..first+19 of img/ (the odd ones written through
+    the mount first: their numbers are the files' from then on) opened,
+    then @how: 'removed', or 'replaced' by a save; fstat of each, before
+    the change is committed and after, gives its size and no link, and
+    it reads its bytes."""
     img = os.path.join(MNT, 'img')
     wrong, n = [], 0
-    for k in range(100, 120):
+    for k in range(first, first + 20):
         p = '%s/%d.jpg' % (img, k)
         if not os.path.exists(p):
             continue
-        with open(p, 'r+b') as f:  # written: its number is the file's from now on
-            f.write(b'rewritten %d' % k)
-        size = os.stat(p).st_size
+        if k % 2:
+            with open(p, 'r+b') as f:
+                f.write(b'rewritten %d' % k)
+        old = open(p, 'rb').read()
         fd = os.open(p, os.O_RDONLY)
-        os.unlink(p)
+        if how == 'removed':
+            os.unlink(p)
+        else:  # a save
+            with open('%s/.save%d' % (img, k), 'wb') as f:
+                f.write(b'saved %d' % k)
+            os.rename('%s/.save%d' % (img, k), p)
         n += 1
-        try:
-            st = os.fstat(fd)
-            if st.st_nlink != 0 or st.st_size != size:
-                wrong.append('%d.jpg: links %d, size %d (%d before)'
-                             % (k, st.st_nlink, st.st_size, size))
-        except OSError as e:
-            wrong.append('%d.jpg: %s' % (k, e))
+        for when in (how, 'committed'):
+            try:
+                st = os.fstat(fd)
+                if st.st_nlink != 0 or st.st_size != len(old) or \
+                        os.pread(fd, 1 << 16, 0) != old:
+                    wrong.append('%d.jpg, %s: links %d, size %d (%d before)'
+                                 % (k, when, st.st_nlink, st.st_size, len(old)))
+            except OSError as e:
+                wrong.append('%d.jpg, %s: %s' % (k, when, e))
+            sync('img')
         os.close(fd)
+        if how == 'replaced' and (zr('cat', DS, 'img', str(k)) != b'saved %d' % k or
+                                  open(p, 'rb').read() != b'saved %d' % k):
+            wrong.append('%d.jpg does not hold what was saved onto it' % k)
     if wrong:
-        fail('fstat of %d files removed while open: %s' % (n, '; '.join(wrong[:3])))
-    return '%d files removed while open, each with its size and no link' % n
+        fail('fstat of %d files %s while open: %s' % (n, how, '; '.join(wrong[:3])))
+    return '%d files %s while open, each with its size, bytes and no link' % (n, how)
+
+
+def removed_while_open(d):
+    return gone_while_open('removed', 100)
+
+
+def replaced_while_open(d):
+    return gone_while_open('replaced', 120)
 
 
 def read_beside_an_older_reader(d):
@@ -1166,7 +1194,8 @@ def main():
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
                  read_across_a_commit,
                  read_beside_an_older_reader,
-                 touched_then_moved, removed_while_open, reopened_once_gone,
+                 touched_then_moved, removed_while_open, replaced_while_open,
+                 reopened_once_gone,
                  removed_in_groups,
                  new_file_read_as_it_goes, sparse_stays_sparse,
                  changed_by_another_once_stored):
