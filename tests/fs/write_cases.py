@@ -606,7 +606,8 @@ def gone_while_open(how, first):
                                  % (k, when, st.st_nlink, st.st_size, len(old)))
             except OSError as e:
                 wrong.append('%d.jpg, %s: %s' % (k, when, e))
-            sync('img')
+            if when == how:
+                sync('img')
         os.close(fd)
         if how == 'replaced' and (zr('cat', DS, 'img', str(k)) != b'saved %d' % k or
                                   open(p, 'rb').read() != b'saved %d' % k):
