@@ -397,7 +397,6 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 	}
 	if (rc == 0) {
 		n->changed = true;
-		n->truncated = false;
 		zrfs_node_touched(n); /* written: its time is now's */
 		zrfs_node_wrote(n, fi->lock_owner);
 		n->cutter = 0;
@@ -422,7 +421,7 @@ static void h_write(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, con
 static void drop_written(struct wnode *n)
 {
 	zrfs_value_free(&n->val);
-	n->loaded = n->changed = n->truncated = false;
+	n->loaded = n->changed = false;
 	zrfs_node_writers_clear(n);
 	n->cutter = n->shaper = 0;
 	n->error = 0;
@@ -679,12 +678,10 @@ static int reshape(struct zrfs *fs, struct wnode *n, uint64_t zero, uint64_t len
 	if (rc == 0) {
 		n->changed = true;
 		zrfs_node_touched(n); /* cut: its time is now's */
-		if (at_open) {
-			n->truncated = true; /* the last close publishes it */
+		if (at_open)
 			n->shaper = pid;
-		} else if (!zrfs_node_written(n)) {
+		else if (!zrfs_node_written(n))
 			n->cutter = pid;
-		}
 	}
 	pthread_mutex_unlock(&n->lock);
 	return rc;

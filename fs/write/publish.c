@@ -353,7 +353,7 @@ int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mod
 
 	mode = fs->names.mode >= 0 ? mode : NULL;
 	owner = zrfs_owners_kept(fs) ? owner : NULL;
-	if (!mode && !owner)
+	if (!mode && !owner && fs->names.ctime < 0)
 		return 0;
 	pthread_mutex_lock(&w->lock);
 	pthread_mutex_lock(&n->lock);
@@ -690,7 +690,7 @@ int64_t zrfs_publish_record(struct zrfs *fs, struct wnode *n)
 	if (rc == 0)
 		rc = set_node_times(fs, n, n->id);
 	if (rc == 0 && (rc = commit(fs)) > 0) {
-		n->changed = n->truncated = false;
+		n->changed = false;
 		zrfs_node_writers_clear(n);
 		n->cutter = n->shaper = 0;
 	}

@@ -249,7 +249,6 @@ struct wnode {
 	struct zrfs_value val;
 	bool loaded;          /* its value holds what it is written over (a draft's: always) */
 	bool changed;         /* differs from what is stored */
-	bool truncated;       /* emptied by an open(O_TRUNC), nothing written since */
 	uint64_t writers[WRITERS_KEPT]; /* lock owners that wrote since stored (0: free) */
 	bool many_writers;    /* ... more than fit: any writer's close publishes */
 	pid_t cutter;         /* process that ftruncate()d it since stored, nothing written */
@@ -709,9 +708,11 @@ int zrfs_winode_was(struct zrfs_writes *w, fuse_ino_t ino, unsigned *field, uint
 		    bool *text, uint64_t *gen);
 /* Permission bits *@mode (chmod) and owner and group @owner[0], @owner[1]
  * (chown) set on node @n, either NULL, where the dataset keeps them
- * (zr_names.mode, .uid and .gid): kept with a new file not stored yet, else
- * stored and committed now (w->lock taken here). The generation (0: kept
- * or nothing kept), or a negative code. */
+ * (zr_names.mode, .uid and .gid), and its change time, where it keeps
+ * those (both NULL: that alone, a chmod or chown that changes nothing):
+ * kept with a new file not stored yet, else stored and committed now
+ * (w->lock taken here). The generation (0: kept or nothing kept), or a
+ * negative code. */
 int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mode,
 			   const uint32_t *owner);
 /* The attributes file node @n shows as number @ino now (a draft's, or its
