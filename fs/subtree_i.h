@@ -172,9 +172,11 @@ int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 			struct timespec atime);
 /* Permission bits @mode for directory @dir of tree/: 0 or -ENOENT. */
 int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode);
-/* Directory or link @ino of tree/ is owned by @uid and @gid from now on (the
- * mount's copy; kept at the next commit): 0 or -ENOENT. */
-int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid);
+/* Directory or link @ino of tree/ is owned by @ids[0] and group @ids[1]
+ * from now on (the mount's copy; kept at the next commit), and changed now
+ * (@ids NULL: that alone, a chmod or chown that changes nothing): 0 or
+ * -ENOENT. */
+int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, const uint32_t *ids);
 /* Whether directory @dir of tree/ is set-group-ID, and then its group into
  * @gid: what a name made in it takes, as on a local filesystem (takes the
  * names lock to read: not under it). */

@@ -721,7 +721,7 @@ int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 	return rc;
 }
 
-int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid)
+int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, const uint32_t *ids)
 {
 	uint64_t no, id;
 	unsigned field, version;
@@ -740,10 +740,10 @@ int zrfs_tree_owner(struct zrfs *fs, fuse_ino_t ino, uint32_t uid, uint32_t gid)
 	default:
 		break;
 	}
-	if (m) {
-		m->owned = true, m->uid = uid, m->gid = gid;
+	if (m && ids)
+		m->owned = true, m->uid = ids[0], m->gid = ids[1];
+	if (m)
 		changed_now(m);
-	}
 	zrfs_state_unlock(fs);
 	return m ? 0 : -ENOENT;
 }

@@ -495,7 +495,7 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 	maker(req, fs, parent, owner);
 	if (rc == 0 && (rc = zrfs_tree_symlink(fs, parent, name, target, &e.ino)) == 0) {
 		if (zrfs_owners_kept(fs)) /* its maker's */
-			zrfs_tree_owner(fs, e.ino, owner[0], owner[1]);
+			zrfs_tree_owner(fs, e.ino, owner);
 		v = zrfs_names_begin(fs);
 		rc = zrfs_tree.attr(fs, v, e.ino, &e.attr);
 		zrfs_names_end(fs);
@@ -541,7 +541,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	if (rc == 0 && p.tree && (rc = zrfs_tree_mkdir(fs, parent, name, &e.ino)) == 0)
 		rc = zrfs_tree_mode(fs, e.ino, (uint32_t)mode);
 	if (rc == 0 && p.tree && zrfs_owners_kept(fs)) /* its maker's */
-		rc = zrfs_tree_owner(fs, e.ino, owner[0], owner[1]);
+		rc = zrfs_tree_owner(fs, e.ino, owner);
 	if (rc < 0) {
 		zrfs_reply_err(req, rc);
 		return;

@@ -355,7 +355,7 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
  * with the tree (a directory's times for as long as the mount); anything
  * else's times accepted and ignored (the commit's time shows). */
 static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
-		     int to_set, bool mode, bool owner, struct stat *st)
+		     int to_set, bool mode, bool owner, bool same, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wtimes t;
@@ -367,13 +367,14 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 	uint32_t bits = S_IFREG | (attr->st_mode & 07777);
 	int err;
 
-	if (!timed && !mode && !owner) {
+	if (!timed && !mode && !owner && !same) {
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if (owner && !S_ISREG(st->st_mode) && zrfs_tree_owner(fs, ino, ids[0], ids[1]) == 0) {
-		st->st_uid = ids[0];
-		st->st_gid = ids[1];
+	if ((owner || same) && !S_ISREG(st->st_mode) &&
+	    zrfs_tree_owner(fs, ino, owner ? ids : NULL) == 0) {
+		if (owner)
+			st->st_uid = ids[0], st->st_gid = ids[1];
 		zrfs_tree_changed(fs);
 	}
 	if (S_ISLNK(st->st_mode)) { /* lutimes: rsync -a sets a link's times */
@@ -400,15 +401,16 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if ((fs->names.mtime >= 0 || mode || owner) &&
+	if ((fs->names.mtime >= 0 || mode || owner || same) &&
 	    (n = zrfs_node_of_number(fs, ino, false, &err)) != NULL) {
-		if (mode || owner)
+		if (mode || owner || same)
 			rc = zrfs_publish_attrs(fs, n, mode ? &bits : NULL, owner ? ids : NULL);
-		if ((mode || owner) && rc >= 0) {
+		if ((mode || owner || same) && rc >= 0) {
 			if (mode)
 				st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
 			if (owner)
 				st->st_uid = ids[0], st->st_gid = ids[1];
+			zrfs_node_meta(n, st); /* its change time */
 		}
 		if (rc >= 0 && timed && fs->names.mtime >= 0 &&
 		    (rc = zrfs_publish_times(fs, n, &t)) >= 0)
@@ -444,19 +446,25 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 			     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid);
 		bool kept = mode && fs->names.mode >= 0 && S_ISREG(now->st_mode);
 		bool owned = owner && zrfs_owners_kept(fs) && !S_ISDIR(now->st_mode);
-		if ((mode || owner) && S_ISDIR(now->st_mode)) { /* tree/'s keeps both */
+		/* one that changes nothing (chown(f, -1, -1) asks nothing) still
+		 * changes a file's change time, as on a local filesystem */
+		bool same = !mode && !owner &&
+			    (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) ||
+			     !(to_set & ~FUSE_SET_ATTR_CTIME));
+		if ((mode || owner || same) && S_ISDIR(now->st_mode)) { /* tree/'s keeps both */
 			zrfs_names_begin(fs);
 			bool tree = zrfs_tree_dir(fs, ino);
 			zrfs_names_end(fs);
 			kept = mode && tree;
 			owned = owner && tree && zrfs_owners_kept(fs);
+			same = same && tree;
 		}
 		if (owner && !zrfs_may_chown(req, now, attr, to_set))
 			zrfs_reply_err(req, -EPERM);
 		else if (((mode && !kept) || (owner && !owned)) && !(ino & ZRFS_INO_STAGED))
 			zrfs_reply_err(req, -EPERM);
 		else
-			set_meta(req, fs, ino, attr, to_set, kept, owned, &st);
+			set_meta(req, fs, ino, attr, to_set, kept, owned, same, &st);
 		return;
 	}
 	st.st_size = attr->st_size;
