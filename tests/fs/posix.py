@@ -43,6 +43,8 @@ EXPECTED = {
     'utime_dir_past_2262': ("ok 9223372035000000000",
                             'times from 1677 to 2262: others clamped (ext4: 1901 to 2446)'),
     'rename_exchange': ('EINVAL', 'RENAME_EXCHANGE: refused'),
+    'unlink_open_write_again': ('ESTALE', 'a removed file opens again for reading only'),
+    'unlink_stored_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'hard_link': ('EPERM', 'no hard links'),
     'mkfifo': ('EPERM', 'no special files'),
     'mknod_reg': ('EPERM', 'no special files'),
@@ -1220,6 +1222,36 @@ def unlink_open_reopen():
     fd = os.open('f', os.O_RDONLY)
     os.unlink('f')
     return reopened(fd)
+
+
+def written_again(fd):
+    """Open @fd's file again for writing through /proc/self/fd, once the
+    change is stored, write through it and read through @fd: what it reads,
+    and its link count."""
+    sync_here()
+    again = os.open('/proc/self/fd/%d' % fd, os.O_RDWR)
+    os.pwrite(again, b'XY', 1)
+    os.close(again)
+    r = (os.pread(fd, 10, 0), os.fstat(fd).st_nlink)
+    os.close(fd)
+    return r
+
+
+@check
+def unlink_open_write_again():
+    mk('f', b'abc')
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    return written_again(fd)
+
+
+@check
+def unlink_stored_write_again():
+    mk('f', b'abc')
+    sync_here()
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    return written_again(fd)
 
 
 @check
