@@ -2,7 +2,7 @@
 
 usage: posix.py NATIVE_DIR MOUNT_TREE_DIR [--users]
 
-About 170 checks in pjdfstest's ground, each run in a directory of its own
+About 180 checks in pjdfstest's ground, each run in a directory of its own
 on a native directory and on the mount's tree/, their results (a value, or
 the errno) compared: names and their lengths, open(2)'s flags and the
 modes it makes, reads and writes through several descriptors, truncate,
@@ -82,6 +82,14 @@ def moved(p, before):
     """Which of @p's access, modification and change times moved since @before."""
     now = times(p)
     return ''.join(k for k, x, y in zip('amc', before, now) if x != y) or '-'
+
+
+def moved_by(p, change):
+    """Which of @p's times calling @change moves (the clock past them first)."""
+    before = times(p)
+    tick(p)
+    change()
+    return moved(p, before)
 
 
 class UtimeSpec(ctypes.Structure):
@@ -298,28 +306,19 @@ def open_file_directory():
 @check
 def open_trunc_times():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.close(os.open('f', os.O_WRONLY | os.O_TRUNC))
-    return moved('f', b)
+    return moved_by('f', lambda: os.close(os.open('f', os.O_WRONLY | os.O_TRUNC)))
 
 
 @check
 def open_trunc_empty_times():
     mk('f', b'')
-    b = times('f')
-    tick('f')
-    os.close(os.open('f', os.O_WRONLY | os.O_TRUNC))
-    return moved('f', b)
+    return moved_by('f', lambda: os.close(os.open('f', os.O_WRONLY | os.O_TRUNC)))
 
 
 @check
 def open_creat_parent_times():
     os.mkdir('d')
-    b = times('d')
-    tick('d')
-    mk('d/f')
-    return moved('d', b)
+    return moved_by('d', lambda: mk('d/f'))
 
 
 @check
@@ -357,12 +356,13 @@ def o_tmpfile():
 @check
 def write_times():
     mk('f')
-    b = times('f')
-    tick('f')
-    fd = os.open('f', os.O_WRONLY)
-    os.write(fd, b'x')
-    os.close(fd)
-    return moved('f', b)
+
+    def change():
+        fd = os.open('f', os.O_WRONLY)
+        os.write(fd, b'x')
+        os.close(fd)
+
+    return moved_by('f', change)
 
 
 @check
@@ -441,30 +441,25 @@ def truncate_huge():
 @check
 def truncate_times():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.truncate('f', 2)
-    return moved('f', b)
+    return moved_by('f', lambda: os.truncate('f', 2))
 
 
 @check
 def truncate_same_size_times():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.truncate('f', 4)
-    return moved('f', b)
+    return moved_by('f', lambda: os.truncate('f', 4))
 
 
 @check
 def ftruncate_times():
     mk('f')
-    b = times('f')
-    tick('f')
-    fd = os.open('f', os.O_WRONLY)
-    os.ftruncate(fd, 1)
-    os.close(fd)
-    return moved('f', b)
+
+    def change():
+        fd = os.open('f', os.O_WRONLY)
+        os.ftruncate(fd, 1)
+        os.close(fd)
+
+    return moved_by('f', change)
 
 
 @check
@@ -736,48 +731,33 @@ def chmod_dir_modes():
 @check
 def chmod_ctime():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.chmod('f', 384)
-    return moved('f', b)
+    return moved_by('f', lambda: os.chmod('f', 384))
 
 
 @check
 def chmod_same_ctime():
     mk('f')
     os.chmod('f', 420)
-    b = times('f')
-    tick('f')
-    os.chmod('f', 420)
-    return moved('f', b)
+    return moved_by('f', lambda: os.chmod('f', 420))
 
 
 @check
 def chmod_dir_ctime():
     os.mkdir('d')
-    b = times('d')
-    tick('d')
-    os.chmod('d', 448)
-    return moved('d', b)
+    return moved_by('d', lambda: os.chmod('d', 448))
 
 
 @check
 def chmod_dir_same_ctime():
     os.mkdir('d')
     os.chmod('d', 493)
-    b = times('d')
-    tick('d')
-    os.chmod('d', 493)
-    return moved('d', b)
+    return moved_by('d', lambda: os.chmod('d', 493))
 
 
 @check
 def chown_dir_minus1():
     os.mkdir('d')
-    b = times('d')
-    tick('d')
-    os.chown('d', -1, -1)
-    return moved('d', b)
+    return moved_by('d', lambda: os.chown('d', -1, -1))
 
 
 @check
@@ -792,19 +772,13 @@ def chmod_symlink_follows():
 def chown_same():
     mk('f')
     s = os.stat('f')
-    b = times('f')
-    tick('f')
-    os.chown('f', s.st_uid, s.st_gid)
-    return moved('f', b)
+    return moved_by('f', lambda: os.chown('f', s.st_uid, s.st_gid))
 
 
 @check
 def chown_minus1():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.chown('f', -1, -1)
-    return moved('f', b)
+    return moved_by('f', lambda: os.chown('f', -1, -1))
 
 
 @check
@@ -841,10 +815,7 @@ def chown_new_file():
 @check
 def chown_ctime():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.chown('f', 7, 8)
-    return moved('f', b)
+    return moved_by('f', lambda: os.chown('f', 7, 8))
 
 
 @check
@@ -869,19 +840,13 @@ def chown_at_rest_after_sync():
 @check
 def chown_dir_ctime():
     os.mkdir('d')
-    b = times('d')
-    tick('d')
-    os.chown('d', 7, 8)
-    return moved('d', b)
+    return moved_by('d', lambda: os.chown('d', 7, 8))
 
 
 @check
 def chown_symlink_ctime():
     os.symlink('x', 'l')
-    b = times('l')
-    tick('l')
-    os.lchown('l', 7, 8)
-    return moved('l', b)
+    return moved_by('l', lambda: os.lchown('l', 7, 8))
 
 
 @check
@@ -937,10 +902,7 @@ def utime_ns_file():
 @check
 def utime_ctime():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.utime('f', ns=(5, 6))
-    return moved('f', b)
+    return moved_by('f', lambda: os.utime('f', ns=(5, 6)))
 
 
 @check
@@ -1159,10 +1121,7 @@ def unlink_dir():
 def unlink_parent_times():
     os.mkdir('d')
     mk('d/f')
-    b = times('d')
-    tick('d')
-    os.unlink('d/f')
-    return moved('d', b)
+    return moved_by('d', lambda: os.unlink('d/f'))
 
 
 @check
@@ -1203,55 +1162,47 @@ def sync_here():
     os.close(d)
 
 
-def reopened(fd):
+def reopened(fd, write=False):
     """Open @fd's file again through /proc/self/fd (no lookup of its name:
     the kernel opens the inode it has, as when a lookup and an open race a
     rename or an unlink), once the change is stored: what it reads, and its
-    link count."""
+    link count; with @write, for writing, written through it and read
+    through @fd."""
     sync_here()
-    again = os.open('/proc/self/fd/%d' % fd, os.O_RDONLY)
-    r = (os.read(again, 10), os.fstat(again).st_nlink)
+    again = os.open('/proc/self/fd/%d' % fd, os.O_RDWR if write else os.O_RDONLY)
+    if write:
+        os.pwrite(again, b'XY', 1)
+        os.close(again)
+        again = os.dup(fd)
+    r = (os.pread(again, 10, 0), os.fstat(again).st_nlink)
     os.close(again)
     os.close(fd)
     return r
+
+
+def open_removed(stored):
+    """A file made (@stored: and stored), opened and removed: the descriptor."""
+    mk('f', b'abc')
+    if stored:
+        sync_here()
+    fd = os.open('f', os.O_RDONLY)
+    os.unlink('f')
+    return fd
 
 
 @check
 def unlink_open_reopen():
-    mk('f', b'abc')
-    fd = os.open('f', os.O_RDONLY)
-    os.unlink('f')
-    return reopened(fd)
-
-
-def written_again(fd):
-    """Open @fd's file again for writing through /proc/self/fd, once the
-    change is stored, write through it and read through @fd: what it reads,
-    and its link count."""
-    sync_here()
-    again = os.open('/proc/self/fd/%d' % fd, os.O_RDWR)
-    os.pwrite(again, b'XY', 1)
-    os.close(again)
-    r = (os.pread(fd, 10, 0), os.fstat(fd).st_nlink)
-    os.close(fd)
-    return r
+    return reopened(open_removed(False))
 
 
 @check
 def unlink_open_write_again():
-    mk('f', b'abc')
-    fd = os.open('f', os.O_RDONLY)
-    os.unlink('f')
-    return written_again(fd)
+    return reopened(open_removed(False), write=True)
 
 
 @check
 def unlink_stored_write_again():
-    mk('f', b'abc')
-    sync_here()
-    fd = os.open('f', os.O_RDONLY)
-    os.unlink('f')
-    return written_again(fd)
+    return reopened(open_removed(True), write=True)
 
 
 @check
@@ -1388,10 +1339,7 @@ def rename_dir_to_child_name():
 @check
 def rename_to_itself_file():
     mk('f')
-    b = times('f')
-    tick('f')
-    os.rename('f', 'f')
-    return moved('f', b)
+    return moved_by('f', lambda: os.rename('f', 'f'))
 
 
 @check
@@ -1499,10 +1447,7 @@ def symlink_exists():
 @check
 def symlink_parent_times():
     os.mkdir('d')
-    b = times('d')
-    tick('d')
-    os.symlink('x', 'd/l')
-    return moved('d', b)
+    return moved_by('d', lambda: os.symlink('x', 'd/l'))
 
 
 @check

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A writable tree/ answers about 170 system calls as ext4 does, or as
+# A writable tree/ answers about 180 system calls as ext4 does, or as
 # zrfs(8) says it does not, and 37 more made by another user through a
 # mount with allow_other: tests/fs/posix.py runs each on a native directory
 # and on the mount, and compares.
@@ -9,7 +9,8 @@
 mkdir -p "$T/src/a" "$T/native" && printf 'x\n' >"$T/src/a/x.txt" || fail "a tree"
 "$ZR" import dir "$T/src" "$DS" >/dev/null || fail "import dir"
 mount_ds -o writable,log="$T/log"
-"$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" || fail "posix.py: $(tail -3 "$T/log" 2>/dev/null)"
+said() { sed 's/^/  the daemon: /' "$T/log" 2>/dev/null | tail -3; }
+"$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" || fail "posix.py, above $(said)"
 # the change times of the directories and links it left, as a remount
 # shows them (kept with the tree, as the files' are with their records)
 ctimes() { find "$MNT/tree/posix" \( -type d -o -type l \) -printf '%P %C@ %M %U\n' | sort; }
@@ -24,5 +25,5 @@ unmount_wait
 chmod 755 "$T" "$T/native" || fail "chmod"
 mount_ds -o writable,allow_other,log="$T/log"
 "$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" --users ||
-	fail "posix.py --users: $(tail -3 "$T/log" 2>/dev/null)"
+	fail "posix.py --users, above $(said)"
 unmount_wait
