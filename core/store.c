@@ -216,10 +216,11 @@ static int pending_rebalance(zr_dataset *ds, zr_meta *m, bool *new_tables)
 /* How long zr_open(ZR_WAIT) waits for a writer that is ending, in seconds. */
 enum { ZR_WAIT_S = 60 };
 
-/* Whether mount @id on @path, served by process @pid, is gone: @pid sees
- * the mounts this process sees (one mount namespace), and @path is another
- * mount now, or nothing. A mount still there is not asked (no request to
- * its filesystem: cached attributes). */
+/* Whether mount @id on @path, served by process @pid, is gone: @pid has
+ * exited or is exiting (its namespaces are gone: its lock goes next, if it
+ * has not yet), or it sees the mounts this process sees (one mount
+ * namespace) and @path is another mount now, or nothing. A mount still
+ * there is not asked (no request to its filesystem: cached attributes). */
 static bool mount_gone(long pid, const char *path, uint64_t id)
 {
 	char link[64], mine[64], theirs[64];
@@ -229,6 +230,8 @@ static bool mount_gone(long pid, const char *path, uint64_t id)
 	snprintf(link, sizeof link, "/proc/%ld/ns/mnt", pid);
 	a = readlink("/proc/self/ns/mnt", mine, sizeof mine);
 	b = readlink(link, theirs, sizeof theirs);
+	if (a > 0 && b < 0 && errno == ENOENT)
+		return true;
 	if (a <= 0 || a != b || memcmp(mine, theirs, (size_t)a) != 0)
 		return false;
 	if (statx(AT_FDCWD, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_MNT_ID, &sx) < 0)

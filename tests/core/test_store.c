@@ -601,6 +601,23 @@ Test(store, a_writer_waits_for_a_holder_whose_mount_is_gone)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(held[0]);
+
+	/* a holder that has exited is ending, whatever its mount (a zombie
+	 * here: its namespaces are gone): a waiter refused by it just before
+	 * it let go tries the lock again, where it gave up before */
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		zr_dataset *h = NULL;
+		_exit(zr_open(&h, t_ds, ZR_RDWR) < 0 ||
+		      zr_holder_mount(h, "/", root.stx_mnt_id) < 0);
+	}
+	siginfo_t si;
+	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	cr_assert_eq(si.si_status, 0);
+	cr_assert_eq(zr_holder_ending(t_ds), (long)pid);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(zr_holder_ending(t_ds), (long)pid); /* and once reaped */
 }
 
 Test(store, close_without_commit_discards_and_trims)
