@@ -401,11 +401,12 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 		zrfs_reply_attr(req, st, 0);
 		return;
 	}
-	if ((fs->names.mtime >= 0 || mode || owner || same) &&
+	bool attrs = mode || owner || same;
+	if ((fs->names.mtime >= 0 || attrs) &&
 	    (n = zrfs_node_of_number(fs, ino, false, &err)) != NULL) {
-		if (mode || owner || same)
+		if (attrs)
 			rc = zrfs_publish_attrs(fs, n, mode ? &bits : NULL, owner ? ids : NULL);
-		if ((mode || owner || same) && rc >= 0) {
+		if (attrs && rc >= 0) {
 			if (mode)
 				st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
 			if (owner)
