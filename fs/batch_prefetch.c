@@ -30,19 +30,21 @@
  * step among the latest keeps its view when the kernel forgets its files
  * of itself (memory pressure, a pass over the tables that drops the names
  * under /.batches): a reader of a step's ids, then its offsets, then its
- * data, each opened in turn, sees one state. A step pushed out of them is
- * let go: the kernel is told to forget its name and its files' pages, and
- * the pin goes with the last of its files; a step whose file is open
- * stays, with its view, so no reader sees a step change under it (and is
- * told again every second: once closed, it goes). A pinned
- * view is an older state the writer must keep a journal for; a reader of
+ * data, each opened in turn, sees one state. A pin holds its epoch's slot
+ * as a number of it does (an epoch given back and opened again is ordered
+ * and shown anew). A step pushed out of the latest is let go: the kernel
+ * is told to forget its name and its files' pages, and the pin goes with
+ * the last of its files; a step whose file is open stays, with its view,
+ * so no reader sees a step change under it (and is told again every
+ * second: once closed, it goes). A pinned view is an older state the
+ * writer must keep a journal for; a reader of
  * random steps or of step 0 of every epoch would otherwise pin one per step
  * for as long as the kernel keeps its names (a year, -o timeout). A step
- * of the latest whose files nobody looked up for PIN_IDLE_MS is let go
- * too, as one pushed out: once readers stop, the views and journals they
- * held go within seconds, not with the next reader's steps (a reader opens
- * a step's files in turn within milliseconds; one that waits longer keeps
- * one of them open).
+ * of the latest whose files nobody looked up for -o hold_ms (5 s) is let
+ * go too, as one pushed out: once readers stop, the views and journals
+ * they held go within seconds, not with the next reader's steps (a reader
+ * opens a step's files in turn within milliseconds; one that waits longer
+ * keeps one of them open).
  */
 #include "batch_i.h"
 
@@ -56,7 +58,6 @@
 #define QUEUE_MAX 64
 #define HINTS 256
 #define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
-#define PIN_IDLE_MS 5000 /* a step of the latest not looked up for this long is let go */
 #define PRUNE_AGAIN_MS 1000 /* a step let go and held is asked back this often */
 
 enum job_kind {
@@ -234,6 +235,8 @@ static bool pin_drop(struct zrfs_prefetch *q, struct step_pin *p)
 	return true;
 }
 
+/* Free pin @p, dropped (not under the lock: its slot's reference goes last,
+ * which may let the slot go). */
 static void pin_free(struct zrfs *fs, struct step_pin *p)
 {
 	struct batch_step at = {.slot = p->slot, .step = p->step};
@@ -241,6 +244,7 @@ static void pin_free(struct zrfs *fs, struct step_pin *p)
 	zrfs_view_put(p->v);
 	zrfs_batch_uncache(fs, &at); /* its next view may be another */
 	free(p);
+	zrfs_batch_unref(fs, epoch_ino(at.slot));
 }
 
 /* Take @p off the latest (under the lock): whether it goes (pin_drop). */
@@ -277,6 +281,9 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 			rc = -ENOMEM;
 		} else {
 			p->v = zrfs_view_ref(v);
+			/* the epoch stays while the pin does: given back, it would
+			 * be ordered again, and the step show the view of then */
+			zrfs_batch_ref(fs, epoch_ino(at->slot));
 			/* among the latest; the oldest of them is let go: the kernel is
 			 * told to forget it (a full queue leaves that to its FORGETs) */
 			if (q->nlatest == STEP_PINS_MAX) {
@@ -358,13 +365,12 @@ static bool key_gone(uint64_t key, const void *g)
 }
 
 /* Slots @slots[0, n) were given back: drop what was made of their steps
- * (cached batches, hints, pinned steps) before another epoch takes them. */
+ * (cached batches, hints) before another epoch takes them. None has a
+ * pinned step: a pin holds its slot. */
 static void drop_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	struct step_pin *gone[STEP_PINS_MAX];
 	struct gone g = {{0}};
-	unsigned k = 0, ngone = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		g.bits[slots[i] / 64] |= UINT64_C(1) << (slots[i] % 64);
@@ -373,22 +379,7 @@ static void drop_gone(struct zrfs *fs, const uint32_t *slots, uint32_t n)
 	for (unsigned i = 0; i < HINTS; i++)
 		if (key_gone(q->hinted[i], &g))
 			q->hinted[i] = 0;
-	/* nothing refers to a slot given back: the pins of its steps left are
-	 * those kept among the latest, which go now */
-	for (unsigned i = 0; i < q->nlatest; i++) {
-		struct step_pin *p = q->latest[i];
-		if (!is_gone(&g, p->slot)) {
-			q->latest[k++] = p;
-			continue;
-		}
-		p->latest = false;
-		if (pin_drop(q, p))
-			gone[ngone++] = p;
-	}
-	q->nlatest = k;
 	pthread_mutex_unlock(&q->lock);
-	for (unsigned i = 0; i < ngone; i++)
-		pin_free(fs, gone[i]);
 }
 
 void zrfs_prefetch_pass_now(struct zrfs *fs)
@@ -510,7 +501,7 @@ static void run(struct zrfs *fs, const struct job *j)
 	}
 }
 
-/* Let go of the steps of the latest idle for PIN_IDLE_MS at @now (under
+/* Let go of the steps of the latest idle for -o hold_ms at @now (under
  * the lock), as of one pushed out: the kernel is told to forget those it
  * holds (one that stays while the queue is full is let go at a later
  * look), the others go now, into @gone (*@ngone of them; pin_free after
@@ -524,9 +515,9 @@ static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gon
 	for (unsigned i = 0; i < q->nlatest;) {
 		struct step_pin *p = q->latest[i];
 		struct batch_step at = {.slot = p->slot, .step = p->step};
-		if (now - p->used_ms < PIN_IDLE_MS ||
+		if (now - p->used_ms < fs->opts.hold_ms ||
 		    (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))) {
-			uint64_t when = p->used_ms + PIN_IDLE_MS;
+			uint64_t when = p->used_ms + fs->opts.hold_ms;
 			if (when <= now) /* idle, but the queue was full: a look again soon */
 				when = now + 100;
 			if (!due || when < due)

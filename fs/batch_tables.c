@@ -29,7 +29,8 @@
  * never waits for a lookup in /.batches, which holds that directory until
  * it is answered: so a lookup that finds a table full waits (up to a
  * second) for a pass to give something back. The steps a reader has just
- * read keep their views (batch_prefetch.c). The specs -o batches lists
+ * read keep their views, and their epochs (batch_prefetch.c: a step's pin
+ * holds its slot as a number does). The specs -o batches lists
  * never go. An epoch given back and opened again is ordered over the
  * records there are then, as after a remount.
  *

@@ -76,6 +76,11 @@ static const char usage[] =
 	"  prefetch=N           batch steps assembled ahead of the reader (default 2)\n"
 	"  drop_behind=N        drop the batch files of step k-N from the page cache\n"
 	"                       when step k is read (default 16; 0 keeps them)\n"
+	"  hold_ms=MS           a batch step shows one commit, the one its first\n"
+	"                       lookup found, until MS after its files were last\n"
+	"                       looked up (default 5000): a reader that opens a\n"
+	"                       step's files in turn within that reads one state;\n"
+	"                       one that waits longer keeps one of them open\n"
 	"  readaround=SIZE      records read ahead (prefetch, cold reads) are read in\n"
 	"                       SIZE-aligned windows (default 64K if the chunk files\n"
 	"                       fit in half the memory, else 0: exactly the records)\n"
@@ -139,6 +144,7 @@ static const struct num_opt {
 	{"cache", offsetof(struct zrfs_opts, cache_bytes), NUM_U64, 0, UINT64_C(1) << 40, true},
 	{"prefetch", offsetof(struct zrfs_opts, prefetch), NUM_UNSIGNED, 0, 64, false},
 	{"drop_behind", offsetof(struct zrfs_opts, drop_behind), NUM_UNSIGNED, 0, 1u << 20, false},
+	{"hold_ms", offsetof(struct zrfs_opts, hold_ms), NUM_UNSIGNED, 0, 3600000, false},
 	{"readaround", offsetof(struct zrfs_opts, readaround), NUM_U64, 0, 64 << 20, true},
 	{"readahead_kb", offsetof(struct zrfs_opts, readahead_kb), NUM_UNSIGNED, 0, 1u << 20, false},
 	{"commit_ms", offsetof(struct zrfs_opts, commit_ms), NUM_UNSIGNED, 0, 60000, false},
@@ -151,9 +157,9 @@ enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_NUM };
 
 #define NUM(name) FUSE_OPT_KEY(name "=", KEY_NUM)
 static const struct fuse_opt cli_spec[] = {
-	NUM("timeout"), NUM("cache"), NUM("prefetch"), NUM("drop_behind"), NUM("readaround"),
-	NUM("readahead_kb"), NUM("commit_ms"), NUM("commit_size"), NUM("poll_us"),
-	NUM("uring_threads"),
+	NUM("timeout"), NUM("cache"), NUM("prefetch"), NUM("drop_behind"), NUM("hold_ms"),
+	NUM("readaround"), NUM("readahead_kb"), NUM("commit_ms"), NUM("commit_size"),
+	NUM("poll_us"), NUM("uring_threads"),
 	{"batches=%s", offsetof(struct cli, batches), 0},
 	{"log=%s", offsetof(struct cli, log), 0},
 	{"uring", offsetof(struct cli, opts.uring), 1},
@@ -505,7 +511,7 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts opts = {0};
 	struct cli cli = {.opts = {.timeout = 31536000, .cache_bytes = 256 << 20,
 				   .readahead_kb = 1024, .prefetch = 2,
-				   .drop_behind = 16, .readaround = UINT64_MAX,
+				   .drop_behind = 16, .hold_ms = 5000, .readaround = UINT64_MAX,
 				   .commit_ms = 100, .commit_bytes = 64 << 20,
 				   .poll_us = ZRFS_POLL_DEFAULT, .uring_threads = 2}};
 	struct zrfs fs = {0};

@@ -161,6 +161,7 @@ struct zrfs_opts {
 	int list_views;       /* list /.batches and /by in the root (-o list_views) */
 	unsigned prefetch;    /* batch files assembled ahead of the reader */
 	unsigned drop_behind; /* steps behind a reader whose batch pages are dropped */
+	unsigned hold_ms;     /* a step keeps its view this long after its last lookup */
 	uint64_t readaround;  /* window records are read ahead in; 0: exactly them */
 	unsigned commit_ms;   /* -o writable: new files wait at most this long for a commit */
 	uint64_t commit_bytes; /* or until this many bytes of them wait */

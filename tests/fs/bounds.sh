@@ -145,3 +145,40 @@ n=$(journals)
 	"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set after unmount"
 	[ "$(journals)" -eq 0 ] || fail "$(journals) journals left after the mount went"
 }
+# A step keeps its state while it is among the latest, also when the table
+# of epochs gives its epoch back (more than half of 65,536 epochs opened
+# after it, the kernel told to forget the names under /.batches): a reader
+# of a step's ids, then its offsets, then its data sees one state, with a
+# commit that moves a record of the step and 70,000 epochs looked up in
+# between. hold_ms keeps the step among the latest for as long as the
+# lookups take, however slow the build.
+mount_ds -o hold_ms=3600000
+"$PY" - "$MNT" "$ZR" "$DS" <<'PY' || fail "a step whose epoch the table gave back"
+import os, subprocess, sys, time
+M, zr, ds = sys.argv[1:]
+step = f"{M}/.batches/seq,batch=4/epoch-5/2"
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+def value(i):
+    try:
+        return read(f"{M}/txt/{i}.txt")
+    except FileNotFoundError: # a missing value: none in the batch
+        return b""
+ids, offsets = read(f"{step}/ids"), read(f"{step}/txt.offsets")
+want = b"".join(value(i) for i in range(8, 12))
+# record 9 removed: the last record moves into its place
+subprocess.run([zr, "rm", ds, "9"], check=True, stdout=subprocess.DEVNULL)
+meta, end = read(f"{ds}/meta.json"), time.monotonic() + 20
+while read(f"{M}/meta.json") != meta:
+    assert time.monotonic() < end, "the mount does not show the removal"
+for epoch in range(6, 70006):
+    os.stat(f"{M}/.batches/seq,batch=4/epoch-{epoch}")
+data = read(f"{step}/txt")
+assert read(f"{step}/ids") == ids
+assert read(f"{step}/txt.offsets") == offsets, "the step's offsets changed"
+offs = [int.from_bytes(offsets[i:i + 8], "little") for i in range(0, len(offsets), 8)]
+assert offs[-1] == len(data), f"offsets end at {offs[-1]}, the data is {len(data)} bytes"
+assert data == want, f"the step's records are not those of its state: {data!r}"
+PY
+unmount_wait

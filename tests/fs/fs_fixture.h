@@ -182,7 +182,7 @@ static inline void t_fs_open(const char *dir, const char *specs)
 {
 	t_fs = (struct zrfs){.dataset = dir,
 			     .opts = {.timeout = 1, .cache_bytes = 64 << 20, .prefetch = 2,
-				      .drop_behind = 16, .readaround = 0}};
+				      .drop_behind = 16, .hold_ms = 5000, .readaround = 0}};
 	cr_assert_eq(zrfs_dataset_open(&t_fs), 0);
 	struct zrfs_view *v = zrfs_view_current(&t_fs);
 	cr_assert_eq(zrfs_batches_create(&t_fs, v, specs), 0);

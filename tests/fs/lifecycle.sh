@@ -33,7 +33,7 @@ out=$("$ZRFS" "$DS" "$T/nodir" 2>&1)
 [ $? -eq 1 ] || fail "a missing mount point directory: not exit 1"
 case $out in *"$T/nodir: No such file or directory"*) ;; *) fail "missing mount point: $out" ;; esac
 out=$("$ZRFS" "$DS" "$MNT" -o timeout=abc 2>&1) && fail "bad timeout accepted"
-for o in readaround=1T readaround=-1 drop_behind=x prefetch=65; do
+for o in readaround=1T readaround=-1 drop_behind=x prefetch=65 hold_ms=3600001; do
 	out=$("$ZRFS" "$DS" "$MNT" -o $o 2>&1) && fail "-o $o accepted"
 	case $out in *"${o%%=*}"*) ;; *) fail "-o $o: the error does not name the option: $out" ;; esac
 done

@@ -269,40 +269,6 @@ Test(batches, specs_are_given_back_once_the_kernel_and_every_lookup_let_go)
 	cr_assert(exists(found(e, "1", false)));
 }
 
-Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its_slot)
-{
-	char name[64];
-	size_t n_shuffled, n_seq, n;
-	fuse_ino_t seq = found(ZRFS_INO_BATCHES, "seq,batch=4", true);
-	fuse_ino_t shuffled = found(ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", true);
-	/* step 0 of a shuffled epoch: y is flate, its batch assembled and cached */
-	fuse_ino_t e = found(shuffled, "epoch-0", false);
-	uint32_t slot = ino_slot(e);
-	uint8_t *a = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n_shuffled);
-	/* what a seq epoch's step 0 holds, from another slot */
-	fuse_ino_t other = found(seq, "epoch-0", true);
-	uint8_t *want = t_read_all(B, found(found(other, "0", false), "y", false), 4096, &n_seq);
-	cr_assert(n_seq != n_shuffled || memcmp(a, want, n_seq) != 0);
-	/* past half the table, newer ones that nothing holds */
-	look_up_many(seq, "epoch-", "", 1, SLOTS_MAX / 2);
-	two_passes();
-	cr_assert(!exists(e), "an epoch nothing holds was not given back");
-	cr_assert(exists(other), "an epoch the kernel holds was given back");
-	/* new epochs until one takes the slot again: its step 0 is its own */
-	for (unsigned k = 0; k < SLOTS_MAX; k++) {
-		snprintf(name, sizeof name, "epoch-%u", 1000000 + k);
-		if (ino_slot(e = found(seq, name, false)) == slot)
-			break;
-	}
-	cr_assert_eq(ino_slot(e), slot);
-	uint8_t *got = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n);
-	cr_assert(n == n_seq && memcmp(got, want, n) == 0,
-		  "an epoch in a slot given back reads what its last epoch made");
-	free(a);
-	free(want);
-	free(got);
-}
-
 /* The view the ids of step 0 of epoch @epoch of seq,batch=4 show; the
  * step and its file are handed to the kernel (*@ids: the file's number). */
 static struct zrfs_view *step_view(unsigned epoch, fuse_ino_t *step, fuse_ino_t *ids)
@@ -329,6 +295,45 @@ static void pin_64_newer(unsigned first)
 	fuse_ino_t step, ids;
 	for (unsigned k = first; k < first + 64; k++)
 		zrfs_view_put(step_view(k, &step, &ids));
+}
+
+Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its_slot)
+{
+	char name[64];
+	size_t n_shuffled, n_seq, n;
+	fuse_ino_t seq = found(ZRFS_INO_BATCHES, "seq,batch=4", true);
+	fuse_ino_t shuffled = found(ZRFS_INO_BATCHES, "shuffle,seed=3,batch=4", true);
+	/* step 0 of a shuffled epoch: y is flate, its batch assembled and cached */
+	fuse_ino_t e = found(shuffled, "epoch-0", false);
+	uint32_t slot = ino_slot(e);
+	uint8_t *a = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n_shuffled);
+	/* what a seq epoch's step 0 holds, from another slot */
+	fuse_ino_t other = found(seq, "epoch-0", true);
+	uint8_t *want = t_read_all(B, found(found(other, "0", false), "y", false), 4096, &n_seq);
+	cr_assert(n_seq != n_shuffled || memcmp(a, want, n_seq) != 0);
+	/* past half the table, newer ones that nothing holds */
+	look_up_many(seq, "epoch-", "", 1, SLOTS_MAX / 2);
+	two_passes();
+	/* its step, among the latest pinned, holds it (given back and opened
+	 * again, it would be ordered and shown anew): pushed out, it goes */
+	cr_assert(exists(e), "an epoch whose step is among the latest was given back");
+	pin_64_newer(2000000);
+	two_passes();
+	cr_assert(!exists(e), "an epoch nothing holds was not given back");
+	cr_assert(exists(other), "an epoch the kernel holds was given back");
+	/* new epochs until one takes the slot again: its step 0 is its own */
+	for (unsigned k = 0; k < SLOTS_MAX; k++) {
+		snprintf(name, sizeof name, "epoch-%u", 1000000 + k);
+		if (ino_slot(e = found(seq, name, false)) == slot)
+			break;
+	}
+	cr_assert_eq(ino_slot(e), slot);
+	uint8_t *got = t_read_all(B, found(found(e, "0", false), "y", false), 4096, &n);
+	cr_assert(n == n_seq && memcmp(got, want, n) == 0,
+		  "an epoch in a slot given back reads what its last epoch made");
+	free(a);
+	free(want);
+	free(got);
 }
 
 Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
