@@ -12,7 +12,8 @@
 set -u
 logs=$(mktemp -d /tmp/zr-valgrind-XXXXXX)
 trap 'rm -rf "$logs"' EXIT
-valgrind -q --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' --fair-sched=yes --leak-check=full --show-leak-kinds=definite \
+valgrind -q --trace-children=yes --trace-children-skip='/bin/*,/usr/bin/*' --fair-sched=yes \
+	--leak-check=full --show-leak-kinds=definite \
 	--errors-for-leak-kinds=definite --log-file="$logs/%p.log" "$@"
 rc=$?
 for f in "$logs"/*.log; do
