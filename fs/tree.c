@@ -601,11 +601,10 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 	} else if (to != e && !to && !(to = tree_ent_new(t, d, newname, len))) {
 		rc = -ENOMEM;
 	} else if (to != e) {
-		/* the link itself moves, and keeps its number */
-		struct timespec none = {0};
+		/* the link itself moves, and keeps its number; the one it
+		 * replaces goes, its entry staying for the link */
 		struct tlink *k = e->lnk;
-		if (to->lnk)
-			tree_link_set(t, to, NULL, 0, 0, none, none); /* replaced */
+		tree_link_drop(t, to);
 		to->lnk = k;
 		k->ent = to;
 		e->lnk = NULL;

@@ -117,6 +117,8 @@ bool tree_text(const char *s);
  * away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
 		  uint32_t mode, struct timespec mtime, struct timespec atime);
+/* Take entry @e's link away, leaving the entry (a link renamed onto it). */
+void tree_link_drop(struct zrfs_tree_index *t, struct tent *e);
 /* Link number @no, or NULL. */
 struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no);
 /* Whether /tree is shown: the dataset keeps names and no field is "tree". */

@@ -122,6 +122,15 @@ struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no)
 	return NULL;
 }
 
+void tree_link_drop(struct zrfs_tree_index *t, struct tent *e)
+{
+	if (e->lnk) {
+		zrfs_table_del(&t->links, &e->lnk->link);
+		free(e->lnk);
+		e->lnk = NULL;
+	}
+}
+
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
 		  uint32_t mode, struct timespec mtime, struct timespec atime)
 {
@@ -135,11 +144,7 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 		memcpy(k->target, target, len);
 		k->target[len] = 0;
 	}
-	if (e->lnk) {
-		zrfs_table_del(&t->links, &e->lnk->link);
-		free(e->lnk);
-		e->lnk = NULL;
-	}
+	tree_link_drop(t, e);
 	if (!k)
 		return tree_prune(t, e, NULL);
 	if (zrfs_table_add(&t->links, &k->link, zrfs_hash_u64(k->no)) < 0) {
@@ -427,9 +432,7 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 			rc = rc ? rc : note_ent(e, notes);
 		} else if (e && e->lnk) {
 			rc = rc ? rc : note_ent(e, notes);
-			zrfs_table_del(&t->links, &e->lnk->link);
-			free(e->lnk);
-			e->lnk = NULL; /* the entry is pruned below */
+			tree_link_drop(t, e); /* the entry is pruned below */
 		}
 	}
 	for (size_t i = 0; i < n; i++) {

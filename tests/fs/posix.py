@@ -1356,6 +1356,15 @@ def rename_symlink():
 
 
 @check
+def rename_symlink_over_symlink():
+    os.symlink('one', 'l')
+    os.symlink('two', 'm')
+    ino = os.lstat('l').st_ino
+    os.rename('l', 'm')
+    return os.readlink('m'), os.lstat('m').st_ino == ino, os.listdir('.')
+
+
+@check
 def rename_noreplace():
     mk('f')
     mk('g')
