@@ -42,11 +42,11 @@ static const char *entry_fault(const char *path, size_t len, uint32_t mode, cons
 	if (top && !S_ISDIR(mode))
 		return "the top of the tree ('.') is a directory";
 	if ((mode & ~(uint32_t)(S_IFMT | 07777)) != 0 ||
-	    (!S_ISDIR(mode) && !S_ISLNK(mode)))
-		return "its mode is neither a directory's nor a symbolic link's";
+	    (!S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode)))
+		return "its mode is not a directory's, a symbolic link's, a FIFO's or a socket's";
 	if (S_ISLNK(mode) != (target != NULL))
 		return S_ISLNK(mode) ? "a symbolic link without a target"
-				     : "a directory with a target";
+				     : "an entry other than a symbolic link with a target";
 	if (target && (tlen == 0 || tlen >= PATH_MAX || memchr(target, 0, tlen)))
 		return "its target is empty, longer than 4095 bytes or holds a NUL";
 	return NULL;

@@ -863,13 +863,13 @@ static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_write_rmdir(req, fuse_req_userdata(req), parent, name);
 }
 
-/* Hard links, special files: the tree is the dataset's. */
-
+/* A FIFO or a socket of tree/ (mkfifo, bind): a name the tree keeps, as a
+ * symbolic link; devices and hard links nowhere (EPERM, zrfs(8)). */
 static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       dev_t rdev)
 {
-	(void)parent, (void)name, (void)mode, (void)rdev;
-	zrfs_reply_err(req, -EPERM);
+	(void)rdev;
+	zrfs_write_mknod(req, fuse_req_userdata(req), parent, name, mode);
 }
 
 static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -889,7 +889,7 @@ static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fus
 	zrfs_write_rename(req, fuse_req_userdata(req), parent, name, newparent, newname, flags);
 }
 
-/* A symbolic link of tree/ (the only ones). */
+/* A symbolic link of tree/ (the only ones; its FIFOs and sockets: EINVAL). */
 static void zrfs_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char target[PATH_MAX];

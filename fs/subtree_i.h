@@ -149,15 +149,16 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
  * commits next (zr_tree_set), those its files' names make aside. 0, or a
  * negative code (zr_errmsg(ds) says why). */
 int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
-/* tree/'s symbolic links for the write layer: whether @name in @dir is one
- * (under the names lock); make one (0777, now: *out its number; -EEXIST
- * where a name is, -EILSEQ for a name or target not UTF-8); remove one
+/* tree/'s links (symbolic links, FIFOs, sockets) for the write layer:
+ * whether @name in @dir is one (under the names lock); make one of @mode
+ * (S_IFLNK and @target, or S_IFIFO or S_IFSOCK and ""; now: *out its number;
+ * -EEXIST where a name is, -EILSEQ for a name or target not UTF-8); remove one
  * (-ENOENT: none); move one, keeping its number, onto nothing or a link
  * (-EEXIST: onto a file or directory; -EILSEQ); set one's times. The
  * others take the names lock written. */
 bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
-int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
-		      fuse_ino_t *out);
+int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
+			const char *target, fuse_ino_t *out);
 int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
 /* Taking the names lock written: move directory @name of @dir, and all
  * that is in it, to @newname in @newdir (an empty directory there is
@@ -170,8 +171,9 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 			const char *newname);
 int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 			struct timespec atime);
-/* Permission bits @mode for directory @dir of tree/: 0 or -ENOENT. */
-int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode);
+/* Permission bits @mode for directory, FIFO or socket @ino of tree/: 0 or
+ * -ENOENT (none, or a symbolic link, whose bits are 0777). */
+int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t ino, uint32_t mode);
 /* Directory or link @ino of tree/ is owned by @ids[0] and group @ids[1]
  * from now on (the mount's copy; kept at the next commit), and changed now
  * (@ids NULL: that alone, a chmod or chown that changes nothing): 0 or

@@ -18,7 +18,8 @@
  * the records, never records) are in it with their modes and times, an
  * empty directory too; other directories come from the names, and live
  * while something is in them. On a writable mount the index is the
- * dataset's one writer's: mkdir, rmdir, symlink, a link's rename and
+ * dataset's one writer's: mkdir, rmdir, symlink, mknod of a FIFO or a
+ * socket (a "link" here too: a name and attributes), a link's rename and
  * removal, a directory's mode and times change it, and each commit keeps
  * what it holds then (zrfs_tree_save); a read-only mount applies another
  * writer's from each commit it follows (zrfs_tree_entries). A directory's
@@ -253,7 +254,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		if (!(k = tree_link_find(fs->tree, no)))
 			return -ENOENT;
 		zrfs_file_attr(fs, v, ino, strlen(k->target), st);
-		st->st_mode = S_IFLNK | k->mode;
+		st->st_mode = k->mode; /* a FIFO's or socket's size: its target's, 0 */
 		st->st_mtim = k->mtime;
 		st->st_atim = k->atime;
 		meta_attr(&k->meta, st);
@@ -303,7 +304,7 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 		if (k == 0 && !e->sub && e->lnk && !shows_file(fs, v, e)) {
 			snprintf(out->name, sizeof out->name, "%s", e->name);
 			out->ino = link_ino(e->lnk);
-			out->type = S_IFLNK;
+			out->type = e->lnk->mode & S_IFMT;
 			out->pos = 2 + s * SPAN;
 			return 1;
 		}
@@ -338,7 +339,8 @@ static void tree_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse
 	case N_DIR:
 		zrfs_reply_err(req, -EISDIR);
 		return;
-	case N_LINK: /* opened through O_PATH|O_NOFOLLOW only */
+	case N_LINK: /* opened through O_PATH|O_NOFOLLOW only (the kernel
+		      * opens a FIFO or socket without asking) */
 		zrfs_reply_err(req, -ELOOP);
 		return;
 	case N_TEXT:
@@ -372,7 +374,9 @@ int zrfs_tree_readlink(struct zrfs *fs, fuse_ino_t ino, char *buf, size_t cap)
 	zrfs_names_begin(fs);
 	if (tree_decode(fs, ino, &no, &field, &id, &version) == N_LINK) {
 		rc = -ENOENT;
-		if ((k = tree_link_find(fs->tree, no)) != NULL)
+		if ((k = tree_link_find(fs->tree, no)) != NULL && !S_ISLNK(k->mode))
+			rc = -EINVAL;
+		else if (k)
 			rc = snprintf(buf, cap, "%s", k->target) < (int)cap ? 0 : -ENAMETOOLONG;
 	}
 	zrfs_names_end(fs);
@@ -539,8 +543,8 @@ bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name)
 	return link_at(fs, dir, name) != NULL;
 }
 
-int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const char *target,
-		      fuse_ino_t *out)
+int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
+			const char *target, fuse_ino_t *out)
 {
 	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(name);
@@ -561,7 +565,7 @@ int zrfs_tree_symlink(struct zrfs *fs, fuse_ino_t dir, const char *name, const c
 		rc = -EEXIST;
 	else if (!e && !(e = tree_ent_new(t, d, name, len)))
 		rc = -ENOMEM;
-	else if ((rc = tree_link_set(t, e, target, strlen(target), 0777, now, now)) == 0)
+	else if ((rc = tree_link_set(t, e, target, strlen(target), mode, now, now)) == 0)
 		*out = link_ino(e->lnk);
 	zrfs_state_unlock(fs);
 	return rc;
@@ -761,15 +765,23 @@ bool zrfs_tree_setgid(struct zrfs *fs, fuse_ino_t dir, uint32_t *gid)
 	return set;
 }
 
-int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t dir, uint32_t mode)
+int zrfs_tree_mode(struct zrfs *fs, fuse_ino_t ino, uint32_t mode)
 {
+	uint64_t no, id;
+	unsigned field, version;
+	struct tlink *k;
 	struct tdir *d;
 	int rc = -ENOENT;
 
 	zrfs_state_lock(fs);
-	if ((d = dir_of(fs, dir)) != NULL) {
+	if ((d = dir_of(fs, ino)) != NULL) {
 		d->mode = S_IFDIR | (mode & 07777);
 		changed_now(&d->meta);
+		rc = 0;
+	} else if (tree_decode(fs, ino, &no, &field, &id, &version) == N_LINK &&
+		   (k = tree_link_find(fs->tree, no)) != NULL && !S_ISLNK(k->mode)) {
+		k->mode = (k->mode & S_IFMT) | (mode & 07777); /* a FIFO's, a socket's */
+		changed_now(&k->meta);
 		rc = 0;
 	}
 	zrfs_state_unlock(fs);

@@ -32,16 +32,18 @@ struct tmeta {
 	struct timespec ctime;   /* ... mode, owner or times): then; else the commit's */
 };
 
-/* A symbolic link of tree/ (zr_tree_entry): kept by the dataset, or made
- * by symlink through a writable mount. */
+/* A symbolic link, FIFO or socket of tree/ (zr_tree_entry): kept by the
+ * dataset, or made by symlink or mknod through a writable mount. All three
+ * are "links" here: a name and its attributes, no data the mount serves
+ * (the kernel itself is a FIFO's pipe and a socket's end). */
 struct tlink {
 	struct zrfs_link link;   /* in t->links, by number */
 	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
 	struct tent *ent;        /* its entry */
-	uint32_t mode;           /* permission bits */
+	uint32_t mode;           /* S_IFLNK, S_IFIFO or S_IFSOCK, and the permission bits */
 	struct tmeta meta;
 	struct timespec mtime, atime;
-	char target[];
+	char target[];           /* a symbolic link's; "" for the others */
 };
 
 /* A name in a directory of tree/: a directory, a record's name, or both
@@ -113,8 +115,9 @@ int tree_dir_path(const struct tdir *d, char *buf, size_t cap);
 /* Whether @s is UTF-8 text, as the dataset keeps its directories' and
  * links' paths and targets. */
 bool tree_text(const char *s);
-/* Give entry @e the symbolic link to @target (@len bytes), or take it
- * away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
+/* Give entry @e the link of @mode (its type and bits): a symbolic link to
+ * @target (@len bytes), a FIFO or a socket (@target ""), or take it away
+ * (@target NULL; the entry pruned then): 0 or -ENOMEM. */
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
 		  uint32_t mode, struct timespec mtime, struct timespec atime);
 /* Take entry @e's link away, leaving the entry (a link renamed onto it). */

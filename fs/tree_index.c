@@ -140,7 +140,7 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 		if (!(k = malloc(sizeof *k + len + 1)))
 			return -ENOMEM;
 		*k = (struct tlink){.no = e->lnk ? e->lnk->no : t->next_no++, .ent = e,
-				    .mode = mode & 07777, .mtime = mtime, .atime = atime};
+				    .mode = mode & (S_IFMT | 07777), .mtime = mtime, .atime = atime};
 		memcpy(k->target, target, len);
 		k->target[len] = 0;
 	}
@@ -455,7 +455,8 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 			if (!(e = tree_ent_find(t, d, last, llen)) &&
 			    !(e = tree_ent_new(t, d, last, llen)))
 				got = -ENOMEM;
-			else if ((got = tree_link_set(t, e, x[i].target, strlen(x[i].target),
+			else if ((got = tree_link_set(t, e, x[i].target ? x[i].target : "",
+						      x[i].target ? strlen(x[i].target) : 0,
 						      x[i].mode, m, a)) == 0) {
 				meta_keep(&e->lnk->meta, &x[i]);
 				got = note_ent(e, notes);
@@ -604,7 +605,7 @@ static int gather_dir(struct zrfs_link *l, void *ctx)
 static int gather_link(struct zrfs_link *l, void *ctx)
 {
 	const struct tlink *k = zrfs_container(l, struct tlink, link);
-	zr_tree_entry x = {.mode = S_IFLNK | k->mode, .target = k->target,
+	zr_tree_entry x = {.mode = k->mode, .target = S_ISLNK(k->mode) ? k->target : NULL,
 			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
 			   .owned = k->meta.owned, .uid = k->meta.uid,
 			   .gid = k->meta.gid, .ctime = meta_ctime(&k->meta)};

@@ -486,6 +486,9 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		      mode_t mode);
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name);
+/* mknod: a FIFO or a socket of tree/; anything else, EPERM. */
+void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      mode_t mode);
 /* Field directory @field's attributes @st, with the time its names last
  * changed through the mount (none: as they are). */
 void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st);

@@ -66,7 +66,7 @@ static void tar_resum(unsigned char h[512])
 }
 
 /* One ustar header for a file of @mode (S_IFREG, S_IFDIR, S_IFLNK to
- * @link): -1 if @name or @link does not fit (a name of up to 100 bytes,
+ * @link, S_IFIFO): -1 if @name or @link does not fit (a name of up to 100 bytes,
  * after a prefix of up to 155 ending at a '/'; a link of up to 100). */
 static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime,
 		      unsigned mode, const char *link)
@@ -98,7 +98,7 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	snprintf((char *)h + 136, 12, "%011llo",
 		 (unsigned long long)(mtime > 0 ? mtime & 0x1ffffffffLL : 0));
 	memset(h + 148, ' ', 8);
-	h[156] = S_ISDIR(mode) ? '5' : S_ISLNK(mode) ? '2' : '0';
+	h[156] = S_ISDIR(mode) ? '5' : S_ISLNK(mode) ? '2' : S_ISFIFO(mode) ? '6' : '0';
 	if (link)
 		memcpy(h + 157, link, strlen(link));
 	memcpy(h + 257, "ustar", 6);
@@ -367,25 +367,31 @@ static int say_left_out(const struct left_out *lo, const char *how)
 	return 1;
 }
 
-/* The tree's symbolic links, then its directories, the deepest first, of
- * @t (@n) as members of @fd: after every file, so that tar x sets a
- * directory's time after the last file it writes into it (tar c puts a
- * directory before its files; tar x then sets its time when it leaves it,
- * and records in id order may come back to it). */
+/* The tree's symbolic links and FIFOs, then its directories, the deepest
+ * first, of @t (@n) as members of @fd: after every file, so that tar x
+ * sets a directory's time after the last file it writes into it (tar c
+ * puts a directory before its files; tar x then sets its time when it
+ * leaves it, and records in id order may come back to it). A socket has no
+ * place in a tar file: left out, as tar c leaves it, said once. */
 static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
 {
 	unsigned char h[512];
 	char name[PATH_MAX + 2];
+	size_t sockets = 0, first = 0;
 
 	for (size_t k = 0; k < 2 * n; k++) {
 		size_t i = k < n ? k : 2 * n - 1 - k;
 		bool links = k < n;
-		if (S_ISLNK(t[i].mode) != links || strcmp(t[i].path, ".") == 0)
+		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0)
 			continue;
+		if (S_ISSOCK(t[i].mode)) {
+			first = sockets++ ? first : i;
+			continue;
+		}
 		snprintf(name, sizeof name, "%s%s", t[i].path, links ? "" : "/");
 		if (tar_header(h, name, 0, t[i].mtime / 1000000000, t[i].mode, t[i].target) < 0) {
 			zr_warn("export: %s: '%s'%s%s is too long for a tar header", out, t[i].path,
-				links ? " -> " : "", links ? t[i].target : "");
+				t[i].target ? " -> " : "", t[i].target ? t[i].target : "");
 			return -1;
 		}
 		if (t[i].owned)
@@ -395,6 +401,9 @@ static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
 			return -1;
 		}
 	}
+	if (sockets)
+		zr_warn("export: %s: %zu socket%s left out (a tar file holds none); the first: %s",
+			out, sockets, sockets == 1 ? "" : "s", t[first].path);
 	return 0;
 }
 
@@ -555,9 +564,10 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 	return finish_file(fd, out, stream, status);
 }
 
-/* The tree's directories (@links false) or symbolic links (true) of @t
- * (@n) under @dfd (@out): directories made before the files go in them,
- * links after every file (no file is written through one). 0, or 1 (said). */
+/* The tree's directories (@links false) or symbolic links, FIFOs and
+ * sockets (true) of @t (@n) under @dfd (@out): directories made before the
+ * files go in them, links after every file (no file is written through
+ * one). 0, or 1 (said). */
 static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n, bool links)
 {
 	int status = 0;
@@ -565,13 +575,15 @@ static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n,
 	for (size_t i = 0; i < n && status == 0; i++) {
 		const char *leaf;
 		int at;
-		if (S_ISLNK(t[i].mode) != links || strcmp(t[i].path, ".") == 0)
+		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0)
 			continue;
 		if ((at = names_parent_at(dfd, t[i].path, out, &leaf)) < 0)
 			return 1;
-		/* writable until its files are in: its own mode comes last */
-		if (links ? symlinkat(t[i].target, at, leaf) < 0
-			  : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
+		/* writable until its files are in: its own mode comes last (a
+		 * FIFO's, a socket's too: mknod's is the umask's) */
+		if (S_ISLNK(t[i].mode) ? symlinkat(t[i].target, at, leaf) < 0
+		    : links	       ? mknodat(at, leaf, t[i].mode & S_IFMT, 0) < 0
+				       : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
 			zr_warn("export: %s/%s: %s", out, t[i].path,
 				errno == EEXIST ? "exists (OUT_DIR must be empty, and names differ)"
 						: strerror(errno));
@@ -583,8 +595,9 @@ static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n,
 	return status;
 }
 
-/* The modes and times of @t's directories and links under @dfd, the
- * deepest first: a directory's time is set after every change in it. */
+/* The modes and times of @t's directories, links, FIFOs and sockets under
+ * @dfd, the deepest first: a directory's time is set after every change in
+ * it. */
 static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t n)
 {
 	for (size_t i = n; i-- > 0;) {
@@ -597,8 +610,10 @@ static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t 
 			return 1;
 		/* root gives each its owner back (as tar x and cp -a do) */
 		bool own = t[i].owned && geteuid() == 0;
-		if (S_ISLNK(t[i].mode)) {
-			rc = own && fchownat(at, leaf, t[i].uid, t[i].gid, AT_SYMLINK_NOFOLLOW) < 0
+		if (!S_ISDIR(t[i].mode)) { /* the link itself; a FIFO or socket opened not */
+			rc = (own && fchownat(at, leaf, t[i].uid, t[i].gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+					     (!S_ISLNK(t[i].mode) &&
+					      fchmodat(at, leaf, t[i].mode & 07777, 0) < 0)
 				     ? -1
 				     : utimensat(at, leaf, ts, AT_SYMLINK_NOFOLLOW);
 		} else { /* the directory itself, never what a link there points to */

@@ -55,19 +55,26 @@ struct walk {
 	size_t errlen;
 };
 
-/* Keep symbolic link @path as a link: 1, 0 (skipped), or -1. */
+/* Keep symbolic link, FIFO or socket @path as itself: 1, 0 (skipped), or
+ * -1. */
 static int keep_link(struct walk *w, const char *path)
 {
 	char target[PATH_MAX];
 	struct stat st;
-	ssize_t n = lstat(path, &st) < 0 ? -1 : readlink(path, target, sizeof target - 1);
+	ssize_t n = lstat(path, &st) < 0 ? -1
+		    : S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
+		    : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 1 /* its name and mode */
+								   : -2;
 
 	if (n < 0) {
-		snprintf(w->err, w->errlen, "%s: %s", path, strerror(errno));
+		snprintf(w->err, w->errlen, "%s: %s", path,
+			 n == -2 ? "changed while SRC was read" : strerror(errno));
 		return -1;
 	}
 	target[n] = 0;
-	switch (n == 0 ? -3 : tree_list_add(w->tree, path + w->top, &st, target, true)) {
+	switch (n == 0 ? -3
+		       : tree_list_add(w->tree, path + w->top, &st,
+				       S_ISLNK(st.st_mode) ? target : NULL, true)) {
 	case 0:
 		return 1;
 	case -2:
@@ -80,15 +87,15 @@ static int keep_link(struct walk *w, const char *path)
 }
 
 /* Every regular file under @dir, as paths, and with w->tree every
- * directory and symbolic link, which a link's target never is: a link is
- * kept as a link (what it points to is not read), unless w->follow and it
- * points to a file: then it counts as the file. Without w->tree links are
- * skipped, or with w->follow followed to files (dangling ones, loops and
- * links to directories skipped). Sockets, devices and FIFOs are not
- * records. Without w->hidden names starting with a dot are passed over, as
- * asked, silently. What else is skipped is counted in w->k; an entry that
- * cannot be looked at fails the walk. 1 when something under @dir is kept,
- * 0 when nothing is, -1. */
+ * directory, symbolic link, FIFO and socket, which a link's target never
+ * is: a link is kept as a link (what it points to is not read), unless
+ * w->follow and it points to a file: then it counts as the file. Without
+ * w->tree links are skipped, or with w->follow followed to files (dangling
+ * ones, loops and links to directories skipped). Sockets, devices and FIFOs
+ * are not records (a FIFO is never opened). Without w->hidden names
+ * starting with a dot are passed over, as asked, silently. What else is
+ * skipped is counted in w->k; an entry that cannot be looked at fails the
+ * walk. 1 when something under @dir is kept, 0 when nothing is, -1. */
 static int walk(struct walk *w, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -142,6 +149,8 @@ static int walk(struct walk *w, const char *dir)
 			rc = strs_add(w->files, path) < 0 ? -1 : 1;
 			kept |= rc > 0;
 			continue;
+		} else if (w->tree && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+			rc = keep_link(w, path); /* a name and a mode, as cp -a makes it */
 		} else if (!S_ISLNK(st.st_mode)) {
 			skip(&w->k, &w->k.special, path);
 		} else if (w->follow && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -739,10 +748,10 @@ int plan_tar(struct import *im)
 			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
 			t->first_skipped);
 	if (rc == 0 && t->unfiled)
-		zr_warn("import: skipped %llu hard link%s, FIFO%s or device%s (not %s); the first: %s",
+		zr_warn("import: skipped %llu hard link%s or device%s (not %s); the first: %s",
 			(unsigned long long)t->unfiled, t->unfiled == 1 ? "" : "s",
-			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "" : "s",
-			t->unfiled == 1 ? "a file" : "files", t->first_unfiled);
+			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "a file" : "files",
+			t->first_unfiled);
 	const char *split;
 	uint64_t again = rc == 0 ? zr_tar_split_keys(t, &split) : 0;
 	if (again)

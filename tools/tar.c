@@ -506,7 +506,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			if (rc < 0)
 				return -1;
 		} else if (type == '0' || type == 0 || type == '7' || type == '5' || type == '2' ||
-			   type == 'S') {
+			   type == '6' || type == 'S') {
 			if (x.sparse && x.name[0])
 				snprintf(name, sizeof name, "%s", x.name);
 			else if (longname[0])
@@ -519,8 +519,8 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 				snprintf(longlink, sizeof longlink, "%.100s", (char *)h + 157);
 			int64_t mtime = x.mtime >= 0 ? x.mtime : tar_time(tar_num(h + 136, 12, &ok), 0);
 			uint32_t mode = (uint32_t)tar_num(h + 100, 8, &ok) & 07777;
-			if (type == '5' || type == '2') {
-				mode |= type == '5' ? S_IFDIR : S_IFLNK;
+			if (type == '5' || type == '2' || type == '6') {
+				mode |= type == '5' ? S_IFDIR : type == '2' ? S_IFLNK : S_IFIFO;
 				t->nsegs = x.seg_at; /* a map of no file */
 				if (tar_entry(t, name, type == '2' ? longlink : NULL, mode, mtime) < 0)
 					return -1;
@@ -531,10 +531,10 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			longname[0] = longlink[0] = 0;
 			pax_reset(&x, t);
 		} else {
-			/* links, FIFOs, devices: counted, said once (import); a
+			/* hard links, devices: counted, said once (import); a
 			 * directory's members carry their paths; globals, tar's
 			 * own extensions: nothing to say */
-			if (type >= '1' && type <= '6' && type != '5' && t->unfiled++ == 0)
+			if (type >= '1' && type <= '4' && t->unfiled++ == 0)
 				snprintf(t->first_unfiled, sizeof t->first_unfiled, "%s: %s", shard,
 					 longname[0] ? longname : (char *)h);
 			longname[0] = longlink[0] = 0;

@@ -262,9 +262,10 @@ ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t ca
 #define ZR_TREE_MAX 65536
 
 /**
- * A directory or a symbolic link of the tree (core/FORMAT.md, "Directories
- * and symbolic links"): what a tree holds besides its files, kept beside the
- * records (never a record, so never drawn by a sampler). A directory kept
+ * A directory, symbolic link, FIFO or socket of the tree (core/FORMAT.md,
+ * "Directories and symbolic links"): what a tree holds besides its files,
+ * kept beside the records (never a record, so never drawn by a sampler).
+ * A FIFO or socket is a name and its mode: it holds no data. A directory kept
  * here is in the tree even when empty, with its mode and times; one that
  * is not is there while a record's name puts a file below it (0755, the
  * dataset's time).
@@ -273,8 +274,10 @@ typedef struct zr_tree_entry {
 	const char *path;   /**< relative path below the tree (zr_name_safe()),
 				 or "." for the tree itself (a directory) */
 	const char *target; /**< a symbolic link's target (any text, as
-				 symlink(2) takes it); NULL for a directory */
-	uint32_t mode;      /**< S_IFDIR or S_IFLNK, and the permission bits */
+				 symlink(2) takes it); NULL for the others */
+	uint32_t mode;      /**< S_IFDIR, S_IFLNK, S_IFIFO or S_IFSOCK, and the
+				 permission bits (FIFOs and sockets: a dataset
+				 versions before 2026-12-01 cannot open) */
 	int64_t mtime;      /**< modification time, ns since 1970 */
 	int64_t atime;      /**< access time; ZR_MTIME_NONE: the mtime */
 	uint64_t size;      /**< a directory's size as its source had it (du

@@ -458,8 +458,10 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		zrfs_handle_drop(fs, h);
 }
 
-void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
-			const char *name)
+/* A symbolic link to @target, a FIFO or a socket (@mode's type; "") named
+ * @name in directory @parent of tree/: kept with the tree, as a directory. */
+static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      uint32_t mode, const char *target)
 {
 	enum what what = W_NONE;
 	struct fuse_entry_param e;
@@ -493,7 +495,7 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 	}
 	uint32_t owner[2];
 	maker(req, fs, parent, owner);
-	if (rc == 0 && (rc = zrfs_tree_symlink(fs, parent, name, target, &e.ino)) == 0) {
+	if (rc == 0 && (rc = zrfs_tree_make_link(fs, parent, name, mode, target, &e.ino)) == 0) {
 		if (zrfs_owners_kept(fs)) /* its maker's */
 			zrfs_tree_owner(fs, e.ino, owner);
 		v = zrfs_names_begin(fs);
@@ -507,6 +509,23 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 	zrfs_dir_changed(fs, parent, NULL); /* and the link is kept with it */
 	e.entry_timeout = e.attr_timeout = fs->opts.timeout;
 	zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
+}
+
+void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
+			const char *name)
+{
+	make_link(req, fs, parent, name, S_IFLNK | 0777, target);
+}
+
+void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      mode_t mode)
+{
+	/* (the kernel has applied the umask; a regular file is made by
+	 * open(O_CREAT), a device nowhere: EPERM, zrfs(8)) */
+	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
+		zrfs_reply_err(req, -EPERM);
+	else
+		make_link(req, fs, parent, name, (uint32_t)mode & (S_IFMT | 07777), "");
 }
 
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,

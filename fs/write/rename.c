@@ -351,9 +351,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 /* The times, (@mode) the permission bits and (@owner) the owner and group
  * a SETATTR asks for, answered with attributes @st: a file's, where the
  * dataset keeps them (zr_names.mtime, .mode, .uid and .gid), kept with what
- * is being written or stored now; a directory's or link's of tree/, kept
- * with the tree (a directory's times for as long as the mount); anything
- * else's times accepted and ignored (the commit's time shows). */
+ * is being written or stored now; a directory's, link's, FIFO's or
+ * socket's of tree/, kept with the tree (a directory's times for as long
+ * as the mount); anything else's times accepted and ignored (the commit's
+ * time shows). */
 static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
 		     int to_set, bool mode, bool owner, bool same, struct stat *st)
 {
@@ -377,7 +378,12 @@ static void set_meta(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const stru
 			st->st_uid = ids[0], st->st_gid = ids[1];
 		zrfs_tree_changed(fs);
 	}
-	if (S_ISLNK(st->st_mode)) { /* lutimes: rsync -a sets a link's times */
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) { /* a link, FIFO or socket */
+		if (mode && zrfs_tree_mode(fs, ino, attr->st_mode) == 0) {
+			st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
+			zrfs_tree_changed(fs);
+		}
+		/* lutimes: rsync -a sets a link's times */
 		if (t.mtime != ZR_MTIME_NONE) {
 			struct timespec m = zr_ns_time(t.mtime);
 			struct timespec a = t.atime != ZR_MTIME_NONE ? zr_ns_time(t.atime) : m;
@@ -445,7 +451,10 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 			    (attr->st_mode & 07777) != (now->st_mode & 07777);
 		bool owner = ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
 			     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid);
-		bool kept = mode && fs->names.mode >= 0 && S_ISREG(now->st_mode);
+		/* (a FIFO or a socket is tree/'s, kept with it) */
+		bool kept = mode && (S_ISREG(now->st_mode) ? fs->names.mode >= 0
+							  : S_ISFIFO(now->st_mode) ||
+							    S_ISSOCK(now->st_mode));
 		bool owned = owner && zrfs_owners_kept(fs) && !S_ISDIR(now->st_mode);
 		/* one that changes nothing (chown(f, -1, -1) asks nothing) still
 		 * changes a file's change time, as on a local filesystem */

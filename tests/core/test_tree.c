@@ -25,16 +25,20 @@ static const zr_tree_entry given[] = {
 	{.path = "a/empty", .mode = S_IFDIR | 0700, .mtime = 7, .atime = ZR_MTIME_NONE,
 	 .ctime = -3},
 	{.path = ".", .mode = S_IFDIR | 0711, .mtime = 8, .atime = ZR_MTIME_NONE},
+	{.path = "b/sock", .mode = S_IFSOCK | 0755, .mtime = 9, .atime = 10, .owned = 1,
+	 .uid = 5, .gid = 6},
+	{.path = "a/fifo", .mode = S_IFIFO | 04640, .mtime = 11, .atime = ZR_MTIME_NONE},
 };
+#define NGIVEN (sizeof given / sizeof *given)
 
 static void expect_given(zr_dataset *ds)
 {
-	static const unsigned order[] = {3, 1, 2, 0}; /* sorted by path */
+	static const unsigned order[] = {3, 1, 2, 5, 0, 4}; /* sorted by path */
 	zr_tree_entry *got;
 	size_t n;
 
 	cr_assert_eq(zr_tree_get(ds, &got, &n), 0);
-	cr_assert_eq(n, 4);
+	cr_assert_eq(n, NGIVEN);
 	for (size_t i = 0; i < n; i++) {
 		const zr_tree_entry *w = &given[order[i]];
 		cr_expect_str_eq(got[i].path, w->path);
@@ -66,7 +70,7 @@ Test(tree, set_in_any_order_read_back_sorted_after_reopen)
 	cr_assert_eq(zr_tree_get(ds, &got, &n), 0);
 	cr_assert_eq(n, 0);
 	cr_assert_null(got);
-	cr_assert_eq(zr_tree_set(ds, given, 4), 0, "%s", zr_errmsg(ds));
+	cr_assert_eq(zr_tree_set(ds, given, NGIVEN), 0, "%s", zr_errmsg(ds));
 	cr_assert_eq(zr_commit(ds), 0, "%s", zr_errmsg(ds));
 	zr_close(ds);
 	ds = t_open(t_ds, 0);
@@ -104,7 +108,10 @@ Test(tree, bad_entries_are_refused_naming_them)
 		{{.path = "../up", .mode = S_IFDIR | 0755}, -EINVAL, "'../up'"},
 		{{.path = "/abs", .mode = S_IFDIR | 0755}, -EINVAL, "'/abs'"},
 		{{.path = "a//b", .mode = S_IFDIR | 0755}, -EINVAL, "relative path"},
-		{{.path = "f", .mode = S_IFREG | 0644}, -EINVAL, "neither a directory"},
+		{{.path = "f", .mode = S_IFREG | 0644}, -EINVAL, "not a directory's"},
+		{{.path = "c", .mode = S_IFCHR | 0600}, -EINVAL, "a FIFO's or a socket's"},
+		{{.path = "p", .mode = S_IFIFO | 0600, .target = "x"}, -EINVAL, "with a target"},
+		{{.path = ".", .mode = S_IFIFO | 0600}, -EINVAL, "('.') is a dir"},
 		{{.path = ".", .mode = S_IFLNK | 0777, .target = "x"}, -EINVAL, "('.') is a dir"},
 		{{.path = "l", .mode = S_IFLNK | 0777}, -EINVAL, "without a target"},
 		{{.path = "d", .mode = S_IFDIR | 0755, .target = "x"}, -EINVAL, "with a target"},

@@ -2,14 +2,14 @@
 
 usage: posix.py NATIVE_DIR MOUNT_TREE_DIR [--users]
 
-About 180 checks in pjdfstest's ground, each run in a directory of its own
+About 200 checks in pjdfstest's ground, each run in a directory of its own
 on a native directory and on the mount's tree/, their results (a value, or
 the errno) compared: names and their lengths, open(2)'s flags and the
 modes it makes, reads and writes through several descriptors, truncate,
 mmap, fallocate, locks, chmod, chown and set-group-ID directories,
 utimensat (UTIME_NOW, UTIME_OMIT, nanoseconds, before 1970), mkdir, rmdir,
 unlink and rename in every corner, symbolic links, hard links and special
-files, xattrs, access(2), and which of a file's or directory's times each
+files (FIFOs and sockets too), xattrs, access(2), and which of a file's or directory's times each
 call moves (the clock is waited on until it passes them, no sleep).
 
 The mount must answer as ext4 does but where zrfs(8) says it does not
@@ -46,9 +46,9 @@ EXPECTED = {
     'unlink_open_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'unlink_stored_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'hard_link': ('EPERM', 'no hard links'),
-    'mkfifo': ('EPERM', 'no special files'),
-    'mknod_reg': ('EPERM', 'no special files'),
-    'socket_bind': ('EPERM', 'no special files'),
+    'mknod_reg': ('EPERM', 'mknod: FIFOs and sockets only (open(O_CREAT) makes a file)'),
+    'mknod_chr': ('EPERM', 'mknod: FIFOs and sockets only (no devices)'),
+    'fifo_rename_over_file': ('EXDEV', 'a link renamed onto a file: EXDEV (mv replaces it)'),
     'setxattr': ('ENOTSUP', 'no extended attributes'),
     'listxattr': ('ENOTSUP', 'no extended attributes'),
     'getxattr_missing': ('ENOTSUP', 'no extended attributes'),
@@ -1497,14 +1497,176 @@ def hard_link():
 
 
 @check
-def mkfifo():
-    os.mkfifo('p')
-
-
-@check
 def mknod_reg():
     os.mknod('r', 420 | stat.S_IFREG)
     return oct(os.stat('r').st_mode)
+
+
+@check
+def mknod_chr():
+    os.mknod('c', 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    return oct(os.lstat('c').st_mode)
+
+
+# ---- FIFOs and sockets (a name and attributes; the kernel is the pipe)
+def lattrs(p):
+    s = os.lstat(p)
+    return (oct(s.st_mode), s.st_size, s.st_nlink, s.st_blocks)
+
+
+@check
+def mkfifo():
+    os.mkfifo('p')
+    return lattrs('p')
+
+
+@check
+def mkfifo_mode_umask():
+    old = os.umask(0o027)
+    try:
+        os.mkfifo('p', 0o666)
+    finally:
+        os.umask(old)
+    return lattrs('p')
+
+
+@check
+def mknod_fifo():
+    os.mknod('p', 0o640 | stat.S_IFIFO)
+    return lattrs('p')
+
+
+@check
+def mkfifo_exists():
+    mk('f')
+    os.mkfifo('f')
+
+
+@check
+def mkfifo_parent_times():
+    os.mkdir('d')
+    return moved_by('d', lambda: os.mkfifo('d/p'))
+
+
+@check
+def fifo_carries_data():
+    os.mkfifo('p')
+    r = os.open('p', os.O_RDONLY | os.O_NONBLOCK)
+    w = os.open('p', os.O_WRONLY)
+    os.write(w, b'through the pipe')
+    os.close(w)
+    data = os.read(r, 100)
+    os.close(r)
+    return data, os.lstat('p').st_size
+
+
+@check
+def fifo_write_no_reader():
+    os.mkfifo('p')
+    os.open('p', os.O_WRONLY | os.O_NONBLOCK)
+
+
+@check
+def fifo_chmod():
+    os.mkfifo('p', 0o600)
+    return moved_by('p', lambda: os.chmod('p', 0o4751)), oct(os.lstat('p').st_mode)
+
+
+@check
+def fifo_chown():
+    os.mkfifo('p')
+    return moved_by('p', lambda: os.chown('p', 65534, 65533)), owner_mode('p')
+
+
+@check
+def fifo_utime():
+    os.mkfifo('p')
+    os.utime('p', ns=(5 * 10**17 + 7, 6 * 10**17 + 9))
+    return times('p')[:2]
+
+
+@check
+def fifo_truncate():
+    os.mkfifo('p')
+    os.truncate('p', 0)
+
+
+@check
+def fifo_readlink():
+    os.mkfifo('p')
+    os.readlink('p')
+
+
+@check
+def fifo_rmdir():
+    os.mkfifo('p')
+    os.rmdir('p')
+
+
+@check
+def fifo_unlink():
+    os.mkdir('d')
+    os.mkfifo('d/p')
+    m = moved_by('d', lambda: os.unlink('d/p'))
+    return m, os.listdir('d')
+
+
+@check
+def fifo_rename():
+    os.mkfifo('p', 0o640)
+    ino, before = os.lstat('p').st_ino, times('p')
+    tick('p')
+    os.rename('p', 'q')
+    return moved('q', before), os.lstat('q').st_ino == ino, lattrs('q'), os.path.lexists('p')
+
+
+@check
+def fifo_rename_over_fifo():
+    os.mkfifo('p')
+    os.mkfifo('q', 0o600)
+    os.rename('p', 'q')
+    return lattrs('q'), os.listdir('.')
+
+
+@check
+def file_rename_over_fifo():
+    mk('f')
+    os.mkfifo('p')
+    os.rename('f', 'p')
+    return rd('p'), sorted(os.listdir('.'))
+
+
+@check
+def fifo_rename_over_file():
+    mk('f')
+    os.mkfifo('p')
+    os.rename('p', 'f')
+    return lattrs('f')
+
+
+@check
+def fifo_rename_noreplace():
+    os.mkfifo('p')
+    os.mkfifo('q')
+    renameat2('p', 'q', 1)
+
+
+@check
+def fifo_listed():
+    os.mkfifo('p')
+    with os.scandir('.') as it:
+        # (the types the listing gives, d_type: no stat)
+        return [(e.name, e.is_file(follow_symlinks=False), e.is_dir(follow_symlinks=False),
+                 e.is_symlink()) for e in it]
+
+
+@check
+def fifo_in_setgid_dir():
+    os.mkdir('d')
+    os.chown('d', 0, 65533)
+    os.chmod('d', 0o2775)
+    os.mkfifo('d/p')
+    return owner_mode('d/p')
 
 
 @check
@@ -1513,7 +1675,45 @@ def socket_bind():
     s = socket.socket(socket.AF_UNIX)
     s.bind('sock')
     s.close()
-    return stat.S_ISSOCK(os.lstat('sock').st_mode)
+    return lattrs('sock')
+
+
+@check
+def socket_connect():
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.bind('sock')
+    s.listen(1)
+    c = socket.socket(socket.AF_UNIX)
+    c.connect('sock')
+    a, _ = s.accept()
+    c.sendall(b'over the socket')
+    got = a.recv(100)
+    for x in (a, c, s):
+        x.close()
+    return got
+
+
+@check
+def socket_bind_exists():
+    import socket
+    mk('f')
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind('f')
+    finally:
+        s.close()
+
+
+@check
+def socket_unlink_rebind():
+    import socket
+    for _ in range(2):
+        s = socket.socket(socket.AF_UNIX)
+        s.bind('sock')
+        s.close()
+        os.unlink('sock')
+    return os.listdir('.')
 
 
 # ---- xattr
@@ -1958,6 +2158,38 @@ def u_symlink_in_open_dir():
     open_dir()
     as_user(lambda: os.symlink('x', 'd/l'))
     return owner_mode('d/l')
+
+
+@user_check
+def u_mkfifo_in_root_dir():
+    os.mkdir('d')
+    as_user(lambda: os.mkfifo('d/p'))
+
+
+@user_check
+def u_mkfifo_in_open_dir():
+    open_dir()
+    as_user(lambda: os.mkfifo('d/p', 0o640))
+    return owner_mode('d/p')
+
+
+@user_check
+def u_chmod_root_fifo():
+    os.mkfifo('p')
+    as_user(lambda: os.chmod('p', 0o666))
+
+
+@user_check
+def u_open_root_fifo_0600():
+    os.mkfifo('p', 0o600)
+    as_user(lambda: os.open('p', os.O_RDONLY | os.O_NONBLOCK))
+
+
+@user_check
+def u_unlink_fifo_in_sticky_dir():
+    open_dir(0o1777)
+    os.mkfifo('d/p')
+    as_user(lambda: os.unlink('d/p'))
 
 def run(root, checks, sub):
     """Every check in a directory of its own under @root/@sub: name -> result."""

@@ -1,6 +1,6 @@
 #!/bin/sh
-# A writable tree/ answers about 180 system calls as ext4 does, or as
-# zrfs(8) says it does not, and 37 more made by another user through a
+# A writable tree/ answers about 200 system calls as ext4 does, or as
+# zrfs(8) says it does not, and 42 more made by another user through a
 # mount with allow_other: tests/fs/posix.py runs each on a native directory
 # and on the mount, and compares.
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,10 @@ said() { sed 's/^/  the daemon: /' "$T/log" 2>/dev/null | tail -3; }
 "$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" || fail "posix.py, above $(said)"
 # the change times of the directories and links it left, as a remount
 # shows them (kept with the tree, as the files' are with their records)
-ctimes() { find "$MNT/tree/posix" \( -type d -o -type l \) -printf '%P %C@ %M %U\n' | sort; }
+ctimes() {
+	find "$MNT/tree/posix" \( -type d -o -type l -o -type p -o -type s \) \
+		-printf '%P %C@ %M %U\n' | sort
+}
 ctimes >"$T/ctimes"
 unmount_wait
 mount_ds -o writable,log="$T/log"
