@@ -486,7 +486,8 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		      mode_t mode);
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name);
-/* mknod: a FIFO or a socket of tree/; anything else, EPERM. */
+/* mknod: a regular file (an empty one, as create and close make it), or a
+ * FIFO or a socket of tree/; a device, EPERM. */
 void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		      mode_t mode);
 /* Field directory @field's attributes @st, with the time its names last

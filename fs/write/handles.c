@@ -557,9 +557,8 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	zrfs_follow_answer(fs, rc < 0 || dead || !mine ? rc : publish(fs, n, false), req, NULL);
 }
 
-static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+void zrfs_handle_close(struct zrfs *fs, struct whandle *h)
 {
-	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = zrfs_node_ref(h->node);
 
 	/* the last close: what is left is stored (a draft never written, as
@@ -568,6 +567,11 @@ static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
 	publish(fs, n, true);
 	zrfs_handle_drop(fs, h);
 	zrfs_node_put(n);
+}
+
+static void h_release(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh)
+{
+	zrfs_handle_close(fs, (struct whandle *)hh);
 	zrfs_reply_status(req, 0);
 }
 

@@ -358,8 +358,11 @@ static int make_room(struct zrfs *fs)
 	return (int)gen;
 }
 
-void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		       mode_t mode, struct fuse_file_info *fi)
+/* A new file @name of @mode in directory @parent: open for writing, its
+ * handle in @fi (create), or (@fi NULL: mknod) closed at once, an empty
+ * value as touch makes one. */
+static void make_file(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct fuse_entry_param e;
@@ -452,10 +455,21 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	 * a GETATTR per file to cp and its like */
 	e.entry_timeout = 0;
 	e.attr_timeout = fs->opts.timeout;
+	if (!fi) { /* mknod: stored as a close stores it, the number handed */
+		zrfs_handle_close(fs, h);
+		zrfs_reply_handed(req, fs, &e, NULL);
+		return;
+	}
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	if (zrfs_reply_handed(req, fs, &e, fi) != 0) /* the creator is gone */
 		zrfs_handle_drop(fs, h);
+}
+
+void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
+		       mode_t mode, struct fuse_file_info *fi)
+{
+	make_file(req, fs, parent, name, mode, fi);
 }
 
 /* A symbolic link to @target, a FIFO or a socket (@mode's type; "") named
@@ -520,9 +534,11 @@ void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fus
 void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		      mode_t mode)
 {
-	/* (the kernel has applied the umask; a regular file is made by
-	 * open(O_CREAT), a device nowhere: EPERM, zrfs(8)) */
-	if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
+	/* (the kernel has applied the umask; a device is made nowhere:
+	 * EPERM, zrfs(8)) */
+	if (S_ISREG(mode))
+		make_file(req, fs, parent, name, mode, NULL);
+	else if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
 		zrfs_reply_err(req, -EPERM);
 	else
 		make_link(req, fs, parent, name, (uint32_t)mode & (S_IFMT | 07777), "");

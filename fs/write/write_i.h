@@ -849,6 +849,9 @@ struct wnode *zrfs_node_of_number(struct zrfs *fs, fuse_ino_t ino, bool handle, 
 struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, pid_t pid,
 				bool fresh);
 void zrfs_handle_drop(struct zrfs *fs, struct whandle *h);
+/* Close handle @h as its RELEASE does: what its node holds is stored (a
+ * failure logged), and the handle dropped. */
+void zrfs_handle_close(struct zrfs *fs, struct whandle *h);
 /* Drop the handles still open at unmount (the kernel sends no RELEASE
  * after it): what they wrote is said by zrfs_nodes_free_all. */
 void zrfs_handles_free_all(struct zrfs *fs);

@@ -46,8 +46,7 @@ EXPECTED = {
     'unlink_open_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'unlink_stored_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'hard_link': ('EPERM', 'no hard links'),
-    'mknod_reg': ('EPERM', 'mknod: FIFOs and sockets only (open(O_CREAT) makes a file)'),
-    'mknod_chr': ('EPERM', 'mknod: FIFOs and sockets only (no devices)'),
+    'mknod_chr': ('EPERM', 'mknod: no devices'),
     'fifo_rename_over_file': ('EXDEV', 'a link renamed onto a file: EXDEV (mv replaces it)'),
     'setxattr': ('ENOTSUP', 'no extended attributes'),
     'listxattr': ('ENOTSUP', 'no extended attributes'),
@@ -1500,6 +1499,37 @@ def hard_link():
 def mknod_reg():
     os.mknod('r', 420 | stat.S_IFREG)
     return oct(os.stat('r').st_mode)
+
+
+@check
+def mknod_reg_default():
+    old = os.umask(0o022)
+    try:
+        os.mknod('r')  # type 0: a regular file, 0600
+    finally:
+        os.umask(old)
+    s = os.lstat('r')
+    return oct(s.st_mode), s.st_size, s.st_nlink, rd('r')
+
+
+@check
+def mknod_reg_then_write():
+    os.mknod('r', 0o644 | stat.S_IFREG)
+    ino = os.lstat('r').st_ino
+    wr('r', b'after mknod')
+    return rd('r'), os.lstat('r').st_ino == ino
+
+
+@check
+def mknod_reg_exists():
+    mk('f')
+    os.mknod('f', 0o644 | stat.S_IFREG)
+
+
+@check
+def mknod_reg_parent_times():
+    os.mkdir('d')
+    return moved_by('d', lambda: os.mknod('d/r', 0o644 | stat.S_IFREG))
 
 
 @check
