@@ -55,26 +55,20 @@ struct walk {
 	size_t errlen;
 };
 
-/* Keep symbolic link, FIFO or socket @path as itself: 1, 0 (skipped), or
- * -1. */
-static int keep_link(struct walk *w, const char *path)
+/* Keep symbolic link, FIFO or socket @path, of lstat(2) @st, as itself: 1,
+ * 0 (skipped), or -1. */
+static int keep_link(struct walk *w, const char *path, const struct stat *st)
 {
 	char target[PATH_MAX];
-	struct stat st;
-	ssize_t n = lstat(path, &st) < 0 ? -1
-		    : S_ISLNK(st.st_mode) ? readlink(path, target, sizeof target - 1)
-		    : S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 1 /* its name and mode */
-								   : -2;
+	bool link = S_ISLNK(st->st_mode);
+	ssize_t n = link ? readlink(path, target, sizeof target - 1) : 1; /* a name, a mode */
 
 	if (n < 0) {
-		snprintf(w->err, w->errlen, "%s: %s", path,
-			 n == -2 ? "changed while SRC was read" : strerror(errno));
+		snprintf(w->err, w->errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	target[n] = 0;
-	switch (n == 0 ? -3
-		       : tree_list_add(w->tree, path + w->top, &st,
-				       S_ISLNK(st.st_mode) ? target : NULL, true)) {
+	switch (n == 0 ? -3 : tree_list_add(w->tree, path + w->top, st, link ? target : NULL, true)) {
 	case 0:
 		return 1;
 	case -2:
@@ -108,7 +102,7 @@ static int walk(struct walk *w, const char *dir)
 	}
 	while (rc >= 0 && (de = readdir(d))) {
 		char *path;
-		struct stat st;
+		struct stat st, to; /* the entry's lstat(2); a link's target's */
 		bool is_dir = false;
 		rc = 0;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
@@ -150,21 +144,21 @@ static int walk(struct walk *w, const char *dir)
 			kept |= rc > 0;
 			continue;
 		} else if (w->tree && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-			rc = keep_link(w, path); /* a name and a mode, as cp -a makes it */
+			rc = keep_link(w, path, &st); /* a name and a mode, as cp -a makes it */
 		} else if (!S_ISLNK(st.st_mode)) {
 			skip(&w->k, &w->k.special, path);
-		} else if (w->follow && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		} else if (w->follow && stat(path, &to) == 0 && S_ISREG(to.st_mode)) {
 			rc = strs_add(w->files, path) < 0 ? -1 : 1;
 			kept |= rc > 0;
 			continue;
 		} else if (w->tree) {
-			rc = keep_link(w, path); /* a link: as it is */
+			rc = keep_link(w, path, &st); /* a link: as it is */
 		} else if (!w->follow) {
 			skip(&w->k, &w->k.links, path);
-		} else if (stat(path, &st) < 0) {
+		} else if (stat(path, &to) < 0) {
 			skip(&w->k, &w->k.dangling, path); /* dangling, a loop, or unreadable */
 		} else {
-			skip(&w->k, S_ISDIR(st.st_mode) ? &w->k.dirlinks : &w->k.special, path);
+			skip(&w->k, S_ISDIR(to.st_mode) ? &w->k.dirlinks : &w->k.special, path);
 		}
 		kept |= rc > 0 || (is_dir && w->tree);
 		free(path);
