@@ -1,7 +1,8 @@
 #!/bin/sh
 # stress-ng's filesystem stressors on a writable mount: dentry, rename,
 # dir, dirdeep, dirmany, filename, utime and iomix, two instances each,
-# with --verify, in tree/ and in a field directory. Each must pass (exit 0)
+# with --verify, in tree/ and in a field directory. Each must pass (exit 0;
+# iomix may exit 7 for its bogo-ops count alone, below)
 # and leave nothing behind: in tree/ no name but the dataset's own file, in
 # the field directory no directory and no name that is not a record's file
 # (a file made in a directory made there becomes a record listed by id,
@@ -23,9 +24,18 @@ mount_ds -o writable,log="$T/log"
 run() {
 	d=$MNT/$1
 	for s in dentry rename dir dirdeep dirmany filename utime iomix; do
+		rc=0
 		timeout $((SECS * 20 + 120)) stress-ng --$s 2 --timeout "$SECS" --verify \
-			--temp-path "$d" >"$T/$s.out" 2>&1 ||
-			fail "$1: stress-ng --$s exited $?: $(tail -5 "$T/$s.out")"
+			--temp-path "$d" >"$T/$s.out" 2>&1 || rc=$?
+		# 7 says only that the bogo-ops count, which this test does not
+		# use, is untrustworthy: one of iomix's worker processes, killed
+		# at the end of the run, was counting (once in about 40 runs
+		# here, on a loaded machine). A check of --verify that failed
+		# exits 2 and says "fail".
+		[ "$rc" = 7 ] && [ "$s" = iomix ] && ! grep -q 'fail' "$T/$s.out" &&
+			grep -q 'bogo-ops counter in non-ready state' "$T/$s.out" &&
+			grep -q 'successful run completed' "$T/$s.out" && rc=0
+		[ "$rc" = 0 ] || fail "$1: stress-ng --$s exited $rc: $(tail -5 "$T/$s.out")"
 		if [ "$1" = tree ]; then
 			left=$(cd "$d" && find . -mindepth 1 ! -path ./x ! -path ./x/a.bin | head -5)
 		else
