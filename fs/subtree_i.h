@@ -153,9 +153,10 @@ int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
  * whether @name in @dir is one (under the names lock); make one of @mode
  * (S_IFLNK and @target, or S_IFIFO or S_IFSOCK and ""; now: *out its number;
  * -EEXIST where a name is, -EILSEQ for a name or target not UTF-8); remove one
- * (-ENOENT: none); move one, keeping its number, onto nothing or a link
- * (-EEXIST: onto a file or directory; -EILSEQ); set one's times. The
- * others take the names lock written. */
+ * (-ENOENT: none); move one, keeping its number, onto nothing, a link or
+ * (@over_file) a record's file the caller removes in the same commit
+ * (-EEXIST: onto a directory, or a file unasked; -EILSEQ); set one's
+ * times. The others take the names lock written. */
 bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
 			const char *target, fuse_ino_t *out);
@@ -168,7 +169,7 @@ int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_dir_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
 		       const char *newname, uint64_t **ids, size_t *n);
 int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
-			const char *newname);
+			const char *newname, bool over_file);
 int zrfs_tree_link_time(struct zrfs *fs, fuse_ino_t ino, struct timespec mtime,
 			struct timespec atime);
 /* Permission bits @mode for directory, FIFO or socket @ino of tree/: 0 or

@@ -585,7 +585,7 @@ int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name)
 }
 
 int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t newdir,
-			const char *newname)
+			const char *newname, bool over_file)
 {
 	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(newname);
@@ -600,7 +600,8 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 	zrfs_state_lock(fs);
 	if (!(e = link_at(fs, dir, name)) || !(d = dir_of(fs, newdir))) {
 		rc = -ENOENT;
-	} else if ((to = tree_ent_find(t, d, newname, len)) && (to->sub || to->id != NO_ID)) {
+	} else if ((to = tree_ent_find(t, d, newname, len)) &&
+		   (to->sub || (to->id != NO_ID && !over_file))) {
 		rc = -EEXIST; /* checked by the caller: a file or directory came since */
 	} else if (to != e && !to && !(to = tree_ent_new(t, d, newname, len))) {
 		rc = -ENOMEM;

@@ -678,6 +678,33 @@ static bool remove_later(struct zrfs *fs, fuse_ino_t parent, const struct place 
 	return done;
 }
 
+int64_t zrfs_file_remove_held(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			      const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	unsigned field = p->field;
+	struct wnode *d;
+	uint64_t id = NO_ID;
+	bool alias;
+	enum what what;
+
+	zrfs_names_lock(fs);
+	what = zrfs_name_resolve_held(fs, parent, p, name, &d, &id, &alias);
+	if (what == W_DRAFT && d->kind != WN_DIR && d->stored == NO_ID) {
+		id = d->id;
+		field = d->field;
+		zrfs_draft_drop(w, d);
+	}
+	if (alias)
+		zrfs_alias_drop(w, parent, name);
+	zrfs_names_unlock(fs);
+	return what == W_RECORD			   ? zrfs_publish_remove(fs, field, id, p->tree)
+	       : what == W_DRAFT && d->kind == WN_DIR ? -EISDIR
+	       : what == W_DRAFT && id != NO_ID	   ? zrfs_publish_replaced(fs, field, id, p->tree)
+	       : what == W_DRAFT		   ? 0
+						   : -ENOENT;
+}
+
 void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -716,25 +743,10 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	 * lockfile, sed -i: the name's old value is gone from the rename on),
 	 * committed at once */
 	pthread_mutex_lock(&w->lock);
-	if (what == W_RECORD && remove_later(fs, parent, &p, name)) {
+	if (what == W_RECORD && remove_later(fs, parent, &p, name))
 		rc = 0;
-	} else if ((rc = zrfs_settle_stored(fs)) == 0) {
-		unsigned field = p.field;
-		zrfs_names_lock(fs);
-		what = zrfs_name_resolve_held(fs, parent, &p, name, &d, &id, &alias);
-		if (what == W_DRAFT && d->kind != WN_DIR && d->stored == NO_ID) {
-			id = d->id;
-			field = d->field;
-			zrfs_draft_drop(w, d);
-		}
-		if (alias)
-			zrfs_alias_drop(w, parent, name);
-		zrfs_names_unlock(fs);
-		rc = what == W_RECORD			  ? zrfs_publish_remove(fs, field, id, p.tree)
-		     : what == W_DRAFT && id != NO_ID ? zrfs_publish_replaced(fs, field, id, p.tree)
-		     : what == W_DRAFT		  ? 0
-						  : -ENOENT;
-	}
+	else if ((rc = zrfs_settle_stored(fs)) == 0)
+		rc = zrfs_file_remove_held(fs, parent, &p, name);
 	pthread_mutex_unlock(&w->lock);
 	if (rc >= 0)
 		zrfs_dir_changed(fs, parent, NULL);

@@ -225,6 +225,30 @@ static int64_t move_dir(struct zrfs *fs, fuse_ino_t parent, const char *name,
 	return rc < 0 ? rc : 0;
 }
 
+/* Move link @name of @parent onto the file @newname of @newparent (at
+ * @tp), which goes: one commit takes the file away and keeps the link at
+ * its new name, so that a crash leaves the one or the other there. 0 or a
+ * negative code (the link where it was). */
+static int64_t link_over_file(struct zrfs *fs, fuse_ino_t parent, const char *name,
+			      fuse_ino_t newparent, const struct place *tp, const char *newname)
+{
+	struct zrfs_writes *w = fs->writes;
+	int64_t rc;
+
+	pthread_mutex_lock(&w->lock);
+	if ((rc = zrfs_settle_stored(fs)) == 0 &&
+	    (rc = zrfs_tree_link_move(fs, parent, name, newparent, newname, true)) == 0) {
+		/* the name shows the file until the commit is shown */
+		zrfs_tree_changed(fs);
+		atomic_store(&w->tree_now, true);
+		rc = zrfs_file_remove_held(fs, newparent, tp, newname);
+		if (rc < 0)
+			zrfs_tree_link_move(fs, newparent, newname, parent, name, true);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc < 0 ? rc : 0;
+}
+
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags)
 {
@@ -259,16 +283,18 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		 * record does: the group then has put it where it decided */
 		record = what == W_RECORD ||
 			 (what == W_DRAFT && (d->stored != NO_ID || d->storing));
-		/* a symbolic link of tree/ moves in the index, onto nothing or
-		 * another link; onto a file mv replaces it itself (EXDEV) */
+		/* a symbolic link, FIFO or socket of tree/ moves in the index,
+		 * onto nothing, another link or a file (removed with it) */
 		link = what == W_NONE && p.tree && zrfs_tree_is_link(fs, parent, name);
 		if (link && (to == W_DIR || (to == W_DRAFT && td->kind == WN_DIR)))
 			rc = -EISDIR;
 		else if (link && (flags & RENAME_NOREPLACE) &&
 			 (to != W_NONE || zrfs_tree_is_link(fs, newparent, newname)))
 			rc = -EEXIST;
+		else if (link && to == W_ID)
+			rc = -EEXIST; /* a record's name without a file here: as symlink(2) */
 		else if (link)
-			rc = to == W_NONE ? 0 : -EXDEV;
+			; /* below: onto nothing or a link, or a file (the writer's lock) */
 		else if (what == W_NONE || what == W_ID)
 			rc = -ENOENT;
 		else if (what == W_DIR && (flags & RENAME_NOREPLACE) &&
@@ -298,8 +324,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			replacing = true; /* below, under the writer's lock */
 	}
 	zrfs_names_unlock(fs);
-	if (rc == 0 && link)
-		rc = zrfs_tree_link_move(fs, parent, name, newparent, newname);
+	if (rc == 0 && link && to == W_NONE)
+		rc = zrfs_tree_link_move(fs, parent, name, newparent, newname, false);
+	else if (rc == 0 && link)
+		rc = link_over_file(fs, parent, name, newparent, &tp, newname);
 	if (rc == 0 && dir)
 		rc = move_dir(fs, parent, name, newparent, newname);
 	if (rc == 0 && (record || replacing)) {

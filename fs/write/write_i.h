@@ -769,6 +769,11 @@ enum what zrfs_name_resolve_held(struct zrfs *fs, fuse_ino_t parent, const struc
 				 const char *name, struct wnode **d, uint64_t *id, bool *alias);
 void zrfs_names_lock(struct zrfs *fs);
 void zrfs_names_unlock(struct zrfs *fs);
+/* Remove the file @name of @parent (at @p), a record's or a draft's, as
+ * unlink(2) does, committed now (w->lock held, the drafts stored are
+ * committed: zrfs_settle_stored()): the generation, 0, or a negative code. */
+int64_t zrfs_file_remove_held(struct zrfs *fs, fuse_ino_t parent, const struct place *p,
+			      const char *name);
 /* Keep tree/ directory @dir while files are written in it; give it the
  * time now (into @ts when not NULL) when its names changed. */
 void zrfs_dir_keep(struct zrfs *fs, fuse_ino_t dir);

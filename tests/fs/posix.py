@@ -47,7 +47,6 @@ EXPECTED = {
     'unlink_stored_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'hard_link': ('EPERM', 'no hard links'),
     'mknod_chr': ('EPERM', 'mknod: no devices'),
-    'fifo_rename_over_file': ('EXDEV', 'a link renamed onto a file: EXDEV (mv replaces it)'),
     'setxattr': ('ENOTSUP', 'no extended attributes'),
     'listxattr': ('ENOTSUP', 'no extended attributes'),
     'getxattr_missing': ('ENOTSUP', 'no extended attributes'),
@@ -1361,6 +1360,31 @@ def rename_symlink_over_symlink():
     ino = os.lstat('l').st_ino
     os.rename('l', 'm')
     return os.readlink('m'), os.lstat('m').st_ino == ino, os.listdir('.')
+
+
+@check
+def rename_symlink_over_file():
+    """A link renamed onto a stored file: the file goes (what is open on it
+    still reads), the link keeps its number; so after the next commit."""
+    mk('f')
+    sync_here()
+    fd = os.open('f', os.O_RDONLY)
+    os.symlink('one', 'l')
+    ino = os.lstat('l').st_ino
+    os.rename('l', 'f')
+    r = (os.readlink('f'), os.lstat('f').st_ino == ino, os.listdir('.'), os.pread(fd, 9, 0))
+    os.close(fd)
+    sync_here()
+    return r, os.readlink('f'), sorted(os.listdir('.'))
+
+
+@check
+def rename_symlink_over_new_file():
+    mk('f')
+    os.symlink('one', 'l')
+    os.rename('l', 'f')
+    sync_here()
+    return os.readlink('f'), os.listdir('.')
 
 
 @check

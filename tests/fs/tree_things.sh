@@ -9,8 +9,9 @@
 # --apparent-size, find -executable (access(2)) and rsync -ani --delete,
 # through a read-only mount and zr export dir; rsync -a --delete and tar x
 # into a writable tree/ land and stay after a remount; mkdir, rmdir, chmod,
-# ln -s, mv and rm of links, mkfifo, bind and utimes on directories, links
-# and FIFOs are kept; a read-only mount follows another writer's.
+# ln -s, mv and rm of links (onto files too), mkfifo, bind and utimes on
+# directories, links and FIFOs are kept; a read-only mount follows another
+# writer's.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 unmount_all() {
@@ -104,6 +105,13 @@ for r in "$T/ref" "$MNT/tree"; do
 		touch -h -d '1997-07-07' "$r/made/fifo-q" "$r/made/fifo-p2" "$r/made/sock-t" ||
 		fail "FIFOs and sockets in $r"
 	printf 'onto\n' >"$r/made/f" && mv "$r/made/f" "$r/b/abs" || fail "a file onto a link in $r"
+	# a link and a FIFO onto files, by rename(2) itself (mv would copy
+	# and remove on EXDEV): an imported file's record goes, and a new one
+	printf 'new\n' >"$r/made/fifo-g" && ln -s ../b/rel2 "$r/made/over" && mkfifo "$r/made/fifo-o" &&
+		"$PY" -c 'import os, sys; os.rename(*sys.argv[1:3]); os.rename(*sys.argv[3:])' \
+			"$r/made/over" "$r/b/run.sh" "$r/made/fifo-o" "$r/made/fifo-g" &&
+		touch -h -d '1996-06-06' "$r/b/run.sh" "$r/made/fifo-g" ||
+		fail "a link and a FIFO renamed onto files in $r"
 	# owners and groups (chown, chgrp, chown -h of a link), kept
 	chown 1234:5678 "$r/a/x.txt" && chgrp 77 "$r/made/sub" && chown -h 99:98 "$r/made/l" &&
 		chown 4000000000:3 "$r/keep" || fail "chown in $r"
