@@ -154,6 +154,13 @@ static fuse_ino_t identity_of(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t i
 	return 0;
 }
 
+/* Where a file is open for writing, its attributes @st as @req's caller
+ * sees them (zrfs_write_own_attr): whether they may be cached. */
+static bool seen_by(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+{
+	return !fs->writes || zrfs_write_own_attr(req, fs, ino, st) < 0;
+}
+
 /* Answer a lookup that gave file @ino with the number the kernel knows
  * the file by, if it is not @ino (identity_of): true if answered. */
 static bool reply_identity(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino)
@@ -169,6 +176,7 @@ static bool reply_identity(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v,
 		zrfs_inode_forget(fs, id, 1);
 		return false;
 	}
+	seen_by(req, fs, id, &e.attr);
 	unhanded(fs, ino);
 	zrfs_reply_handed(req, fs, &e, NULL);
 	return true;
@@ -186,6 +194,8 @@ static void reply_entry(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, fu
 	e.entry_timeout = timeout;
 	e.attr_timeout = timeout;
 	rc = ino != 0 ? attr_of(fs, v, ino, &e.attr) : 0;
+	if (rc == 0 && ino != 0 && !seen_by(req, fs, ino, &e.attr))
+		e.attr_timeout = 0;
 	if (rc < 0 && rc != -ENOENT) {
 		zrfs_reply_err(req, rc);
 		unhanded(fs, ino);
@@ -268,7 +278,8 @@ static void getattr_now(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
 		/* an overlay's number (a file being written, or one kept by a
 		 * record since) may change under it: not cached */
 		const struct zrfs_subtree *t = owner_of(fs, ino);
-		zrfs_reply_attr(req, &st, t && t->overlay ? 0 : fs->opts.timeout);
+		bool cached = seen_by(req, fs, ino, &st) && !(t && t->overlay);
+		zrfs_reply_attr(req, &st, cached ? fs->opts.timeout : 0);
 	}
 }
 

@@ -503,6 +503,14 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
  * at rest), times (accepted, ignored). */
 void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const struct stat *attr,
 			int to_set, const struct stat *now);
+/* The attributes @st of regular file @ino a lookup or a GETATTR without
+ * a handle (stat, fstat) answers @req with, where a file is open for
+ * writing: where the caller, or another thread of its process, has it
+ * open so (1), the size being written, as a local filesystem shows its
+ * writer (zrfs(8): to others, the stored size until it is published);
+ * where only another process has (0), as they are. Either: not to be
+ * cached, as the two differ. -1: not open for writing, as they are. */
+int zrfs_write_own_attr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *st);
 /* fsync of a directory: the new files ready are committed now. */
 void zrfs_write_fsyncdir(fuse_req_t req, struct zrfs *fs);
 /* A directory opened for listing, and closed: a group of new files waits

@@ -237,6 +237,7 @@ struct whandle *zrfs_handle_new(struct zrfs *fs, struct wnode *n, fuse_ino_t ino
 	if (h->next)
 		h->next->prev = h;
 	w->handles = h;
+	atomic_fetch_add(&w->nhandles, 1);
 	pthread_mutex_unlock(&w->handles_lock);
 	return h;
 }
@@ -250,6 +251,7 @@ void zrfs_handle_drop(struct zrfs *fs, struct whandle *h)
 	*(h->prev ? &h->prev->next : &w->handles) = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
+	atomic_fetch_sub(&w->nhandles, 1);
 	pthread_mutex_unlock(&w->handles_lock);
 	pthread_mutex_lock(&w->names_lock);
 	h->node->handles--;
@@ -655,6 +657,74 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 		zrfs_reply_err(req, rc);
 	else
 		zrfs_reply_attr(req, &st, 0);
+}
+
+/* Whether thread @tid is of the same process as thread @of. */
+static bool same_process(pid_t of, pid_t tid)
+{
+	char path[64];
+	struct stat st;
+
+	if (of == tid)
+		return true;
+	snprintf(path, sizeof path, "/proc/%d/task/%d", (int)of, (int)tid);
+	return stat(path, &st) == 0;
+}
+
+/* The node that process @pid's thread or another of its threads has @ino
+ * open for writing on, referenced (NULL: none); *@open whether any
+ * process has. */
+static struct wnode *writer_node(struct zrfs_writes *w, fuse_ino_t ino, pid_t pid, bool *open)
+{
+	pid_t others[8];
+	size_t nothers = 0;
+	struct wnode *n = NULL;
+
+	*open = false;
+	pthread_mutex_lock(&w->handles_lock);
+	for (struct whandle *h = w->handles; h && !n; h = h->next) {
+		if (h->ino != ino)
+			continue;
+		*open = true;
+		if (h->pid == pid)
+			n = zrfs_node_ref(h->node);
+		else if (nothers < sizeof others / sizeof *others)
+			others[nothers++] = h->pid;
+	}
+	pthread_mutex_unlock(&w->handles_lock);
+	/* another thread of an opener: asked of /proc, without the lock */
+	for (size_t i = 0; !n && i < nothers; i++) {
+		if (!same_process(others[i], pid))
+			continue;
+		pthread_mutex_lock(&w->handles_lock);
+		for (struct whandle *h = w->handles; h && !n; h = h->next)
+			if (h->ino == ino && h->pid == others[i])
+				n = zrfs_node_ref(h->node);
+		pthread_mutex_unlock(&w->handles_lock);
+	}
+	return n;
+}
+
+int zrfs_write_own_attr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *st)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n;
+	bool open;
+
+	if (!S_ISREG(st->st_mode) || !atomic_load(&w->nhandles))
+		return -1;
+	if (!(n = writer_node(w, ino, fuse_req_ctx(req)->pid, &open)))
+		return open ? 0 : -1;
+	/* loaded: the value being written is the truth (before, the stored
+	 * one is: nothing changed it); the size read without its lock, as a
+	 * listing reads it */
+	if (atomic_load(&n->loaded)) {
+		st->st_size = (off_t)atomic_load(&n->val.size);
+		st->st_blocks = (st->st_size + 511) / 512;
+	}
+	zrfs_node_meta(n, st);
+	zrfs_node_put(n);
+	return 1;
 }
 
 /* A change of @n's value by @pid that is not a write: bytes [@zero, @zero +

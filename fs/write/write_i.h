@@ -247,7 +247,8 @@ struct wnode {
 	/* under lock */
 	pthread_mutex_t lock;
 	struct zrfs_value val;
-	bool loaded;          /* its value holds what it is written over (a draft's: always) */
+	atomic_bool loaded;   /* its value holds what it is written over (a draft's: always;
+			       * set under lock after the value, read without it) */
 	bool changed;         /* differs from what is stored */
 	uint64_t writers[WRITERS_KEPT]; /* lock owners that wrote since stored (0: free) */
 	bool many_writers;    /* ... more than fit: any writer's close publishes */
@@ -391,6 +392,7 @@ struct zrfs_writes {
 	 * open(O_TRUNC), which comes without its handle */
 	pthread_mutex_t handles_lock;
 	struct whandle *handles, *fresh;
+	atomic_size_t nhandles; /* read without handles_lock: whether to look at all */
 	struct zrfs_reading *reading; /* handles open for reading (zrfs_reading_open) */
 };
 

@@ -9,7 +9,8 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
   the record that name is now (it wrote the source record, whose inode the
   kernel kept at that name);
 - stat of a record being written shows its stored size until it is
-  published;
+  published, but to its writer (fstat after open(O_TRUNC) showed the old
+  size, and Python's mmap refused to map what had been written);
 - a new file opened twice and truncated by its name (the O_TRUNC of an
   open that has no handle yet) does not hang the mount;
 - a record replaced over and over (open with O_TRUNC, write, close) has
@@ -219,15 +220,24 @@ def rename_then_write(d):
 def stat_shows_the_stored_size(d):
     p = os.path.join(MNT, 'img', '199.jpg')  # no case before touches it
     old = os.stat(p).st_size
+
+    def other():  # another process's stat(2)
+        return int(subprocess.run(['stat', '-c', '%s', p], check=True,
+                                  capture_output=True).stdout)
+
     fd = os.open(p, os.O_WRONLY | os.O_APPEND)
     os.write(fd, b'x' * 1000)
-    if os.stat(p).st_size != old:
-        fail('stat of a record being written: %d, not its stored %d'
-             % (os.stat(p).st_size, old))
+    for _ in range(2):  # the writer's and the other's, in turn: neither cached
+        if other() != old:
+            fail('stat of a record being written, by another process: %d, not its stored %d'
+                 % (other(), old))
+        if os.stat(p).st_size != old + 1000 or os.fstat(fd).st_size != old + 1000:
+            fail('stat and fstat of a record being written, by its writer: %d and %d, not %d'
+                 % (os.stat(p).st_size, os.fstat(fd).st_size, old + 1000))
     os.close(fd)
-    if os.stat(p).st_size != old + 1000:
+    if os.stat(p).st_size != old + 1000 or other() != old + 1000:
         fail('stat once written: %d, not %d' % (os.stat(p).st_size, old + 1000))
-    return 'the stored size until the close'
+    return 'its writer sees its size, others the stored one until the close'
 
 
 def replaced_over_and_over(d):
