@@ -530,13 +530,21 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
 	pid_t pid = fuse_req_ctx(req)->pid;
-	bool mine, by_me, dead = false;
+	bool mine, by_me, shaped, dead = false;
 	int rc = 0;
 
 	fresh_end(fs, h);
 	pthread_mutex_lock(&n->lock);
+	/* emptied by this process's open(O_TRUNC), nothing written since:
+	 * its last descriptor's close publishes it (: > f; cat f), not the
+	 * close of a duplicate (a shell's redirection: open, dup2, close); in
+	 * a field of a fixed shape, which takes no empty value, the RELEASE
+	 * offers it (refused, logged) */
+	shaped = n->changed && !zrfs_node_written(n) && n->shaper && n->shaper == pid &&
+		 !fs->fields[n->field].record_size;
 	mine = n->changed && (zrfs_node_written(n) ? zrfs_node_written_by(n, fi->lock_owner)
 						    : n->cutter && n->cutter == pid);
+	mine = mine || shaped;
 	/* what a process that dies of a signal made is dropped, whether it
 	 * wrote, truncated, or only opened it emptied (exec sleep 60 > f);
 	 * where another process wrote too, nothing is: its close publishes */
@@ -552,7 +560,7 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	}
 	pthread_mutex_unlock(&n->lock);
 	/* the close of a duplicate: the last descriptor's close publishes */
-	if (mine && !dead && rc == 0 && atomic_fetch_add(&h->flushes, 1) > 0 &&
+	if (mine && !dead && rc == 0 && (atomic_fetch_add(&h->flushes, 1) > 0 || shaped) &&
 	    open_elsewhere(fs, pid, h->ino))
 		mine = false;
 	/* success but for a failed write, or once its store shows */

@@ -11,6 +11,9 @@ usage: write_cases.py ZR ZRFS MKDS SCRATCH [CASE...]   (all, or those named)
 - stat of a record being written shows its stored size until it is
   published, but to its writer (fstat after open(O_TRUNC) showed the old
   size, and Python's mmap refused to map what had been written);
+- a record emptied by open(O_TRUNC) and closed with nothing written reads
+  empty at the next open (: > f; cat f read the old value: the close that
+  publishes it came after);
 - a new file opened twice and truncated by its name (the O_TRUNC of an
   open that has no handle yet) does not hang the mount;
 - a record replaced over and over (open with O_TRUNC, write, close) has
@@ -238,6 +241,25 @@ def stat_shows_the_stored_size(d):
     if os.stat(p).st_size != old + 1000 or other() != old + 1000:
         fail('stat once written: %d, not %d' % (os.stat(p).st_size, old + 1000))
     return 'its writer sees its size, others the stored one until the close'
+
+
+def emptied_then_read(d):
+    p = os.path.join(MNT, 'img', '198.jpg')  # no case before touches it
+    for k in range(60):
+        with open(p, 'wb') as f:
+            f.write(b'full %d' % k)
+        # open(O_TRUNC) and close, nothing written (: > f): the next open
+        # reads it empty, in this process and in another
+        os.close(os.open(p, os.O_WRONLY | os.O_TRUNC))
+        with open(p, 'rb') as f:
+            got = f.read()
+        if got:
+            fail('img/198.jpg read %r just after an open(O_TRUNC) was closed' % got)
+    out = subprocess.run(['sh', '-c', 'echo full > "$1"; : > "$1"; cat "$1"', 'sh', p],
+                         check=True, capture_output=True).stdout
+    if out:
+        fail(': > f; cat f printed %r' % out)
+    return '60 opens with O_TRUNC closed: read empty at once'
 
 
 def replaced_over_and_over(d):
@@ -1199,7 +1221,7 @@ def main():
     said = []
     d = mount()
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
-                 replaced_over_and_over, fsync_beside_its_group, appended_across_groups,
+                 emptied_then_read, replaced_over_and_over, fsync_beside_its_group, appended_across_groups,
                  written_after_a_dup_closed, opened_twice_and_truncated,
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
