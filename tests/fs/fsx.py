@@ -10,11 +10,14 @@ in both: pwrite, pread, an O_APPEND write, ftruncate and truncate(2) by its
 name, writes and reads through a shared mmap, fallocate (allocation past the
 end, hole punching, zeroing a range), copy_file_range within the file,
 fsync, fdatasync, an fsync of the directory (a mount commits), close and
-open again, a rename away and back with the descriptor open, and stat.
+open again (with O_TRUNC too), a write through another open file of it and
+through a duplicate closed at once, a rename away and back with the
+descriptor open, and stat.
 What each answers (a value, or the errno) must be the same, and so must
 what the file holds whenever it is read. On a difference it prints the
 operations that led to it and exits 1; else 0, leaving the files for the
-caller to compare again (after a remount).
+caller to compare again (after a remount). FSX_EVERY=1 compares the bytes
+after every operation (slower; where a difference starts).
 """
 import ctypes
 import errno
@@ -181,7 +184,29 @@ def op_list(rng, name, size):
             s.fds[name] = os.open(s.path(name), os.O_RDWR)
             return held, os.lseek(s.fds[name], 0, os.SEEK_END)
         return ('close and open', reopen)
+    if k < 0.89:
+        def reopen_trunc(s):
+            os.close(s.fds[name])
+            s.fds[name] = os.open(s.path(name), os.O_RDWR | os.O_TRUNC)
+            return s.size(name)
+        return ('close and open with O_TRUNC', reopen_trunc)
+    if k < 0.90:
+        def second(s):  # another open file of it, written, read through the first
+            fd = os.open(s.path(name), os.O_RDWR)
+            try:
+                n = os.pwrite(fd, data, off)
+            finally:
+                os.close(fd)
+            return n, os.pread(s.fds[name], length, off)
+        return ('second descriptor pwrite %d+%d' % (off, length), second)
     if k < 0.91:
+        def dup(s):  # a duplicate written and closed, the file written on after
+            fd = os.dup(s.fds[name])
+            n = os.pwrite(fd, data, off)
+            os.close(fd)
+            return n, os.pwrite(s.fds[name], data[:7], off + length)
+        return ('dup pwrite %d+%d, close, pwrite' % (off, length), dup)
+    if k < 0.93:
         def away_and_back(s):
             os.rename(s.path(name), s.path(name + '.away'))
             os.pwrite(s.fds[name], data, off)  # written while it has another name
@@ -219,7 +244,7 @@ def main():
         bad = None
         if a != b:
             bad = 'answered %r, native %r' % (str(b)[:200], str(a)[:200])
-        elif every or i % 25 == 0 or text.startswith(('rename', 'fsync')):
+        elif every or i % 25 == 0 or text.startswith(('rename', 'fsync', 'second', 'dup')):
             x, y = native.held(name), mount.held(name)
             if x != y:
                 at = next((j for j in range(min(len(x), len(y))) if x[j] != y[j]),

@@ -1221,7 +1221,8 @@ def main():
     said = []
     d = mount()
     for case in (listed_before_committed, rename_then_write, stat_shows_the_stored_size,
-                 emptied_then_read, replaced_over_and_over, fsync_beside_its_group, appended_across_groups,
+                 emptied_then_read, replaced_over_and_over, fsync_beside_its_group,
+                 appended_across_groups,
                  written_after_a_dup_closed, opened_twice_and_truncated,
                  watched_file_handler,
                  big_record_opened_eight_times, reads_while_removing, held_under_commits,
