@@ -140,8 +140,9 @@ static bool dying_of_signal(pid_t pid)
 /* Whether process @pid has a descriptor open on inode @ino of this mount
  * (the closing one is out of its table by the time of its FLUSH): its
  * /proc/PID/fd links into the mount, and their fdinfo's inode number.
- * Nothing it reads reaches the mount. false where /proc cannot say. */
-static bool open_elsewhere(struct zrfs *fs, pid_t pid, fuse_ino_t ino)
+ * Nothing it reads reaches the mount. 1 yes, 0 no, -1 where /proc cannot
+ * say (another PID namespace). */
+static int open_elsewhere(struct zrfs *fs, pid_t pid, fuse_ino_t ino)
 {
 	const char *top = fs->writes->mountpoint;
 	size_t top_len = strlen(top);
@@ -152,7 +153,7 @@ static bool open_elsewhere(struct zrfs *fs, pid_t pid, fuse_ino_t ino)
 
 	snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
 	if (!top_len || !(d = opendir(path)))
-		return false;
+		return -1;
 	while (!yes && (e = readdir(d)) != NULL) {
 		ssize_t n;
 		int fd;
@@ -174,7 +175,7 @@ static bool open_elsewhere(struct zrfs *fs, pid_t pid, fuse_ino_t ino)
 		close(fd);
 	}
 	closedir(d);
-	return yes;
+	return yes ? 1 : 0;
 }
 
 /* ---- just opened ---- */
@@ -530,21 +531,21 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	struct whandle *h = (struct whandle *)hh;
 	struct wnode *n = h->node;
 	pid_t pid = fuse_req_ctx(req)->pid;
-	bool mine, by_me, shaped, dead = false;
+	bool mine, by_me, emptied, dead = false;
 	int rc = 0;
 
 	fresh_end(fs, h);
 	pthread_mutex_lock(&n->lock);
-	/* emptied by this process's open(O_TRUNC), nothing written since:
-	 * its last descriptor's close publishes it (: > f; cat f), not the
-	 * close of a duplicate (a shell's redirection: open, dup2, close); in
-	 * a field of a fixed shape, which takes no empty value, the RELEASE
-	 * offers it (refused, logged) */
-	shaped = n->changed && !zrfs_node_written(n) && n->shaper && n->shaper == pid &&
-		 !fs->fields[n->field].record_size;
 	mine = n->changed && (zrfs_node_written(n) ? zrfs_node_written_by(n, fi->lock_owner)
 						    : n->cutter && n->cutter == pid);
-	mine = mine || shaped;
+	/* emptied by this process's open(O_TRUNC), nothing written since:
+	 * its last descriptor's close publishes it (: > f; cat f), where
+	 * /proc says it was the last (not a shell redirection's close of
+	 * the descriptor it has just duplicated; where /proc cannot say, the
+	 * RELEASE does it); in a field of a fixed shape, which takes no empty
+	 * value, the RELEASE offers it (refused, logged) */
+	emptied = !mine && n->changed && !zrfs_node_written(n) && n->shaper &&
+		  n->shaper == pid && !fs->fields[n->field].record_size;
 	/* what a process that dies of a signal made is dropped, whether it
 	 * wrote, truncated, or only opened it emptied (exec sleep 60 > f);
 	 * where another process wrote too, nothing is: its close publishes */
@@ -560,9 +561,11 @@ static void h_flush(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh,
 	}
 	pthread_mutex_unlock(&n->lock);
 	/* the close of a duplicate: the last descriptor's close publishes */
-	if (mine && !dead && rc == 0 && (atomic_fetch_add(&h->flushes, 1) > 0 || shaped) &&
-	    open_elsewhere(fs, pid, h->ino))
+	if (mine && !dead && rc == 0 && atomic_fetch_add(&h->flushes, 1) > 0 &&
+	    open_elsewhere(fs, pid, h->ino) > 0)
 		mine = false;
+	if (emptied && !dead && rc == 0 && open_elsewhere(fs, pid, h->ino) == 0)
+		mine = true;
 	/* success but for a failed write, or once its store shows */
 	zrfs_follow_answer(fs, rc < 0 || dead || !mine ? rc : publish(fs, n, false), req, NULL);
 }

@@ -282,6 +282,15 @@ seq 1000 | sed 's/^/line /' >"$T/lines"
 same "$T/lines" "$MNT/txt/1.txt"
 "$ZR" cat "$DS" txt 1 | cmp -s - "$T/lines" || fail "the loop's value is not the record's"
 [ $(($(generation) - g)) -le 3 ] || fail "a shell loop of 1,000 commands made $(($(generation) - g)) commits"
+# a redirection empties the file, duplicates it and closes it before its
+# command writes: one commit each, at the command's close; ": > f" alone
+# is empty at its close (cat reads it so at once)
+g=$(generation)
+for i in 1 2 3 4 5; do sh -c "printf %s $i >'$MNT/txt/2.txt'" || fail "printf > txt/2.txt"; done
+[ "$(cat "$MNT/txt/2.txt")" = 5 ] || fail "txt/2.txt after 5 redirections: $(cat "$MNT/txt/2.txt")"
+[ $(($(generation) - g)) -le 5 ] || fail "5 redirections made $(($(generation) - g)) commits"
+out=$(sh -c ": >'$MNT/txt/2.txt'; cat '$MNT/txt/2.txt'") || fail ": > txt/2.txt; cat"
+[ -z "$out" ] || fail ": > f; cat f printed: $out"
 fusermount3 -u "$MNT" || fail "unmount"
 wait $pid || fail "zrfs exited $?: $(tail -5 "$T/log")"
 grep "never stored" "$T/log" && fail "files left staged (rsync's temporary files?)"
