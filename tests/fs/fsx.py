@@ -19,6 +19,7 @@ operations that led to it and exits 1; else 0, leaving the files for the
 caller to compare again (after a remount). FSX_EVERY=1 compares the bytes
 after every operation (slower; where a difference starts).
 """
+import argparse
 import ctypes
 import errno
 import mmap
@@ -79,16 +80,9 @@ class Side:
         return os.pread(self.fds[n], self.size(n) + 1, 0)
 
     def content(self, n):
-        fd = os.open(self.path(n), os.O_RDONLY)
-        try:
-            out = []
-            while True:
-                b = os.read(fd, 1 << 20)
-                if not b:
-                    return b''.join(out)
-                out.append(b)
-        finally:
-            os.close(fd)
+        """What @n holds, read through an open of its own."""
+        with open(self.path(n), 'rb') as f:
+            return f.read()
 
     def close(self):
         for fd in self.fds.values():
@@ -115,7 +109,7 @@ def mapped(fd, off, length, data):
         m.close()
 
 
-def op_list(rng, name, size):
+def draw_op(rng, name, size):
     """One operation on @name of @size bytes: (text, f(side) -> answer)."""
     big = rng.random() < 0.05
     top = BIGSIZE if big else MAXSIZE
@@ -220,25 +214,22 @@ def op_list(rng, name, size):
 
 
 def main():
-    args = sys.argv[1:]
-    ops, seed, nfiles = 2000, 1, 3
-    for flag in ('--ops', '--seed', '--files'):
-        if flag in args:
-            i = args.index(flag)
-            v = int(args[i + 1])
-            del args[i:i + 2]
-            ops, seed, nfiles = (v, seed, nfiles) if flag == '--ops' else \
-                (ops, v, nfiles) if flag == '--seed' else (ops, seed, v)
-    if len(args) != 2:
-        sys.exit(__doc__)
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument('native')
+    ap.add_argument('mount')
+    ap.add_argument('--ops', type=int, default=2000)
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--files', type=int, default=3)
+    a = ap.parse_args()
+    ops, seed, nfiles = a.ops, a.seed, a.files
     rng = random.Random(seed)
     every = os.environ.get('FSX_EVERY') == '1'  # compare after every operation
     names = ['fsx%d.bin' % i for i in range(nfiles)]
-    native, mount = Side(args[0], names), Side(args[1], names)
+    native, mount = Side(a.native, names), Side(a.mount, names)
     log = []
     for i in range(ops):
         name = rng.choice(names)
-        text, f = op_list(rng, name, native.size(name))
+        text, f = draw_op(rng, name, native.size(name))
         log.append('%5d %s: %s' % (i, name, text))
         a, b = answer(lambda: f(native)), answer(lambda: f(mount))
         bad = None
