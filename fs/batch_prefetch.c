@@ -26,25 +26,27 @@
  * of one of its files was first found (a lookup, a listing), which the
  * step's pin keeps (struct step_pin), referenced by every number of its
  * files found and not let go (the kernel holds it, or a reply is on its
- * way) and by its place among the latest STEP_PINS_MAX steps pinned. A
- * step among the latest keeps its view when the kernel forgets its files
- * of itself (memory pressure, a pass over the tables that drops the names
- * under /.batches): a reader of a step's ids, then its offsets, then its
- * data, each opened in turn, sees one state. A pin holds its epoch's slot
- * as a number of it does (an epoch given back and opened again is ordered
- * and shown anew). A step pushed out of the latest is let go: the kernel
- * is told to forget its name and its files' pages, and the pin goes with
- * the last of its files; a step whose file is open stays, with its view,
- * so no reader sees a step change under it (and is told again every
- * second: once closed, it goes). A pinned view is an older state the
- * writer must keep a journal for; a reader of
- * random steps or of step 0 of every epoch would otherwise pin one per step
- * for as long as the kernel keeps its names (a year, -o timeout). A step
- * of the latest whose files nobody looked up for -o hold_ms (5 s) is let
- * go too, as one pushed out: once readers stop, the views and journals
- * they held go within seconds, not with the next reader's steps (a reader
- * opens a step's files in turn within milliseconds; one that waits longer
- * keeps one of them open).
+ * way) and by its hold. A step is held from its first lookup until nobody
+ * looked up a file of it for -o hold_ms (5 s): held, it keeps its view when
+ * the kernel forgets its files of itself (memory pressure, a pass over the
+ * tables that drops the names under /.batches), so a reader of a step's
+ * ids, then its offsets, then its data, each opened in turn, sees one
+ * state however many other steps are read meanwhile (a reader opens a
+ * step's files in turn within milliseconds; one that waits longer keeps
+ * one of them open). A pin holds its epoch's slot as a number of it does
+ * (an epoch given back and opened again is ordered and shown anew). A
+ * step let go is told to the kernel to forget (its name and its files'
+ * pages), and the pin goes with the last of its files; a step whose file
+ * is open stays, with its view, so no reader sees a step change under it
+ * (and is told again every second: once closed, it goes). A view held is
+ * an older state the writer must keep a journal for, so what is held is
+ * bounded by states, not by steps: the steps held show HELD_STATES_MAX
+ * states at most, and past that those of the first state held are let go
+ * (a reader of step 0 of every epoch with a commit between each holds 64
+ * states, not one per epoch); and HELD_STEPS_MAX steps at most, past which
+ * the one used least recently goes. So readers at work on many steps at
+ * once never make a step go from under one of them; 64 commits, or 4,096
+ * other steps read, within hold_ms can.
  */
 #include "batch_i.h"
 
@@ -57,7 +59,9 @@
 #define THREADS_MAX 4
 #define QUEUE_MAX 64
 #define HINTS 256
-#define STEP_PINS_MAX 64 /* above the steps a reader has in flight (drop_behind 16) */
+#define HELD_STATES_MAX 64   /* older states the steps held keep alive */
+#define HELD_STEPS_MAX 4096  /* steps held (each keeps its epoch: well under a table) */
+#define ASK_MAX 64           /* steps let go asked to be forgotten again at a time */
 #define PRUNE_AGAIN_MS 1000 /* a step let go and held is asked back this often */
 
 enum job_kind {
@@ -81,9 +85,16 @@ struct step_pin {
 	uint32_t slot;
 	uint64_t step;
 	struct zrfs_view *v;      /* referenced */
-	unsigned refs;            /* numbers of its files found, and its place in latest */
-	bool latest;
+	unsigned refs;            /* numbers of its files found, and its hold */
+	bool held;
+	struct step_pin *older, *newer; /* among the held, by last use (or: a list gone) */
 	uint64_t used_ms;         /* the last lookup of one of its files (zrfs_now_ms) */
+};
+
+/* A state steps held show, and how many of them. */
+struct held_state {
+	const struct zrfs_view *v; /* the held steps' pins reference it */
+	unsigned steps;
 };
 
 struct zrfs_prefetch {
@@ -98,8 +109,10 @@ struct zrfs_prefetch {
 	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
 	struct zrfs_table pins;   /* struct step_pin */
-	struct step_pin *latest[STEP_PINS_MAX]; /* the latest pinned, oldest first */
-	unsigned nlatest;
+	struct step_pin *oldest, *newest; /* the steps held, least recently used first */
+	unsigned nheld;
+	struct held_state states[HELD_STATES_MAX]; /* theirs, the first held first */
+	unsigned nstates;
 	uint64_t asked_ms;        /* steps let go and held were last asked back then, */
 	size_t asked_from;        /* ... those after this many of them */
 };
@@ -247,18 +260,99 @@ static void pin_free(struct zrfs *fs, struct step_pin *p)
 	zrfs_batch_unref(fs, epoch_ino(at.slot));
 }
 
-/* Take @p off the latest (under the lock): whether it goes (pin_drop). */
-static bool latest_remove(struct zrfs_prefetch *q, struct step_pin *p)
+/* Free the pins of list @gone (linked by older), dropped. */
+static void pins_free(struct zrfs *fs, struct step_pin *gone)
+{
+	while (gone) {
+		struct step_pin *p = gone;
+		gone = p->older;
+		pin_free(fs, p);
+	}
+}
+
+static unsigned state_place(const struct zrfs_prefetch *q, const struct zrfs_view *v)
 {
 	unsigned i = 0;
 
-	while (i < q->nlatest && q->latest[i] != p)
+	while (i < q->nstates && q->states[i].v != v)
 		i++;
-	if (i == q->nlatest)
-		return false;
-	memmove(q->latest + i, q->latest + i + 1, (--q->nlatest - i) * sizeof *q->latest);
-	p->latest = false;
-	return pin_drop(q, p);
+	return i;
+}
+
+static void held_append(struct zrfs_prefetch *q, struct step_pin *p)
+{
+	p->older = q->newest;
+	p->newer = NULL;
+	if (q->newest)
+		q->newest->newer = p;
+	else
+		q->oldest = p;
+	q->newest = p;
+}
+
+static void held_unlink(struct zrfs_prefetch *q, struct step_pin *p)
+{
+	if (p->older)
+		p->older->newer = p->newer;
+	else
+		q->oldest = p->newer;
+	if (p->newer)
+		p->newer->older = p->older;
+	else
+		q->newest = p->older;
+	p->older = p->newer = NULL;
+}
+
+/* Let go of held step @p (under the lock): it goes, onto list @gone
+ * (pins_free after the lock), if nothing else refers to it; else, with
+ * @ask, the kernel is told to forget its files (a full queue leaves that
+ * to let_go_again). */
+static void unhold(struct zrfs *fs, struct step_pin *p, bool ask, struct step_pin **gone)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	unsigned i = state_place(q, p->v);
+	struct batch_step at = {.slot = p->slot, .step = p->step};
+
+	held_unlink(q, p);
+	p->held = false;
+	q->nheld--;
+	if (--q->states[i].steps == 0)
+		memmove(q->states + i, q->states + i + 1,
+			(--q->nstates - i) * sizeof *q->states);
+	if (pin_drop(q, p)) {
+		p->older = *gone;
+		*gone = p;
+	} else if (ask) {
+		push_job(fs, JOB_LET_GO, &at);
+	}
+}
+
+/* Hold new step @p (under the lock). Past HELD_STATES_MAX states, the
+ * steps of the first held are let go; past HELD_STEPS_MAX steps, the one
+ * used least recently. */
+static void hold(struct zrfs *fs, struct step_pin *p, struct step_pin **gone)
+{
+	struct zrfs_prefetch *q = fs->prefetch;
+	unsigned i = state_place(q, p->v);
+
+	if (i == q->nstates && q->nstates == HELD_STATES_MAX) {
+		const struct zrfs_view *first = q->states[0].v;
+		for (struct step_pin *o = q->oldest, *next; o; o = next) {
+			next = o->newer;
+			if (o->v == first)
+				unhold(fs, o, true, gone);
+		}
+		i = q->nstates; /* the first state went with its last step */
+	}
+	if (i == q->nstates)
+		q->states[q->nstates++] = (struct held_state){p->v, 0};
+	q->states[i].steps++;
+	if (q->nheld == HELD_STEPS_MAX)
+		unhold(fs, q->oldest, true, gone);
+	held_append(q, p);
+	p->held = true;
+	if (q->nheld++ == 0) /* a waiting thread learns when it is due */
+		pthread_cond_signal(&q->cond);
 }
 
 int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view *v)
@@ -271,10 +365,14 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 	if ((p = pin_find(q, at->slot, at->step)) != NULL) {
 		p->refs++;
 		p->used_ms = zrfs_now_ms();
+		if (p->held) { /* now the most recently used */
+			held_unlink(q, p);
+			held_append(q, p);
+		}
 	} else if (!(p = malloc(sizeof *p))) {
 		rc = -ENOMEM;
 	} else {
-		*p = (struct step_pin){.slot = at->slot, .step = at->step, .refs = 2, .latest = true,
+		*p = (struct step_pin){.slot = at->slot, .step = at->step, .refs = 2,
 				       .used_ms = zrfs_now_ms()};
 		if (zrfs_table_add(&q->pins, &p->link, zrfs_hash_u64(step_dir_ino(at))) < 0) {
 			free(p);
@@ -284,24 +382,11 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 			/* the epoch stays while the pin does: given back, it would
 			 * be ordered again, and the step show the view of then */
 			zrfs_batch_ref(fs, epoch_ino(at->slot));
-			/* among the latest; the oldest of them is let go: the kernel is
-			 * told to forget it (a full queue leaves that to its FORGETs) */
-			if (q->nlatest == STEP_PINS_MAX) {
-				struct step_pin *old = q->latest[0];
-				struct batch_step let = {.slot = old->slot, .step = old->step};
-				if (latest_remove(q, old))
-					gone = old;
-				else
-					push_job(fs, JOB_LET_GO, &let);
-			}
-			q->latest[q->nlatest++] = p;
-			if (q->nlatest == 1) /* a waiting thread learns when it is due */
-				pthread_cond_signal(&q->cond);
+			hold(fs, p, &gone);
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
-	if (gone)
-		pin_free(fs, gone);
+	pins_free(fs, gone);
 	return rc;
 }
 
@@ -419,9 +504,9 @@ static void forget_step(struct zrfs *fs, const struct batch_step *at)
 	fuse_lowlevel_notify_inval_entry(fs->se, epoch_ino(at->slot), name, strlen(name));
 }
 
-/* Steps let go and held, STEP_PINS_MAX at most, after the first @skip. */
+/* Steps let go and held, ASK_MAX at most, after the first @skip. */
 struct let_go {
-	struct batch_step at[STEP_PINS_MAX];
+	struct batch_step at[ASK_MAX];
 	unsigned n;
 	size_t skip;
 };
@@ -431,19 +516,19 @@ static int let_go_add(struct zrfs_link *l, void *ctx)
 	struct step_pin *p = zrfs_container(l, struct step_pin, link);
 	struct let_go *g = ctx;
 
-	if (p->latest)
+	if (p->held)
 		return 0;
 	if (g->skip) {
 		g->skip--;
 		return 0;
 	}
 	g->at[g->n++] = (struct batch_step){.slot = p->slot, .step = p->step};
-	return g->n == STEP_PINS_MAX;
+	return g->n == ASK_MAX;
 }
 
 /* Steps let go that the kernel still holds a file of (one open then may be
  * closed now): asked to be forgotten again every PRUNE_AGAIN_MS, up to
- * STEP_PINS_MAX at a time in turn, where the kernel can be asked to drop
+ * ASK_MAX at a time in turn, where the kernel can be asked to drop
  * numbers (it would keep an unused name until memory is short, and the
  * step its view). Under the lock, which it lets go and takes again if it
  * asks; the time the next ask is due, or 0. */
@@ -452,7 +537,7 @@ static uint64_t let_go_again(struct zrfs *fs, uint64_t now)
 	struct zrfs_prefetch *q = fs->prefetch;
 	struct let_go g;
 
-	if (q->pins.n <= q->nlatest || !atomic_load(&fs->prunes))
+	if (q->pins.n <= q->nheld || !atomic_load(&fs->prunes))
 		return 0;
 	if (now - q->asked_ms < PRUNE_AGAIN_MS)
 		return q->asked_ms + PRUNE_AGAIN_MS;
@@ -460,7 +545,7 @@ static uint64_t let_go_again(struct zrfs *fs, uint64_t now)
 	g.n = 0;
 	g.skip = q->asked_from; /* those after the ones asked last time, in turn */
 	zrfs_table_each(&q->pins, let_go_add, &g);
-	q->asked_from = g.n == STEP_PINS_MAX ? q->asked_from + g.n : 0;
+	q->asked_from = g.n == ASK_MAX ? q->asked_from + g.n : 0;
 	pthread_mutex_unlock(&q->lock);
 	for (unsigned i = 0; i < g.n; i++)
 		forget_step(fs, &g.at[i]);
@@ -476,17 +561,17 @@ static void run(struct zrfs *fs, const struct job *j)
 		zrfs_prefetch_pass_now(fs);
 	} else if (j->kind != JOB_AHEAD) {
 		forget_step(fs, &j->at);
-		/* a step dropped behind the reader leaves the latest; a step
+		/* a step dropped behind the reader is held no longer; a step
 		 * keeps its view while the kernel holds a file of it */
-		struct step_pin *p = NULL;
+		struct step_pin *p, *gone = NULL;
 		if (j->kind == JOB_DROP) {
 			pthread_mutex_lock(&q->lock);
-			if ((p = pin_find(q, j->at.slot, j->at.step)) != NULL && !latest_remove(q, p))
-				p = NULL;
+			if ((p = pin_find(q, j->at.slot, j->at.step)) != NULL && p->held)
+				unhold(fs, p, false, &gone);
 			pthread_mutex_unlock(&q->lock);
 		}
-		if (p)
-			pin_free(fs, p);
+		if (gone)
+			pins_free(fs, gone);
 		else
 			zrfs_batch_uncache(fs, &j->at);
 	} else if (fs->fields[j->field].whole) {
@@ -501,34 +586,22 @@ static void run(struct zrfs *fs, const struct job *j)
 	}
 }
 
-/* Let go of the steps of the latest idle for -o hold_ms at @now (under
- * the lock), as of one pushed out: the kernel is told to forget those it
- * holds (one that stays while the queue is full is let go at a later
- * look), the others go now, into @gone (*@ngone of them; pin_free after
- * the lock). The time the next one is due, or 0: none is kept. */
-static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gone,
-			    unsigned *ngone)
+/* Let go of the steps held idle for -o hold_ms at @now (under the lock):
+ * the kernel is told to forget those it holds, the others go now, onto
+ * list @gone (pins_free after the lock). The time the next one is due, or
+ * 0: none is held. */
+static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gone)
 {
 	struct zrfs_prefetch *q = fs->prefetch;
-	uint64_t due = 0;
+	struct step_pin *p;
 
-	for (unsigned i = 0; i < q->nlatest;) {
-		struct step_pin *p = q->latest[i];
+	while ((p = q->oldest) != NULL && now - p->used_ms >= fs->opts.hold_ms) {
 		struct batch_step at = {.slot = p->slot, .step = p->step};
-		if (now - p->used_ms < fs->opts.hold_ms ||
-		    (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))) {
-			uint64_t when = p->used_ms + fs->opts.hold_ms;
-			if (when <= now) /* idle, but the queue was full: a look again soon */
-				when = now + 100;
-			if (!due || when < due)
-				due = when;
-			i++;
-			continue;
-		}
-		if (latest_remove(q, p)) /* i is now the next one's place */
-			gone[(*ngone)++] = p;
+		if (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))
+			return now + 100; /* the queue is full: a look again soon */
+		unhold(fs, p, false, gone);
 	}
-	return due;
+	return p ? p->used_ms + fs->opts.hold_ms : 0;
 }
 
 /* Wait on @q->cond (its lock held) until signalled, or until @due_ms
@@ -557,13 +630,11 @@ static void *prefetcher(void *arg)
 	pthread_mutex_lock(&q->lock);
 	while (!q->stop) {
 		if (q->qlen == 0) {
-			struct step_pin *gone[STEP_PINS_MAX];
-			unsigned ngone = 0;
-			uint64_t due = let_go_idle(fs, zrfs_now_ms(), gone, &ngone);
-			if (ngone) {
+			struct step_pin *gone = NULL;
+			uint64_t due = let_go_idle(fs, zrfs_now_ms(), &gone);
+			if (gone) {
 				pthread_mutex_unlock(&q->lock);
-				for (unsigned i = 0; i < ngone; i++)
-					pin_free(fs, gone[i]);
+				pins_free(fs, gone);
 				pthread_mutex_lock(&q->lock);
 				continue;
 			}
@@ -638,7 +709,7 @@ void zrfs_prefetch_destroy(struct zrfs *fs)
 		q->qhead = (q->qhead + 1) % QUEUE_MAX;
 		q->qlen--;
 	}
-	/* the pins left are the latest (the kernel holds no file any more) */
+	/* the pins left are those held (the kernel holds no file any more) */
 	zrfs_table_drain(&q->pins, pin_drop_all);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->cond);

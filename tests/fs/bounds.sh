@@ -2,12 +2,13 @@
 # What a reader can make the daemon keep is bounded. A batch step shows the
 # view current at its first lookup, which keeps that older state (and the
 # writer's journal of it) alive; steps made ready ahead pin nothing, and
-# past 64 pinned steps the kernel is told to forget the oldest, whose
-# FORGET unpins it: a reader of step 0 of 150 epochs, with a commit that changes
-# a record after each, leaves the writer at most 64 journals, not 150, and
-# every step it reads shows the state of its lookup, also after the kernel
-# forgets the latest of itself. Once readers stop, the latest steps are let
-# go within seconds: a commit then leaves no journal of what they showed.
+# past 64 states held the kernel is told to forget the steps of the oldest,
+# whose FORGET unpins them: a reader of step 0 of 150 epochs, with a commit
+# that changes a record after each, leaves the writer at most 64 journals,
+# not 150, and every step it reads shows the state of its lookup, also
+# after the kernel forgets the steps held of itself. Once readers stop, the
+# steps held are let go within seconds: a commit then leaves no journal of
+# what they showed.
 # Record files and steps the kernel keeps cached after a commit, unused
 # (or once closed), are let go the same way.
 #
@@ -37,7 +38,7 @@ done
 timeout 30 sh -c "until [ \$(find '$DS' -maxdepth 1 -name 'journal*' | wc -l) -le 66 ]; do
 	'$ZR' set '$DS' 0 --txt='$T/v' >/dev/null || exit 1; done" ||
 	fail "$(journals) journals after 150 epochs read, a commit each: pins are not bounded"
-# the latest steps keep their views when the kernel forgets them of itself
+# the steps held keep their views when the kernel forgets them of itself
 # (here, all it can): a reader of a step's files one after another sees one
 # state. A step looked up, a commit, the kernel's caches dropped:
 head -c 1 "$MNT/.batches/seq,batch=4/epoch-150/0/txt" >/dev/null || fail "epoch 150: step 0"
@@ -51,7 +52,7 @@ got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-150/0/txt")
 # a step let go shows, at its next lookup, the state the mount shows then
 got=$(head -c 4 "$MNT/.batches/seq,batch=4/epoch-0/0/txt")
 [ "$got" = "v150" ] || fail "epoch 0's step 0, let go, shows '$got', not v150"
-# readers stopped: within seconds (5 s idle) the latest are let go, and a
+# readers stopped: within seconds (5 s idle) the steps held are let go, and a
 # commit leaves no journal of the states they showed (it removes those no
 # view holds)
 no_journal_left() {
@@ -59,7 +60,7 @@ no_journal_left() {
 	[ "$(journals)" -eq 0 ]
 }
 within 20 no_journal_left ||
-	fail "$(journals) journals 20 s after the last reader: the latest steps keep their views"
+	fail "$(journals) journals 20 s after the last reader: the steps held keep their views"
 # the spec and epoch tables: more of each than they hold at once
 "$PY" - "$MNT/.batches" "$ZR" 300 <<'PY' || fail "spec and epoch tables"
 import os, subprocess, sys
@@ -127,7 +128,7 @@ printf v151 >"$T/v"
 "$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set v151"
 within 20 cmp -s "$MNT/meta.json" "$DS/meta.json" || fail "the mount does not show commit v151"
 no_journal_left && fail "the state a step's open file shows went while it was open"
-# 64 steps looked up after it push it out of the latest: it is let go
+# other steps are read; idle for hold_ms, it is let go while open
 k=1
 while [ $k -le 64 ]; do
 	head -c 1 "$MNT/.batches/seq,batch=4/epoch-151/$k/txt" >/dev/null || fail "epoch 151's step $k"
@@ -145,12 +146,12 @@ n=$(journals)
 	"$ZR" set "$DS" 0 --txt="$T/v" >/dev/null || fail "zr set after unmount"
 	[ "$(journals)" -eq 0 ] || fail "$(journals) journals left after the mount went"
 }
-# A step keeps its state while it is among the latest, also when the table
+# A step keeps its state while it is held, also when the table
 # of epochs gives its epoch back (more than half of 65,536 epochs opened
 # after it, the kernel told to forget the names under /.batches): a reader
 # of a step's ids, then its offsets, then its data sees one state, with a
 # commit that moves a record of the step and 70,000 epochs looked up in
-# between. hold_ms keeps the step among the latest for as long as the
+# between. hold_ms keeps the step held for as long as the
 # lookups take, however slow the build.
 mount_ds -o hold_ms=3600000
 "$PY" - "$MNT" "$ZR" "$DS" <<'PY' || fail "a step whose epoch the table gave back"

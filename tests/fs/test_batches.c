@@ -288,13 +288,15 @@ static void forget_step(fuse_ino_t step, fuse_ino_t ids)
 	cr_assert(zrfs_inode_forget(&t_fs, step, 1));
 }
 
-/* Step 0 of epochs @first .. @first + 63 pinned: every step pinned before
- * is past the latest 64. */
+/* Step 0 of epochs @first .. @first + 63 pinned, each in a state of its
+ * own: every step held before shows a state past the 64 held. */
 static void pin_64_newer(unsigned first)
 {
 	fuse_ino_t step, ids;
-	for (unsigned k = first; k < first + 64; k++)
+	for (unsigned k = first; k < first + 64; k++) {
+		t_refresh();
 		zrfs_view_put(step_view(k, &step, &ids));
+	}
 }
 
 Test(batches, an_epoch_given_back_leaves_nothing_of_its_steps_to_the_next_in_its_slot)
@@ -368,6 +370,39 @@ Test(batches, the_latest_steps_keep_their_views_when_the_kernel_forgets_them)
 	pin_64_newer(201);
 	v = step_view(100, &step, &ids);
 	cr_assert_neq(v, first, "a step forgotten and pushed out of the latest kept its view");
+	zrfs_view_put(v);
+	zrfs_view_put(first);
+}
+
+/* Step 0 of @n epochs from @first read, in the current state, and
+ * forgotten by the kernel. */
+static void read_steps(unsigned first, unsigned n)
+{
+	fuse_ino_t step, ids;
+	for (unsigned k = first; k < first + n; k++) {
+		zrfs_view_put(step_view(k, &step, &ids));
+		forget_step(step, ids);
+	}
+}
+
+/* Steps held are bounded by the states they show, not by their number:
+ * a step read while many others are read in its state keeps its view
+ * (the ids, then the data, read in turn by one of many readers); past
+ * 4,096 steps held, the one used least recently goes. */
+Test(batches, many_steps_read_in_one_state_leave_a_step_its_view)
+{
+	fuse_ino_t step, ids;
+	struct zrfs_view *first = step_view(0, &step, &ids), *v;
+	t_refresh();
+	forget_step(step, ids);
+	read_steps(1, 1000);
+	v = step_view(0, &step, &ids);
+	cr_assert_eq(v, first, "a step changed views while 1,000 others were read");
+	zrfs_view_put(v);
+	forget_step(step, ids);
+	read_steps(1001, 4096);
+	v = step_view(0, &step, &ids);
+	cr_assert_neq(v, first, "a step kept its view past 4,096 steps held");
 	zrfs_view_put(v);
 	zrfs_view_put(first);
 }
