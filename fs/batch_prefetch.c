@@ -87,7 +87,8 @@ struct step_pin {
 	struct zrfs_view *v;      /* referenced */
 	unsigned refs;            /* numbers of its files found, and its hold */
 	bool held;
-	struct step_pin *older, *newer; /* among the held, by last use (or: a list gone) */
+	struct zrfs_node use;     /* among the held, by last use */
+	struct step_pin *gone;    /* the next in a list of pins dropped */
 	uint64_t used_ms;         /* the last lookup of one of its files (zrfs_now_ms) */
 };
 
@@ -109,7 +110,7 @@ struct zrfs_prefetch {
 	 * ahead (batch keys, direct-mapped): reads of these need not ask */
 	uint64_t hinted[HINTS];
 	struct zrfs_table pins;   /* struct step_pin */
-	struct step_pin *oldest, *newest; /* the steps held, least recently used first */
+	struct zrfs_list held;    /* the steps held, least recently used first */
 	unsigned nheld;
 	struct held_state states[HELD_STATES_MAX]; /* theirs, the first held first */
 	unsigned nstates;
@@ -260,14 +261,19 @@ static void pin_free(struct zrfs *fs, struct step_pin *p)
 	zrfs_batch_unref(fs, epoch_ino(at.slot));
 }
 
-/* Free the pins of list @gone (linked by older), dropped. */
+/* Free the pins of list @gone, dropped. */
 static void pins_free(struct zrfs *fs, struct step_pin *gone)
 {
 	while (gone) {
 		struct step_pin *p = gone;
-		gone = p->older;
+		gone = p->gone;
 		pin_free(fs, p);
 	}
+}
+
+static struct step_pin *held_pin(struct zrfs_node *n)
+{
+	return n ? zrfs_container(n, struct step_pin, use) : NULL;
 }
 
 static unsigned state_place(const struct zrfs_prefetch *q, const struct zrfs_view *v)
@@ -277,30 +283,6 @@ static unsigned state_place(const struct zrfs_prefetch *q, const struct zrfs_vie
 	while (i < q->nstates && q->states[i].v != v)
 		i++;
 	return i;
-}
-
-static void held_append(struct zrfs_prefetch *q, struct step_pin *p)
-{
-	p->older = q->newest;
-	p->newer = NULL;
-	if (q->newest)
-		q->newest->newer = p;
-	else
-		q->oldest = p;
-	q->newest = p;
-}
-
-static void held_unlink(struct zrfs_prefetch *q, struct step_pin *p)
-{
-	if (p->older)
-		p->older->newer = p->newer;
-	else
-		q->oldest = p->newer;
-	if (p->newer)
-		p->newer->older = p->older;
-	else
-		q->newest = p->older;
-	p->older = p->newer = NULL;
 }
 
 /* Let go of held step @p (under the lock): it goes, onto list @gone
@@ -313,14 +295,14 @@ static void unhold(struct zrfs *fs, struct step_pin *p, bool ask, struct step_pi
 	unsigned i = state_place(q, p->v);
 	struct batch_step at = {.slot = p->slot, .step = p->step};
 
-	held_unlink(q, p);
+	zrfs_list_del(&q->held, &p->use);
 	p->held = false;
 	q->nheld--;
 	if (--q->states[i].steps == 0)
 		memmove(q->states + i, q->states + i + 1,
 			(--q->nstates - i) * sizeof *q->states);
 	if (pin_drop(q, p)) {
-		p->older = *gone;
+		p->gone = *gone;
 		*gone = p;
 	} else if (ask) {
 		push_job(fs, JOB_LET_GO, &at);
@@ -337,10 +319,10 @@ static void hold(struct zrfs *fs, struct step_pin *p, struct step_pin **gone)
 
 	if (i == q->nstates && q->nstates == HELD_STATES_MAX) {
 		const struct zrfs_view *first = q->states[0].v;
-		for (struct step_pin *o = q->oldest, *next; o; o = next) {
-			next = o->newer;
-			if (o->v == first)
-				unhold(fs, o, true, gone);
+		for (struct zrfs_node *n = q->held.first, *next; n; n = next) {
+			next = n->next;
+			if (held_pin(n)->v == first)
+				unhold(fs, held_pin(n), true, gone);
 		}
 		i = q->nstates; /* the first state went with its last step */
 	}
@@ -348,8 +330,8 @@ static void hold(struct zrfs *fs, struct step_pin *p, struct step_pin **gone)
 		q->states[q->nstates++] = (struct held_state){p->v, 0};
 	q->states[i].steps++;
 	if (q->nheld == HELD_STEPS_MAX)
-		unhold(fs, q->oldest, true, gone);
-	held_append(q, p);
+		unhold(fs, held_pin(q->held.first), true, gone);
+	zrfs_list_append(&q->held, &p->use);
 	p->held = true;
 	if (q->nheld++ == 0) /* a waiting thread learns when it is due */
 		pthread_cond_signal(&q->cond);
@@ -366,8 +348,8 @@ int zrfs_step_pin(struct zrfs *fs, const struct batch_step *at, struct zrfs_view
 		p->refs++;
 		p->used_ms = zrfs_now_ms();
 		if (p->held) { /* now the most recently used */
-			held_unlink(q, p);
-			held_append(q, p);
+			zrfs_list_del(&q->held, &p->use);
+			zrfs_list_append(&q->held, &p->use);
 		}
 	} else if (!(p = malloc(sizeof *p))) {
 		rc = -ENOMEM;
@@ -595,7 +577,7 @@ static uint64_t let_go_idle(struct zrfs *fs, uint64_t now, struct step_pin **gon
 	struct zrfs_prefetch *q = fs->prefetch;
 	struct step_pin *p;
 
-	while ((p = q->oldest) != NULL && now - p->used_ms >= fs->opts.hold_ms) {
+	while ((p = held_pin(q->held.first)) != NULL && now - p->used_ms >= fs->opts.hold_ms) {
 		struct batch_step at = {.slot = p->slot, .step = p->step};
 		if (p->refs > 1 && !push_job(fs, JOB_LET_GO, &at))
 			return now + 100; /* the queue is full: a look again soon */

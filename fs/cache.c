@@ -44,7 +44,7 @@ struct zrfs_cached {
 					  * the key named before, for its waiters only */
 	int err;                         /* the failed load's -errno, for waiters */
 	struct zrfs_link link;           /* in c->table, by key */
-	struct zrfs_cached *prev, *next; /* LRU list, most recent first */
+	struct zrfs_node lru;            /* in c->lru */
 	uint8_t *data;                   /* from the loader; freed with the entry */
 };
 
@@ -53,7 +53,7 @@ struct zrfs_cache {
 	pthread_cond_t loaded;           /* some placeholder was filled or failed */
 	uint64_t bytes, limit;
 	struct zrfs_table table;         /* entries by key, loading ones too */
-	struct zrfs_cached *head, *tail;
+	struct zrfs_list lru;            /* cached entries, the least recently used first */
 	struct buf_head *pool[POOL_MAX]; /* counted in bytes */
 	unsigned npool;
 };
@@ -69,6 +69,11 @@ int zrfs_cache_create(struct zrfs_cache **out, uint64_t bytes)
 	pthread_cond_init(&c->loaded, NULL);
 	*out = c;
 	return 0;
+}
+
+static struct zrfs_cached *lru_entry(struct zrfs_node *n)
+{
+	return zrfs_container(n, struct zrfs_cached, lru);
 }
 
 static struct buf_head *head_of(uint8_t *data)
@@ -122,9 +127,9 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 {
 	if (!c)
 		return;
-	while (c->head) {
-		struct zrfs_cached *e = c->head;
-		c->head = e->next;
+	while (c->lru.first) {
+		struct zrfs_cached *e = lru_entry(c->lru.first);
+		zrfs_list_del(&c->lru, &e->lru);
 		if (e->data)
 			free(head_of(e->data));
 		free(e);
@@ -137,29 +142,6 @@ void zrfs_cache_destroy(struct zrfs_cache *c)
 	free(c);
 }
 
-static void lru_unlink(struct zrfs_cache *c, struct zrfs_cached *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push(struct zrfs_cache *c, struct zrfs_cached *e)
-{
-	e->next = c->head;
-	e->prev = NULL;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
 
 /* The entry of @key and @tag; with @any_tag, of @key and any tag. */
 static struct zrfs_cached *cache_find(struct zrfs_cache *c, uint64_t key, uint64_t tag, bool any_tag)
@@ -189,7 +171,7 @@ static void unref(struct zrfs_cache *c, struct zrfs_cached *e)
 static void drop(struct zrfs_cache *c, struct zrfs_cached *e)
 {
 	unhash(c, e);
-	lru_unlink(c, e);
+	zrfs_list_del(&c->lru, &e->lru);
 	c->bytes -= e->len;
 	unref(c, e);
 }
@@ -203,8 +185,8 @@ static void shrink(struct zrfs_cache *c)
 		c->bytes -= c->pool[--c->npool]->cap;
 		free(c->pool[c->npool]);
 	}
-	while (c->bytes > c->limit && c->tail)
-		drop(c, c->tail);
+	while (c->bytes > c->limit && c->lru.first)
+		drop(c, lru_entry(c->lru.first));
 }
 
 int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader load, void *ctx,
@@ -225,9 +207,9 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader
 			pthread_mutex_unlock(&c->lock);
 			return rc;
 		}
-		if (e->prev || c->head == e) { /* still cached: now the most recent */
-			lru_unlink(c, e);
-			lru_push(c, e);
+		if (zrfs_list_has(&c->lru, &e->lru)) { /* still cached: now the most recent */
+			zrfs_list_del(&c->lru, &e->lru);
+			zrfs_list_append(&c->lru, &e->lru);
 		}
 		pthread_mutex_unlock(&c->lock);
 		goto found;
@@ -265,7 +247,7 @@ int zrfs_cache_get(struct zrfs_cache *c, uint64_t key, uint64_t tag, zrfs_loader
 			unhash(c, e);
 		e->refs--;
 	} else {
-		lru_push(c, e);
+		zrfs_list_append(&c->lru, &e->lru);
 		c->bytes += e->len;
 		shrink(c);
 	}
@@ -314,7 +296,7 @@ void zrfs_cache_drop(struct zrfs_cache *c, uint64_t key)
 			 * maker's and waiters' only (a later asker makes it anew) */
 			e->dropped = true;
 			unhash(c, e);
-		} else if (!e->loading && (e->prev || c->head == e)) {
+		} else if (!e->loading && zrfs_list_has(&c->lru, &e->lru)) {
 			drop(c, e);
 		}
 	}
@@ -325,8 +307,9 @@ void zrfs_cache_drop_if(struct zrfs_cache *c, bool (*match)(uint64_t key, const 
 			  const void *ctx)
 {
 	pthread_mutex_lock(&c->lock);
-	for (struct zrfs_cached *e = c->head, *next; e; e = next) {
-		next = e->next;
+	for (struct zrfs_node *n = c->lru.first, *next; n; n = next) {
+		struct zrfs_cached *e = lru_entry(n);
+		next = n->next;
 		if (match(e->key, ctx))
 			drop(c, e);
 	}

@@ -5,9 +5,10 @@
  * by the owner while walking a bucket. The table doubles when it holds as
  * many entries as buckets, so a lookup reads about one entry; it never
  * shrinks (its entries are bounded by whoever fills it). Not thread-safe:
- * each table is guarded by its owner's lock.
+ * each table is guarded by its owner's lock. And a list (intrusive too,
+ * struct zrfs_node) for what is kept in order of use, least recent first.
  *
- * Sections: hashing, the table.
+ * Sections: hashing, the table, lists.
  */
 #include "zrfs_i.h"
 
@@ -123,4 +124,30 @@ void zrfs_table_free(struct zrfs_table *t)
 	free(t->buckets);
 	t->buckets = NULL;
 	t->cap = t->n = 0;
+}
+
+/* ---- lists ---- */
+
+void zrfs_list_append(struct zrfs_list *l, struct zrfs_node *n)
+{
+	n->prev = l->last;
+	n->next = NULL;
+	if (l->last)
+		l->last->next = n;
+	else
+		l->first = n;
+	l->last = n;
+}
+
+void zrfs_list_del(struct zrfs_list *l, struct zrfs_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		l->first = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		l->last = n->prev;
+	n->prev = n->next = NULL;
 }

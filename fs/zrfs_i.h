@@ -937,6 +937,22 @@ int zrfs_table_each(const struct zrfs_table *t, int (*fn)(struct zrfs_link *l, v
 void zrfs_table_free(struct zrfs_table *t);
 void zrfs_table_drain(struct zrfs_table *t, void (*drop)(struct zrfs_link *l));
 
+/* An entry's place in a list kept in order (of use, say), embedded in the
+ * entry; the list is guarded by its owner's lock. */
+struct zrfs_node {
+	struct zrfs_node *prev, *next;
+};
+struct zrfs_list {
+	struct zrfs_node *first, *last;
+};
+/* Put @n, in no list, last in @l; take @n out of @l. */
+void zrfs_list_append(struct zrfs_list *l, struct zrfs_node *n);
+void zrfs_list_del(struct zrfs_list *l, struct zrfs_node *n);
+static inline bool zrfs_list_has(const struct zrfs_list *l, const struct zrfs_node *n)
+{
+	return n->prev || l->first == n;
+}
+
 /* ---- log.c: log lines about requests ---- */
 
 #define ZRFS_LOG_BURST 10 /* lines a second a user can cause by asking */
