@@ -8,8 +8,10 @@ GIL) into a buffer of its own, several steps ahead, and hands the steps
 over in order: as NumPy arrays, as torch tensors, or, for a CUDA device,
 as tensors copied there from a reusable pool of pinned host buffers on a
 stream of their own, so that the copy of one step overlaps the reading of
-the next. No worker process, no pickling: the mount's own threads assemble
-batches, this process only moves bytes.
+the next. A step's ids stay open until its batch is made, so that while a
+writer commits the mount shows all the step's files in one state. No
+worker process, no pickling: the mount's own threads assemble batches,
+this process only moves bytes.
 """
 import concurrent.futures
 import errno
@@ -296,12 +298,25 @@ class Loader:
 
     # ---- reading ----
 
-    def _read(self, step, name, pool):
-        """The bytes of batch file @name of step @step (read by a thread): a
-        uint8 NumPy array, and the pinned tensor it lies in, if any."""
-        path = os.path.join(self.dir, str(step), name)
+    def _hold(self, step):
+        """Step @step's ids, opened: while it is open the mount shows all the
+        step's files in one state (zrfs(8), -o hold_ms), however long the
+        threads reading the others take. None if it cannot be opened (its
+        reading thread then says why)."""
         try:
-            fd = os.open(path, self.flags)
+            return os.open(os.path.join(self.dir, str(step), "ids"), self.flags)
+        except OSError:
+            return None
+
+    def _read(self, step, name, pool, fd=None):
+        """The bytes of batch file @name of step @step (read by a thread): a
+        uint8 NumPy array, and the pinned tensor it lies in, if any. @fd:
+        the file, opened by the caller, who closes it."""
+        path = os.path.join(self.dir, str(step), name)
+        own = fd is None
+        try:
+            if own:
+                fd = os.open(path, self.flags)
         except OSError as e:
             raise self._error(path, step, e) from None
         try:
@@ -318,7 +333,8 @@ class Loader:
         except OSError as e:
             raise self._error(path, step, e) from None
         finally:
-            os.close(fd)
+            if own:
+                os.close(fd)
 
     def _error(self, path, step, e):
         return ZrfsError(e.errno, f"{path}: {e.strerror} (batches {self.spec}, epoch "
@@ -385,24 +401,34 @@ class Loader:
         steps = iter(self.steps())
         pool = Pinned(self.torch) if self.cuda else Host()
         stream = self.torch.cuda.Stream(self.device) if self.cuda else None
-        queue = []  # (step, futures), oldest first
-        with concurrent.futures.ThreadPoolExecutor(self.threads) as ex:
-            try:
-                while True:
-                    while len(queue) < self.prefetch:
-                        step = next(steps, None)
-                        if step is None:
-                            break
-                        queue.append((step, [ex.submit(self._read, step, n, pool)
-                                             for n in self.files]))
-                    if not queue:
-                        return
-                    step, futures = queue.pop(0)
-                    got = [f.result() for f in futures]
-                    batch = self._batch(step, got, pool, stream)
-                    self._next = step + 1
-                    yield batch
-            finally:
-                for _, futures in queue:
-                    for f in futures:
-                        f.cancel()
+        queue = []  # (step, its ids held open or None, futures), oldest first
+        try:
+            with concurrent.futures.ThreadPoolExecutor(self.threads) as ex:
+                try:
+                    while True:
+                        while len(queue) < self.prefetch:
+                            step = next(steps, None)
+                            if step is None:
+                                break
+                            held = self._hold(step)
+                            queue.append((step, held, [
+                                ex.submit(self._read, step, n, pool, held if n == "ids" else None)
+                                for n in self.files]))
+                        if not queue:
+                            return
+                        step, held, futures = queue[0]
+                        got = [f.result() for f in futures]
+                        queue.pop(0)
+                        if held is not None:
+                            os.close(held)
+                        batch = self._batch(step, got, pool, stream)
+                        self._next = step + 1
+                        yield batch
+                finally:
+                    for _, _, futures in queue:
+                        for f in futures:
+                            f.cancel()
+        finally:  # the threads are done with them
+            for _, held, _ in queue:
+                if held is not None:
+                    os.close(held)
