@@ -237,6 +237,15 @@ def stat_shows_the_stored_size(d):
         if os.stat(p).st_size != old + 1000 or os.fstat(fd).st_size != old + 1000:
             fail('stat and fstat of a record being written, by its writer: %d and %d, not %d'
                  % (os.stat(p).st_size, os.fstat(fd).st_size, old + 1000))
+    # a listing and a stat of each entry (what ls -l does), by the writer:
+    # its entry shows the size being written, and fstat after it too
+    with os.scandir(os.path.dirname(p)) as it:
+        listed = {e.name: e.stat().st_size for e in it}
+    if listed['199.jpg'] != old + 1000 or os.fstat(fd).st_size != old + 1000:
+        fail('a listing by the writer of a record it writes: %d, then fstat %d, not %d'
+             % (listed['199.jpg'], os.fstat(fd).st_size, old + 1000))
+    if other() != old:
+        fail('stat by another process after the listing: %d, not the stored %d' % (other(), old))
     os.close(fd)
     if os.stat(p).st_size != old + 1000 or other() != old + 1000:
         fail('stat once written: %d, not %d' % (os.stat(p).st_size, old + 1000))
