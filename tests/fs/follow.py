@@ -172,7 +172,9 @@ class Reader(threading.Thread):
         offs = np.frombuffer(self.read(f'{d}/{k}/img.offsets'), dtype='<u8')
         data = self.read(f'{d}/{k}/img')
         if len(offs) != len(ids) + 1 or offs[-1] != len(data):
-            raise Failure(f'{d}/{k}: offsets do not fit the data')
+            raise Failure(f'{d}/{k}: offsets do not fit the data ({len(ids)} ids, '
+                          f'{len(offs)} offsets ending at {offs[-1] if len(offs) else None}, '
+                          f'{len(data)} bytes)')
         for j, i in enumerate(ids):
             b = data[offs[j]:offs[j + 1]]
             if not self.model.allowed('img', int(i), digest(b)) and len(b) != 0:
