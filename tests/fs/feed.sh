@@ -43,6 +43,7 @@ def slowed_open(path, flags, *more):  # a reading thread held up before the data
     return os.open(path, flags, *more)
 zrfs.loader.os = types.SimpleNamespace(**{**vars(os), "open": slowed_open})
 stop = threading.Event()
+made = {"commits": 0, "error": None}  # the writer's, told after it stops
 def value(i, k, rng):  # a value of record i, distinct by its size and bytes
     return (b"%d.%d;" % (i, k)) * rng.choice((1, 7, 300, 2000))
 def writer():
@@ -52,8 +53,12 @@ def writer():
             i, k = rng.randrange(n), k + 1
             with open(f"{tmp}/v", "wb") as f:
                 f.write(value(i, k, rng))
-            subprocess.run([zr, "set", ds, str(i), f"--img={tmp}/v"], check=True,
-                           capture_output=True)
+            r = subprocess.run([zr, "set", ds, str(i), f"--img={tmp}/v"],
+                               capture_output=True)
+            if r.returncode != 0:
+                made["error"] = f"zr set exited {r.returncode}: {r.stderr.decode()}"
+                return
+            made["commits"] += 1
 def original(i):
     try:
         with open(f"{ref}/img/{i}.jpg", "rb") as f:
@@ -81,5 +86,8 @@ try:
 finally:
     stop.set()
     w.join()
-print(f"{batches} batches read while a writer committed: each of one state")
+# a writer that failed, or barely ran, would leave nothing to check
+if made["error"] or made["commits"] < 10:
+    sys.exit(f"the writer made {made['commits']} commits: {made['error'] or 'too few'}")
+print(f"{batches} batches read while a writer made {made['commits']} commits: each of one state")
 PY
