@@ -31,10 +31,12 @@
 /* ---- checking ---- */
 
 /* What is wrong with entry @path (@len bytes), @mode, @target (NULL: none,
- * @tlen bytes), or NULL. */
+ * @tlen bytes), @rdev, or NULL. */
 static const char *entry_fault(const char *path, size_t len, uint32_t mode, const char *target,
-			       size_t tlen)
+			       size_t tlen, uint64_t rdev)
 {
+	bool dev = S_ISCHR(mode) || S_ISBLK(mode);
+
 	bool top = len == 1 && path[0] == '.'; /* the tree itself */
 
 	if (len >= PATH_MAX || (!top && !zr_name_safe(path, len)))
@@ -42,8 +44,11 @@ static const char *entry_fault(const char *path, size_t len, uint32_t mode, cons
 	if (top && !S_ISDIR(mode))
 		return "the top of the tree ('.') is a directory";
 	if ((mode & ~(uint32_t)(S_IFMT | 07777)) != 0 ||
-	    (!S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode)))
-		return "its mode is not a directory's, a symbolic link's, a FIFO's or a socket's";
+	    (!S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !dev))
+		return "its mode is not a directory's, a symbolic link's, a FIFO's, a socket's or "
+		       "a device's";
+	if (rdev && !dev)
+		return "a device number on an entry that is not a device";
 	if (S_ISLNK(mode) != (target != NULL))
 		return S_ISLNK(mode) ? "a symbolic link without a target"
 				     : "an entry other than a symbolic link with a target";
@@ -73,7 +78,7 @@ static int entries_check(json_t *tree, const char *where)
 		  "%s: 'tree' is not an array of at most %d entries", where, ZR_TREE_MAX);
 	json_array_foreach(tree, i, e) {
 		json_t *path = json_object_get(e, "path"), *target = json_object_get(e, "target");
-		int64_t mode, t;
+		int64_t mode, t, rdev = 0;
 		const char *fault = NULL;
 		if (!json_is_object(e) || !json_is_string(path) || get_int(e, "mode", &mode) < 0 ||
 		    mode < 0 || mode > UINT32_MAX || get_int(e, "mtime", &t) < 0 ||
@@ -83,12 +88,13 @@ static int entries_check(json_t *tree, const char *where)
 		    (json_object_get(e, "uid") &&
 		     (get_int(e, "uid", &t) < 0 || t < 0 || t >= ZR_OWNER_NONE ||
 		      get_int(e, "gid", &t) < 0 || t < 0 || t >= ZR_OWNER_NONE)) ||
-		    (target && !json_is_string(target)))
+		    (target && !json_is_string(target)) ||
+		    (json_object_get(e, "rdev") && (get_int(e, "rdev", &rdev) < 0 || rdev < 0)))
 			fault = "not an object of a path, a mode and times";
 		else
 			fault = entry_fault(json_string_value(path), json_string_length(path),
 					    (uint32_t)mode, json_string_value(target),
-					    json_string_length(target));
+					    json_string_length(target), (uint64_t)rdev);
 		RETURN_IF(fault, ZR_ECORRUPT, "%s: 'tree' entry %zu: %s", where, i, fault);
 		const char *p = json_string_value(path);
 		size_t len = json_string_length(path);
@@ -257,6 +263,9 @@ int zr_tree_get(const zr_dataset *ds, zr_tree_entry **out, size_t *n)
 		x->gid = x->owned ? (uint32_t)gid : 0;
 		if (get_int(e, "ctime", &x->ctime) < 0)
 			x->ctime = 0;
+		int64_t rdev = 0;
+		get_int(e, "rdev", &rdev);
+		x->rdev = (uint64_t)rdev;
 		x->path = at;
 		at = stpcpy(at, json_string_value(json_object_get(e, "path"))) + 1;
 		x->target = NULL;
@@ -289,6 +298,7 @@ static json_t *entry_json(const zr_tree_entry *x)
 	     json_object_set_new(o, "atime", json_integer(x->atime)) < 0) ||
 	    (x->size && json_object_set_new(o, "size", json_integer((json_int_t)x->size)) < 0) ||
 	    (x->ctime && json_object_set_new(o, "ctime", json_integer(x->ctime)) < 0) ||
+	    (x->rdev && json_object_set_new(o, "rdev", json_integer((json_int_t)x->rdev)) < 0) ||
 	    (x->owned && (json_object_set_new(o, "uid", json_integer(x->uid)) < 0 ||
 			  json_object_set_new(o, "gid", json_integer(x->gid)) < 0)) ||
 	    (x->target && json_object_set_new(o, "target", json_string(x->target)) < 0)) {
@@ -312,7 +322,9 @@ int zr_tree_set(zr_dataset *ds, const zr_tree_entry *entries, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const zr_tree_entry *x = &entries[i];
 		const char *fault = entry_fault(x->path, strlen(x->path), x->mode, x->target,
-						x->target ? strlen(x->target) : 0);
+						x->target ? strlen(x->target) : 0, x->rdev);
+		if (!fault && x->rdev > INT64_MAX)
+			fault = "its device number is past 2^63";
 		if (!fault && x->owned && (x->uid == ZR_OWNER_NONE || x->gid == ZR_OWNER_NONE))
 			fault = "its owner or group is (uid_t)-1, which no file can have";
 		RETURN_IF(fault, -EINVAL, "%s: '%s': %s", ds->path, x->path, fault);

@@ -874,13 +874,12 @@ static void zrfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	zrfs_write_rmdir(req, fuse_req_userdata(req), parent, name);
 }
 
-/* A FIFO or a socket of tree/ (mkfifo, bind): a name the tree keeps, as a
- * symbolic link; devices and hard links nowhere (EPERM, zrfs(8)). */
+/* A FIFO, a socket or a device of tree/ (mkfifo, bind, mknod): a name the
+ * tree keeps, as a symbolic link. */
 static void zrfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       dev_t rdev)
 {
-	(void)rdev;
-	zrfs_write_mknod(req, fuse_req_userdata(req), parent, name, mode);
+	zrfs_write_mknod(req, fuse_req_userdata(req), parent, name, mode, rdev);
 }
 
 static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)

@@ -149,9 +149,10 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
  * commits next (zr_tree_set), those its files' names make aside. 0, or a
  * negative code (zr_errmsg(ds) says why). */
 int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
-/* tree/'s links (symbolic links, FIFOs, sockets) for the write layer:
- * whether @name in @dir is one (under the names lock); make one of @mode
- * (S_IFLNK and @target, or S_IFIFO or S_IFSOCK and ""; now: *out its number;
+/* tree/'s links (symbolic links, FIFOs, sockets, devices) for the write
+ * layer: whether @name in @dir is one (under the names lock); make one of
+ * @mode (S_IFLNK and @target, or S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK, ""
+ * and device @rdev; now: *out its number;
  * -EEXIST where a name is, -EILSEQ for a name or target not UTF-8); remove one
  * (-ENOENT: none); move one, keeping its number, onto nothing, a link or
  * (@over_file) a record's file the caller removes in the same commit
@@ -159,7 +160,7 @@ int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
  * times. The others take the names lock written. */
 bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
-			const char *target, fuse_ino_t *out);
+			const char *target, uint64_t rdev, fuse_ino_t *out);
 int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
 /* Taking the names lock written: move directory @name of @dir, and all
  * that is in it, to @newname in @newdir (an empty directory there is

@@ -18,8 +18,8 @@
  * the records, never records) are in it with their modes and times, an
  * empty directory too; other directories come from the names, and live
  * while something is in them. On a writable mount the index is the
- * dataset's one writer's: mkdir, rmdir, symlink, mknod of a FIFO or a
- * socket (a "link" here too: a name and attributes), a link's rename and
+ * dataset's one writer's: mkdir, rmdir, symlink, mknod of a FIFO, a socket
+ * or a device (a "link" here too: a name and attributes), a link's rename and
  * removal, a directory's mode and times change it, and each commit keeps
  * what it holds then (zrfs_tree_save); a read-only mount applies another
  * writer's from each commit it follows (zrfs_tree_entries). A directory's
@@ -254,7 +254,8 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		if (!(k = tree_link_find(fs->tree, no)))
 			return -ENOENT;
 		zrfs_file_attr(fs, v, ino, strlen(k->target), st);
-		st->st_mode = k->mode; /* a FIFO's or socket's size: its target's, 0 */
+		st->st_mode = k->mode; /* a FIFO's, socket's or device's size: its target's, 0 */
+		st->st_rdev = (dev_t)k->rdev;
 		st->st_mtim = k->mtime;
 		st->st_atim = k->atime;
 		meta_attr(&k->meta, st);
@@ -544,7 +545,7 @@ bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name)
 }
 
 int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
-			const char *target, fuse_ino_t *out)
+			const char *target, uint64_t rdev, fuse_ino_t *out)
 {
 	struct zrfs_tree_index *t = fs->tree;
 	size_t len = strlen(name);
@@ -565,7 +566,7 @@ int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint3
 		rc = -EEXIST;
 	else if (!e && !(e = tree_ent_new(t, d, name, len)))
 		rc = -ENOMEM;
-	else if ((rc = tree_link_set(t, e, target, strlen(target), mode, now, now)) == 0)
+	else if ((rc = tree_link_set(t, e, target, strlen(target), mode, rdev, now, now)) == 0)
 		*out = link_ino(e->lnk);
 	zrfs_state_unlock(fs);
 	return rc;
@@ -579,7 +580,7 @@ int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name)
 
 	zrfs_state_lock(fs);
 	if ((e = link_at(fs, dir, name)) != NULL)
-		rc = tree_link_set(fs->tree, e, NULL, 0, 0, none, none);
+		rc = tree_link_set(fs->tree, e, NULL, 0, 0, 0, none, none);
 	zrfs_state_unlock(fs);
 	return rc;
 }

@@ -32,15 +32,18 @@ struct tmeta {
 	struct timespec ctime;   /* ... mode, owner or times): then; else the commit's */
 };
 
-/* A symbolic link, FIFO or socket of tree/ (zr_tree_entry): kept by the
- * dataset, or made by symlink or mknod through a writable mount. All three
- * are "links" here: a name and its attributes, no data the mount serves
- * (the kernel itself is a FIFO's pipe and a socket's end). */
+/* A symbolic link, FIFO, socket or device of tree/ (zr_tree_entry): kept
+ * by the dataset, or made by symlink or mknod through a writable mount.
+ * All are "links" here: a name and its attributes, no data the mount
+ * serves (the kernel itself is a FIFO's pipe, a socket's end and a
+ * device's driver). */
 struct tlink {
 	struct zrfs_link link;   /* in t->links, by number */
 	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
 	struct tent *ent;        /* its entry */
-	uint32_t mode;           /* S_IFLNK, S_IFIFO or S_IFSOCK, and the permission bits */
+	uint32_t mode;           /* S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK, and the
+				  * permission bits */
+	uint64_t rdev;           /* a device's number */
 	struct tmeta meta;
 	struct timespec mtime, atime;
 	char target[];           /* a symbolic link's; "" for the others */
@@ -116,10 +119,10 @@ int tree_dir_path(const struct tdir *d, char *buf, size_t cap);
  * links' paths and targets. */
 bool tree_text(const char *s);
 /* Give entry @e the link of @mode (its type and bits): a symbolic link to
- * @target (@len bytes), a FIFO or a socket (@target ""), or take it away
- * (@target NULL; the entry pruned then): 0 or -ENOMEM. */
+ * @target (@len bytes), a FIFO, a socket or device @rdev (@target ""), or
+ * take it away (@target NULL; the entry pruned then): 0 or -ENOMEM. */
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
-		  uint32_t mode, struct timespec mtime, struct timespec atime);
+		  uint32_t mode, uint64_t rdev, struct timespec mtime, struct timespec atime);
 /* Take entry @e's link away, leaving the entry (a link renamed onto it). */
 void tree_link_drop(struct zrfs_tree_index *t, struct tent *e);
 /* Link number @no, or NULL. */

@@ -132,7 +132,7 @@ void tree_link_drop(struct zrfs_tree_index *t, struct tent *e)
 }
 
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
-		  uint32_t mode, struct timespec mtime, struct timespec atime)
+		  uint32_t mode, uint64_t rdev, struct timespec mtime, struct timespec atime)
 {
 	struct tlink *k = NULL;
 
@@ -140,7 +140,8 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 		if (!(k = malloc(sizeof *k + len + 1)))
 			return -ENOMEM;
 		*k = (struct tlink){.no = e->lnk ? e->lnk->no : t->next_no++, .ent = e,
-				    .mode = mode & (S_IFMT | 07777), .mtime = mtime, .atime = atime};
+				    .mode = mode & (S_IFMT | 07777), .rdev = rdev, .mtime = mtime,
+				    .atime = atime};
 		memcpy(k->target, target, len);
 		k->target[len] = 0;
 	}
@@ -457,7 +458,7 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 				got = -ENOMEM;
 			else if ((got = tree_link_set(t, e, x[i].target ? x[i].target : "",
 						      x[i].target ? strlen(x[i].target) : 0,
-						      x[i].mode, m, a)) == 0) {
+						      x[i].mode, x[i].rdev, m, a)) == 0) {
 				meta_keep(&e->lnk->meta, &x[i]);
 				got = note_ent(e, notes);
 			}
@@ -499,7 +500,7 @@ int zrfs_tree_entries(struct zrfs *fs, struct zrfs_view *v, struct zrfs_notes *n
 		const zr_tree_entry *a = &x[i], *b = &t->shown[i];
 		same = a->mode == b->mode && a->mtime == b->mtime && a->atime == b->atime &&
 		       a->size == b->size && a->owned == b->owned && a->uid == b->uid &&
-		       a->gid == b->gid && a->ctime == b->ctime &&
+		       a->gid == b->gid && a->ctime == b->ctime && a->rdev == b->rdev &&
 		       strcmp(a->path, b->path) == 0 && !a->target == !b->target &&
 		       (!a->target || strcmp(a->target, b->target) == 0);
 	}
@@ -608,7 +609,7 @@ static int gather_link(struct zrfs_link *l, void *ctx)
 	zr_tree_entry x = {.mode = k->mode, .target = S_ISLNK(k->mode) ? k->target : NULL,
 			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
 			   .owned = k->meta.owned, .uid = k->meta.uid,
-			   .gid = k->meta.gid, .ctime = meta_ctime(&k->meta)};
+			   .gid = k->meta.gid, .ctime = meta_ctime(&k->meta), .rdev = k->rdev};
 
 	return gather_add(ctx, k->ent->dir, k->ent->name, &x);
 }

@@ -117,6 +117,12 @@ static inline bool zrfs_ino_asked_each_time(fuse_ino_t ino)
 {
 	return (ino & ~(uint64_t)UINT32_MAX) == ZRFS_INO_WHY_FILE;
 }
+/* Whether @mode is a FIFO's, a socket's or a device's: tree/ keeps one as
+ * its name, mode and (a device) number, the kernel is what it does. */
+static inline bool zrfs_mode_special(uint32_t mode)
+{
+	return S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) || S_ISBLK(mode);
+}
 #define ZRFS_ID_BITS 40
 #define ZRFS_VERSIONS 256 /* record versions: 8 bits of the inode number */
 #define ZRFS_GEN_MASK ((UINT64_C(1) << 40) - 1) /* generations in .npy numbers */
@@ -487,9 +493,9 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name);
 /* mknod: a regular file (an empty one, as create and close make it), or a
- * FIFO or a socket of tree/; a device, EPERM. */
+ * FIFO, a socket or device @rdev of tree/. */
 void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		      mode_t mode);
+		      mode_t mode, dev_t rdev);
 /* Field directory @field's attributes @st, with the time its names last
  * changed through the mount (none: as they are). */
 void zrfs_write_dir_meta(struct zrfs *fs, unsigned field, struct stat *st);

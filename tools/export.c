@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,7 +67,8 @@ static void tar_resum(unsigned char h[512])
 }
 
 /* One ustar header for a file of @mode (S_IFREG, S_IFDIR, S_IFLNK to
- * @link, S_IFIFO): -1 if @name or @link does not fit (a name of up to 100 bytes,
+ * @link, S_IFIFO, S_IFCHR, S_IFBLK: devmajor and devminor 0 until
+ * tar_dev): -1 if @name or @link does not fit (a name of up to 100 bytes,
  * after a prefix of up to 155 ending at a '/'; a link of up to 100). */
 static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime,
 		      unsigned mode, const char *link)
@@ -98,11 +100,30 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	snprintf((char *)h + 136, 12, "%011llo",
 		 (unsigned long long)(mtime > 0 ? mtime & 0x1ffffffffLL : 0));
 	memset(h + 148, ' ', 8);
-	h[156] = S_ISDIR(mode) ? '5' : S_ISLNK(mode) ? '2' : S_ISFIFO(mode) ? '6' : '0';
+	h[156] = S_ISDIR(mode)	  ? '5'
+		 : S_ISLNK(mode)  ? '2'
+		 : S_ISFIFO(mode) ? '6'
+		 : S_ISCHR(mode)  ? '3'
+		 : S_ISBLK(mode)  ? '4'
+				  : '0';
 	if (link)
 		memcpy(h + 157, link, strlen(link));
 	memcpy(h + 257, "ustar", 6);
 	memcpy(h + 263, "00", 2);
+	tar_resum(h);
+	return 0;
+}
+
+/* Header @h's device numbers, those of @rdev: -1 if one is past the 7
+ * octal digits of ustar's fields (2^21; Linux's majors take 12 bits). */
+static int tar_dev(unsigned char h[512], uint64_t rdev)
+{
+	unsigned major = major(rdev), minor = minor(rdev);
+
+	if (major > 07777777 || minor > 07777777)
+		return -1;
+	snprintf((char *)h + 329, 8, "%07o", major);
+	snprintf((char *)h + 337, 8, "%07o", minor);
 	tar_resum(h);
 	return 0;
 }
@@ -367,7 +388,7 @@ static int say_left_out(const struct left_out *lo, const char *how)
 	return 1;
 }
 
-/* The tree's symbolic links and FIFOs, then its directories, the deepest
+/* The tree's symbolic links, FIFOs and devices, then its directories, the deepest
  * first, of @t (@n) as members of @fd: after every file, so that tar x
  * sets a directory's time after the last file it writes into it (tar c
  * puts a directory before its files; tar x then sets its time when it
@@ -392,6 +413,11 @@ static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
 		if (tar_header(h, name, 0, t[i].mtime / 1000000000, t[i].mode, t[i].target) < 0) {
 			zr_warn("export: %s: '%s'%s%s is too long for a tar header", out, t[i].path,
 				t[i].target ? " -> " : "", t[i].target ? t[i].target : "");
+			return -1;
+		}
+		if ((S_ISCHR(t[i].mode) || S_ISBLK(t[i].mode)) && tar_dev(h, t[i].rdev) < 0) {
+			zr_warn("export: %s: device '%s' is %u:%u, past what a tar header holds", out,
+				t[i].path, major(t[i].rdev), minor(t[i].rdev));
 			return -1;
 		}
 		if (t[i].owned)
@@ -564,8 +590,8 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 	return finish_file(fd, out, stream, status);
 }
 
-/* The tree's directories (@links false) or symbolic links, FIFOs and
- * sockets (true) of @t (@n) under @dfd (@out): directories made before the
+/* The tree's directories (@links false) or symbolic links, FIFOs, sockets
+ * and devices (true) of @t (@n) under @dfd (@out): directories made before the
  * files go in them, links after every file (no file is written through
  * one). 0, or 1 (said). */
 static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n, bool links)
@@ -582,7 +608,7 @@ static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n,
 		/* writable until its files are in: its own mode comes last (a
 		 * FIFO's, a socket's too: mknod's is the umask's) */
 		if (S_ISLNK(t[i].mode) ? symlinkat(t[i].target, at, leaf) < 0
-		    : links	       ? mknodat(at, leaf, t[i].mode & S_IFMT, 0) < 0
+		    : links	       ? mknodat(at, leaf, t[i].mode & S_IFMT, (dev_t)t[i].rdev) < 0
 				       : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
 			zr_warn("export: %s/%s: %s", out, t[i].path,
 				errno == EEXIST ? "exists (OUT_DIR must be empty, and names differ)"
@@ -595,7 +621,7 @@ static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n,
 	return status;
 }
 
-/* The modes and times of @t's directories, links, FIFOs and sockets under
+/* The modes and times of @t's directories, links, FIFOs, sockets and devices under
  * @dfd, the deepest first: a directory's time is set after every change in
  * it. */
 static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t n)

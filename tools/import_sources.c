@@ -143,8 +143,10 @@ static int walk(struct walk *w, const char *dir)
 			rc = strs_add(w->files, path) < 0 ? -1 : 1;
 			kept |= rc > 0;
 			continue;
-		} else if (w->tree && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
-			rc = keep_link(w, path, &st); /* a name and a mode, as cp -a makes it */
+		} else if (w->tree && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+				       S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+			/* a name, a mode (a device's number), as cp -a makes it */
+			rc = keep_link(w, path, &st);
 		} else if (!S_ISLNK(st.st_mode)) {
 			skip(&w->k, &w->k.special, path);
 		} else if (w->follow && stat(path, &to) == 0 && S_ISREG(to.st_mode)) {
@@ -193,7 +195,10 @@ int tree_list_add(struct tree_list *t, const char *path, const struct stat *st,
 			     .mtime = zr_time_ns(st->st_mtim), .atime = zr_time_ns(st->st_atim),
 			     .size = S_ISDIR(st->st_mode) ? (uint64_t)st->st_size : 0,
 			     .owned = owned, .uid = (uint32_t)st->st_uid,
-			     .gid = (uint32_t)st->st_gid};
+			     .gid = (uint32_t)st->st_gid,
+			     .rdev = S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)
+					     ? (uint64_t)st->st_rdev
+					     : 0};
 	if (!(e->path = strdup(path)) || (target && !(e->target = strdup(target)))) {
 		free((char *)e->path);
 		return -1;
@@ -679,7 +684,8 @@ static int tar_tree(const struct zr_tar *t, struct tree_list *tree, char *err, s
 
 	for (size_t i = 0; i < t->ne; i++) {
 		const struct zr_tar_entry *e = &t->e[i];
-		struct stat st = {.st_mode = e->mode, .st_mtim = zr_ns_time(e->mtime)};
+		struct stat st = {.st_mode = e->mode, .st_rdev = (dev_t)e->rdev,
+				  .st_mtim = zr_ns_time(e->mtime)};
 		bool top = strcmp(e->path, ".") == 0;
 		st.st_atim = st.st_mtim;
 		int rc = (top ? S_ISDIR(e->mode) : zr_name_safe(e->path, strlen(e->path)))
@@ -742,10 +748,9 @@ int plan_tar(struct import *im)
 			"the first: %s", (unsigned long long)t->skipped, t->skipped == 1 ? "" : "s",
 			t->first_skipped);
 	if (rc == 0 && t->unfiled)
-		zr_warn("import: skipped %llu hard link%s or device%s (not %s); the first: %s",
+		zr_warn("import: skipped %llu hard link%s (not %s); the first: %s",
 			(unsigned long long)t->unfiled, t->unfiled == 1 ? "" : "s",
-			t->unfiled == 1 ? "" : "s", t->unfiled == 1 ? "a file" : "files",
-			t->first_unfiled);
+			t->unfiled == 1 ? "a file" : "files", t->first_unfiled);
 	const char *split;
 	uint64_t again = rc == 0 ? zr_tar_split_keys(t, &split) : 0;
 	if (again)

@@ -45,7 +45,7 @@ static void fmt_shape(char *buf, size_t cap, const zr_field_spec *f)
 		snprintf(buf + n, cap - n, f->ndim == 1 ? ",)" : ")");
 }
 
-/* The directories, symbolic links and FIFOs or sockets the dataset keeps
+/* The directories, symbolic links and FIFOs, sockets or devices the dataset keeps
  * beside its records (zr_tree_get), in @n[0], [1] and [2]: none where it
  * cannot tell (out of memory). */
 static void tree_counts(const zr_dataset *ds, size_t n[3])
@@ -134,8 +134,8 @@ static void info_human(zr_dataset *ds, const zr_info *in)
 	size_t tree[3];
 	tree_counts(ds, tree);
 	if (tree[2])
-		printf("tree         %zu directories, %zu symbolic links, %zu FIFOs or sockets "
-		       "(beside the records)\n", tree[0], tree[1], tree[2]);
+		printf("tree         %zu directories, %zu symbolic links, %zu FIFOs, sockets or "
+		       "devices (beside the records)\n", tree[0], tree[1], tree[2]);
 	else if (tree[0] || tree[1])
 		printf("tree         %zu directories, %zu symbolic links (beside the records)\n",
 		       tree[0], tree[1]);

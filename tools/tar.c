@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,7 +117,7 @@ static int tar_member(struct zr_tar *t, const char *open_as, const char *shard, 
  * for the tree: "./" the top, as "."; names that make no path below it
  * (.., absolute) are left to the import, which says so. */
 static int tar_entry(struct zr_tar *t, const char *path, const char *target, uint32_t mode,
-		     int64_t mtime)
+		     uint64_t rdev, int64_t mtime)
 {
 	size_t len;
 
@@ -129,7 +130,7 @@ static int tar_entry(struct zr_tar *t, const char *path, const char *target, uin
 	if (grow(&t->e, &t->ecap, t->ne, sizeof *t->e, 64) < 0)
 		return -1;
 	struct zr_tar_entry *e = &t->e[t->ne];
-	*e = (struct zr_tar_entry){.mode = mode, .mtime = mtime};
+	*e = (struct zr_tar_entry){.mode = mode, .rdev = rdev, .mtime = mtime};
 	e->path = len ? strndup(path, len) : strdup(".");
 	if (!e->path || (target && !(e->target = strdup(target)))) {
 		free(e->path);
@@ -506,7 +507,7 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			if (rc < 0)
 				return -1;
 		} else if (type == '0' || type == 0 || type == '7' || type == '5' || type == '2' ||
-			   type == '6' || type == 'S') {
+			   type == '6' || type == '3' || type == '4' || type == 'S') {
 			if (x.sparse && x.name[0])
 				snprintf(name, sizeof name, "%s", x.name);
 			else if (longname[0])
@@ -519,10 +520,20 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 				snprintf(longlink, sizeof longlink, "%.100s", (char *)h + 157);
 			int64_t mtime = x.mtime >= 0 ? x.mtime : tar_time(tar_num(h + 136, 12, &ok), 0);
 			uint32_t mode = (uint32_t)tar_num(h + 100, 8, &ok) & 07777;
-			if (type == '5' || type == '2' || type == '6') {
-				mode |= type == '5' ? S_IFDIR : type == '2' ? S_IFLNK : S_IFIFO;
+			if (type == '5' || type == '2' || type == '6' || type == '3' || type == '4') {
+				mode |= type == '5'   ? S_IFDIR
+					: type == '2' ? S_IFLNK
+					: type == '6' ? S_IFIFO
+					: type == '3' ? S_IFCHR
+						      : S_IFBLK;
+				/* a device's numbers: devmajor, devminor */
+				uint64_t rdev = type == '3' || type == '4'
+							? makedev(tar_num(h + 329, 8, &ok),
+								  tar_num(h + 337, 8, &ok))
+							: 0;
 				t->nsegs = x.seg_at; /* a map of no file */
-				if (tar_entry(t, name, type == '2' ? longlink : NULL, mode, mtime) < 0)
+				if (tar_entry(t, name, type == '2' ? longlink : NULL, mode, rdev,
+					      mtime) < 0)
 					return -1;
 			} else if (file_member(t, fd, path, shard, h, off, len, size, name, &x,
 					       mtime, &blocks, err, errlen) < 0) {
@@ -531,10 +542,10 @@ int zr_tar_scan(struct zr_tar *t, int fd, const char *path, const char *shard, c
 			longname[0] = longlink[0] = 0;
 			pax_reset(&x, t);
 		} else {
-			/* hard links, devices: counted, said once (import); a
+			/* hard links: counted, said once (import); a
 			 * directory's members carry their paths; globals, tar's
 			 * own extensions: nothing to say */
-			if (type >= '1' && type <= '4' && t->unfiled++ == 0)
+			if (type == '1' && t->unfiled++ == 0)
 				snprintf(t->first_unfiled, sizeof t->first_unfiled, "%s: %s", shard,
 					 longname[0] ? longname : (char *)h);
 			longname[0] = longlink[0] = 0;

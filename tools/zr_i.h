@@ -174,10 +174,13 @@ struct zr_tar_member {
 struct zr_tar_seg {
 	uint64_t off, len;
 };
-/* A directory or symbolic link member, for the tree (zr_tree_entry). */
+/* A directory, symbolic link, FIFO or device member, for the tree
+ * (zr_tree_entry). */
 struct zr_tar_entry {
-	char *path, *target;   /* target: a link's; NULL for a directory */
-	uint32_t mode;         /* S_IFDIR or S_IFLNK, and the permission bits */
+	char *path, *target;   /* target: a link's; NULL for the others */
+	uint32_t mode;         /* S_IFDIR, S_IFLNK, S_IFIFO, S_IFCHR or S_IFBLK, and the
+				* permission bits */
+	uint64_t rdev;         /* a device's number */
 	int64_t mtime;
 };
 struct zr_tar {
@@ -191,7 +194,7 @@ struct zr_tar {
 	char last_key[PATH_MAX];
 	uint64_t skipped;      /* members not named KEY.EXT, left out */
 	char first_skipped[PATH_MAX + 64];
-	uint64_t unfiled;      /* hard links, FIFOs, devices: not files, left out */
+	uint64_t unfiled;      /* hard links: not files, left out */
 	char first_unfiled[PATH_MAX + 64];
 	struct zr_tar_seg *segs; /* the sparse members' segments */
 	size_t nsegs, segcap;

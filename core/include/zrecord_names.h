@@ -262,10 +262,11 @@ ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t ca
 #define ZR_TREE_MAX 65536
 
 /**
- * A directory, symbolic link, FIFO or socket of the tree (core/FORMAT.md,
- * "Directories and symbolic links"): what a tree holds besides its files,
- * kept beside the records (never a record, so never drawn by a sampler).
- * A FIFO or socket is a name and its mode: it holds no data. A directory kept
+ * A directory, symbolic link, FIFO, socket or device of the tree
+ * (core/FORMAT.md, "Directories and symbolic links"): what a tree holds
+ * besides its files, kept beside the records (never a record, so never
+ * drawn by a sampler). A FIFO, socket or device is a name and its mode (a
+ * device also its number): it holds no data. A directory kept
  * here is in the tree even when empty, with its mode and times; one that
  * is not is there while a record's name puts a file below it (0755, the
  * dataset's time).
@@ -275,9 +276,10 @@ typedef struct zr_tree_entry {
 				 or "." for the tree itself (a directory) */
 	const char *target; /**< a symbolic link's target (any text, as
 				 symlink(2) takes it); NULL for the others */
-	uint32_t mode;      /**< S_IFDIR, S_IFLNK, S_IFIFO or S_IFSOCK, and the
-				 permission bits (FIFOs and sockets: a dataset
-				 versions before 2026-12-01 cannot open) */
+	uint32_t mode;      /**< S_IFDIR, S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR or
+				 S_IFBLK, and the permission bits (FIFOs,
+				 sockets, devices: a dataset versions before
+				 2026-12-01 cannot open) */
 	int64_t mtime;      /**< modification time, ns since 1970 */
 	int64_t atime;      /**< access time; ZR_MTIME_NONE: the mtime */
 	uint64_t size;      /**< a directory's size as its source had it (du
@@ -288,6 +290,8 @@ typedef struct zr_tree_entry {
 	int64_t ctime;      /**< change time (its mode, owner, times or a name in
 				 it changed), ns since 1970; 0: none kept (the
 				 commit's time shows) */
+	uint64_t rdev;      /**< a device's number (st_rdev: makedev(3)), S_IFCHR
+				 and S_IFBLK only; 0 for the others */
 } zr_tree_entry;
 
 /**

@@ -475,7 +475,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 /* A symbolic link to @target, a FIFO or a socket (@mode's type; "") named
  * @name in directory @parent of tree/: kept with the tree, as a directory. */
 static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		      uint32_t mode, const char *target)
+		      uint32_t mode, const char *target, uint64_t rdev)
 {
 	enum what what = W_NONE;
 	struct fuse_entry_param e;
@@ -509,7 +509,7 @@ static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	}
 	uint32_t owner[2];
 	maker(req, fs, parent, owner);
-	if (rc == 0 && (rc = zrfs_tree_make_link(fs, parent, name, mode, target, &e.ino)) == 0) {
+	if (rc == 0 && (rc = zrfs_tree_make_link(fs, parent, name, mode, target, rdev, &e.ino)) == 0) {
 		if (zrfs_owners_kept(fs)) /* its maker's */
 			zrfs_tree_owner(fs, e.ino, owner);
 		v = zrfs_names_begin(fs);
@@ -528,20 +528,21 @@ static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name)
 {
-	make_link(req, fs, parent, name, S_IFLNK | 0777, target);
+	make_link(req, fs, parent, name, S_IFLNK | 0777, target, 0);
 }
 
 void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
-		      mode_t mode)
+		      mode_t mode, dev_t rdev)
 {
-	/* (the kernel has applied the umask; a device is made nowhere:
-	 * EPERM, zrfs(8)) */
+	/* (the kernel has applied the umask, and let only a caller with
+	 * CAP_MKNOD ask for a device) */
 	if (S_ISREG(mode))
 		make_file(req, fs, parent, name, mode, NULL);
-	else if (!S_ISFIFO(mode) && !S_ISSOCK(mode))
-		zrfs_reply_err(req, -EPERM);
+	else if (!zrfs_mode_special((uint32_t)mode))
+		zrfs_reply_err(req, -EINVAL); /* mknod(2): not a type it makes */
 	else
-		make_link(req, fs, parent, name, (uint32_t)mode & (S_IFMT | 07777), "");
+		make_link(req, fs, parent, name, (uint32_t)mode & (S_IFMT | 07777), "",
+			  S_ISCHR(mode) || S_ISBLK(mode) ? (uint64_t)rdev : 0);
 }
 
 void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,

@@ -479,10 +479,9 @@ void zrfs_write_setattr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, const s
 			    (attr->st_mode & 07777) != (now->st_mode & 07777);
 		bool owner = ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != now->st_uid) ||
 			     ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != now->st_gid);
-		/* (a FIFO or a socket is tree/'s, kept with it) */
+		/* (a FIFO, a socket or a device is tree/'s, kept with it) */
 		bool kept = mode && (S_ISREG(now->st_mode) ? fs->names.mode >= 0
-							  : S_ISFIFO(now->st_mode) ||
-							    S_ISSOCK(now->st_mode));
+							  : zrfs_mode_special(now->st_mode));
 		bool owned = owner && zrfs_owners_kept(fs) && !S_ISDIR(now->st_mode);
 		/* one that changes nothing (chown(f, -1, -1) asks nothing) still
 		 * changes a file's change time, as on a local filesystem */

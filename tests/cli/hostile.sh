@@ -102,7 +102,8 @@ expect_out uvw
 # outside the tree (/etc/shadow, run as root) must not become a record. It
 # keeps them as links (their targets as text, nothing read through them);
 # without names (so no tree to keep them in) dangling links, loops, links
-# to directories and FIFOs are skipped with one warning, never an abort
+# to directories, FIFOs and devices are skipped with one warning, never an
+# abort
 mkdir -p tree/a
 printf 'the secret' >secret
 printf one >tree/a/1
@@ -111,19 +112,21 @@ ln -s "$T/nowhere" tree/a/3
 ln -s 4 tree/a/4
 ln -s .. tree/a/5
 mkfifo tree/a/6
+mknod tree/a/7 c 1 3
 bounded "$ZR" import dir tree noln --no-names
 expect_rc 0
-expect_err_has "zr: import: skipped 4 symbolic links, 1 FIFO, socket or device (--follow-links follows links to files); the first: tree/a/*"
+expect_err_has "zr: import: skipped 4 symbolic links, 2 FIFOs, sockets or devices (--follow-links follows links to files); the first: tree/a/*"
 zr info noln
 expect_out_has "records      1"
 grep -rq "the secret" noln && fail "a link's target was imported"
 bounded "$ZR" import dir tree ln --follow-links --no-names
 expect_rc 0
-expect_err_has "zr: import: skipped 2 dangling or looping symbolic links, 1 symbolic link to a directory, 1 FIFO, socket or device; the first: tree/a/*"
+expect_err_has "zr: import: skipped 2 dangling or looping symbolic links, 1 symbolic link to a directory, 2 FIFOs, sockets or devices; the first: tree/a/*"
 zr cat ln data 1
 expect_out "the secret"
 # with names: every link kept as a link, the FIFO as a FIFO (never opened:
-# bounded would stop a hang), given back by the export; with --follow-links
+# bounded would stop a hang), the device as a device with its number, given
+# back by the export; with --follow-links
 # the link to a file is that file, the others links
 chmod 640 tree/a/6
 bounded "$ZR" import dir tree lnk
@@ -138,9 +141,13 @@ done
 fifo=$(stat -c '%F %a %Y' tree/a/6)
 [ "$(stat -c '%F %a %Y' lnkout/a/6)" = "$fifo" ] ||
 	fail "the FIFO came back as $(stat -c '%F %a %Y' lnkout/a/6), not as $fifo"
-# a FIFO member of a shard: kept, and a FIFO member of the export again
+dev=$(stat -c '%F %a %Y %t:%T' tree/a/7)
+[ "$(stat -c '%F %a %Y %t:%T' lnkout/a/7)" = "$dev" ] ||
+	fail "the device came back as $(stat -c '%F %a %Y %t:%T' lnkout/a/7), not as $dev"
+# FIFO and device members of a shard: kept, and such members of the export
+# again
 mkdir -p shard/d && printf one >shard/d/s0.txt && mkfifo -m 604 shard/d/p &&
-	tar cf fifo.tar -C shard d || fail "tar cf of a FIFO"
+	mknod -m 660 shard/d/loop b 7 300 && tar cf fifo.tar -C shard d || fail "tar cf of a FIFO"
 zr import tar fifo.tar fifods
 expect_rc 0
 expect_err_empty
@@ -148,6 +155,8 @@ zr export tar fifods fifo2.tar
 expect_rc 0
 tar tvf fifo2.tar | grep -q '^prw----r-- .* d/p$' ||
 	fail "the FIFO is not a FIFO of the tar: $(tar tvf fifo2.tar)"
+tar tvf fifo2.tar | grep -q '^brw-rw---- .* 7,300 .* d/loop$' ||
+	fail "the device is not a device of the tar: $(tar tvf fifo2.tar)"
 bounded "$ZR" import dir tree lnf --follow-links
 expect_rc 0
 zr export dir lnf lnfout

@@ -556,7 +556,7 @@ tar cf dot.tar --sort=name -C dot . || fail "tar -C dot ."
 zr import tar dot.tar dotted
 expect_rc 0
 expect_err_has \
-	'zr: import: skipped 1 hard link or device (not a file); the first: dot.tar: ./k*.cls'
+	'zr: import: skipped 1 hard link (not a file); the first: dot.tar: ./k*.cls'
 zr find dotted k1
 expect_out 0
 zr export dir dotted dotout

@@ -1,5 +1,6 @@
 /*
- * Description: the tree's directories and symbolic links (core/tree.c):
+ * Description: the tree's directories, symbolic links, FIFOs, sockets and
+ * devices (core/tree.c):
  * set in any order and read back sorted after a commit and a reopen, kept
  * by commits that do not set them and by a rebalance, bad entries refused
  * with the entry named, a damaged tree file or reference refused at open,
@@ -28,12 +29,17 @@ static const zr_tree_entry given[] = {
 	{.path = "b/sock", .mode = S_IFSOCK | 0755, .mtime = 9, .atime = 10, .owned = 1,
 	 .uid = 5, .gid = 6},
 	{.path = "a/fifo", .mode = S_IFIFO | 04640, .mtime = 11, .atime = ZR_MTIME_NONE},
+	{.path = "dev/null", .mode = S_IFCHR | 0666, .mtime = 12, .atime = ZR_MTIME_NONE,
+	 .rdev = 0x103},
+	{.path = "dev/big", .mode = S_IFBLK | 0660, .mtime = 13, .atime = 14,
+	 .rdev = ((uint64_t)4095 << 32) | 0xfff000ffu}, /* past 32 bits */
+	{.path = "dev/zero", .mode = S_IFCHR | 0600, .mtime = 15, .atime = ZR_MTIME_NONE},
 };
 #define NGIVEN (sizeof given / sizeof *given)
 
 static void expect_given(zr_dataset *ds)
 {
-	static const unsigned order[] = {3, 1, 2, 5, 0, 4}; /* sorted by path */
+	static const unsigned order[] = {3, 1, 2, 5, 0, 4, 7, 6, 8}; /* sorted by path */
 	zr_tree_entry *got;
 	size_t n;
 
@@ -51,6 +57,8 @@ static void expect_given(zr_dataset *ds)
 		cr_expect_eq(got[i].gid, w->gid, "%s", w->path);
 		cr_expect_eq(got[i].ctime, w->ctime, "%s: ctime %lld", w->path,
 			     (long long)got[i].ctime);
+		cr_expect_eq(got[i].rdev, w->rdev, "%s: rdev %#llx", w->path,
+			     (unsigned long long)got[i].rdev);
 		if (w->target)
 			cr_expect_str_eq(got[i].target, w->target);
 		else
@@ -109,7 +117,11 @@ Test(tree, bad_entries_are_refused_naming_them)
 		{{.path = "/abs", .mode = S_IFDIR | 0755}, -EINVAL, "'/abs'"},
 		{{.path = "a//b", .mode = S_IFDIR | 0755}, -EINVAL, "relative path"},
 		{{.path = "f", .mode = S_IFREG | 0644}, -EINVAL, "not a directory's"},
-		{{.path = "c", .mode = S_IFCHR | 0600}, -EINVAL, "a FIFO's or a socket's"},
+		{{.path = "c", .mode = S_IFREG | 0600}, -EINVAL, "a socket's or a device's"},
+		{{.path = "p", .mode = S_IFIFO | 0600, .rdev = 1}, -EINVAL, "not a device"},
+		{{.path = "d", .mode = S_IFDIR | 0755, .rdev = 1}, -EINVAL, "not a device"},
+		{{.path = "c", .mode = S_IFCHR | 0600, .rdev = 1ull << 63}, -EINVAL, "past 2^63"},
+		{{.path = "c", .mode = S_IFCHR | 0600, .target = "x"}, -EINVAL, "with a target"},
 		{{.path = "p", .mode = S_IFIFO | 0600, .target = "x"}, -EINVAL, "with a target"},
 		{{.path = ".", .mode = S_IFIFO | 0600}, -EINVAL, "('.') is a dir"},
 		{{.path = ".", .mode = S_IFLNK | 0777, .target = "x"}, -EINVAL, "('.') is a dir"},
@@ -201,6 +213,12 @@ Test(tree, a_damaged_tree_is_refused_at_open)
 		 "entry 0: its path"},
 		{"[{\"path\": \"a\", \"mode\": 41471, \"mtime\": 0}]", 1, true, NULL,
 		 "without a target"},
+		{"[{\"path\": \"a\", \"mode\": 4480, \"mtime\": 0, \"rdev\": 3}]", 1, true, NULL,
+		 "a device number on an entry that is not a device"},
+		{"[{\"path\": \"a\", \"mode\": 8576, \"mtime\": 0, \"rdev\": -3}]", 1, true, NULL,
+		 "entry 0: not an object"},
+		{"[{\"path\": \"a\", \"mode\": 8576, \"mtime\": 0, \"rdev\": \"3\"}]", 1, true,
+		 NULL, "entry 0: not an object"},
 		{"[{\"path\": \"a\", \"mode\": 16877, \"mtime\": 0}]", 2, true, NULL,
 		 "1 entries, meta.json says 2"},
 	};
