@@ -1564,23 +1564,25 @@ def lattrs(p):
             os.major(s.st_rdev), os.minor(s.st_rdev))
 
 
+def mknod_device(kind, major, minor):
+    os.mknod('n', 0o640 | kind, os.makedev(major, minor))
+    return lattrs('n')
+
+
 @check
 def mknod_chr():
-    os.mknod('c', 0o600 | stat.S_IFCHR, os.makedev(1, 3))
-    return lattrs('c')
+    return mknod_device(stat.S_IFCHR, 1, 3)
 
 
 @check
 def mknod_blk():
-    os.mknod('b', 0o640 | stat.S_IFBLK, os.makedev(7, 300))
-    return lattrs('b')
+    return mknod_device(stat.S_IFBLK, 7, 300)
 
 
 @check
 def mknod_device_largest():
     # Linux's largest device number: 12 bits of major, 20 of minor
-    os.mknod('c', 0o600 | stat.S_IFCHR, os.makedev(4095, 1048575))
-    return lattrs('c')
+    return mknod_device(stat.S_IFCHR, 4095, 1048575)
 
 
 @check
