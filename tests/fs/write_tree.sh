@@ -191,7 +191,11 @@ fusermount3 -u "$MNT" || fail "unmount"
 # tables were last brought up to date, not every change since the mount
 # (4 entries of 32 bytes a removal: 1,500 removals wrote 190 KB at each of
 # the last commits; the tables take them past 1,024 entries). Removals are
-# committed in groups: the last group, of 111, is measured
+# committed in groups, by time: how many removals the last journals hold
+# depends on how fast rm runs (up to 46 KB under ASan beside a CI; the
+# build before hard links too reached 39 KB), so the bound is half of what
+# all 1,222 write (156 KB), which a journal of every change since the
+# mount passes
 rm -rf "$T/many" "$DS"
 mkdir -p "$T/many/d"
 i=0
@@ -204,7 +208,7 @@ rm -f "$MNT"/tree/d/f2* || fail "rm of 111 files"
 [ "$(ls "$MNT/tree/d" | wc -l)" = 778 ] || fail "$(ls "$MNT/tree/d" | wc -l) files left, not 778"
 sync "$MNT/tree" || fail "sync"
 biggest=$(find "$DS" -maxdepth 1 -name 'journal.*' -printf '%s\n' | sort -n | tail -1)
-[ "${biggest:-0}" -le 40000 ] || fail "after 1,222 removals a journal is $biggest bytes"
+[ "${biggest:-0}" -le 78000 ] || fail "after 1,222 removals a journal is $biggest bytes"
 [ "$(records)" = 778 ] || fail "$(records) records after the removals and a sync, not 778"
 fusermount3 -u "$MNT" || fail "unmount"
 "$ZR" verify "$DS" >/dev/null || fail "zr verify after 1,222 removals"
