@@ -38,22 +38,29 @@ static const char *entry_fault(const char *path, size_t len, uint32_t mode, cons
 	bool dev = S_ISCHR(mode) || S_ISBLK(mode);
 
 	bool top = len == 1 && path[0] == '.'; /* the tree itself */
+	bool hard = S_ISREG(mode);             /* a second name of the file at @target */
 
 	if (len >= PATH_MAX || (!top && !zr_name_safe(path, len)))
 		return "its path is not a relative path below the tree";
 	if (top && !S_ISDIR(mode))
 		return "the top of the tree ('.') is a directory";
 	if ((mode & ~(uint32_t)(S_IFMT | 07777)) != 0 ||
-	    (!S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !dev))
-		return "its mode is not a directory's, a symbolic link's, a FIFO's, a socket's or "
-		       "a device's";
+	    (!S_ISDIR(mode) && !S_ISLNK(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !dev &&
+	     !hard))
+		return "its mode is not a directory's, a symbolic link's, a FIFO's, a socket's, a "
+		       "device's or a hard link's";
 	if (rdev && !dev)
 		return "a device number on an entry that is not a device";
-	if (S_ISLNK(mode) != (target != NULL))
+	if ((S_ISLNK(mode) || hard) != (target != NULL))
 		return S_ISLNK(mode) ? "a symbolic link without a target"
-				     : "an entry other than a symbolic link with a target";
+		       : hard	     ? "a hard link without a target"
+				     : "an entry other than a link with a target";
 	if (target && (tlen == 0 || tlen >= PATH_MAX || memchr(target, 0, tlen)))
 		return "its target is empty, longer than 4095 bytes or holds a NUL";
+	if (hard && (mode & 07777))
+		return "a hard link with permission bits (its file has them)";
+	if (hard && (!zr_name_safe(target, tlen) || (tlen == len && memcmp(target, path, len) == 0)))
+		return "a hard link whose target is not another relative path below the tree";
 	return NULL;
 }
 

@@ -861,7 +861,14 @@ static void zrfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *
 
 static void zrfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	zrfs_write_unlink(req, fuse_req_userdata(req), parent, name);
+	struct zrfs *fs = fuse_req_userdata(req);
+	/* a file or link of tree/ with hard links keeps one of their names */
+	int64_t rc = zrfs_write_hard_promote(fs, parent, name);
+
+	if (rc > 0)
+		zrfs_write_unlink(req, fs, parent, name);
+	else
+		zrfs_reply_status(req, rc);
 }
 
 static void zrfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -887,10 +894,16 @@ static void zrfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, co
 	zrfs_write_symlink(req, fuse_req_userdata(req), link, parent, name);
 }
 
+/* A hard link of tree/: answered as a lookup of its name, which gives the
+ * number of the file or link it names. */
 static void zrfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
-	(void)ino, (void)parent, (void)name;
-	zrfs_reply_err(req, -EPERM);
+	int rc = zrfs_write_link(fuse_req_userdata(req), ino, parent, name);
+
+	if (rc < 0)
+		zrfs_reply_err(req, rc);
+	else
+		zrfs_lookup(req, parent, name);
 }
 
 static void zrfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,

@@ -144,6 +144,7 @@ int zrfs_record_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsig
 			st->st_blocks = (blkcnt_t)((rs.logical_len - (uint64_t)holes + 511) / 512);
 	}
 	zrfs_record_meta(fs, v, field, id, st);
+	zrfs_tree_links_attr(fs, field, id, st); /* tree/'s hard links */
 	return 0;
 }
 

@@ -152,16 +152,44 @@ int zrfs_tree_save(struct zrfs *fs, zr_dataset *ds);
 /* tree/'s links (symbolic links, FIFOs, sockets, devices) for the write
  * layer: whether @name in @dir is one (under the names lock); make one of
  * @mode (S_IFLNK and @target, or S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK, ""
- * and device @rdev; now: *out its number;
- * -EEXIST where a name is, -EILSEQ for a name or target not UTF-8); remove one
- * (-ENOENT: none); move one, keeping its number, onto nothing, a link or
- * (@over_file) a record's file the caller removes in the same commit
- * (-EEXIST: onto a directory, or a file unasked; -EILSEQ); set one's
- * times. The others take the names lock written. */
+ * and device @rdev; now: *out its number; -EEXIST where a name is, -EILSEQ
+ * for a name or target not UTF-8); remove one (-ENOENT: none; @under_file:
+ * also one a record's file shows over); move one, keeping its number, onto
+ * nothing, a link or (@over_file) a record's file the caller removes in the
+ * same commit (-EEXIST: onto a directory, or a file unasked; -EILSEQ); set
+ * one's times. The others take the names lock written. */
 bool zrfs_tree_is_link(const struct zrfs *fs, fuse_ino_t dir, const char *name);
 int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint32_t mode,
 			const char *target, uint64_t rdev, fuse_ino_t *out);
-int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name);
+int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name, bool under_file);
+/* Hard links of tree/ (a second name of a record's file, or of a link; a
+ * dataset of paths only). Make @name in @dir one naming record @id's file
+ * (@link 0) or link number @link, taking the names lock written: 0,
+ * -EPERM (no name of tree/ shows the file), -ENOENT (no link @link),
+ * -EEXIST, -EINVAL, -EILSEQ, -ENOMEM; a link's change time moves (a
+ * record's is the caller's to store). Whether what @name in @dir shows (a
+ * file or a link) has hard links: one of them into *@hdir and @hname
+ * (ZRFS_NAME_MAX + 1 bytes). Whether @name in @dir is a hard link, and the
+ * record whose file it names (NO_ID: a link, or none). Make the hard links
+ * naming path @from (@below: and those naming what is below it) name @to
+ * (and what is below it), marked with @token (a rename's, not 0), or
+ * (@back) only those @token marked, taking the names lock written: how
+ * many, or a negative code. Record @id's file of @field, of attributes @st: the
+ * links its hard links add, and the change time they gave it (under the
+ * names lock; tree_index.c). */
+int zrfs_tree_hard_make(struct zrfs *fs, uint64_t id, fuse_ino_t link, fuse_ino_t dir,
+			const char *name);
+/* Whether tree/ has a hard link (no lock needed: a rename or an unlink
+ * asks it first, to pass by what hard links cost); whether @ino is a
+ * link's of tree/ (a symbolic link, FIFO, socket, device). */
+bool zrfs_tree_has_hard(const struct zrfs *fs);
+bool zrfs_tree_link_ino(const struct zrfs *fs, fuse_ino_t ino);
+bool zrfs_tree_hard_any(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t *hdir,
+			char *hname);
+bool zrfs_tree_hard_of(struct zrfs *fs, fuse_ino_t dir, const char *name, uint64_t *id);
+int zrfs_tree_retarget(struct zrfs *fs, const char *from, const char *to, bool below,
+		       uint64_t token, bool back);
+void zrfs_tree_links_attr(struct zrfs *fs, unsigned field, uint64_t id, struct stat *st);
 /* Taking the names lock written: move directory @name of @dir, and all
  * that is in it, to @newname in @newdir (an empty directory there is
  * replaced); it keeps its number. The records below it, for their names

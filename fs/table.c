@@ -114,8 +114,10 @@ int zrfs_table_each(const struct zrfs_table *t, int (*fn)(struct zrfs_link *l, v
 	int rc = 0;
 
 	for (size_t i = 0; i < t->cap && rc == 0; i++)
-		for (struct zrfs_link *l = t->buckets[i]; l && rc == 0; l = l->next)
+		for (struct zrfs_link *l = t->buckets[i], *next; l && rc == 0; l = next) {
+			next = l->next; /* (@fn may remove @l) */
 			rc = fn(l, ctx);
+		}
 	return rc;
 }
 

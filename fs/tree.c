@@ -118,13 +118,44 @@ static bool has_file(const struct zrfs *fs, struct zrfs_view *v, unsigned f, uin
 	return fs->tree->makes[f] && id < v->n && zrfs_record_listed(v, f, id);
 }
 
-/* Whether entry @e shows a file of its record's (which a link of its
- * name gives way to). */
-static bool shows_file(const struct zrfs *fs, struct zrfs_view *v, const struct tent *e)
+/* Whether entry @e shows a file of its record's (which a link of its name
+ * gives way to) in @v. */
+static bool tree_shows_file(const struct zrfs *fs, struct zrfs_view *v, const struct tent *e)
 {
 	if (e->id == NO_ID || fs->names.key) /* a key's files are KEY.FIELD */
 		return false;
 	return has_file(fs, v, (unsigned)fs->names.files, e->id);
+}
+
+/* The entry hard link @k names (the path of its target), where it shows a
+ * record's file or a link; NULL: none (a dangling hard link shows
+ * nothing; a directory or another hard link there names nothing). */
+static struct tent *tree_hard_target(struct zrfs *fs, struct zrfs_view *v, const struct tlink *k)
+{
+	struct tent *e = tree_ent_at(fs->tree, k->target, strlen(k->target));
+
+	if (!e || e->sub)
+		return NULL;
+	if (tree_shows_file(fs, v, e))
+		return e;
+	return e->lnk && !S_ISREG(e->lnk->mode) ? e : NULL;
+}
+
+/* The number and type of what link entry @e shows: the link, or what a
+ * hard link names (-ENOENT: nothing, a dangling one). */
+static int link_shown(struct zrfs *fs, struct zrfs_view *v, const struct tent *e,
+		      fuse_ino_t *out, mode_t *type)
+{
+	if (S_ISREG(e->lnk->mode) && !(e = tree_hard_target(fs, v, e->lnk)))
+		return -ENOENT;
+	if (tree_shows_file(fs, v, e)) {
+		*out = file_ino(fs, (unsigned)fs->names.files, e->id);
+		*type = S_IFREG;
+	} else {
+		*out = link_ino(e->lnk);
+		*type = e->lnk->mode & S_IFMT;
+	}
+	return 0;
 }
 
 static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, const char *name,
@@ -165,10 +196,10 @@ static int tree_lookup(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t parent, 
 		*out = file_ino(fs, field, e->id);
 		return 0;
 	}
-	if (named && named->lnk && !shows_file(fs, v, named)) {
-		*out = link_ino(named->lnk);
-		return 0;
-	}
+	mode_t type;
+
+	if (named && named->lnk && !tree_shows_file(fs, v, named))
+		return link_shown(fs, v, named, out, &type);
 	return -ENOENT;
 }
 
@@ -253,9 +284,15 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 	case N_LINK:
 		if (!(k = tree_link_find(fs->tree, no)))
 			return -ENOENT;
+		if (S_ISREG(k->mode))
+			return -ENOENT; /* a hard link's number is never handed out */
 		zrfs_file_attr(fs, v, ino, strlen(k->target), st);
 		st->st_mode = k->mode; /* a FIFO's, socket's or device's size: its target's, 0 */
 		st->st_rdev = (dev_t)k->rdev;
+		struct timespec changed = {0};
+		st->st_nlink = 1 + tree_hard_count(fs->tree, k->ent, &changed);
+		if (zr_time_ns(changed) > zr_time_ns(st->st_ctim))
+			st->st_ctim = changed; /* a hard link made or removed */
 		st->st_mtim = k->mtime;
 		st->st_atim = k->atime;
 		meta_attr(&k->meta, st);
@@ -302,10 +339,9 @@ static int tree_entry(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t dir, uint
 			out->pos = 2 + s * SPAN;
 			return 1;
 		}
-		if (k == 0 && !e->sub && e->lnk && !shows_file(fs, v, e)) {
+		if (k == 0 && !e->sub && e->lnk && !tree_shows_file(fs, v, e) &&
+		    link_shown(fs, v, e, &out->ino, &out->type) == 0) {
 			snprintf(out->name, sizeof out->name, "%s", e->name);
-			out->ino = link_ino(e->lnk);
-			out->type = e->lnk->mode & S_IFMT;
 			out->pos = 2 + s * SPAN;
 			return 1;
 		}
@@ -398,6 +434,19 @@ static struct tdir *dir_of(const struct zrfs *fs, fuse_ino_t ino)
 bool zrfs_tree_dir(const struct zrfs *fs, fuse_ino_t ino)
 {
 	return dir_of(fs, ino) != NULL;
+}
+
+bool zrfs_tree_has_hard(const struct zrfs *fs)
+{
+	return fs->tree && atomic_load(&fs->tree->nhard);
+}
+
+bool zrfs_tree_link_ino(const struct zrfs *fs, fuse_ino_t ino)
+{
+	uint64_t no, id;
+	unsigned field, version;
+
+	return tree_decode(fs, ino, &no, &field, &id, &version) == N_LINK;
 }
 
 int zrfs_tree_find(const struct zrfs *fs, fuse_ino_t dir, const char *name, size_t len,
@@ -572,14 +621,20 @@ int zrfs_tree_make_link(struct zrfs *fs, fuse_ino_t dir, const char *name, uint3
 	return rc;
 }
 
-int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name)
+int zrfs_tree_unlink(struct zrfs *fs, fuse_ino_t dir, const char *name, bool under_file)
 {
+	struct tdir *d;
 	struct tent *e;
 	struct timespec none = {0};
 	int rc = -ENOENT;
 
 	zrfs_state_lock(fs);
-	if ((e = link_at(fs, dir, name)) != NULL)
+	/* (under a file: a file renamed onto the link, shown over it once
+	 * committed, which the link would otherwise outlive in the tree) */
+	if ((e = link_at(fs, dir, name)) != NULL ||
+	    (under_file && (d = dir_of(fs, dir)) && (e = tree_ent_find(fs->tree, d, name,
+									 strlen(name))) &&
+	     e->lnk && !e->sub))
 		rc = tree_link_set(fs->tree, e, NULL, 0, 0, 0, none, none);
 	zrfs_state_unlock(fs);
 	return rc;
@@ -619,6 +674,169 @@ int zrfs_tree_link_move(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_
 	}
 	zrfs_state_unlock(fs);
 	return rc;
+}
+
+/* ---- hard links, for the write layer ---- */
+
+int zrfs_tree_hard_make(struct zrfs *fs, uint64_t id, fuse_ino_t link, fuse_ino_t dir,
+			const char *name)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	size_t len = strlen(name);
+	struct timespec now;
+	struct tent *to, *e = NULL;
+	struct tlink *k;
+	struct tdir *d;
+	char *path = malloc(PATH_MAX);
+	uint64_t no;
+	unsigned field, version;
+	int rc = 0, plen = -1;
+
+	if (!path)
+		return -ENOMEM;
+	if (!zr_name_safe(name, len) || memchr(name, '/', len))
+		rc = -EINVAL;
+	else if (!tree_text(name))
+		rc = -EILSEQ; /* kept as text */
+	clock_gettime(CLOCK_REALTIME, &now);
+	zrfs_state_lock(fs);
+	struct zrfs_view *v = zrfs_names_view(fs);
+	if (rc == 0 && link && tree_decode(fs, link, &no, &field, &id, &version) == N_LINK &&
+	    (k = tree_link_find(t, no)) != NULL && !S_ISREG(k->mode))
+		e = k->ent;
+	else if (rc == 0 && !link && id < t->cap && (e = t->of_id[id]) != NULL &&
+		 (e->id != id || !tree_shows_file(fs, v, e)))
+		e = NULL; /* another record's file shows there */
+	if (rc == 0 && (!e || e->sub || (plen = tree_name_path(e->dir, e->name, path)) < 0))
+		/* a record no name of tree/ shows (none, a directory's over it) */
+		rc = e && !e->sub ? -ENAMETOOLONG : link ? -ENOENT : -EPERM;
+	else if (rc == 0 && !(d = dir_of(fs, dir)))
+		rc = -ENOENT;
+	else if (rc == 0 && (to = tree_ent_find(t, d, name, len)) &&
+		 (to->sub || to->lnk || to->id != NO_ID))
+		rc = -EEXIST;
+	else if (rc == 0 && !to && !(to = tree_ent_new(t, d, name, len)))
+		rc = -ENOMEM;
+	else if (rc == 0 && (rc = tree_link_set(t, to, path, (size_t)plen, S_IFREG, 0, now, now)) == 0 &&
+		 e->lnk)
+		changed_now(&e->lnk->meta); /* a link's change time: a record's is stored */
+	zrfs_state_unlock(fs);
+	free(path);
+	return rc;
+}
+
+struct hard_find {
+	struct zrfs *fs;
+	struct zrfs_view *v;
+	const struct tent *e;
+	const struct tlink *found;
+};
+
+static int hard_find(struct zrfs_link *l, void *ctx)
+{
+	struct hard_find *h = ctx;
+	const struct tlink *k = zrfs_container(l, struct tlink, link);
+
+	if (!S_ISREG(k->mode) || tree_hard_target(h->fs, h->v, k) != h->e)
+		return 0; /* not a hard link naming it */
+	h->found = k;
+	return 1;
+}
+
+bool zrfs_tree_hard_any(struct zrfs *fs, fuse_ino_t dir, const char *name, fuse_ino_t *hdir,
+			char *hname)
+{
+	struct zrfs_view *v = zrfs_names_begin(fs);
+	struct tdir *d = fs->tree && fs->tree->nhard ? dir_of(fs, dir) : NULL;
+	struct hard_find h = {fs, v, d ? tree_ent_find(fs->tree, d, name, strlen(name)) : NULL,
+			      NULL};
+
+	/* what the name shows: a record's file, or a link (not a hard one) */
+	if (h.e && (h.e->sub || (!tree_shows_file(fs, v, h.e) &&
+				 (!h.e->lnk || S_ISREG(h.e->lnk->mode)))))
+		h.e = NULL;
+	if (h.e && tree_hard_count(fs->tree, h.e, NULL))
+		zrfs_table_each(&fs->tree->links, hard_find, &h);
+	if (h.found) {
+		*hdir = dir_ino(h.found->ent->dir);
+		snprintf(hname, ZRFS_NAME_MAX + 1, "%s", h.found->ent->name);
+	}
+	zrfs_names_end(fs);
+	return h.found != NULL;
+}
+
+bool zrfs_tree_hard_of(struct zrfs *fs, fuse_ino_t dir, const char *name, uint64_t *id)
+{
+	struct zrfs_view *v = zrfs_names_begin(fs);
+	struct tent *e = link_at(fs, dir, name), *to;
+	bool hard = e && S_ISREG(e->lnk->mode);
+
+	*id = NO_ID;
+	if (hard && (to = tree_hard_target(fs, v, e->lnk)) != NULL && tree_shows_file(fs, v, to))
+		*id = to->id;
+	zrfs_names_end(fs);
+	return hard;
+}
+
+/* Hard links to retarget: their entries. */
+struct retarget {
+	const char *from;
+	size_t flen;
+	bool below;
+	uint64_t only;		/* a token: only the links it moved (0: any) */
+	struct tent **ents;
+	size_t n, cap;
+	int rc;
+};
+
+static int retarget_find(struct zrfs_link *l, void *ctx)
+{
+	struct retarget *r = ctx;
+	struct tlink *k = zrfs_container(l, struct tlink, link);
+
+	if (!S_ISREG(k->mode) || strncmp(k->target, r->from, r->flen) != 0 ||
+	    (k->target[r->flen] && !(r->below && k->target[r->flen] == '/')) ||
+	    (r->only && k->moved != r->only))
+		return 0;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 8;
+		struct tent **v = realloc(r->ents, cap * sizeof *v);
+		if (!v)
+			return r->rc = -ENOMEM;
+		r->ents = v;
+		r->cap = cap;
+	}
+	r->ents[r->n++] = k->ent;
+	return 0;
+}
+
+int zrfs_tree_retarget(struct zrfs *fs, const char *from, const char *to, bool below,
+		       uint64_t token, bool back)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	struct retarget r = {from, strlen(from), below, back ? token : 0, NULL, 0, 0, 0};
+	char *path = malloc(PATH_MAX);
+
+	if (!t || !path) {
+		free(path);
+		return t ? -ENOMEM : 0;
+	}
+	zrfs_state_lock(fs);
+	if (t->nhard)
+		zrfs_table_each(&t->links, retarget_find, &r);
+	for (size_t i = 0; i < r.n && r.rc == 0; i++) {
+		struct tlink *k = r.ents[i]->lnk;
+		int n = snprintf(path, PATH_MAX, "%s%s", to, k->target + r.flen);
+		if (n >= PATH_MAX)
+			r.rc = -ENAMETOOLONG;
+		else if ((r.rc = tree_link_set(t, r.ents[i], path, (size_t)n, S_IFREG, 0, k->mtime,
+					       k->atime)) == 0)
+			r.ents[i]->lnk->moved = back ? 0 : token;
+	}
+	zrfs_state_unlock(fs);
+	free(r.ents);
+	free(path);
+	return r.rc < 0 ? r.rc : (int)r.n;
 }
 
 /* The records named below directory @d into @ids (*@n, room for *@cap). */

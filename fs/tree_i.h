@@ -32,21 +32,24 @@ struct tmeta {
 	struct timespec ctime;   /* ... mode, owner or times): then; else the commit's */
 };
 
-/* A symbolic link, FIFO, socket or device of tree/ (zr_tree_entry): kept
- * by the dataset, or made by symlink or mknod through a writable mount.
- * All are "links" here: a name and its attributes, no data the mount
- * serves (the kernel itself is a FIFO's pipe, a socket's end and a
- * device's driver). */
+/* A symbolic link, FIFO, socket, device or hard link of tree/
+ * (zr_tree_entry): kept by the dataset, or made by symlink, mknod or link
+ * through a writable mount. All are "links" here: a name and its
+ * attributes, no data the mount serves (the kernel itself is a FIFO's
+ * pipe, a socket's end and a device's driver). A hard link (mode S_IFREG
+ * alone) is a second name of what the path in its target shows, a file
+ * or another link: looked up, it is that (tree_hard_target). */
 struct tlink {
 	struct zrfs_link link;   /* in t->links, by number */
 	uint64_t no;             /* its inode is ZRFS_INO_TREE_LINK | no */
 	struct tent *ent;        /* its entry */
 	uint32_t mode;           /* S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK, and the
-				  * permission bits */
+				  * permission bits; S_IFREG alone: a hard link */
 	uint64_t rdev;           /* a device's number */
+	uint64_t moved;          /* a hard link: the rename that last made it follow (a token) */
 	struct tmeta meta;
 	struct timespec mtime, atime;
-	char target[];           /* a symbolic link's; "" for the others */
+	char target[];           /* a symbolic link's, a hard link's; "" for the others */
 };
 
 /* A name in a directory of tree/: a directory, a record's name, or both
@@ -90,6 +93,12 @@ struct zrfs_tree_index {
 	uint64_t next_no;
 	bool keep_emptied;       /* a writable mount's: a directory whose last entry
 				  * goes stays until removed (tree_prune) */
+	/* hard links (read without the names lock: whether there are any),
+	 * and how many name each path (struct hcount; idle: of none now,
+	 * swept past hard_sweep) */
+	_Atomic uint64_t nhard;
+	uint64_t hard_idle, hard_sweep;
+	struct zrfs_table hard_counts;
 	bool makes[ZR_FIELDS_MAX]; /* fields whose values are files of the tree */
 	bool text[ZR_FIELDS_MAX];  /* ... holding decimal text (zr_names_text) */
 };
@@ -115,6 +124,9 @@ int tree_prune(struct zrfs_tree_index *t, struct tent *e, struct zrfs_notes *not
 /* The path of directory @d below tree/ ("" for tree/ itself) into @buf
  * (@cap >= 1 bytes): its length, or -1 when it does not fit. */
 int tree_dir_path(const struct tdir *d, char *buf, size_t cap);
+/* The path below tree/ of @name in directory @d ("" for @d itself) into
+ * @buf (PATH_MAX bytes): its length, or -1 when it does not fit. */
+int tree_name_path(const struct tdir *d, const char *name, char *buf);
 /* Whether @s is UTF-8 text, as the dataset keeps its directories' and
  * links' paths and targets. */
 bool tree_text(const char *s);
@@ -127,6 +139,13 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 void tree_link_drop(struct zrfs_tree_index *t, struct tent *e);
 /* Link number @no, or NULL. */
 struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no);
+/* The entry of @path (@len bytes, no "."), or NULL. */
+struct tent *tree_ent_at(const struct zrfs_tree_index *t, const char *path, size_t len);
+/* How many hard links name the path of entry @e, whatever it shows, and
+ * (@changed not NULL) when that last changed, where it ever had one
+ * (under the names lock). */
+uint32_t tree_hard_count(const struct zrfs_tree_index *t, const struct tent *e,
+			 struct timespec *changed);
 /* Whether /tree is shown: the dataset keeps names and no field is "tree". */
 bool tree_shown(const struct zrfs *fs);
 

@@ -122,9 +122,106 @@ struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no)
 	return NULL;
 }
 
+/* How many hard links name a path (hard_counts): counted as they come
+ * and go, by the path they name (whatever shows there). */
+struct hcount {
+	struct zrfs_link link;
+	uint32_t n;
+	struct timespec changed; /* when n last changed: a change time of what is there */
+	char path[];
+};
+
+static struct hcount *hcount_find(const struct zrfs_tree_index *t, const char *path, uint64_t h)
+{
+	for (struct zrfs_link *m = zrfs_table_first(&t->hard_counts, h); m;
+	     m = zrfs_table_next(m)) {
+		struct hcount *c = zrfs_container(m, struct hcount, link);
+		if (strcmp(c->path, path) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* A path no hard link names any more is kept for the change time it
+ * shows until a commit stores it (TREE_SAVE_MS): past HCOUNT_IDLE such
+ * paths, those older than IDLE_MS go. */
+#define HCOUNT_IDLE 4096
+#define IDLE_MS 30000
+
+static int sweep_idle(struct zrfs_link *l, void *ctx)
+{
+	struct hcount *c = zrfs_container(l, struct hcount, link);
+	struct zrfs_tree_index *t = ctx;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (c->n == 0 && zr_time_ns(now) - zr_time_ns(c->changed) > IDLE_MS * INT64_C(1000000)) {
+		zrfs_table_del(&t->hard_counts, &c->link);
+		free(c);
+		t->hard_idle--;
+	}
+	return 0;
+}
+
+/* One more (@up) or one fewer hard link naming @path: 0 or -ENOMEM. */
+static int hcount_add(struct zrfs_tree_index *t, const char *path, bool up)
+{
+	uint64_t h = zrfs_hash(path, strlen(path), 0);
+	struct hcount *c = hcount_find(t, path, h);
+
+	if (t->hard_idle > t->hard_sweep) { /* (each idle path swept once in a while) */
+		zrfs_table_each(&t->hard_counts, sweep_idle, t);
+		t->hard_sweep = t->hard_idle * 2 > HCOUNT_IDLE ? t->hard_idle * 2 : HCOUNT_IDLE;
+		c = hcount_find(t, path, h);
+	}
+	bool fresh = !c;
+
+	if (!c && up) {
+		size_t len = strlen(path);
+		if (!(c = malloc(sizeof *c + len + 1)))
+			return -ENOMEM;
+		c->n = 0;
+		memcpy(c->path, path, len + 1);
+		if (zrfs_table_add(&t->hard_counts, &c->link, h) < 0) {
+			free(c);
+			return -ENOMEM;
+		}
+	}
+	if (c) { /* kept at 0: its time is the file's change time until stored */
+		bool was = !fresh && c->n == 0;
+		c->n = up ? c->n + 1 : c->n - 1;
+		t->hard_idle = t->hard_idle + (c->n == 0) - was;
+		clock_gettime(CLOCK_REALTIME, &c->changed);
+	}
+	return 0;
+}
+
+static void hcount_free(struct zrfs_link *l)
+{
+	free(zrfs_container(l, struct hcount, link));
+}
+
+uint32_t tree_hard_count(const struct zrfs_tree_index *t, const struct tent *e,
+			 struct timespec *changed)
+{
+	char path[PATH_MAX];
+	const struct hcount *c;
+
+	if (!t || !t->hard_counts.n || !e || tree_name_path(e->dir, e->name, path) < 0)
+		return 0;
+	c = hcount_find(t, path, zrfs_hash(path, strlen(path), 0));
+	if (c && changed)
+		*changed = c->changed;
+	return c ? c->n : 0;
+}
+
 void tree_link_drop(struct zrfs_tree_index *t, struct tent *e)
 {
 	if (e->lnk) {
+		if (S_ISREG(e->lnk->mode)) {
+			t->nhard--;
+			hcount_add(t, e->lnk->target, false);
+		}
 		zrfs_table_del(&t->links, &e->lnk->link);
 		free(e->lnk);
 		e->lnk = NULL;
@@ -153,7 +250,14 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 		tree_prune(t, e, NULL);
 		return -ENOMEM;
 	}
+	if (S_ISREG(k->mode) && hcount_add(t, k->target, true) < 0) {
+		zrfs_table_del(&t->links, &k->link);
+		free(k);
+		tree_prune(t, e, NULL);
+		return -ENOMEM;
+	}
 	e->lnk = k;
+	t->nhard += S_ISREG(k->mode);
 	return 0;
 }
 
@@ -332,8 +436,7 @@ static int name_drop(struct zrfs *fs, uint64_t id, struct zrfs_notes *notes)
 
 /* ---- directories and links kept by the dataset ---- */
 
-/* The entry of @path (@len bytes, no "."), or NULL. */
-static struct tent *ent_at(const struct zrfs_tree_index *t, const char *path, size_t len)
+struct tent *tree_ent_at(const struct zrfs_tree_index *t, const char *path, size_t len)
 {
 	struct tdir *d = t->root;
 	struct tent *e = NULL;
@@ -425,7 +528,7 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 
 	for (size_t i = 0; i < nold; i++) {
 		struct tent *e = strcmp(old[i].path, ".") == 0 ? NULL
-				 : ent_at(t, old[i].path, strlen(old[i].path));
+				 : tree_ent_at(t, old[i].path, strlen(old[i].path));
 		if (strcmp(old[i].path, ".") == 0) {
 			dir_keep(t->root, NULL);
 		} else if (e && S_ISDIR(old[i].mode) && e->sub) {
@@ -468,7 +571,7 @@ static int entries_apply(struct zrfs *fs, zr_tree_entry *x, size_t n, struct zrf
 	/* what the old ones left, the deepest first */
 	for (size_t i = nold; i-- > 0;) {
 		struct tent *e = strcmp(old[i].path, ".") == 0 ? NULL
-				 : ent_at(t, old[i].path, strlen(old[i].path));
+				 : tree_ent_at(t, old[i].path, strlen(old[i].path));
 		struct tdir *d = e ? e->sub : NULL;
 		if (d && !d->live && dir_passing(t, d)) {
 			e->sub = NULL;
@@ -537,6 +640,16 @@ int tree_dir_path(const struct tdir *d, char *buf, size_t cap)
 	return (int)(cap - 1 - at);
 }
 
+int tree_name_path(const struct tdir *d, const char *name, char *buf)
+{
+	int len = tree_dir_path(d, buf, PATH_MAX);
+
+	if (len < 0 || (size_t)len + strlen(name) + 2 > PATH_MAX)
+		return -1;
+	return len + snprintf(buf + len, PATH_MAX - (size_t)len, "%s%s", len && name[0] ? "/" : "",
+			      name);
+}
+
 bool tree_text(const char *s)
 {
 	json_t *j = json_string(s);
@@ -549,11 +662,9 @@ static int gather_add(struct gather *g, const struct tdir *in, const char *name,
 		      const zr_tree_entry *x)
 {
 	char path[PATH_MAX];
-	int len = tree_dir_path(in, path, sizeof path);
 
-	if (len < 0 || (size_t)len + strlen(name) + 2 > sizeof path)
+	if (tree_name_path(in, name, path) < 0)
 		return 0; /* too long a path to keep: as the names' rule */
-	snprintf(path + len, sizeof path - (size_t)len, "%s%s", len && name[0] ? "/" : "", name);
 	if (!tree_text(path)) { /* the dataset keeps text: a directory made by
 				 * files' names, not kept as itself */
 		g->skipped++;
@@ -606,7 +717,8 @@ static int gather_dir(struct zrfs_link *l, void *ctx)
 static int gather_link(struct zrfs_link *l, void *ctx)
 {
 	const struct tlink *k = zrfs_container(l, struct tlink, link);
-	zr_tree_entry x = {.mode = k->mode, .target = S_ISLNK(k->mode) ? k->target : NULL,
+	zr_tree_entry x = {.mode = k->mode,
+			   .target = S_ISLNK(k->mode) || S_ISREG(k->mode) ? k->target : NULL,
 			   .mtime = zr_time_ns(k->mtime), .atime = zr_time_ns(k->atime),
 			   .owned = k->meta.owned, .uid = k->meta.uid,
 			   .gid = k->meta.gid, .ctime = meta_ctime(&k->meta), .rdev = k->rdev};
@@ -775,6 +887,7 @@ void zrfs_tree_destroy(struct zrfs *fs)
 	zrfs_table_drain(&t->names, tent_free);
 	zrfs_table_drain(&t->dirs, tdir_free);
 	zrfs_table_drain(&t->links, tlink_free);
+	zrfs_table_drain(&t->hard_counts, hcount_free);
 	free(t->shown);
 	free(t->of_id);
 	free(t);
@@ -805,6 +918,21 @@ int zrfs_tree_update(struct zrfs *fs, struct zrfs_view *v, unsigned field, uint6
 		rc = name_add(fs, id, buf, (size_t)len, notes);
 	free(buf);
 	return rc;
+}
+
+void zrfs_tree_links_attr(struct zrfs *fs, unsigned field, uint64_t id, struct stat *st)
+{
+	struct zrfs_tree_index *t = fs->tree;
+	struct timespec changed = {0};
+	const struct tent *e;
+
+	/* (a directory of the name shows over the file: no name of tree/) */
+	if (!t || !t->hard_counts.n || (int)field != fs->names.files || fs->names.key ||
+	    id >= t->cap || !(e = t->of_id[id]) || e->id != id || e->sub)
+		return;
+	st->st_nlink += tree_hard_count(t, e, &changed);
+	if (zr_time_ns(changed) > zr_time_ns(st->st_ctim))
+		st->st_ctim = changed; /* a hard link made or removed, stored with a commit */
 }
 
 const char *zrfs_tree_leaf(const struct zrfs *fs, uint64_t id, size_t *len)

@@ -492,6 +492,15 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		      mode_t mode);
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name);
+/* unlink, first: the file or link @name of @parent in tree/, about to be
+ * removed, takes the name of one of its hard links instead (which goes):
+ * 0 (removed, as far as its caller sees), 1 where it has none (nothing
+ * done: zrfs_write_unlink), or a negative code. */
+int64_t zrfs_write_hard_promote(struct zrfs *fs, fuse_ino_t parent, const char *name);
+/* link: @name in @parent (tree/ of a dataset of paths) a hard link to the
+ * file or link @ino (a new file stored first): 0, or a negative code (the
+ * caller answers with a lookup of the name). */
+int zrfs_write_link(struct zrfs *fs, fuse_ino_t ino, fuse_ino_t parent, const char *name);
 /* mknod: a regular file (an empty one, as create and close make it), or a
  * FIFO, a socket or device @rdev of tree/. */
 void zrfs_write_mknod(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
@@ -935,7 +944,8 @@ void zrfs_table_del(struct zrfs_table *t, struct zrfs_link *l);
 struct zrfs_link *zrfs_table_first(const struct zrfs_table *t, uint64_t hash);
 struct zrfs_link *zrfs_table_next(const struct zrfs_link *l);
 /* Hand every entry, in no order, to @fn until it returns other than 0:
- * that, or 0. The entries stay (@fn must not add or remove any). */
+ * that, or 0. @fn may remove the entry it is handed, and no other, and
+ * must add none. */
 int zrfs_table_each(const struct zrfs_table *t, int (*fn)(struct zrfs_link *l, void *ctx),
 		    void *ctx);
 /* Free the buckets (the entries are their owner's); or first hand every

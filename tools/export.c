@@ -68,8 +68,9 @@ static void tar_resum(unsigned char h[512])
 
 /* One ustar header for a file of @mode (S_IFREG, S_IFDIR, S_IFLNK to
  * @link, S_IFIFO, S_IFCHR, S_IFBLK: devmajor and devminor 0 until
- * tar_dev): -1 if @name or @link does not fit (a name of up to 100 bytes,
- * after a prefix of up to 155 ending at a '/'; a link of up to 100). */
+ * tar_dev; S_IFREG with @link: a hard link to it): -1 if @name or @link
+ * does not fit (a name of up to 100 bytes, after a prefix of up to 155
+ * ending at a '/'; a link of up to 100). */
 static int tar_header(unsigned char h[512], const char *name, uint64_t size, int64_t mtime,
 		      unsigned mode, const char *link)
 {
@@ -102,6 +103,7 @@ static int tar_header(unsigned char h[512], const char *name, uint64_t size, int
 	memset(h + 148, ' ', 8);
 	h[156] = S_ISDIR(mode)	  ? '5'
 		 : S_ISLNK(mode)  ? '2'
+		 : link		  ? '1' /* a hard link (S_IFREG) */
 		 : S_ISFIFO(mode) ? '6'
 		 : S_ISCHR(mode)  ? '3'
 		 : S_ISBLK(mode)  ? '4'
@@ -388,8 +390,9 @@ static int say_left_out(const struct left_out *lo, const char *how)
 	return 1;
 }
 
-/* The tree's symbolic links, FIFOs and devices, then its directories, the deepest
- * first, of @t (@n) as members of @fd: after every file, so that tar x
+/* The tree's symbolic links, FIFOs and devices, then its hard links (to
+ * them too), then its directories, the deepest first, of @t (@n) as
+ * members of @fd: after every file, so that tar x
  * sets a directory's time after the last file it writes into it (tar c
  * puts a directory before its files; tar x then sets its time when it
  * leaves it, and records in id order may come back to it). A socket has no
@@ -400,10 +403,11 @@ static int tar_tree(int fd, const char *out, const zr_tree_entry *t, size_t n)
 	char name[PATH_MAX + 2];
 	size_t sockets = 0, first = 0;
 
-	for (size_t k = 0; k < 2 * n; k++) {
-		size_t i = k < n ? k : 2 * n - 1 - k;
-		bool links = k < n;
-		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0)
+	for (size_t k = 0; k < 3 * n; k++) {
+		size_t i = k < 2 * n ? k % n : 3 * n - 1 - k;
+		bool links = k < 2 * n, hard = S_ISREG(t[i].mode);
+		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0 ||
+		    (links && hard != (k >= n)))
 			continue;
 		if (S_ISSOCK(t[i].mode)) {
 			first = sockets++ ? first : i;
@@ -591,25 +595,36 @@ static int export_npy(zr_dataset *ds, unsigned f, const char *out)
 }
 
 /* The tree's directories (@links false) or symbolic links, FIFOs, sockets
- * and devices (true) of @t (@n) under @dfd (@out): directories made before the
- * files go in them, links after every file (no file is written through
- * one). 0, or 1 (said). */
+ * and devices, then hard links (true) of @t (@n) under @dfd (@out):
+ * directories made before the files go in them, links after every file
+ * (no file is written through one), hard links after what they name. 0,
+ * or 1 (said). */
 static int tree_make(int dfd, const char *out, const zr_tree_entry *t, size_t n, bool links)
 {
 	int status = 0;
 
-	for (size_t i = 0; i < n && status == 0; i++) {
+	for (size_t k = 0; k < (links ? 2 * n : n) && status == 0; k++) {
+		size_t i = k % n;
 		const char *leaf;
 		int at;
-		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0)
+		if (S_ISDIR(t[i].mode) == links || strcmp(t[i].path, ".") == 0 ||
+		    (links && S_ISREG(t[i].mode) != (k >= n)))
 			continue;
 		if ((at = names_parent_at(dfd, t[i].path, out, &leaf)) < 0)
 			return 1;
 		/* writable until its files are in: its own mode comes last (a
 		 * FIFO's, a socket's too: mknod's is the umask's) */
-		if (S_ISLNK(t[i].mode) ? symlinkat(t[i].target, at, leaf) < 0
-		    : links	       ? mknodat(at, leaf, t[i].mode & S_IFMT, (dev_t)t[i].rdev) < 0
-				       : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
+		if (S_ISLNK(t[i].mode)	 ? symlinkat(t[i].target, at, leaf) < 0
+		    : S_ISREG(t[i].mode) ? linkat(dfd, t[i].target, at, leaf, 0) < 0
+		    : links ? mknodat(at, leaf, t[i].mode & S_IFMT, (dev_t)t[i].rdev) < 0
+			    : mkdirat(at, leaf, 0700) < 0 && errno != EEXIST) {
+			/* a hard link naming nothing the dataset has (a record
+			 * removed by zr rm): none, as the mount shows none */
+			if (S_ISREG(t[i].mode) && errno == ENOENT) {
+				if (at != dfd)
+					close(at);
+				continue;
+			}
 			zr_warn("export: %s/%s: %s", out, t[i].path,
 				errno == EEXIST ? "exists (OUT_DIR must be empty, and names differ)"
 						: strerror(errno));
@@ -629,6 +644,8 @@ static int tree_finish(int dfd, const char *out, const zr_tree_entry *t, size_t 
 	for (size_t i = n; i-- > 0;) {
 		bool top = strcmp(t[i].path, ".") == 0;
 		int64_t atime = t[i].atime == ZR_MTIME_NONE ? t[i].mtime : t[i].atime;
+		if (S_ISREG(t[i].mode))
+			continue; /* a hard link: what it names has its own */
 		struct timespec ts[2] = {zr_ns_time(atime), zr_ns_time(t[i].mtime)};
 		const char *leaf = ".";
 		int at = top ? dfd : names_parent_at(dfd, t[i].path, out, &leaf), rc = 0;

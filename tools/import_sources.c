@@ -430,8 +430,59 @@ static void choose_ext(struct import *im, const struct exts *x)
 			(unsigned long long)best->n, (unsigned long long)x->files, others);
 }
 
+/* Files seen with more than one link (hard links), by inode: the path
+ * each was first seen at. Open addressing, doubled at half full. */
+struct seen {
+	struct seen_slot {
+		dev_t dev;
+		ino_t ino;
+		const char *path; /* NULL: a free slot */
+	} *v;
+	size_t n, cap;
+};
+
+static size_t seen_hash(dev_t dev, ino_t ino)
+{
+	uint64_t x = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return (size_t)(x ^ (x >> 29));
+}
+
+/* The slot of (@dev, @ino) in @s, the one it would take if new; NULL if
+ * out of memory. */
+static struct seen_slot *seen_at(struct seen *s, dev_t dev, ino_t ino)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 1024;
+		struct seen_slot *v = calloc(cap, sizeof *v);
+		if (!v)
+			return NULL;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i].path)
+				continue;
+			size_t h = seen_hash(s->v[i].dev, s->v[i].ino);
+			while (v[h & (cap - 1)].path)
+				h++;
+			v[h & (cap - 1)] = s->v[i];
+		}
+		free(s->v);
+		s->v = v;
+		s->cap = cap;
+	}
+	for (size_t h = seen_hash(dev, ino);; h++) {
+		struct seen_slot *x = &s->v[h & (s->cap - 1)];
+		if (!x->path || (x->dev == dev && x->ino == ino))
+			return x;
+	}
+}
+
 /* dir: every regular file under SRC, in byte-wise order of their paths;
- * the field takes their extension (see choose_ext). */
+ * the field takes their extension (see choose_ext). A file seen again by
+ * another name (a hard link) is kept as a hard link of the tree to the
+ * first name, not as a record of its own (with names kept; not with a
+ * label option, as each name is a sample of its directory's class). */
 int plan_dir(struct import *im)
 {
 	struct plan *p = &im->p;
@@ -442,6 +493,9 @@ int plan_dir(struct import *im)
 	struct exts exts = {0};
 	uint64_t hidden = 0; /* files under a dot name that take a class */
 	const char *first_hidden = NULL;
+	struct seen seen = {0};
+	size_t kept = 0, copies = 0; /* hard links kept as files: the tree full */
+	int rc = -1;
 
 	struct walk w = {.top = srclen + 1, .follow = im->o.follow_links, .hidden = im->o.hidden,
 			 .files = files, .tree = im->o.names ? &im->tree : NULL, .err = p->err,
@@ -469,7 +523,9 @@ int plan_dir(struct import *im)
 	    !(im->atimes = malloc((files->n ? files->n : 1) * sizeof *im->atimes)) ||
 	    !(im->owners = malloc((files->n ? files->n : 1) * 2 * sizeof *im->owners)))
 		return -1;
-	for (size_t i = 0; i < files->n; i++) {
+	bool hard = w.tree && !labels && !im->o.follow_links;
+	size_t i = 0;
+	for (; i < files->n; i++, kept++) {
 		const char *rel = files->v[i] + srclen + 1;
 		const char *e = extension(rel);
 		struct stat st;
@@ -488,33 +544,66 @@ int plan_dir(struct import *im)
 		}
 		if (stat(files->v[i], &st) < 0) {
 			snprintf(p->err, sizeof p->err, "%s: %s", files->v[i], strerror(errno));
-			return -1;
+			goto out;
 		}
 		if ((uint64_t)st.st_size > ZR_RECORD_MAX) {
 			snprintf(p->err, sizeof p->err, "%s: %lld bytes, more than a record holds",
 				 files->v[i], (long long)st.st_size);
-			return -1;
+			goto out;
 		}
-		im->mtimes[i] = zr_time_ns(st.st_mtim);
+		struct seen_slot *x = hard && st.st_nlink > 1 ? seen_at(&seen, st.st_dev, st.st_ino)
+							       : NULL;
+		if (hard && st.st_nlink > 1 && !x)
+			goto out; /* out of memory */
+		copies += x && x->path && im->tree.n >= ZR_TREE_MAX;
+		if (x && x->path && im->tree.n < ZR_TREE_MAX) {
+			/* another name of a file kept: a hard link to its first */
+			struct stat as = {.st_mode = S_IFREG, .st_mtim = st.st_mtim,
+					  .st_atim = st.st_atim};
+			int added = tree_list_add(&im->tree, rel, &as, x->path + srclen + 1, false);
+			if (added == -1)
+				goto out;
+			if (added == 0) {
+				free(files->v[i]);
+				kept--;
+				continue;
+			}
+		} else if (x && !x->path) {
+			*x = (struct seen_slot){st.st_dev, st.st_ino, files->v[i]};
+			seen.n++;
+		}
+		files->v[kept] = files->v[i];
+		im->mtimes[kept] = zr_time_ns(st.st_mtim);
 		im->mtime_width = 1;
-		im->atimes[i] = zr_time_ns(st.st_atim);
-		im->modes[i] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
-		im->owners[2 * i] = (uint32_t)st.st_uid;
-		im->owners[2 * i + 1] = (uint32_t)st.st_gid;
+		im->atimes[kept] = zr_time_ns(st.st_atim);
+		im->modes[kept] = (uint32_t)(S_IFREG | (st.st_mode & 07777));
+		im->owners[2 * kept] = (uint32_t)st.st_uid;
+		im->owners[2 * kept + 1] = (uint32_t)st.st_gid;
 		if (count_ext(&exts, e) < 0)
-			return -1;
-		if (plan_add(p, files->v[i], 0, (uint64_t)st.st_size, &label) < 0)
-			return -1;
+			goto out;
+		if (plan_add(p, files->v[kept], 0, (uint64_t)st.st_size, &label) < 0)
+			goto out;
 	}
+	files->n = kept;
 	/* an image folder's .DS_Store or ._x.png would be a sample of its class */
 	if (hidden)
 		zr_warn("import: %llu %s under a name starting with a dot %s a class (--no-hidden "
 			"skips such names); the first: %s",
 			(unsigned long long)hidden, hidden == 1 ? "file" : "files",
 			hidden == 1 ? "takes" : "take", first_hidden);
+	if (copies)
+		zr_warn("import: %zu hard link%s kept as files of their own: the tree keeps at "
+			"most %d directories and links", copies, copies == 1 ? "" : "s", ZR_TREE_MAX);
 	choose_ext(im, &exts);
+	rc = 0;
+out:
+	if (rc < 0 && kept < i) { /* the paths not looked at yet after those kept */
+		memmove(files->v + kept, files->v + i, (files->n - i) * sizeof *files->v);
+		files->n = kept + (files->n - i);
+	}
 	free(exts.v);
-	return 0;
+	free(seen.v);
+	return rc;
 }
 
 /* ---- tar (WebDataset shards; the scanner is tar.c) ---- */

@@ -45,19 +45,19 @@ static void fmt_shape(char *buf, size_t cap, const zr_field_spec *f)
 		snprintf(buf + n, cap - n, f->ndim == 1 ? ",)" : ")");
 }
 
-/* The directories, symbolic links and FIFOs, sockets or devices the dataset keeps
- * beside its records (zr_tree_get), in @n[0], [1] and [2]: none where it
- * cannot tell (out of memory). */
-static void tree_counts(const zr_dataset *ds, size_t n[3])
+/* The directories, symbolic links, FIFOs, sockets or devices, and hard
+ * links the dataset keeps beside its records (zr_tree_get), in @n[0], [1],
+ * [2] and [3]: none where it cannot tell (out of memory). */
+static void tree_counts(const zr_dataset *ds, size_t n[4])
 {
 	zr_tree_entry *t;
 	size_t len;
 
-	n[0] = n[1] = n[2] = 0;
+	n[0] = n[1] = n[2] = n[3] = 0;
 	if (zr_tree_get(ds, &t, &len) < 0)
 		return;
 	for (size_t i = 0; i < len; i++)
-		n[S_ISDIR(t[i].mode) ? 0 : S_ISLNK(t[i].mode) ? 1 : 2]++;
+		n[S_ISDIR(t[i].mode) ? 0 : S_ISLNK(t[i].mode) ? 1 : S_ISREG(t[i].mode) ? 3 : 2]++;
 	free(t);
 }
 
@@ -98,11 +98,12 @@ static json_t *info_json(zr_dataset *ds, const zr_info *in)
 		json_array_append_new(fields, jf);
 	}
 	json_object_set_new(o, "fields", fields);
-	size_t tree[3];
+	size_t tree[4];
 	tree_counts(ds, tree);
-	json_object_set_new(o, "tree", json_pack("{s:I,s:I,s:I}", "directories",
+	json_object_set_new(o, "tree", json_pack("{s:I,s:I,s:I,s:I}", "directories",
 						 (json_int_t)tree[0], "links", (json_int_t)tree[1],
-						 "special", (json_int_t)tree[2]));
+						 "special", (json_int_t)tree[2], "hard_links",
+						 (json_int_t)tree[3]));
 	/* the dataset's attrs as meta.json keeps them: class names, names */
 	json_t *a = zr_attrs_json(ds);
 	json_object_set_new(o, "attrs", a ? a : json_object());
@@ -131,14 +132,16 @@ static void info_human(zr_dataset *ds, const zr_info *in)
 	       in->live_bytes ? (double)in->logical_bytes / (double)in->live_bytes : 1.0);
 	printf("utilisation  %.1f%%\n", in->utilisation * 100);
 	printf("missing      %llu field values\n", (unsigned long long)in->missing);
-	size_t tree[3];
+	size_t tree[4];
 	tree_counts(ds, tree);
-	if (tree[2])
-		printf("tree         %zu directories, %zu symbolic links, %zu FIFOs, sockets or "
-		       "devices (beside the records)\n", tree[0], tree[1], tree[2]);
-	else if (tree[0] || tree[1])
-		printf("tree         %zu directories, %zu symbolic links (beside the records)\n",
-		       tree[0], tree[1]);
+	if (tree[0] || tree[1] || tree[2] || tree[3]) {
+		printf("tree         %zu directories, %zu symbolic links", tree[0], tree[1]);
+		if (tree[2])
+			printf(", %zu FIFOs, sockets or devices", tree[2]);
+		if (tree[3])
+			printf(", %zu hard link%s", tree[3], tree[3] == 1 ? "" : "s");
+		printf(" (beside the records)\n");
+	}
 	printf("fields       %-20s %-6s %-8s %-16s %s\n", "NAME", "DTYPE", "STORAGE", "SHAPE",
 	       "EXT");
 	for (unsigned i = 0; i < zr_field_count(ds); i++) {

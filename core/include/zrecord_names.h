@@ -262,11 +262,13 @@ ZR_API int zr_names_text_of(const void *stored, size_t len, char *buf, size_t ca
 #define ZR_TREE_MAX 65536
 
 /**
- * A directory, symbolic link, FIFO, socket or device of the tree
- * (core/FORMAT.md, "Directories and symbolic links"): what a tree holds
- * besides its files, kept beside the records (never a record, so never
- * drawn by a sampler). A FIFO, socket or device is a name and its mode (a
- * device also its number): it holds no data. A directory kept
+ * A directory, symbolic link, FIFO, socket, device or hard link of the
+ * tree (core/FORMAT.md, "Directories and symbolic links"): what a tree
+ * holds besides its files, kept beside the records (never a record, so
+ * never drawn by a sampler). A FIFO, socket or device is a name and its
+ * mode (a device also its number): it holds no data. A hard link is a
+ * second name of the file (or link, FIFO, socket, device) at its target's
+ * path, with mode S_IFREG alone: the file's own attributes are its. A directory kept
  * here is in the tree even when empty, with its mode and times; one that
  * is not is there while a record's name puts a file below it (0755, the
  * dataset's time).
@@ -275,10 +277,13 @@ typedef struct zr_tree_entry {
 	const char *path;   /**< relative path below the tree (zr_name_safe()),
 				 or "." for the tree itself (a directory) */
 	const char *target; /**< a symbolic link's target (any text, as
-				 symlink(2) takes it); NULL for the others */
+				 symlink(2) takes it), a hard link's (the path
+				 of what it names, zr_name_safe()); NULL for
+				 the others */
 	uint32_t mode;      /**< S_IFDIR, S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR or
-				 S_IFBLK, and the permission bits (FIFOs,
-				 sockets, devices: a dataset versions before
+				 S_IFBLK, and the permission bits; S_IFREG
+				 alone: a hard link (FIFOs, sockets, devices,
+				 hard links: a dataset versions before
 				 2026-12-01 cannot open) */
 	int64_t mtime;      /**< modification time, ns since 1970 */
 	int64_t atime;      /**< access time; ZR_MTIME_NONE: the mtime */

@@ -659,6 +659,9 @@ static void h_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 	zrfs_node_meta(n, &st);
 	pthread_mutex_unlock(&n->lock);
 	st.st_blocks = (st.st_size + 511) / 512;
+	zrfs_names_begin(fs);
+	zrfs_node_links_attr(fs, n, &st); /* tree/'s hard links */
+	zrfs_names_end(fs);
 	pthread_mutex_lock(&fs->writes->names_lock); /* removed, or replaced: no link */
 	if (n->kind == WN_DRAFT ? zrfs_draft_removed(n) : n->detached)
 		st.st_nlink = 0;

@@ -525,6 +525,58 @@ static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	zrfs_reply_entry(req, fs, &zrfs_tree, &e, NULL);
 }
 
+int zrfs_write_link(struct zrfs *fs, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *d, *draft = NULL;
+	struct place p;
+	unsigned field = 0;
+	uint64_t id = NO_ID;
+	bool alias;
+	int64_t rc;
+
+	if (strlen(name) > ZRFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	zrfs_names_lock(fs);
+	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 && (!p.tree || fs->names.key))
+		rc = -EPERM; /* a field's directory holds records' files; a key's files are values */
+	else if (rc == 0 && (zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias) != W_NONE ||
+			     zrfs_tree_is_link(fs, parent, name)))
+		rc = -EEXIST;
+	zrfs_names_unlock(fs);
+	if (rc == 0 && zrfs_tree_link_ino(fs, ino)) /* a link's second name */
+		rc = zrfs_tree_hard_make(fs, NO_ID, ino, parent, name);
+	if (rc < 0 || zrfs_tree_link_ino(fs, ino))
+		return (int)rc;
+	/* a file's: the record it is stored as (a new file stored first, as
+	 * an fsync stores it), with the removals waiting */
+	pthread_mutex_lock(&w->lock);
+	for (int tries = 0; rc == 0 && tries < 2; tries++) {
+		if ((rc = zrfs_settle_stored(fs)) < 0)
+			break;
+		rc = zrfs_number_record(fs, zrfs_names_begin(fs), ino, &field, &id, &draft);
+		zrfs_names_end(fs);
+		if (rc < 0 || !draft)
+			break;
+		pthread_mutex_unlock(&w->lock); /* the group takes it */
+		rc = zrfs_publish_group(fs, draft);
+		pthread_mutex_lock(&w->lock);
+		zrfs_node_put(draft);
+		draft = NULL;
+		rc = rc < 0 ? rc : tries ? -EIO : 0; /* stored, yet not a record: said */
+	}
+	if (rc == 0 && (int)field != fs->names.files)
+		rc = -EPERM; /* a record's other value: no file of tree/ */
+	if (rc == 0)
+		rc = zrfs_tree_hard_make(fs, id, 0, parent, name);
+	if (rc == 0) /* the file's change time (a commit per link would cost cp -al) */
+		rc = zrfs_publish_changed_later(fs, field, id);
+	pthread_mutex_unlock(&w->lock);
+	if (rc >= 0)
+		zrfs_dir_changed(fs, parent, NULL); /* and the link is kept with it */
+	return rc < 0 ? (int)rc : 0;
+}
+
 void zrfs_write_symlink(fuse_req_t req, struct zrfs *fs, const char *target, fuse_ino_t parent,
 			const char *name)
 {
@@ -715,6 +767,7 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	bool alias, dropped = false, link = false;
 	int64_t rc = 0;
 	enum what what = W_NONE;
+	uint64_t named = NO_ID; /* the record a hard link removed names */
 
 	zrfs_names_lock(fs);
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) < 0)
@@ -730,10 +783,17 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	else if (what == W_NONE || what == W_ID)
 		rc = -ENOENT;
 	zrfs_names_unlock(fs);
-	if (link)
-		rc = zrfs_tree_unlink(fs, parent, name); /* kept with its directory's time */
+	if (link) { /* a hard link's file's change time, as the writer has the record */
+		pthread_mutex_lock(&w->lock);
+		if ((rc = zrfs_settle_stored(fs)) == 0 && zrfs_tree_hard_of(fs, parent, name, &named) &&
+		    named != NO_ID)
+			rc = zrfs_publish_changed_later(fs, (unsigned)fs->names.files, named);
+		pthread_mutex_unlock(&w->lock);
+	}
+	if (link && rc >= 0)
+		rc = zrfs_tree_unlink(fs, parent, name, false); /* kept with its directory's time */
 	if (rc < 0 || dropped || link) {
-		if (rc == 0)
+		if (rc >= 0)
 			zrfs_dir_changed(fs, parent, NULL);
 		zrfs_reply_status(req, rc);
 		return;

@@ -853,6 +853,17 @@ void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, u
 
 /* ---- what a number is ---- */
 
+void zrfs_node_links_attr(struct zrfs *fs, struct wnode *n, struct stat *st)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&fs->writes->names_lock);
+	id = n->kind == WN_RECORD ? n->id : n->stored;
+	pthread_mutex_unlock(&fs->writes->names_lock);
+	if (id != NO_ID)
+		zrfs_tree_links_attr(fs, n->field, id, st);
+}
+
 int zrfs_node_stat(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;

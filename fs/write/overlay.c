@@ -166,6 +166,27 @@ static int number_shown(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, st
 	return rc;
 }
 
+int zrfs_number_record(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned *field,
+		       uint64_t *id, struct wnode **draft)
+{
+	unsigned version;
+	bool text, gone;
+	int rc;
+
+	*draft = NULL;
+	if (writing_owns(fs, ino)) {
+		rc = number_shown(fs, v, ino, draft, field, id, &text, &gone);
+		if (rc == 0 && !*draft && (gone || text))
+			rc = -ENOENT; /* removed; a class's text is no file of its own */
+		return rc == -ESTALE ? -ENOENT : rc;
+	}
+	if (!zrfs_rec_decode(fs, ino, field, id, &version) ||
+	    version != zrfs_rec_version(fs, *field, *id) || *id >= v->n ||
+	    !zrfs_record_listed(v, *field, *id) || writing_gone(fs, v, ino))
+		return -ENOENT;
+	return 0;
+}
+
 /* Whether number @ino names no file any more (winode_unlinked). */
 static bool number_unlinked(struct zrfs *fs, fuse_ino_t ino)
 {
@@ -197,12 +218,14 @@ static void keep_shown(struct zrfs *fs, fuse_ino_t ino, const struct stat *st)
 	pthread_mutex_unlock(&w->names_lock);
 }
 
-/* Attributes of file node @d as number @ino in view @v: 0. */
+/* Attributes of file node @d as number @ino in view @v (under the names
+ * lock): 0. */
 static int node_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struct wnode *d,
 		      struct stat *st)
 {
 	zrfs_file_attr(fs, v, ino, atomic_load(&d->val.size), st);
 	zrfs_node_meta(d, st);
+	zrfs_node_links_attr(fs, d, st);
 	return 0;
 }
 
@@ -389,9 +412,12 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 {
 	struct rhandle *h = (struct rhandle *)hh;
 	struct stat st;
+
+	zrfs_names_begin(fs); /* (tree/'s hard links: the index's) */
 	int rc = h->draft  ? node_attr(fs, h->r.v, ino, h->draft, &st)
 		 : h->text ? zrfs_tree_text_attr(fs, h->r.v, ino, h->field, h->id, &st)
 			   : zrfs_record_attr(fs, h->r.v, ino, h->field, h->id, &st);
+	zrfs_names_end(fs);
 
 	if (rc == 0 && number_unlinked(fs, ino))
 		st.st_nlink = 0;

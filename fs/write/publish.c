@@ -266,6 +266,15 @@ static int set_changed(struct zrfs *fs, unsigned field, uint64_t id, int64_t ns)
 	return set_time(fs, fs->names.ctime, field, id, ns);
 }
 
+int zrfs_publish_changed_later(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	struct zrfs_writes *w = fs->writes;
+
+	if (fs->names.ctime < 0 || id >= zr_length(w->ds))
+		return 0;
+	return set_changed(fs, field, id, zrfs_now_ns());
+}
+
 /* The mode of the file of (@field, @id) is @mode from now on, where the
  * dataset keeps modes; not committed (under w->lock). */
 static int set_mode(struct zrfs *fs, unsigned field, uint64_t id, uint32_t mode)

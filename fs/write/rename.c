@@ -249,25 +249,135 @@ static int64_t link_over_file(struct zrfs *fs, fuse_ino_t parent, const char *na
 	return rc < 0 ? rc : 0;
 }
 
+/* Whether @name in @parent is a directory (of tree/, or made for drafts). */
+static bool dir_named(struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	struct wnode *d;
+	struct place p;
+	uint64_t id;
+	bool alias, dir = false;
+
+	zrfs_names_lock(fs);
+	if (zrfs_place_of(fs, parent, name, &p) == 0) {
+		enum what what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+		dir = what == W_DIR || (what == W_DRAFT && d->kind == WN_DIR);
+	}
+	zrfs_names_unlock(fs);
+	return dir;
+}
+
+/* Hard links of tree/ naming what a rename moves: the paths below tree/
+ * of its name before and after, when any hard link is. */
+struct hard_paths {
+	bool any, moved;
+	uint64_t token; /* the hard links this rename made follow */
+	char from[ZRFS_PATH_MAX], to[ZRFS_PATH_MAX];
+};
+
+static void hard_paths(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		       const char *newname, struct hard_paths *h)
+{
+	static atomic_uint_fast64_t tokens;
+
+	h->moved = false;
+	h->token = atomic_fetch_add(&tokens, 1) + 1;
+	if (!(h->any = zrfs_tree_has_hard(fs)))
+		return;
+	zrfs_names_begin(fs);
+	h->any = tree_child_path(fs, parent, name, h->from) == 0 &&
+		 tree_child_path(fs, newparent, newname, h->to) == 0;
+	zrfs_names_end(fs);
+}
+
+/* The hard links naming what moves (@dir: and what is below it) name it at
+ * its new path, from the commit that moves it on; back (@back) where the
+ * move failed (those it moved alone: others may name the new path). */
+static int hard_follow(struct zrfs *fs, struct hard_paths *h, bool dir, bool back)
+{
+	int rc;
+
+	if (!h->any || h->moved == !back)
+		return 0;
+	rc = back ? zrfs_tree_retarget(fs, h->to, h->from, dir, h->token, true)
+		  : zrfs_tree_retarget(fs, h->from, h->to, dir, h->token, false);
+	if (rc > 0) { /* some moved: kept with the commit that moves it */
+		h->moved = !back;
+		zrfs_tree_changed(fs);
+		atomic_store(&fs->writes->tree_now, true);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+			 const char *newname, unsigned flags);
+
+/* The file or link @name of @parent, whose name goes (removed, or replaced
+ * by a rename onto it), has hard links: it takes the name of one of them,
+ * @hname in @hdir, which goes, and the others name it there, as the inode
+ * of a local filesystem keeps its other names. 0 or a negative code. */
+static int64_t promote(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t hdir,
+		       const char *hname)
+{
+	uint64_t id;
+	int64_t rc;
+
+	zrfs_tree_hard_of(fs, hdir, hname, &id);
+	if ((rc = zrfs_tree_unlink(fs, hdir, hname, false)) < 0)
+		return rc;
+	if ((rc = rename_do(fs, parent, name, hdir, hname, RENAME_NOREPLACE)) < 0 && id != NO_ID)
+		zrfs_tree_hard_make(fs, id, 0, hdir, hname); /* as it was */
+	return rc;
+}
+
+int64_t zrfs_write_hard_promote(struct zrfs *fs, fuse_ino_t parent, const char *name)
+{
+	char hname[ZRFS_NAME_MAX + 1];
+	fuse_ino_t hdir;
+	int64_t rc;
+
+	if (!zrfs_tree_has_hard(fs) || !zrfs_tree_hard_any(fs, parent, name, &hdir, hname))
+		return 1;
+	rc = promote(fs, parent, name, hdir, hname);
+	if (rc >= 0)
+		zrfs_dir_changed(fs, parent, NULL);
+	return rc < 0 ? rc : 0;
+}
+
 void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
 		       fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	/* the kernel holds the directories' locks: it is told of the names
+	 * that changed just after this answer */
+	zrfs_reply_status(req, rename_do(fs, parent, name, newparent, newname, flags));
+}
+
+static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+			 const char *newname, unsigned flags)
 {
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d, *td;
 	struct place p, tp;
+	struct hard_paths *h;
 	uint64_t id, tid;
 	bool alias, talias, record = false, replacing = false, link = false, dir = false;
 	enum what what = W_NONE, to = W_NONE;
 	int64_t rc = 0;
 
-	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* RENAME_EXCHANGE, RENAME_WHITEOUT */
-		zrfs_reply_err(req, -EINVAL);
-		return;
+	if (flags & ~(unsigned)RENAME_NOREPLACE) /* RENAME_EXCHANGE, RENAME_WHITEOUT */
+		return -EINVAL;
+	if (strlen(newname) > ZRFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (!(h = malloc(sizeof *h)))
+		return -ENOMEM;
+	hard_paths(fs, parent, name, newparent, newname, h);
+	/* a file or link replaced that has hard links: it keeps one of their
+	 * names (a directory onto it fails below, as it would) */
+	if (h->any && !(flags & RENAME_NOREPLACE) && !dir_named(fs, parent, name) &&
+	    (rc = zrfs_write_hard_promote(fs, newparent, newname)) < 0) {
+		free(h);
+		return rc;
 	}
-	if (strlen(newname) > ZRFS_NAME_MAX) {
-		zrfs_reply_err(req, -ENAMETOOLONG);
-		return;
-	}
+	rc = 0;
 	zrfs_dir_keep(fs, newparent);
 	/* a draft's rename changes only the tables: no commit, no writer */
 	zrfs_names_lock(fs);
@@ -324,6 +434,10 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 			replacing = true; /* below, under the writer's lock */
 	}
 	zrfs_names_unlock(fs);
+	/* hard links naming it name it at its new path, in the commit that
+	 * moves it (a draft's rename: moved already) */
+	if (rc == 0)
+		rc = hard_follow(fs, h, dir, false);
 	if (rc == 0 && link && to == W_NONE)
 		rc = zrfs_tree_link_move(fs, parent, name, newparent, newname, false);
 	else if (rc == 0 && link)
@@ -361,17 +475,19 @@ void zrfs_write_rename(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 		pthread_mutex_unlock(&w->lock);
 	}
 	/* a file onto a link replaces it (kept, as a link moved, with the
-	 * directories' times) */
-	if (rc == 0 && !link && !dir && tp.tree)
-		zrfs_tree_unlink(fs, newparent, newname);
+	 * directories' times; a record's rename answers its commit's
+	 * generation) */
+	if (rc >= 0 && !link && !dir && tp.tree)
+		zrfs_tree_unlink(fs, newparent, newname, true);
 	if (rc >= 0) {
 		zrfs_dir_changed(fs, parent, NULL);
 		if (newparent != parent)
 			zrfs_dir_changed(fs, newparent, NULL);
+	} else {
+		hard_follow(fs, h, dir, true); /* not moved: as they were */
 	}
-	/* the kernel holds the directories' locks: it is told of the names
-	 * that changed just after this answer */
-	zrfs_reply_status(req, rc);
+	free(h);
+	return rc;
 }
 
 /* ---- attributes ---- */

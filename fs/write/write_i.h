@@ -721,6 +721,20 @@ int64_t zrfs_publish_attrs(struct zrfs *fs, struct wnode *n, const uint32_t *mod
  * record's with what the node holds that is not stored): 0 or a negative
  * code. Takes the names lock and w->names_lock: neither may be held. */
 int zrfs_node_stat(struct zrfs *fs, struct wnode *n, fuse_ino_t ino, struct stat *st);
+/* Attributes @st of the record file node @n is writing (none: a draft not
+ * stored yet) with its hard links of tree/ (zrfs_tree_links_attr). Under
+ * the names lock; takes w->names_lock. */
+void zrfs_node_links_attr(struct zrfs *fs, struct wnode *n, struct stat *st);
+/* The change time of record @id's file of @field is now, stored with the
+ * next commit, under w->lock: a hard link made or removed (a change of
+ * tree/ the caller makes due; the index shows the time meanwhile). 0 or a
+ * negative code. */
+int zrfs_publish_changed_later(struct zrfs *fs, unsigned field, uint64_t id);
+/* The record file number @ino shows in @v (under the names lock): 0 with
+ * its @field and @id; 0 with *@draft (referenced) for a new file's number
+ * whose draft is not stored yet; -ENOENT for none (removed, or replaced). */
+int zrfs_number_record(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, unsigned *field,
+		       uint64_t *id, struct wnode **draft);
 /* A write or truncation of node @n (number @ino, attributes @st, NULL:
  * looked up) by the caller of @req: the set-ID bits it drops
  * (zrfs_mode_after_write) dropped, as zrfs_publish_attrs, and from @st.

@@ -1,6 +1,6 @@
 /*
- * Description: the tree's directories, symbolic links, FIFOs, sockets and
- * devices (core/tree.c):
+ * Description: the tree's directories, symbolic links, FIFOs, sockets,
+ * devices and hard links (core/tree.c):
  * set in any order and read back sorted after a commit and a reopen, kept
  * by commits that do not set them and by a rebalance, bad entries refused
  * with the entry named, a damaged tree file or reference refused at open,
@@ -34,12 +34,14 @@ static const zr_tree_entry given[] = {
 	{.path = "dev/big", .mode = S_IFBLK | 0660, .mtime = 13, .atime = 14,
 	 .rdev = ((uint64_t)4095 << 32) | 0xfff000ffu}, /* past 32 bits */
 	{.path = "dev/zero", .mode = S_IFCHR | 0600, .mtime = 15, .atime = ZR_MTIME_NONE},
+	{.path = "b/hard", .target = "a/x.txt", .mode = S_IFREG, .mtime = 16,
+	 .atime = ZR_MTIME_NONE},
 };
 #define NGIVEN (sizeof given / sizeof *given)
 
 static void expect_given(zr_dataset *ds)
 {
-	static const unsigned order[] = {3, 1, 2, 5, 0, 4, 7, 6, 8}; /* sorted by path */
+	static const unsigned order[] = {3, 1, 2, 5, 9, 0, 4, 7, 6, 8}; /* sorted by path */
 	zr_tree_entry *got;
 	size_t n;
 
@@ -116,8 +118,12 @@ Test(tree, bad_entries_are_refused_naming_them)
 		{{.path = "../up", .mode = S_IFDIR | 0755}, -EINVAL, "'../up'"},
 		{{.path = "/abs", .mode = S_IFDIR | 0755}, -EINVAL, "'/abs'"},
 		{{.path = "a//b", .mode = S_IFDIR | 0755}, -EINVAL, "relative path"},
-		{{.path = "f", .mode = S_IFREG | 0644}, -EINVAL, "not a directory's"},
-		{{.path = "c", .mode = S_IFREG | 0600}, -EINVAL, "a socket's or a device's"},
+		{{.path = "f", .mode = S_IFMT | 0644}, -EINVAL, "not a directory's"},
+		{{.path = "c", .mode = S_IFREG}, -EINVAL, "a hard link without a target"},
+		{{.path = "h", .mode = S_IFREG | 0600, .target = "a"}, -EINVAL, "permission bits"},
+		{{.path = "h", .mode = S_IFREG, .target = "../a"}, -EINVAL, "not another relative"},
+		{{.path = "h", .mode = S_IFREG, .target = "h"}, -EINVAL, "not another relative"},
+		{{.path = "h", .mode = S_IFREG, .target = "a/"}, -EINVAL, "not another relative"},
 		{{.path = "p", .mode = S_IFIFO | 0600, .rdev = 1}, -EINVAL, "not a device"},
 		{{.path = "d", .mode = S_IFDIR | 0755, .rdev = 1}, -EINVAL, "not a device"},
 		{{.path = "c", .mode = S_IFCHR | 0600, .rdev = 1ull << 63}, -EINVAL, "past 2^63"},

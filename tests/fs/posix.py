@@ -45,7 +45,6 @@ EXPECTED = {
     'rename_exchange': ('EINVAL', 'RENAME_EXCHANGE: refused'),
     'unlink_open_write_again': ('ESTALE', 'a removed file opens again for reading only'),
     'unlink_stored_write_again': ('ESTALE', 'a removed file opens again for reading only'),
-    'hard_link': ('EPERM', 'no hard links'),
     'device_open': ('EACCES', 'a device opens nowhere: a FUSE mount is nodev'),
     'setxattr': ('ENOTSUP', 'no extended attributes'),
     'listxattr': ('ENOTSUP', 'no extended attributes'),
@@ -1512,11 +1511,216 @@ def symlink_chain_40():
 
 
 # ---- link / mknod
+def same_file(*paths):
+    """Whether @paths are one inode, and its links."""
+    s = [os.lstat(p) for p in paths]
+    return len({x.st_ino for x in s}) == 1, [x.st_nlink for x in s]
+
+
 @check
 def hard_link():
     mk('f')
     os.link('f', 'g')
-    return os.stat('f').st_nlink
+    return os.stat('f').st_nlink, same_file('f', 'g'), rd('g')
+
+
+@check
+def link_times():
+    mk('f')
+    os.mkdir('d')
+    before, dir_before = times('f'), times('d')
+    tick('f', 'd')
+    os.link('f', 'd/g')
+    return moved('f', before), moved('d', dir_before)
+
+
+@check
+def link_write_through_other():
+    mk('f', b'one')
+    os.link('f', 'g')
+    wr('g', b'TWO', os.O_APPEND)
+    os.chmod('g', 0o640)
+    return rd('f'), oct(os.stat('f').st_mode), os.stat('f').st_size
+
+
+@check
+def link_unlink_first():
+    mk('f', b'kept')
+    os.link('f', 'g')
+    before = times('g')
+    tick('g')
+    os.unlink('f')
+    return moved('g', before), same_file('g'), rd('g'), sorted(os.listdir('.'))
+
+
+@check
+def link_unlink_second():
+    mk('f', b'kept')
+    os.link('f', 'g')
+    os.unlink('g')
+    return same_file('f'), rd('f'), sorted(os.listdir('.'))
+
+
+@check
+def link_three_unlink_middle():
+    mk('f', b'x')
+    os.link('f', 'g')
+    os.link('g', 'h')
+    os.unlink('g')
+    return same_file('f', 'h'), sorted(os.listdir('.'))
+
+
+@check
+def link_rename_first():
+    mk('f', b'x')
+    os.link('f', 'g')
+    os.rename('f', 'h')
+    return same_file('g', 'h'), sorted(os.listdir('.'))
+
+
+@check
+def link_rename_onto_other_name():
+    mk('f', b'x')
+    os.link('f', 'g')
+    os.rename('g', 'f')  # one inode: rename(2) does nothing
+    return same_file('f', 'g'), sorted(os.listdir('.'))
+
+
+def link_replaced(name):
+    """f and g one file, @name of them replaced by a rename onto it."""
+    mk('f', b'old')
+    os.link('f', 'g')
+    mk('n', b'new')
+    os.rename('n', name)
+    other = 'g' if name == 'f' else 'f'
+    return rd('f'), rd('g'), same_file(other), os.stat(name).st_nlink
+
+
+@check
+def link_first_replaced_by_rename():
+    return link_replaced('f')
+
+
+@check
+def link_second_replaced_by_rename():
+    return link_replaced('g')
+
+
+@check
+def link_dir_moved():
+    mk('f', b'x')
+    os.mkdir('d')
+    os.link('f', 'd/g')
+    os.rename('d', 'e')
+    os.mkdir('t')
+    os.link('e/g', 't/h')
+    os.rename('f', 't/f2')
+    return same_file('t/f2', 'e/g', 't/h'), rd('t/h')
+
+
+@check
+def link_failed_dir_rename_moves_nothing():
+    os.mkdir('a')
+    mk('a/f', b'in a')
+    os.mkdir('m')
+    mk('m/x', b'in m')
+    os.link('a/f', 'h')
+    os.link('m/x', 'h2')
+    try:
+        os.rename('m', 'a')  # ENOTEMPTY: nothing moves
+    except OSError as e:
+        err = errno.errorcode[e.errno]
+    return err, rd('h'), rd('h2'), same_file('a/f', 'h'), same_file('m/x', 'h2')
+
+
+@check
+def link_open_then_unlink_all():
+    mk('f', b'open')
+    os.link('f', 'g')
+    fd = os.open('f', os.O_RDONLY)
+    try:
+        os.unlink('f')
+        mid = os.fstat(fd).st_nlink
+        os.unlink('g')
+        return mid, os.fstat(fd).st_nlink, os.read(fd, 10)
+    finally:
+        os.close(fd)
+
+
+@check
+def link_new_file_open():
+    fd = os.open('f', os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b'being written')
+        os.link('f', 'g')
+        os.write(fd, b', still')
+    finally:
+        os.close(fd)
+    return rd('g'), same_file('f', 'g')
+
+
+@check
+def link_while_records_move():
+    # removing a record moves the last one into its place: the hard link
+    # names a path, and keeps naming the file that moved
+    for n in 'abc':
+        mk(n, n.encode())
+    mk('f', b'mine')
+    os.link('f', 'g')
+    os.unlink('a')
+    os.unlink('b')
+    fd = os.open('.', os.O_RDONLY)
+    os.fsync(fd)  # committed: the moves made
+    os.close(fd)
+    return rd('g'), same_file('f', 'g'), rd('c')
+
+
+@check
+def link_exists():
+    mk('f')
+    mk('g')
+    os.link('f', 'g')
+
+
+@check
+def link_onto_symlink():
+    mk('f')
+    os.symlink('f', 's')
+    os.link('f', 's')
+
+
+@check
+def link_missing():
+    os.link('nothing', 'g')
+
+
+@check
+def link_dir():
+    os.mkdir('d')
+    os.link('d', 'g')
+
+
+@check
+def link_symlink_itself():
+    os.symlink('target', 's')
+    os.link('s', 't', follow_symlinks=False)
+    return same_file('s', 't'), os.readlink('t')
+
+
+@check
+def link_fifo_and_device():
+    os.mkfifo('p')
+    os.mknod('c', 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    os.link('p', 'p2')
+    os.link('c', 'c2')
+    os.unlink('p')
+    return same_file('p2'), same_file('c', 'c2'), lattrs('c2')
+
+
+@check
+def link_name_256():
+    mk('f')
+    os.link('f', 'n' * 256)
 
 
 @check
@@ -2327,6 +2531,25 @@ def u_unlink_fifo_in_sticky_dir():
     open_dir(0o1777)
     os.mkfifo('d/p')
     as_user(lambda: os.unlink('d/p'))
+
+
+@user_check
+def u_mknod_device_in_open_dir():
+    open_dir()
+    as_user(lambda: os.mknod('d/c', 0o600 | stat.S_IFCHR, os.makedev(1, 3)))
+
+
+@user_check
+def u_chown_root_device():
+    os.mknod('c', 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    as_user(lambda: os.chown('c', os.getuid(), -1))
+
+
+@user_check
+def u_unlink_device_in_sticky_dir():
+    open_dir(0o1777)
+    os.mknod('d/c', 0o600 | stat.S_IFBLK, os.makedev(7, 1))
+    as_user(lambda: os.unlink('d/c'))
 
 def run(root, checks, sub):
     """Every check in a directory of its own under @root/@sub: name -> result."""

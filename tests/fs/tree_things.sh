@@ -20,24 +20,27 @@ unmount_all() {
 }
 trap unmount_all EXIT
 
-# what find sees of a tree, all of it: kind and mode, owner and group,
-# size (@dirsize 0: not a directory's, which mkdir through a mount does not
-# make 4096), time to the nanosecond, path, a link's target; then each
-# device's number
+# what find sees of a tree, all of it: kind and mode, links, owner and
+# group, size (@dirsize 0: not a directory's, which mkdir through a mount
+# does not make 4096), time to the nanosecond, path, a link's target; then
+# each device's number, and the names of each file with hard links
 look() { # look DIR [nodirsize] > LIST
-	(cd "$1" && find . -printf '%M %U:%G %s %T@ %p -> %l\n' | sort -k5) |
-		if [ "${2:-}" = nodirsize ]; then awk '$1 ~ /^d/ {$3 = "-"} {print}'; else cat; fi
+	(cd "$1" && find . -printf '%M %n %U:%G %s %T@ %p -> %l\n' | sort -k6) |
+		if [ "${2:-}" = nodirsize ]; then awk '$1 ~ /^d/ {$4 = "-"} {print}'; else cat; fi
 	(cd "$1" && find . \( -type b -o -type c \) -exec stat -c '%n %F %t:%T' {} + | sort)
+	(cd "$1" && find . ! -type d -links +1 -printf '%i %p\n' | sort -k2 |
+		awk '{names[$1] = names[$1] " " $2} END {for (i in names) print "same:" names[i]}' |
+		sort)
 }
 sock() { "$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$1"; }
 same_tree() { # same_tree SRC TREE WHAT [nodirsize]
-	# (diff -r calls two FIFOs different, and opens devices: find and rsync
-	# compare them)
-	set -- "$1" "$2" "$3" "${4:-}" -x 'fifo-*' -x 'sock-*' -x 'dev-*'
-	diff -r --no-dereference "$5" "$6" "$7" "$8" "$9" "${10}" "$1" "$2" >/dev/null ||
-		fail "$3: diff -r: $(diff -r --no-dereference "$5" "$6" "$7" "$8" "$9" "${10}" "$1" "$2" 2>&1 | head -3)"
-	look "$1" "$4" >"$T/a.find"
-	look "$2" "$4" >"$T/b.find"
+	# (diff -r calls two FIFOs different, and opens devices, which a nodev
+	# mount refuses: find and rsync compare them)
+	(cd "$1" && find . \( -type p -o -type s -o -type b -o -type c \) -printf '%f\n') >"$T/x"
+	diff -r --no-dereference -X "$T/x" "$1" "$2" >/dev/null ||
+		fail "$3: diff -r: $(diff -r --no-dereference -X "$T/x" "$1" "$2" 2>&1 | head -3)"
+	look "$1" "${4:-}" >"$T/a.find"
+	look "$2" "${4:-}" >"$T/b.find"
 	diff "$T/a.find" "$T/b.find" >/dev/null ||
 		fail "$3: find differs: $(diff "$T/a.find" "$T/b.find" | head -6)"
 	# access(2): root runs what an x bit lets run (each file was)
@@ -45,8 +48,8 @@ same_tree() { # same_tree SRC TREE WHAT [nodirsize]
 	(cd "$2" && find . -executable | sort) >"$T/b.x"
 	diff "$T/a.x" "$T/b.x" >/dev/null ||
 		fail "$3: find -executable differs: $(diff "$T/a.x" "$T/b.x" | head -4)"
-	out=$(rsync -ani --delete "$1/" "$2/") || fail "$3: rsync -ani --delete"
-	[ -z "$out" ] || fail "$3: rsync -ani --delete lists: $(echo "$out" | head -4)"
+	out=$(rsync -aniH --delete "$1/" "$2/") || fail "$3: rsync -aniH --delete"
+	[ -z "$out" ] || fail "$3: rsync -aniH --delete lists: $(echo "$out" | head -4)"
 }
 
 # ---- a made tree: every kind of link, empty directories, modes, times
@@ -62,6 +65,7 @@ ln -s ../a "$SRC/b/dirlink"
 printf 'r\n' >"$SRC/ro/r.txt"
 mkfifo -m 640 "$SRC/a/fifo-p" && sock "$SRC/b/sock-s" || fail "a FIFO and a socket"
 mknod -m 620 "$SRC/a/dev-tty" c 5 0 && mknod "$SRC/b/dev-loop" b 7 300 || fail "two devices"
+ln "$SRC/a/x.txt" "$SRC/b/x-again" || fail "a hard link"
 chmod 700 "$SRC/a/locked"
 chmod 555 "$SRC/ro"
 touch -h -d '2001-02-03 04:05:06.789' "$SRC/b/rel" "$SRC/a/fifo-p" "$SRC/b/sock-s" "$SRC/a/dev-tty"
@@ -78,7 +82,7 @@ same_tree "$SRC" "$MNT/tree" "made tree, read-only"
 # links are never records: the sampler sees the files only
 [ "$("$ZR" info "$DS" | awk '/^records/ {print $2}')" = 3 ] || fail "links or directories became records"
 "$ZR" info "$DS" |
-	grep -qx 'tree         8 directories, 4 symbolic links, 4 FIFOs, sockets or devices (beside the records)' ||
+	grep -qx 'tree         8 directories, 4 symbolic links, 4 FIFOs, sockets or devices, 1 hard link (beside the records)' ||
 	fail "zr info: $("$ZR" info "$DS" | grep '^tree')"
 "$ZR" export dir "$DS" "$T/out" >/dev/null || fail "export dir"
 same_tree "$SRC" "$T/out" "zr export dir" nodirsize
@@ -114,6 +118,17 @@ for r in "$T/ref" "$MNT/tree"; do
 		mknod "$r/made/dev-gone" b 8 1 && rm "$r/made/dev-gone" &&
 		touch -h -d '1995-05-05' "$r/made/dev-null" "$r/made/dev-loop2" ||
 		fail "devices in $r"
+	# hard links: made by ln (to a file, a link, a FIFO, a device), kept
+	# as either name is removed, renamed or replaced, and as their
+	# directory moves
+	mkdir "$r/hl" && printf 'one\n' >"$r/hl/a" && ln "$r/hl/a" "$r/hl/b" &&
+		ln "$r/hl/a" "$r/made/c" && ln "$r/hl/b" "$r/hl/d" && rm "$r/hl/a" &&
+		mv "$r/hl/b" "$r/hl/b2" && printf 'new\n' >"$r/hl/n" && mv "$r/hl/n" "$r/hl/d" &&
+		printf 'more\n' >>"$r/made/c" && ln -s c "$r/made/s" && ln "$r/made/s" "$r/hl/s2" &&
+		ln "$r/made/fifo-q" "$r/hl/fifo-q2" && ln "$r/made/dev-null" "$r/hl/dev-null2" &&
+		mkdir "$r/hl/in" && ln "$r/hl/b2" "$r/hl/in/e" && mv "$r/hl/in" "$r/hl/out" &&
+		touch -d '1993-03-03' "$r/hl/b2" "$r/hl/d" && touch -h -d '1993-03-03' "$r/made/s" &&
+		touch -d '1994-04-04' "$r/hl" "$r/hl/out" || fail "hard links in $r"
 	printf 'onto\n' >"$r/made/f" && mv "$r/made/f" "$r/b/abs" || fail "a file onto a link in $r"
 	# a link and a FIFO onto files, by rename(2) itself (mv would copy
 	# and remove on EXDEV): an imported file's record goes, and a new one
@@ -134,13 +149,13 @@ for r in "$T/ref" "$MNT/tree"; do
 done
 [ "$(readlink "$MNT/tree/b/rel2")" = ../a/x.txt ] || fail "a link moved lost its target"
 [ -f "$MNT/tree/b/abs" ] && [ ! -L "$MNT/tree/b/abs" ] || fail "a file renamed onto a link is not the file"
-# what mount refuses: a link in a field's directory, a hard link, a link
+# what mount refuses: a link or hard link in a field's directory, a link
 # whose name or target is not text (EILSEQ: the dataset keeps them as text),
 # a device in a field's directory, opening a device (nodev)
 ln -s "$(printf 'a\377')" "$MNT/tree/bin" 2>"$T/err" && fail "a link to a target not UTF-8 made"
 grep -q 'Invalid or incomplete multibyte or wide character' "$T/err" || fail "ln -s said: $(cat "$T/err")"
 ln -s x "$MNT/data/l" 2>/dev/null && fail "a link made in a field's directory"
-ln "$MNT/tree/a/x.txt" "$MNT/tree/a/hard" 2>/dev/null && fail "a hard link made"
+ln "$MNT/tree/a/x.txt" "$MNT/data/hard" 2>/dev/null && fail "a hard link made in a field's directory"
 mknod "$MNT/data/dev" c 1 3 2>/dev/null && fail "a device made in a field's directory"
 head -c1 "$MNT/tree/made/dev-null" 2>"$T/err" && fail "a device opened on a nodev mount"
 grep -q 'Permission denied' "$T/err" || fail "opening a device said: $(cat "$T/err")"
@@ -198,8 +213,12 @@ unmount_wait
 mount_ds
 same_tree "$T/ref" "$MNT/tree" "changes, after a remount" nodirsize
 fusermount3 -u "$MNT" || fail "unmount"
+# zr export dir gives it all back: devices, FIFOs, sockets, hard links
+"$ZR" export dir "$DS" "$T/exp" >/dev/null || fail "export dir after the changes"
+same_tree "$T/ref" "$T/exp" "zr export dir after the changes" nodirsize
 
-# ---- rsync -a --delete and tar x of real trees into a writable tree/
+# ---- rsync -a --delete and tar x of real trees (/dev too) into a writable
+# tree/
 ZONE=/usr/share/zoneinfo
 ICONS=/usr/share/icons
 [ -d "$ZONE" ] && [ -d "$ICONS" ] || fail "$ZONE or $ICONS is missing (tzdata, hicolor-icon-theme)"
@@ -207,31 +226,45 @@ ICONS=/usr/share/icons
 rsync -a --delete "$ZONE/" "$MNT/tree/" || fail "rsync -a --delete of $ZONE exited $?"
 out=$(rsync -ai --delete "$ZONE/" "$MNT/tree/") || fail "a second rsync -a --delete"
 [ -z "$out" ] || fail "a second rsync -a --delete sent: $(echo "$out" | head -4)"
+# /dev, as this machine has it (a copy, which nothing changes meanwhile):
+# devices, symbolic links, directories
+rsync -ax /dev/ "$T/devs/" || fail "rsync -ax /dev/ to $T/devs"
+find "$T/devs" -type c | grep -q . || fail "no device in /dev"
+rsync -a "$T/devs/" "$MNT/tree/dev/" || fail "rsync -a of /dev exited $?"
+out=$(rsync -ai "$T/devs/" "$MNT/tree/dev/") || fail "a second rsync -a of /dev"
+[ -z "$out" ] || fail "a second rsync -a of /dev sent: $(echo "$out" | head -4)"
 mkdir "$MNT/tree/icons" && tar cf - -C "$ICONS" . | tar xf - -C "$MNT/tree/icons" ||
 	fail "tar x of $ICONS into tree/"
 # GNU tar's placeholder for a link that leaves the directory (an empty
 # file, checked by its inode before the link replaces it, after the files
 # that follow: here 30 MB of them); another user's archive, whose owners
-# root's tar x gives back (it failed: chown EPERM, exit status 2); a device
+# root's tar x gives back (it failed: chown EPERM, exit status 2); a
+# device, and a hard link to the big file (tar x links it)
 mkdir -p "$T/arc/x/sub" && ln -s ../../zone.tab "$T/arc/x/sub/up" &&
 	mknod -m 640 "$T/arc/x/sub/dev-c" c 4 70 &&
-	head -c 30000000 /dev/urandom >"$T/arc/x/big" &&
+	head -c 30000000 /dev/urandom >"$T/arc/x/big" && ln "$T/arc/x/big" "$T/arc/x/sub/big2" &&
 	tar cf "$T/arc.tar" --owner=1000 --group=1001 -C "$T/arc" x ||
 	fail "the archive with a ../ link"
 tar xf "$T/arc.tar" -C "$MNT/tree" || fail "tar x of a ../ link and a big file after it"
 [ "$(readlink "$MNT/tree/x/sub/up")" = ../../zone.tab ] || fail "tar x left no link: $(ls -l "$MNT/tree/x/sub")"
 cmp -s "$T/arc/x/big" "$MNT/tree/x/big" || fail "tar x: the big file differs"
+[ "$(stat -c '%i %h' "$MNT/tree/x/big")" = "$(stat -c '%i %h' "$MNT/tree/x/sub/big2")" ] &&
+	[ "$(stat -c %h "$MNT/tree/x/big")" = 2 ] || fail "tar x: the hard link is not the big file"
 [ "$(stat -c '%F %a %t:%T' "$MNT/tree/x/sub/dev-c")" = 'character special file 640 4:46' ] ||
 	fail "tar x: the device is $(stat -c '%F %a %t:%T' "$MNT/tree/x/sub/dev-c")"
 for f in x x/sub x/sub/up x/sub/dev-c x/big; do
 	[ "$(stat -c %u:%g "$MNT/tree/$f")" = 1000:1001 ] || fail "tar x: $f is $(stat -c %u:%g "$MNT/tree/$f")"
 done
 rm -r "$MNT/tree/x" || fail "rm -r of what tar x made"
+# cp -al: a tree of hard links (5,000 and more), as a backup tool makes it
+cp -al "$MNT/tree/icons" "$MNT/tree/icons-al" || fail "cp -al in tree/"
 touch -d '2000-01-01' "$MNT/tree" # icons/ made in it
 unmount_wait
 mount_ds
 mkdir "$T/both" && cp -a "$ZONE/." "$T/both/" && mkdir "$T/both/icons" &&
-	cp -a "$ICONS/." "$T/both/icons/" && touch -d '2000-01-01' "$T/both" || fail "the reference"
+	cp -a "$ICONS/." "$T/both/icons/" && cp -a "$T/devs" "$T/both/dev" &&
+	cp -al "$T/both/icons" "$T/both/icons-al" &&
+	touch -d '2000-01-01' "$T/both" || fail "the reference"
 touch -r "$MNT/tree/icons" "$T/both/icons" # made by mkdir: its time the mount's
 same_tree "$T/both" "$MNT/tree" "rsync and tar x, after a remount" nodirsize
 
