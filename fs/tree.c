@@ -282,7 +282,8 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		meta_attr(&d->meta, st);
 		return 0;
 	case N_LINK:
-		if (!(k = tree_link_find(fs->tree, no)))
+		/* (removed: a FIFO, socket or device still open, without a name) */
+		if (!(k = tree_link_find(fs->tree, no)) && !(k = tree_link_gone(fs->tree, no)))
 			return -ENOENT;
 		if (S_ISREG(k->mode))
 			return -ENOENT; /* a hard link's number is never handed out */
@@ -290,7 +291,7 @@ static int tree_attr(struct zrfs *fs, struct zrfs_view *v, fuse_ino_t ino, struc
 		st->st_mode = k->mode; /* a FIFO's, socket's or device's size: its target's, 0 */
 		st->st_rdev = (dev_t)k->rdev;
 		struct timespec changed = {0};
-		st->st_nlink = 1 + tree_hard_count(fs->tree, k->ent, &changed);
+		st->st_nlink = k->ent ? 1 + tree_hard_count(fs->tree, k->ent, &changed) : 0;
 		if (zr_time_ns(changed) > zr_time_ns(st->st_ctim))
 			st->st_ctim = changed; /* a hard link made or removed */
 		st->st_mtim = k->mtime;

@@ -83,6 +83,8 @@ struct tdir {
 	struct timespec mtime, atime;
 };
 
+#define TREE_GONE_LINKS 256
+
 struct zrfs_tree_index {
 	struct zrfs_table names, dirs, links;
 	zr_tree_entry *shown;    /* the dataset's directories and links last applied */
@@ -99,6 +101,11 @@ struct zrfs_tree_index {
 	_Atomic uint64_t nhard;
 	uint64_t hard_idle, hard_sweep;
 	struct zrfs_table hard_counts;
+	/* links removed (not hard links), the last TREE_GONE_LINKS: a FIFO,
+	 * socket or device a program still has open is fstat'ed as it was,
+	 * without a name (tree_link_gone); the oldest forgotten first */
+	struct tlink *gone[TREE_GONE_LINKS];
+	size_t gone_next;
 	bool makes[ZR_FIELDS_MAX]; /* fields whose values are files of the tree */
 	bool text[ZR_FIELDS_MAX];  /* ... holding decimal text (zr_names_text) */
 };
@@ -139,6 +146,8 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 void tree_link_drop(struct zrfs_tree_index *t, struct tent *e);
 /* Link number @no, or NULL. */
 struct tlink *tree_link_find(const struct zrfs_tree_index *t, uint64_t no);
+/* Link number @no removed lately (no entry any more), or NULL. */
+struct tlink *tree_link_gone(const struct zrfs_tree_index *t, uint64_t no);
 /* The entry of @path (@len bytes, no "."), or NULL. */
 struct tent *tree_ent_at(const struct zrfs_tree_index *t, const char *path, size_t len);
 /* How many hard links name the path of entry @e, whatever it shows, and

@@ -215,17 +215,44 @@ uint32_t tree_hard_count(const struct zrfs_tree_index *t, const struct tent *e,
 	return c ? c->n : 0;
 }
 
+/* Take entry @e's link away; @keep: kept among the links removed lately
+ * (its number is no other's: tree_link_set reuses it for a link changed). */
+static void link_drop(struct zrfs_tree_index *t, struct tent *e, bool keep)
+{
+	struct tlink *k = e->lnk;
+
+	if (!k)
+		return;
+	if (S_ISREG(k->mode)) {
+		t->nhard--;
+		hcount_add(t, k->target, false);
+		keep = false; /* a hard link's number is never handed out */
+	}
+	zrfs_table_del(&t->links, &k->link);
+	e->lnk = NULL;
+	if (!keep) {
+		free(k);
+		return;
+	}
+	k->ent = NULL;
+	clock_gettime(CLOCK_REALTIME, &k->meta.ctime); /* unlinked: a change */
+	k->meta.changed = true;
+	free(t->gone[t->gone_next]);
+	t->gone[t->gone_next] = k;
+	t->gone_next = (t->gone_next + 1) % TREE_GONE_LINKS;
+}
+
 void tree_link_drop(struct zrfs_tree_index *t, struct tent *e)
 {
-	if (e->lnk) {
-		if (S_ISREG(e->lnk->mode)) {
-			t->nhard--;
-			hcount_add(t, e->lnk->target, false);
-		}
-		zrfs_table_del(&t->links, &e->lnk->link);
-		free(e->lnk);
-		e->lnk = NULL;
-	}
+	link_drop(t, e, true);
+}
+
+struct tlink *tree_link_gone(const struct zrfs_tree_index *t, uint64_t no)
+{
+	for (size_t i = 0; i < TREE_GONE_LINKS; i++)
+		if (t->gone[i] && t->gone[i]->no == no)
+			return t->gone[i];
+	return NULL;
 }
 
 int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target, size_t len,
@@ -242,7 +269,7 @@ int tree_link_set(struct zrfs_tree_index *t, struct tent *e, const char *target,
 		memcpy(k->target, target, len);
 		k->target[len] = 0;
 	}
-	tree_link_drop(t, e);
+	link_drop(t, e, !k);
 	if (!k)
 		return tree_prune(t, e, NULL);
 	if (zrfs_table_add(&t->links, &k->link, zrfs_hash_u64(k->no)) < 0) {
@@ -888,6 +915,8 @@ void zrfs_tree_destroy(struct zrfs *fs)
 	zrfs_table_drain(&t->dirs, tdir_free);
 	zrfs_table_drain(&t->links, tlink_free);
 	zrfs_table_drain(&t->hard_counts, hcount_free);
+	for (size_t i = 0; i < TREE_GONE_LINKS; i++)
+		free(t->gone[i]);
 	free(t->shown);
 	free(t->of_id);
 	free(t);

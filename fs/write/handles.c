@@ -685,10 +685,11 @@ static bool same_process(pid_t of, pid_t tid)
 	return stat(path, &st) == 0;
 }
 
-/* The node that process @pid's thread or another of its threads has @ino
- * open for writing on, referenced (NULL: none); *@open whether any
- * process has. */
-static struct wnode *writer_node(struct zrfs_writes *w, fuse_ino_t ino, pid_t pid, bool *open)
+/* The node that thread @pid (@threads: or another thread of its process)
+ * has @ino open for writing on, referenced (NULL: none); *@open whether
+ * any process has. */
+static struct wnode *writer_node(struct zrfs_writes *w, fuse_ino_t ino, pid_t pid, bool threads,
+				 bool *open)
 {
 	pid_t others[8];
 	size_t nothers = 0;
@@ -707,7 +708,7 @@ static struct wnode *writer_node(struct zrfs_writes *w, fuse_ino_t ino, pid_t pi
 	}
 	pthread_mutex_unlock(&w->handles_lock);
 	/* another thread of an opener: asked of /proc, without the lock */
-	for (size_t i = 0; !n && i < nothers; i++) {
+	for (size_t i = 0; threads && !n && i < nothers; i++) {
 		if (!same_process(others[i], pid))
 			continue;
 		pthread_mutex_lock(&w->handles_lock);
@@ -719,6 +720,15 @@ static struct wnode *writer_node(struct zrfs_writes *w, fuse_ino_t ino, pid_t pi
 	return n;
 }
 
+struct wnode *zrfs_write_own_node(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino)
+{
+	bool open;
+
+	if (!atomic_load(&fs->writes->nhandles))
+		return NULL;
+	return writer_node(fs->writes, ino, fuse_req_ctx(req)->pid, false, &open);
+}
+
 int zrfs_write_own_attr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct stat *st)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -727,7 +737,7 @@ int zrfs_write_own_attr(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino, struct 
 
 	if (!S_ISREG(st->st_mode) || !atomic_load(&w->nhandles))
 		return -1;
-	if (!(n = writer_node(w, ino, fuse_req_ctx(req)->pid, &open)))
+	if (!(n = writer_node(w, ino, fuse_req_ctx(req)->pid, true, &open)))
 		return open ? 0 : -1;
 	/* loaded: the value being written is the truth (before, the stored
 	 * one is: nothing changed it); the size read without its lock, as a

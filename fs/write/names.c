@@ -472,6 +472,19 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	make_file(req, fs, parent, name, mode, fi);
 }
 
+/* A file of a name in tree/ was removed, its removal waiting for its group
+ * (W_ID): committed first, so that the name is free for what is made
+ * there (a link, a directory, a hard link). 0 or a negative code. */
+static int removals_settled(struct zrfs *fs)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->writes->lock);
+	rc = (int)zrfs_settle_stored(fs);
+	pthread_mutex_unlock(&fs->writes->lock);
+	return rc < 0 ? rc : 0;
+}
+
 /* A symbolic link to @target, a FIFO or a socket (@mode's type; "") named
  * @name in directory @parent of tree/: kept with the tree, as a directory. */
 static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name,
@@ -499,14 +512,8 @@ static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 	if (rc == 0 && what != W_NONE && what != W_ID)
 		rc = -EEXIST;
 	zrfs_names_unlock(fs);
-	if (rc == 0 && what == W_ID) {
-		/* a file of the name removed, its removal waiting for its group
-		 * (tar x's placeholder for a link): committed first, so that the
-		 * name is the link's alone */
-		pthread_mutex_lock(&fs->writes->lock);
-		rc = zrfs_settle_stored(fs);
-		pthread_mutex_unlock(&fs->writes->lock);
-	}
+	if (rc == 0 && what == W_ID) /* (tar x's placeholder for a link) */
+		rc = removals_settled(fs);
 	uint32_t owner[2];
 	maker(req, fs, parent, owner);
 	if (rc == 0 && (rc = zrfs_tree_make_link(fs, parent, name, mode, target, rdev, &e.ino)) == 0) {
@@ -530,6 +537,7 @@ int zrfs_write_link(struct zrfs *fs, fuse_ino_t ino, fuse_ino_t parent, const ch
 	struct zrfs_writes *w = fs->writes;
 	struct wnode *d, *draft = NULL;
 	struct place p;
+	enum what what = W_NONE;
 	unsigned field = 0;
 	uint64_t id = NO_ID;
 	bool alias;
@@ -540,10 +548,13 @@ int zrfs_write_link(struct zrfs *fs, fuse_ino_t ino, fuse_ino_t parent, const ch
 	zrfs_names_lock(fs);
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 && (!p.tree || fs->names.key))
 		rc = -EPERM; /* a field's directory holds records' files; a key's files are values */
-	else if (rc == 0 && (zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias) != W_NONE ||
-			     zrfs_tree_is_link(fs, parent, name)))
+	else if (rc == 0)
+		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
+	if (rc == 0 && ((what != W_NONE && what != W_ID) || zrfs_tree_is_link(fs, parent, name)))
 		rc = -EEXIST;
 	zrfs_names_unlock(fs);
+	if (rc == 0 && what == W_ID)
+		rc = removals_settled(fs);
 	if (rc == 0 && zrfs_tree_link_ino(fs, ino)) /* a link's second name */
 		rc = zrfs_tree_hard_make(fs, NO_ID, ino, parent, name);
 	if (rc < 0 || zrfs_tree_link_ino(fs, ino))
@@ -618,12 +629,16 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		mode |= S_ISGID; /* and passes it on, as on a local filesystem */
 	zrfs_names_lock(fs);
 	/* the root's and the views' directories are the dataset's */
+	enum what what = W_NONE;
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) == 0 &&
-	    zrfs_name_resolve(fs, parent, &p, name, &old, &id, &alias) != W_NONE)
+	    (what = zrfs_name_resolve(fs, parent, &p, name, &old, &id, &alias)) != W_NONE &&
+	    !(what == W_ID && p.tree))
 		rc = -EEXIST;
 	else if (rc == 0 && !p.tree)
 		rc = new_draft(fs, parent, &p, name, WN_DIR, NO_ID, 0, &d);
 	zrfs_names_unlock(fs);
+	if (rc == 0 && what == W_ID) /* (tar x: a directory where a file was) */
+		rc = removals_settled(fs);
 	/* in tree/: a directory of the index, kept as long as the mount, with
 	 * the mode asked (the umask applied by the kernel), as chmod keeps it */
 	if (rc == 0 && p.tree && (rc = zrfs_tree_mkdir(fs, parent, name, &e.ino)) == 0)
@@ -816,15 +831,6 @@ void zrfs_write_unlink(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	zrfs_reply_status(req, rc);
 }
 
-/* Whether a draft is in directory @dir (under names_lock). */
-static bool drafts_in(struct zrfs_writes *w, fuse_ino_t dir)
-{
-	for (struct wnode *d = w->first; d; d = d->next)
-		if (d->parent == dir)
-			return true;
-	return false;
-}
-
 void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const char *name)
 {
 	struct zrfs_writes *w = fs->writes;
@@ -840,7 +846,7 @@ void zrfs_write_rmdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		; /* a field's directory, a view's */
 	else if ((what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias)) == W_DIR)
 		/* of tree/: empty of records (tree.c) and of files being written */
-		rc = drafts_in(w, zrfs_tree_subdir(fs, parent, name)) ? -ENOTEMPTY : 0;
+		rc = zrfs_drafts_in(w, zrfs_tree_subdir(fs, parent, name)) ? -ENOTEMPTY : 0;
 	else if (what != W_DRAFT)
 		rc = alias || what == W_RECORD || parent == ZRFS_INO_DIR + p.field ? -ENOTDIR
 										   : -ENOENT;

@@ -118,10 +118,66 @@ void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id
 		return;
 	n->detached = true;
 	zrfs_table_del(&w->records, &n->by_record);
+	if (n->handles && !atomic_load(&n->loaded) && !atomic_load(&n->keep)) {
+		atomic_store(&n->keep, true); /* the table's reference, the list's now */
+		n->keep_next = w->keep;
+		w->keep = n;
+		return;
+	}
 	zrfs_node_put(n);
 }
 
+/* Load @n's stored value, it being kept (zrfs_nodes_keep), and let it go. */
+static void keep_load(struct zrfs *fs, struct wnode *n)
+{
+	struct zrfs_writes *w = fs->writes;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (!n->loaded &&
+	    (rc = zrfs_value_load(&n->val, w->dirfd, w->ds, n->field, n->id)) == 0)
+		n->loaded = true;
+	atomic_store(&n->keep, false); /* loaded, or never: its reads fail */
+	pthread_mutex_unlock(&n->lock);
+	if (rc < 0 && zrfs_log_admit())
+		fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: a removed or replaced file still open "
+			 "cannot keep its bytes (%s): reading it fails\n", fs->dataset,
+			 fs->fields[n->field].name, (unsigned long long)n->id, strerror(-rc));
+	zrfs_node_put(n);
+}
+
+void zrfs_nodes_keep(struct zrfs *fs, unsigned field, uint64_t id)
+{
+	struct zrfs_writes *w = fs->writes;
+	struct wnode *n = NULL, *list;
+
+	pthread_mutex_lock(&w->names_lock);
+	list = w->keep;
+	w->keep = NULL;
+	if (id != NO_ID && (n = record_find(w, field, id)) != NULL &&
+	    (!n->handles || atomic_load(&n->loaded)))
+		n = NULL;
+	if (n)
+		zrfs_node_ref(n);
+	pthread_mutex_unlock(&w->names_lock);
+	while (list) {
+		struct wnode *k = list;
+		list = k->keep_next;
+		keep_load(fs, k);
+	}
+	if (n)
+		keep_load(fs, n);
+}
+
 /* ---- drafts ---- */
+
+bool zrfs_drafts_in(struct zrfs_writes *w, fuse_ino_t dir)
+{
+	for (struct wnode *d = w->first; d; d = d->next)
+		if (d->parent == dir)
+			return true;
+	return false;
+}
 
 static uint64_t dir_name_hash(fuse_ino_t parent, const char *name)
 {
@@ -547,6 +603,10 @@ void zrfs_draft_settle(struct zrfs *fs, struct wnode *d, uint64_t id)
 	zrfs_draft_unlist(w, d);
 	d->kind = WN_RECORD;
 	d->id = id;
+	/* its mode and owner are the record's now, which a chmod or chown
+	 * changes from here on (the draft's, shown over them, would hide it) */
+	atomic_store(&d->mode_set, false);
+	atomic_store(&d->owner_set, false);
 	if (d->handles && zrfs_table_add(&w->records, &d->by_record, record_hash(d->field, id)) == 0)
 		zrfs_node_ref(d);
 }
@@ -981,6 +1041,9 @@ int zrfs_node_load(struct zrfs *fs, struct wnode *n)
 
 	if (n->kind != WN_RECORD || n->loaded)
 		return 0;
+	/* removed or replaced, its value not kept: its id is another's now */
+	if (n->detached && !atomic_load(&n->keep))
+		return -ESTALE;
 	if ((rc = zrfs_value_load(&n->val, fs->writes->dirfd, fs->writes->ds, n->field, n->id)) < 0)
 		return rc;
 	n->loaded = true;
@@ -1004,6 +1067,11 @@ void zrfs_nodes_free_all(struct zrfs *fs)
 				 zrfs_log_name(path, esc, sizeof esc),
 				 d->handles ? "still being written" : "a temporary file");
 		zrfs_draft_unlist(w, d);
+	}
+	while (w->keep) {
+		struct wnode *k = w->keep;
+		w->keep = k->keep_next;
+		zrfs_node_put(k);
 	}
 	for (size_t b = 0; b < w->records.cap; b++)
 		while (w->records.buckets[b]) {

@@ -360,7 +360,11 @@ static void writing_read(fuse_req_t req, struct zrfs *fs, struct zrfs_view *v, f
  * A file being written (a draft) opened for reading reads its node, which
  * the handle holds: what is written to it, as it is written, and once it is
  * stored, removed or replaced, the bytes it had then (its number may show
- * another record by then, or nothing). */
+ * another record by then, or nothing). So does a record's file opened for
+ * reading by a thread that has it open for writing (zrfs(8): the writer
+ * reads what it wrote, as stat shows it the size being written), once
+ * what it writes is loaded; others, its process's other threads too, read
+ * the value stored, whole. */
 
 struct rhandle {
 	struct zrfs_reading r; /* the view at the open (of a file unlinked just
@@ -369,7 +373,18 @@ struct rhandle {
 	uint64_t id;
 	bool text;            /* a class shown as decimal text (tree/) */
 	struct wnode *draft;  /* a draft's node (referenced), or NULL: a record's */
+	struct wnode *own;    /* ... the node its opening thread was writing it
+			       * through (referenced), or NULL */
 };
+
+/* What @h's opener is writing, where it reads that: whether it answered. */
+static bool own_read(fuse_req_t req, struct rhandle *h, size_t size, off_t off)
+{
+	if (!h->own || !atomic_load(&h->own->loaded))
+		return false;
+	node_read(req, h->own, size, off);
+	return true;
+}
 
 static const struct zrfs_handle_ops rhandle_ops;
 
@@ -381,6 +396,8 @@ static void r_read(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, fuse
 	(void)ino;
 	if (h->draft)
 		node_read(req, h->draft, size, off);
+	else if (own_read(req, h, size, off))
+		;
 	else if (h->text)
 		zrfs_tree_text_read(req, fs, h->r.v, h->field, h->id, size, off);
 	else
@@ -395,11 +412,14 @@ static int64_t r_seek(struct zrfs *fs, struct zrfs_handle *hh, fuse_ino_t ino, u
 	struct stat st;
 	int64_t rc;
 
-	if (h->draft) {
-		pthread_mutex_lock(&h->draft->lock);
-		rc = h->draft->loaded ? zrfs_value_seek(&h->draft->val, off, whence) : -ESTALE;
-		pthread_mutex_unlock(&h->draft->lock);
-		return rc;
+	struct wnode *d = h->draft ? h->draft : h->own;
+
+	if (d) {
+		pthread_mutex_lock(&d->lock);
+		rc = d->loaded ? zrfs_value_seek(&d->val, off, whence) : -ESTALE;
+		pthread_mutex_unlock(&d->lock);
+		if (d == h->draft || rc != -ESTALE)
+			return rc;
 	}
 	if (!h->text)
 		return zrfs_record_seek(fs, h->r.v, h->field, h->id, off, whence);
@@ -421,6 +441,8 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 
 	if (rc == 0 && number_unlinked(fs, ino))
 		st.st_nlink = 0;
+	if (rc == 0 && h->own)
+		zrfs_write_own_attr(req, fs, ino, &st); /* the size it reads */
 	if (rc < 0)
 		zrfs_reply_err(req, rc);
 	else
@@ -430,6 +452,7 @@ static void r_getattr(fuse_req_t req, struct zrfs *fs, struct zrfs_handle *hh, f
 static void r_let_go(struct zrfs_reading *r)
 {
 	zrfs_node_put(((struct rhandle *)r)->draft);
+	zrfs_node_put(((struct rhandle *)r)->own);
 }
 
 static const struct zrfs_handle_ops rhandle_ops = {
@@ -499,7 +522,8 @@ void zrfs_write_open_read(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino,
 		return;
 	}
 	if (h) {
-		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL, r_let_go}, field, id, text, d};
+		*h = (struct rhandle){{{&rhandle_ops}, v, NULL, NULL, r_let_go}, field, id, text, d,
+				      d || text ? NULL : zrfs_write_own_node(req, fs, ino)};
 		zrfs_reading_open(fs, &h->r);
 		fi->fh = (uintptr_t)h;
 	} else {

@@ -78,6 +78,7 @@ static int set_value(struct zrfs *fs, unsigned field, uint64_t id, zr_value v, c
 	uint64_t n = zr_length(w->ds);
 	int rc;
 
+	zrfs_nodes_keep(fs, field, id < n ? id : NO_ID); /* what descriptors read */
 	if (id == n) {
 		zr_value *row = calloc(fs->nfields, sizeof *row);
 		if (!row)
@@ -584,6 +585,7 @@ int64_t zrfs_publish_move(struct zrfs *fs, unsigned field, uint64_t from, uint64
 	    (moded && (rc = set_mode(fs, field, to, mode)) < 0) ||
 	    (rc = set_changed(fs, field, to, zrfs_now_ns())) < 0)
 		return rc;
+	zrfs_nodes_keep(fs, field, to);
 	if ((rc = zr_move(w->ds, field, from, to)) < 0) {
 		if (zrfs_log_admit())
 			fuse_log(FUSE_LOG_ERR, "zrfs: %s: %s/%llu: cannot move to %llu: %s\n",

@@ -379,6 +379,9 @@ static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, f
 	}
 	rc = 0;
 	zrfs_dir_keep(fs, newparent);
+	bool settle = false, settled = false;
+again:
+	settle = false;
 	/* a draft's rename changes only the tables: no commit, no writer */
 	zrfs_names_lock(fs);
 	if ((rc = zrfs_place_of(fs, parent, name, &p)) < 0 ||
@@ -389,14 +392,19 @@ static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, f
 	} else {
 		what = zrfs_name_resolve(fs, parent, &p, name, &d, &id, &alias);
 		to = zrfs_name_resolve(fs, newparent, &tp, newname, &td, &tid, &talias);
+		/* a symbolic link, FIFO or socket of tree/ moves in the index,
+		 * onto nothing, another link or a file (removed with it) */
+		link = what == W_NONE && p.tree && zrfs_tree_is_link(fs, parent, name);
+		/* onto a file removed, its removal waiting for its group: a
+		 * directory or link takes the name once that is committed */
+		settle = to == W_ID && tp.tree && !settled && (what == W_DIR || link);
 		/* a draft a group is storing goes by the writer's lock, as a
 		 * record does: the group then has put it where it decided */
 		record = what == W_RECORD ||
 			 (what == W_DRAFT && (d->stored != NO_ID || d->storing));
-		/* a symbolic link, FIFO or socket of tree/ moves in the index,
-		 * onto nothing, another link or a file (removed with it) */
-		link = what == W_NONE && p.tree && zrfs_tree_is_link(fs, parent, name);
-		if (link && (to == W_DIR || (to == W_DRAFT && td->kind == WN_DIR)))
+		if (settle)
+			; /* below, then again */
+		else if (link && (to == W_DIR || (to == W_DRAFT && td->kind == WN_DIR)))
 			rc = -EISDIR;
 		else if (link && (flags & RENAME_NOREPLACE) &&
 			 (to != W_NONE || zrfs_tree_is_link(fs, newparent, newname)))
@@ -412,6 +420,9 @@ static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, f
 			rc = -EEXIST;
 		else if (what == W_DIR && to != W_NONE && to != W_DIR)
 			rc = -ENOTDIR; /* onto a file */
+		else if (what == W_DIR && to == W_DIR &&
+			 zrfs_drafts_in(w, zrfs_tree_subdir(fs, newparent, newname)))
+			rc = -ENOTEMPTY; /* files being written in it */
 		else if (what == W_DIR)
 			dir = true; /* a directory of tree/: below, under the writer's lock */
 		else if (zrfs_no_field_ever(&tp, newname))
@@ -434,6 +445,16 @@ static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, f
 			replacing = true; /* below, under the writer's lock */
 	}
 	zrfs_names_unlock(fs);
+	if (settle) {
+		pthread_mutex_lock(&w->lock);
+		rc = zrfs_settle_stored(fs);
+		pthread_mutex_unlock(&w->lock);
+		settled = true;
+		if (rc >= 0) {
+			rc = 0;
+			goto again;
+		}
+	}
 	/* hard links naming it name it at its new path, in the commit that
 	 * moves it (a draft's rename: moved already) */
 	if (rc == 0)

@@ -78,8 +78,12 @@
  *     commit made through the mount before (publish.c).
  *   - a name starting with a dot is a temporary file until renamed onto
  *     another name: nothing stores it by itself (fsync included).
- * Other readers see a record's stored value until it is published; a
- * draft reads as what has been written (it has no stored value).
+ * Other readers see a record's stored value until it is published (but
+ * the thread writing it, which reads what it wrote through any descriptor
+ * it opens meanwhile: overlay.c); a draft reads as what has been written
+ * (it has no stored value). A descriptor of a record's file removed or
+ * replaced reads the value it had (its node loads it first:
+ * zrfs_nodes_keep).
  *
  * Threads
  *   request threads   every FUSE operation; a close that publishes a record
@@ -241,6 +245,10 @@ struct wnode {
 	bool text;            /* ... of a field whose files hold decimal text */
 	bool listed;          /* a draft in the tables by name and on the list */
 	bool detached;        /* replaced or removed: publishes nothing any more */
+	atomic_bool keep;     /* ... with descriptors open, its stored value not
+			       * loaded yet: loaded before its record changes
+			       * (zrfs_nodes_keep; on w->keep by keep_next) */
+	struct wnode *keep_next;
 	unsigned handles;     /* open for writing */
 	struct zrfs_link by_name, by_record, by_target;
 	struct wnode *next, *prev; /* drafts, oldest first */
@@ -345,6 +353,7 @@ struct zrfs_writes {
 	size_t nstored;       /* drafts listed with stored set */
 	atomic_size_t nkept;  /* ... winodes of records' own numbers kept (not moved) */
 	struct wnode *first, *last; /* drafts listed, oldest first */
+	struct wnode *keep;   /* nodes detached whose values are to be kept (referenced) */
 	size_t ndirs;         /* directories made through the mount */
 	int64_t dir_time[ZR_FIELDS_MAX]; /* field directories' last change, ns (0: none) */
 	size_t dir_subdirs[ZR_FIELDS_MAX]; /* ... directories made in them */
@@ -516,6 +525,9 @@ struct wnode *zrfs_draft_find(struct zrfs_writes *w, fuse_ino_t parent, const ch
 			      uint64_t gen);
 int zrfs_draft_rename(struct zrfs_writes *w, struct wnode *d, fuse_ino_t parent, const char *name);
 void zrfs_draft_unlist(struct zrfs_writes *w, struct wnode *d);
+/* Whether a draft is in directory @dir (under names_lock): a directory of
+ * tree/ that has one is not empty, whatever the index holds. */
+bool zrfs_drafts_in(struct zrfs_writes *w, fuse_ino_t dir);
 /* The directory made through the mount that @ino is (NULL: none). */
 struct wnode *zrfs_node_dir(struct zrfs_writes *w, fuse_ino_t ino);
 /* Whether draft @d is a temporary file: in a field directory, its name or
@@ -603,8 +615,16 @@ void zrfs_aliases_drop_in(struct zrfs_writes *w, fuse_ino_t parent);
  * a record moved by a delete, or a value moved by a rename. Under w->lock:
  * the move is the next commit's; views before it still read @from. */
 void zrfs_nodes_retarget(struct zrfs_writes *w, unsigned field, uint64_t from, uint64_t to);
+/* (w->lock held, no node's lock nor names_lock) Before a change of the
+ * stored value of (@field, @id) (NO_ID: none) that is not made through its
+ * node: the value of a node descriptors have open on it, and of those
+ * detached from their records (w->keep), loaded, so that they read the
+ * bytes they had, as an unlinked file's descriptors do (a node whose lock
+ * the caller holds is loaded: it is never waited for). */
+void zrfs_nodes_keep(struct zrfs *fs, unsigned field, uint64_t id);
 /* Handles open on record node (@field, @id): their inode was replaced by a
- * rename; what they write is never published. */
+ * rename; what they write is never published (under names_lock: put on
+ * w->keep where its value is to be loaded). */
 void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id);
 /* Drop everything at unmount, saying what was never stored. */
 void zrfs_nodes_free_all(struct zrfs *fs);
@@ -879,6 +899,9 @@ void zrfs_handles_free_all(struct zrfs *fs);
 /* The handle process @pid has just opened on @ino, if a SETATTR of its
  * open(O_TRUNC) may come: its node, referenced (NULL: none). */
 struct wnode *zrfs_handle_fresh(struct zrfs *fs, fuse_ino_t ino, pid_t pid);
+/* The node through which @req's calling thread has @ino open for writing,
+ * referenced (NULL: none). */
+struct wnode *zrfs_write_own_node(fuse_req_t req, struct zrfs *fs, fuse_ino_t ino);
 /* Truncate node @n to @size for a SETATTR by process @pid: an
  * open(O_TRUNC) when @at_open (the last close publishes it), else
  * ftruncate or truncate: 0 or -errno. */

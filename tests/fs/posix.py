@@ -2,7 +2,7 @@
 
 usage: posix.py NATIVE_DIR MOUNT_TREE_DIR [--users]
 
-About 200 checks in pjdfstest's ground, each run in a directory of its own
+About 250 checks in pjdfstest's ground, each run in a directory of its own
 on a native directory and on the mount's tree/, their results (a value, or
 the errno) compared: names and their lengths, open(2)'s flags and the
 modes it makes, reads and writes through several descriptors, truncate,
@@ -404,6 +404,35 @@ def two_fds_see_each_other():
 
 
 @check
+def two_fds_see_each_other_stored():
+    # the same, of a file stored (a mount's record) before it is written
+    mk('f', b'aaaa')
+    sync_here()
+    a = os.open('f', os.O_RDWR)
+    b = os.open('f', os.O_RDONLY)
+    os.pwrite(a, b'bb', 1)
+    r = os.pread(b, 10, 0), os.fstat(b).st_size
+    os.ftruncate(a, 6)
+    r += os.pread(b, 10, 0), os.fstat(b).st_size
+    os.close(a)
+    os.close(b)
+    return r
+
+
+@check
+def stored_written_then_opened_by_name():
+    # stat(2) and a new open by the name agree with what the writer wrote
+    mk('f', b'x' * 9000)
+    sync_here()
+    fd = os.open('f', os.O_RDWR)
+    os.pwrite(fd, b'new', 8000)
+    os.ftruncate(fd, 8003)
+    r = os.stat('f').st_size, rd('f')[7998:]
+    os.close(fd)
+    return r + (rd('f')[7998:],)
+
+
+@check
 def writer_and_reader_other_open():
     fd = os.open('f', os.O_CREAT | os.O_WRONLY, 420)
     os.write(fd, b'abc')
@@ -729,6 +758,24 @@ def chmod_dir_modes():
 def chmod_ctime():
     mk('f')
     return moved_by('f', lambda: os.chmod('f', 384))
+
+
+@check
+def chmod_chown_open_file_after_store():
+    # a new file written, closed and opened again, stored meanwhile (a
+    # mount commits it), then its mode and owner changed: stat(2) shows
+    # them at once
+    fd = os.open('f', os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    os.write(fd, b'x')
+    os.close(fd)
+    fd = os.open('f', os.O_RDWR)
+    sync_here()
+    os.chmod('f', 0o1755)
+    os.chown('f', 1234, 5678)
+    s = os.stat('f')
+    os.close(fd)
+    t = os.stat('f')
+    return [(oct(x.st_mode), x.st_uid, x.st_gid) for x in (s, t)]
 
 
 @check
@@ -1151,6 +1198,72 @@ def unlink_open_write_read():
     return r
 
 
+@check
+def unlink_stored_open_read_after_moves():
+    # a stored file open, not written, removed: its descriptor reads its
+    # bytes after the removal is stored (a mount moves its last record
+    # into the removed one's place) and after other files are replaced
+    mk('a', b'aaaa')
+    mk('c', b'cccc')
+    mk('b', b'')
+    sync_here()
+    fd = os.open('c', os.O_RDWR)
+    os.unlink('c')
+    sync_here()
+    mk('d', b'dd')
+    os.rename('d', 'b')
+    sync_here()
+    r = os.pread(fd, 10, 0), os.fstat(fd).st_size
+    os.close(fd)
+    return r + (sorted(os.listdir('.')),)
+
+
+@check
+def replaced_stored_open_read():
+    # the same, the file replaced by a rename onto its name
+    mk('c', b'cccc')
+    sync_here()
+    fd = os.open('c', os.O_RDWR)
+    mk('n', b'new')
+    os.rename('n', 'c')
+    sync_here()
+    r = os.pread(fd, 10, 0), rd('c')
+    os.close(fd)
+    return r
+
+
+@check
+def made_where_stored_file_removed():
+    # a stored file removed, its name taken at once by a directory, a hard
+    # link, a symbolic link and a FIFO (tar x over files)
+    for n in 'dlsp':
+        mk(n)
+        mk('x')
+    sync_here()
+    for n in 'dlsp':
+        os.unlink(n)
+    os.mkdir('d')
+    os.link('x', 'l')
+    os.symlink('x', 's')
+    os.mkfifo('p')
+    return [(n, stat.S_IFMT(os.lstat(n).st_mode)) for n in 'dlsp'], os.stat('x').st_nlink
+
+
+@check
+def moved_where_stored_file_removed():
+    # the same, the name taken by a rename of a directory and of a link
+    mk('f')
+    mk('g')
+    sync_here()
+    os.unlink('f')
+    os.unlink('g')
+    os.mkdir('d')
+    os.rename('d', 'f')
+    os.symlink('x', 's')
+    os.rename('s', 'g')
+    return stat.S_IFMT(os.lstat('f').st_mode), os.readlink('g')
+
+
 def sync_here():
     """fsync(2) of the directory the check runs in: what was made, renamed
     or removed in it is stored (a mount commits it)."""
@@ -1319,6 +1432,25 @@ def rename_dir_onto_nonempty():
     os.mkdir('d')
     os.makedirs('e/s')
     os.rename('d', 'e')
+
+
+@check
+def rename_dir_onto_dir_with_new_file():
+    # its only file just written (a mount's: not stored yet), and one open
+    os.mkdir('d')
+    os.mkdir('e')
+    os.mkdir('g')
+    mk('e/f')
+    fd = os.open('g/f', os.O_CREAT | os.O_WRONLY, 0o644)
+    r = []
+    for t in ('e', 'g'):
+        try:
+            os.rename('d', t)
+            r.append('ok')
+        except OSError as e:
+            r.append(en(e.errno))
+    os.close(fd)
+    return r, sorted(os.listdir('.')), rd('e/f')
 
 
 @check
@@ -1950,6 +2082,23 @@ def fifo_unlink():
     os.mkfifo('d/p')
     m = moved_by('d', lambda: os.unlink('d/p'))
     return m, os.listdir('d')
+
+
+@check
+def fifo_open_removed_fstat():
+    # a FIFO open, its name removed or renamed over: fstat(2) answers, no link
+    os.mkfifo('p', 0o640)
+    os.mkfifo('q', 0o600)
+    mk('f')
+    a = os.open('p', os.O_RDWR | os.O_NONBLOCK)
+    b = os.open('q', os.O_RDWR | os.O_NONBLOCK)
+    os.unlink('p')
+    os.rename('f', 'q')
+    try:
+        return [(oct(s.st_mode), s.st_nlink) for s in (os.fstat(a), os.fstat(b))]
+    finally:
+        os.close(a)
+        os.close(b)
 
 
 @check
