@@ -9,10 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 OPS=${FSX_OPS:-2000}
-mkdir -p "$T/src/a" && printf 'x\n' >"$T/src/a/x.txt" || fail "a tree"
-"$ZR" import dir "$T/src" "$DS" >/dev/null || fail "import dir"
-mount_ds -o writable,log="$T/log"
-said() { sed 's/^/  the daemon: /' "$T/log" 2>/dev/null | tail -3; }
+mount_small_tree
 for seed in 1 2 3; do
 	rm -rf "$T/native" && mkdir "$T/native" || fail "a native directory"
 	"$PY" "$HERE/fsx.py" "$T/native" "$MNT/tree" --ops "$OPS" --seed "$seed" ||

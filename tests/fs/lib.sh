@@ -83,3 +83,14 @@ within() {
 
 # same FILE1 FILE2: byte-identical or fail.
 same() { cmp -s "$1" "$2" || fail "$1 and $2 differ"; }
+
+# mount_small_tree: $DS made by zr import dir of a tree of one file
+# (a/x.txt), mounted writable, its daemon logging into $T/log; said prints
+# the log's last lines, for a failure's message.
+mount_small_tree() {
+	: "${ZR:?ZR must name the zr binary}"
+	mkdir -p "$T/src/a" && printf 'x\n' >"$T/src/a/x.txt" || fail "a tree"
+	"$ZR" import dir "$T/src" "$DS" >/dev/null || fail "import dir"
+	mount_ds -o writable,log="$T/log"
+}
+said() { sed 's/^/  the daemon: /' "$T/log" 2>/dev/null | tail -3; }

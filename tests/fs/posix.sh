@@ -1,15 +1,13 @@
 #!/bin/sh
-# A writable tree/ answers about 200 system calls as ext4 does, or as
-# zrfs(8) says it does not, and 42 more made by another user through a
+# A writable tree/ answers about 250 system calls as ext4 does, or as
+# zrfs(8) says it does not, and 45 more made by another user through a
 # mount with allow_other: tests/fs/posix.py runs each on a native directory
 # and on the mount, and compares.
 . "$(dirname "$0")/lib.sh"
 : "${ZR:?ZR must name the zr binary}"
 [ "$(id -u)" = 0 ] || { echo "SKIP: posix.py gives files away (chown): root only"; exit 77; }
-mkdir -p "$T/src/a" "$T/native" && printf 'x\n' >"$T/src/a/x.txt" || fail "a tree"
-"$ZR" import dir "$T/src" "$DS" >/dev/null || fail "import dir"
-mount_ds -o writable,log="$T/log"
-said() { sed 's/^/  the daemon: /' "$T/log" 2>/dev/null | tail -3; }
+mount_small_tree
+mkdir "$T/native" || fail "a native directory"
 "$PY" "$(dirname "$0")/posix.py" "$T/native" "$MNT/tree" || fail "posix.py, above $(said)"
 # the change times of the directories and links it left, as a remount
 # shows them (kept with the tree, as the files' are with their records)
