@@ -3,11 +3,13 @@ and on a mount's tree/, every answer and the whole tree compared (in the
 way of fsstress; fsx.py does the same for the bytes of a few files).
 
 usage: names.py NATIVE_DIR MOUNT_DIR [--ops N] [--seed S] [--shrink SECONDS]
+       names.py NATIVE_DIR MOUNT_DIR --replay FILE
        names.py --compare NATIVE_DIR OTHER_DIR
 
-Both directories start empty. N operations drawn at random (seeded: a run
-is repeatable) go to both, on a few names that collide often (a dotfile and
-a name with a space among them) in directories two deep: create (O_EXCL
+Both directories start empty; the operations run in a directory "run" of
+each. N operations drawn at random (seeded: a run is repeatable) go to
+both, on a few names that collide often (a dotfile and a name with a
+space among them) in directories two deep: create (O_EXCL
 too), write with O_TRUNC or O_APPEND, truncate, unlink, mkdir, rmdir,
 rename (RENAME_NOREPLACE too) of files, directories, links and FIFOs onto
 each other and into themselves, link, symlink (dangling ones, chains),
@@ -16,9 +18,12 @@ fstat'ed after their names went), and an fsync of a directory or sync
 (a mount commits). What each call answers (a value, or the errno) must be
 the same; every few operations, so must the whole tree: each name's type,
 permission bits, size, bytes, link target and link count, and which names
-are one inode. On a difference it prints the operations that led to it and
-exits 1. --compare compares two trees alone (after a remount, or what
-zr export dir wrote): exit 0 when they are the same.
+are one inode. On a difference it prints it, then the fewest of the
+operations before it found to show it still (each try in new directories
+beside "run", for SECONDS at most), as JSON lines, and exits 1; --replay
+runs such a list again, each answer shown and the trees compared after
+each. --compare compares two trees alone (after a remount, or what zr
+export dir wrote): exit 0 when they are the same.
 """
 import argparse
 import ctypes
