@@ -472,10 +472,7 @@ void zrfs_write_create(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const
 	make_file(req, fs, parent, name, mode, fi);
 }
 
-/* A file of a name in tree/ was removed, its removal waiting for its group
- * (W_ID): committed first, so that the name is free for what is made
- * there (a link, a directory, a hard link). 0 or a negative code. */
-static int removals_settled(struct zrfs *fs)
+int zrfs_removals_settled(struct zrfs *fs)
 {
 	int rc;
 
@@ -513,7 +510,7 @@ static void make_link(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		rc = -EEXIST;
 	zrfs_names_unlock(fs);
 	if (rc == 0 && what == W_ID) /* (tar x's placeholder for a link) */
-		rc = removals_settled(fs);
+		rc = zrfs_removals_settled(fs);
 	uint32_t owner[2];
 	maker(req, fs, parent, owner);
 	if (rc == 0 && (rc = zrfs_tree_make_link(fs, parent, name, mode, target, rdev, &e.ino)) == 0) {
@@ -554,7 +551,7 @@ int zrfs_write_link(struct zrfs *fs, fuse_ino_t ino, fuse_ino_t parent, const ch
 		rc = -EEXIST;
 	zrfs_names_unlock(fs);
 	if (rc == 0 && what == W_ID)
-		rc = removals_settled(fs);
+		rc = zrfs_removals_settled(fs);
 	if (rc == 0 && zrfs_tree_link_ino(fs, ino)) /* a link's second name */
 		rc = zrfs_tree_hard_make(fs, NO_ID, ino, parent, name);
 	if (rc < 0 || zrfs_tree_link_ino(fs, ino))
@@ -638,7 +635,7 @@ void zrfs_write_mkdir(fuse_req_t req, struct zrfs *fs, fuse_ino_t parent, const 
 		rc = new_draft(fs, parent, &p, name, WN_DIR, NO_ID, 0, &d);
 	zrfs_names_unlock(fs);
 	if (rc == 0 && what == W_ID) /* (tar x: a directory where a file was) */
-		rc = removals_settled(fs);
+		rc = zrfs_removals_settled(fs);
 	/* in tree/: a directory of the index, kept as long as the mount, with
 	 * the mode asked (the umask applied by the kernel), as chmod keeps it */
 	if (rc == 0 && p.tree && (rc = zrfs_tree_mkdir(fs, parent, name, &e.ino)) == 0)

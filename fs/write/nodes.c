@@ -130,13 +130,10 @@ void zrfs_nodes_detach_record(struct zrfs_writes *w, unsigned field, uint64_t id
 /* Load @n's stored value, it being kept (zrfs_nodes_keep), and let it go. */
 static void keep_load(struct zrfs *fs, struct wnode *n)
 {
-	struct zrfs_writes *w = fs->writes;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&n->lock);
-	if (!n->loaded &&
-	    (rc = zrfs_value_load(&n->val, w->dirfd, w->ds, n->field, n->id)) == 0)
-		n->loaded = true;
+	rc = zrfs_node_load(fs, n); /* (kept: a detached one loads too) */
 	atomic_store(&n->keep, false); /* loaded, or never: its reads fail */
 	pthread_mutex_unlock(&n->lock);
 	if (rc < 0 && zrfs_log_admit())

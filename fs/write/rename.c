@@ -379,7 +379,7 @@ static int64_t rename_do(struct zrfs *fs, fuse_ino_t parent, const char *name, f
 	}
 	rc = 0;
 	zrfs_dir_keep(fs, newparent);
-	bool settle = false, settled = false;
+	bool settle, settled = false;
 again:
 	settle = false;
 	/* a draft's rename changes only the tables: no commit, no writer */
@@ -446,14 +446,9 @@ again:
 	}
 	zrfs_names_unlock(fs);
 	if (settle) {
-		pthread_mutex_lock(&w->lock);
-		rc = zrfs_settle_stored(fs);
-		pthread_mutex_unlock(&w->lock);
 		settled = true;
-		if (rc >= 0) {
-			rc = 0;
+		if ((rc = zrfs_removals_settled(fs)) == 0)
 			goto again;
-		}
 	}
 	/* hard links naming it name it at its new path, in the commit that
 	 * moves it (a draft's rename: moved already) */

@@ -829,6 +829,11 @@ int zrfs_path_of(struct zrfs_writes *w, fuse_ino_t parent, const char *name, cha
 int zrfs_draft_place(struct zrfs *fs, struct wnode *d, fuse_ino_t parent, const struct place *p);
 void zrfs_draft_drop(struct zrfs_writes *w, struct wnode *d);
 int zrfs_settle_stored(struct zrfs *fs);
+/* A file of a name in tree/ was removed, its removal waiting for its group
+ * (W_ID): zrfs_settle_stored under the writer's lock, taken here, so that
+ * the name is free for what is made or moved there (a link, a directory,
+ * a hard link). 0 or a negative code. */
+int zrfs_removals_settled(struct zrfs *fs);
 
 /* Whether enough drafts are ready for a group to go now (publish.c). */
 static inline bool zrfs_group_full(const struct zrfs_writes *w)
